@@ -1,0 +1,117 @@
+/**
+ * The closed set of errors that the core throws. Apps map these, and only
+ * these, to their own world (gRPC status codes in the CSI driver, exit codes
+ * in the CLI and the GC job); anything else is an internal error.
+ */
+
+/** Base class of every error the core throws on purpose. */
+export abstract class LvstampError extends Error {
+  /** Stable machine-readable kind, e.g. for logs and `--json` output. */
+  abstract readonly kind: string;
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** The caller's input is malformed (a bad name, size, ID, path or policy). */
+export class InvalidArgumentError extends LvstampError {
+  readonly kind = 'invalid-argument';
+}
+
+/** The named thing (volume, volume group, device) does not exist. */
+export class NotFoundError extends LvstampError {
+  readonly kind = 'not-found';
+}
+
+/**
+ * A volume with the same name exists but is incompatible with the request
+ * (another size, another volume group). Retrying the same request fails the
+ * same way.
+ */
+export class AlreadyExistsError extends LvstampError {
+  readonly kind = 'already-exists';
+}
+
+/** The volume group lacks the free extents the request needs. */
+export class OutOfSpaceError extends LvstampError {
+  readonly kind = 'out-of-space';
+}
+
+/**
+ * The system is not in a state that allows the operation (for example the
+ * volume is open or mounted, the header does not match the name, the host
+ * lacks device-mapper). Retrying without changing the state fails again.
+ */
+export class FailedPreconditionError extends LvstampError {
+  readonly kind = 'failed-precondition';
+}
+
+/** What a finished external command left behind. */
+export interface CommandOutcome {
+  /** The exact argument vector, program first. */
+  readonly argv: readonly string[];
+  /** Exit code, or null when the process was killed by a signal. */
+  readonly exitCode: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** An external command exited non-zero, was killed, or could not start. */
+export class CommandFailedError extends LvstampError {
+  readonly kind: string = 'command-failed';
+  readonly argv: readonly string[];
+  readonly exitCode: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+
+  constructor(outcome: CommandOutcome, message?: string, options?: ErrorOptions) {
+    super(message ?? CommandFailedError.describe(outcome), options);
+    this.argv = outcome.argv;
+    this.exitCode = outcome.exitCode;
+    this.stdout = outcome.stdout;
+    this.stderr = outcome.stderr;
+  }
+
+  /** One line: the program, its exit code and the last line of stderr. */
+  static describe(outcome: CommandOutcome): string {
+    const lastLine = lastNonEmptyLine(outcome.stderr);
+    const code = outcome.exitCode === null ? 'was killed' : `exited ${outcome.exitCode}`;
+    return `${outcome.argv.join(' ')} ${code}${lastLine ? `: ${lastLine}` : ''}`;
+  }
+}
+
+/** An external command ran past its deadline and was killed. */
+export class CommandTimeoutError extends CommandFailedError {
+  override readonly kind = 'timed-out';
+  /** The deadline that was exceeded, in milliseconds. */
+  readonly timeoutMs: number;
+
+  constructor(outcome: CommandOutcome, timeoutMs: number, options?: ErrorOptions) {
+    super(outcome, `${outcome.argv.join(' ')} timed out after ${timeoutMs} ms and was killed`, options);
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * A command succeeded but printed something the parser cannot read with
+ * certainty. Never read as "nothing there".
+ */
+export class UnparseableOutputError extends CommandFailedError {
+  override readonly kind = 'unparseable-output';
+
+  constructor(outcome: CommandOutcome, detail: string, options?: ErrorOptions) {
+    super(outcome, `cannot parse the output of ${outcome.argv.join(' ')}: ${detail}`, options);
+  }
+}
+
+/** A lock (per volume or per host) could not be taken in time. */
+export class LockTimeoutError extends LvstampError {
+  readonly kind = 'lock-timeout';
+}
+
+function lastNonEmptyLine(text: string): string {
+  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l.length > 0);
+  return lines.at(-1) ?? '';
+}

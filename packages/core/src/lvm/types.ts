@@ -1,0 +1,64 @@
+/** A volume group as `vgs` reports it. All sizes in bytes. */
+export interface VolumeGroup {
+  readonly name: string;
+  readonly uuid: string;
+  readonly sizeBytes: number;
+  readonly freeBytes: number;
+  /** Physical extent size in bytes; every LV size is a multiple of it. */
+  readonly extentSizeBytes: number;
+  readonly tags: readonly string[];
+}
+
+/**
+ * A logical volume as `lvs` reports it (one row per LV, never per segment).
+ * Sizes in bytes.
+ */
+export interface LogicalVolume {
+  readonly vgName: string;
+  readonly lvName: string;
+  readonly lvUuid: string;
+  readonly sizeBytes: number;
+  /** The raw `lv_attr` string, e.g. `-wi-a-----`. */
+  readonly attr: string;
+  /** True when the LV is active in the kernel (lv_attr state `a`). */
+  readonly active: boolean;
+  /** True when the LV's device is open (lv_attr column 6 `o`). */
+  readonly open: boolean;
+  /** Kernel device number, or null when inactive (lvm reports "-1"). */
+  readonly kernelMajor: number | null;
+  readonly kernelMinor: number | null;
+  /**
+   * Device-mapper path of the LV (`lv_dm_path`, e.g.
+   * `/dev/mapper/vg--data-lvstamp_…`), as lvm reports it; never built by
+   * concatenation.
+   */
+  readonly dmPath: string | null;
+  /** LV creation time in Unix milliseconds, or null when lvm did not say. */
+  readonly createdAtMs: number | null;
+  readonly tags: readonly string[];
+}
+
+/** An lvstamp volume: an LV whose name carries the lvstamp prefix. */
+export interface Volume extends LogicalVolume {
+  /** 32-hex-digit volume ID from the LV name. */
+  readonly volumeId: string;
+  /** True for `lvstamp_new_<id>`: an interrupted or running create. */
+  readonly creating: boolean;
+  /**
+   * What the user sees: LV size minus the header's data offset, in bytes
+   * (DESIGN.md §4). Never the LV size.
+   */
+  readonly capacityBytes: number;
+}
+
+/** Free space of one volume group, in bytes. */
+export interface VolumeGroupCapacity {
+  readonly vgName: string;
+  readonly totalBytes: number;
+  readonly freeBytes: number;
+  /** Largest capacity a new volume can have: free space minus the data offset, rounded down to extents. */
+  readonly maximumVolumeBytes: number;
+}
+
+/** How a deleted volume's blocks are treated before the LV is removed. */
+export type WipePolicy = 'none' | 'discard' | 'zero';
