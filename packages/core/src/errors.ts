@@ -89,7 +89,11 @@ export class CommandTimeoutError extends CommandFailedError {
   readonly timeoutMs: number;
 
   constructor(outcome: CommandOutcome, timeoutMs: number, options?: ErrorOptions) {
-    super(outcome, `${outcome.argv.join(' ')} timed out after ${timeoutMs} ms and was killed`, options);
+    super(
+      outcome,
+      `${outcome.argv.join(' ')} timed out after ${timeoutMs} ms and was killed`,
+      options,
+    );
     this.timeoutMs = timeoutMs;
   }
 }
@@ -112,6 +116,9 @@ export class LockTimeoutError extends LvstampError {
 }
 
 function lastNonEmptyLine(text: string): string {
-  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l.length > 0);
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0);
   return lines.at(-1) ?? '';
 }

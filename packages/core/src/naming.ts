@@ -46,7 +46,9 @@ export function isHexId(value: string): boolean {
 export function validateVolumeName(name: string): void {
   const bytes = Buffer.byteLength(name, 'utf8');
   if (bytes < 1 || bytes > MAX_NAME_BYTES) {
-    throw new InvalidArgumentError(`volume name must be 1–${MAX_NAME_BYTES} bytes of UTF-8, got ${bytes}`);
+    throw new InvalidArgumentError(
+      `volume name must be 1–${MAX_NAME_BYTES} bytes of UTF-8, got ${bytes}`,
+    );
   }
   if (name.includes('\0')) throw new InvalidArgumentError('volume name must not contain NUL');
   if (Buffer.from(name, 'utf8').toString('utf8') !== name) {
@@ -71,7 +73,8 @@ export function volumeIdForName(name: string): string {
  */
 export function parseOwnerId(value: string): string {
   const lower = value.trim().toLowerCase();
-  if (!isHexId(lower)) throw new InvalidArgumentError(`owner ID must be 32 hex digits, got "${value}"`);
+  if (!isHexId(lower))
+    throw new InvalidArgumentError(`owner ID must be 32 hex digits, got "${value}"`);
   return lower;
 }
 

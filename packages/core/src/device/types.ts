@@ -13,3 +13,42 @@ export interface DataDeviceMap extends DmMap {
   /** Volume ID from the UUID. */
   readonly volumeId: string;
 }
+
+/** A kernel device number, split as Linux does (`major(3)`, `minor(3)`). */
+export interface DeviceNumber {
+  readonly major: number;
+  readonly minor: number;
+}
+
+/** A data device that is ready to use: its `/dev/mapper` node and device number. */
+export interface DataDevice extends DeviceNumber {
+  /** `/dev/mapper/lvstamp-<id>`, checked to be a block device with this major:minor. */
+  readonly path: string;
+}
+
+/**
+ * A single-segment device-mapper `linear` table (dm-linear, kernel
+ * Documentation/admin-guide/device-mapper/linear.rst):
+ * `<startSector> <sectors> linear <major>:<minor> <offsetSectors>`.
+ * All counts are 512-byte sectors.
+ */
+export interface LinearTable {
+  readonly startSector: number;
+  readonly sectors: number;
+  /** The underlying device (the LV). */
+  readonly major: number;
+  readonly minor: number;
+  /** Where the map starts on the underlying device. */
+  readonly offsetSectors: number;
+}
+
+/**
+ * What the data device is built over: the LV's kernel device number (null
+ * when the LV is inactive, as lvm reports "-1") and its size in bytes. A
+ * `LogicalVolume` from the LVM manager fits as is.
+ */
+export interface DataDeviceSource {
+  readonly kernelMajor: number | null;
+  readonly kernelMinor: number | null;
+  readonly sizeBytes: number;
+}

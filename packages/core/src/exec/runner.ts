@@ -3,9 +3,9 @@ import type { CommandOutcome } from '../errors.js';
 /** Options of one command run. */
 export interface RunOptions {
   /**
-   * Deadline in milliseconds; the process (and its group) is killed with
-   * SIGKILL when it is exceeded and a CommandTimeoutError is thrown.
-   * Defaults to the runner's own default.
+   * Deadline in milliseconds; the process is killed with SIGKILL when it is
+   * exceeded and a CommandTimeoutError is thrown. Defaults to the runner's
+   * own default.
    */
   readonly timeoutMs?: number;
   /**
@@ -28,4 +28,13 @@ export type CommandResult = CommandOutcome & { readonly exitCode: number };
  */
 export interface CommandRunner {
   run(argv: readonly string[], options?: RunOptions): Promise<CommandResult>;
+}
+
+/**
+ * Where the core reports things worth a human's attention that are not
+ * errors (for example an lvm warning printed on stderr with exit 0).
+ * `fields` is structured context (argv, stderr, volume ID).
+ */
+export interface WarnLogger {
+  warn(message: string, fields?: Readonly<Record<string, unknown>>): void;
 }

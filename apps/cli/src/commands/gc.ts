@@ -1,0 +1,133 @@
+import {
+  InvalidArgumentError,
+  isHexId,
+  volumeIdForName,
+  type GcOutcome,
+  type GcPlan,
+} from '@lvstamp/core';
+import type { Command } from 'commander';
+import { ReportedFailure, UsageError } from '../errors.js';
+import { progress, renderTable, writeJson, type Io } from '../output.js';
+import type { CommandContext } from '../program.js';
+import { formatDuration, parseDuration } from '../quantity.js';
+
+interface GcOptions {
+  live?: string;
+  minAge: string;
+  maxDelete: string;
+  apply: boolean;
+  allowEmptyLiveSet: boolean;
+}
+
+/** `lvstamp gc`: plan (and with --apply, carry out) the removal of leaked volumes. */
+export function registerGcCommand(program: Command, ctx: CommandContext): void {
+  const { io } = ctx.deps;
+  program
+    .command('gc')
+    .description(
+      'find volumes nothing references any more and plan their removal (dry run unless --apply)',
+    )
+    .option('--live <file>', 'file with one live volume name or ID per line; - for standard input')
+    .option('--min-age <duration>', 'grace period: keep volumes younger than this', '1h')
+    .option('--max-delete <n>', 'remove at most N devices in this run', '10')
+    .option('--apply', 'carry out the plan (default: print it only)', false)
+    .option('--allow-empty-live-set', 'accept an empty live set while stamped volumes exist', false)
+    .addHelpText(
+      'after',
+      '\nA device is removed only when its name has the lvstamp prefix AND its sector-0 header is valid,\n' +
+        "matches the name and carries this installation's owner ID, it is not open, not in the live set,\n" +
+        'and older than the grace period. Everything else is kept, with the reason printed.\n' +
+        '\nExample:\n  kubectl get pv -o name | sed s,.*/,, | lvstamp gc --live - --min-age 2h',
+    )
+    .action(async (opts: GcOptions) => {
+      const minAgeMs = parseDuration(opts.minAge);
+      const maxDeletions = parseCount(opts.maxDelete);
+      const liveSet =
+        opts.live === undefined ? new Set<string>() : await readLiveSet(ctx, opts.live);
+      const gc = ctx.services().gc;
+      progress(io, 'taking inventory of volumes and data devices');
+      const { plan } = await gc.plan({
+        liveSet,
+        allowEmptyLiveSet: opts.allowEmptyLiveSet,
+        policy: { ownerId: ctx.globals().ownerId, minAgeMs, maxDeletions, dryRun: !opts.apply },
+        nowMs: ctx.deps.now(),
+      });
+      let outcomes: readonly GcOutcome[] = [];
+      if (opts.apply && plan.entries.some((e) => e.action !== 'keep')) {
+        progress(io, 'applying the plan (each device re-checked right before it is removed)');
+        outcomes = await gc.apply(plan);
+      }
+      if (ctx.globals().json) {
+        writeJson(io, { dryRun: plan.dryRun, minAgeMs, maxDeletions, plan, outcomes });
+      } else {
+        printPlan(io, plan, minAgeMs, outcomes);
+      }
+      const failed = outcomes.filter((o) => o.outcome === 'failed').length;
+      if (failed > 0)
+        throw new ReportedFailure(`${failed} of the planned removals failed; see the table above`);
+    });
+}
+
+function parseCount(text: string): number {
+  if (!/^\d+$/.test(text))
+    throw new InvalidArgumentError(`--max-delete must be a whole number, got "${text}"`);
+  return Number(text);
+}
+
+async function readLiveSet(ctx: CommandContext, path: string): Promise<Set<string>> {
+  let text: string;
+  try {
+    text = await ctx.deps.readText(path);
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    throw new UsageError(
+      `cannot read the live set from ${path === '-' ? 'standard input' : path}: ${why}; refusing to run`,
+    );
+  }
+  return parseLiveSet(text);
+}
+
+/**
+ * Reads a live set: one volume name or volume ID per line; blank lines and
+ * lines starting with `#` are ignored. A line that looks like an ID counts
+ * both as an ID and as a name (keeping more is the safe side).
+ * @returns volume IDs (32 hex digits).
+ * @throws InvalidArgumentError for a line that is not a valid volume name.
+ */
+export function parseLiveSet(text: string): Set<string> {
+  const ids = new Set<string>();
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    if (isHexId(line)) ids.add(line);
+    ids.add(volumeIdForName(line));
+  }
+  return ids;
+}
+
+function printPlan(io: Io, plan: GcPlan, minAgeMs: number, outcomes: readonly GcOutcome[]): void {
+  const outcomeOf = new Map(outcomes.map((o) => [o.entry, o]));
+  io.stdout.write(
+    renderTable(
+      ['device', 'action', 'rule', 'reason', ...(outcomes.length ? ['outcome'] : [])],
+      plan.entries.map((e) => {
+        const o = outcomeOf.get(e);
+        return [
+          e.device,
+          e.action,
+          String(e.rule),
+          `${e.severity === 'warn' ? 'WARNING: ' : ''}${e.reason}`,
+          ...(outcomes.length ? [o ? `${o.outcome}${o.detail ? `: ${o.detail}` : ''}` : '-'] : []),
+        ];
+      }),
+    ),
+  );
+  const removals = plan.entries.filter((e) => e.action !== 'keep').length;
+  const mode = plan.dryRun
+    ? 'dry run: nothing was removed (use --apply)'
+    : `${outcomes.filter((o) => o.outcome === 'removed').length} removed`;
+  io.stdout.write(
+    `${plan.entries.length} devices, ${removals} to remove, grace period ${formatDuration(minAgeMs)}` +
+      `${plan.capped ? ', deletion cap reached' : ''}; ${mode}\n`,
+  );
+}

@@ -1,0 +1,184 @@
+import type { VolumeStatus, WipePolicy } from '@lvstamp/core';
+import { Option, type Command } from 'commander';
+import { progress, renderTable, writeJson } from '../output.js';
+import type { CommandContext } from '../program.js';
+import { formatBytes, parseSize } from '../quantity.js';
+
+/** `lvstamp create|list|inspect|attach|detach|resize|delete`. */
+export function registerVolumeCommands(program: Command, ctx: CommandContext): void {
+  const { io } = ctx.deps;
+  const json = (): boolean => ctx.globals().json;
+
+  program
+    .command('create')
+    .description('create a volume: an LV with a provenance header, of at least SIZE usable bytes')
+    .argument('<name>', 'volume name (1–256 bytes of UTF-8)')
+    .requiredOption('--size <size>', 'capacity, e.g. 512Mi or 1Gi; rounded up to whole extents')
+    .option('--vg <vg>', 'volume group (default: the one volume group tagged lvstamp)')
+    .addHelpText('after', '\nExample:\n  lvstamp create scratch --size 512Mi --vg demo')
+    .action(async (name: string, opts: { size: string; vg?: string }) => {
+      const requiredBytes = parseSize(opts.size);
+      const volumes = ctx.services().volumes;
+      const vgName = opts.vg ?? (await volumes.defaultVolumeGroup());
+      progress(io, `creating volume ${name} (${formatBytes(requiredBytes)}) in ${vgName}`);
+      const status = await volumes.create({
+        name,
+        requiredBytes,
+        vgName,
+        ownerId: ctx.globals().ownerId,
+      });
+      if (json()) writeJson(io, statusJson(status));
+      else
+        io.stdout.write(
+          `volume ${name} ready: id ${status.volume.volumeId}, ${formatBytes(status.volume.capacityBytes)} ` +
+            `usable on ${status.volume.vgName}/${status.volume.lvName} (${formatBytes(status.volume.sizeBytes)} LV)\n`,
+        );
+    });
+
+  program
+    .command('list')
+    .description('list lvstamp volumes, including interrupted creates')
+    .option('--vg <vg>', 'only this volume group')
+    .action(async (opts: { vg?: string }) => {
+      const list = await ctx.services().volumes.list(opts.vg);
+      if (json()) {
+        writeJson(io, list.map(statusJson));
+        return;
+      }
+      io.stdout.write(
+        renderTable(
+          ['name', 'id', 'vg', 'capacity', 'state', 'header', 'data device', 'mounted on'],
+          list.map((s) => [
+            s.name ?? '-',
+            s.volume.volumeId,
+            s.volume.vgName,
+            formatBytes(s.volume.capacityBytes),
+            s.volume.creating ? 'creating' : s.volume.active ? 'active' : 'inactive',
+            s.header.status,
+            s.dataDevice?.path ?? '-',
+            s.mountPoints.join(',') || '-',
+          ]),
+        ),
+      );
+    });
+
+  program
+    .command('inspect')
+    .description(
+      'decode the sector-0 header of a volume (NAME or ID), a block device or an image file',
+    )
+    .argument('<target>', 'volume name, volume ID, device path or image file')
+    .action(async (target: string) => {
+      const report = await ctx.services().inspector.inspect(target);
+      if (json()) {
+        writeJson(io, report);
+        return;
+      }
+      const lines = [
+        `target:   ${report.target}`,
+        `device:   ${report.devicePath}`,
+        `status:   ${report.decode.status}`,
+      ];
+      if (report.decode.status === 'ok') {
+        const h = report.decode.header;
+        lines.push(
+          `name:     ${h.name}`,
+          `id:       ${h.volumeId}`,
+          `owner:    ${h.ownerId}`,
+          `created:  ${new Date(h.createdAtMs).toISOString()}`,
+          `requested: ${formatBytes(h.requestedBytes)} (${h.requestedBytes} bytes)`,
+          `data offset: ${h.dataOffsetBytes} bytes`,
+        );
+      }
+      lines.push(`meaning:  ${report.explanation}`);
+      io.stdout.write(`${lines.join('\n')}\n`);
+    });
+
+  program
+    .command('attach')
+    .description('create the data device (device-mapper map over the data area) and print its path')
+    .argument('<volume>', 'volume name or ID')
+    .action(async (ref: string) => {
+      const volumes = ctx.services().volumes;
+      const id = await volumes.resolve(ref);
+      const device = await volumes.attach(id);
+      if (json()) writeJson(io, device);
+      else io.stdout.write(`${device.path}\n`);
+    });
+
+  program
+    .command('detach')
+    .description('remove the data device of a volume (refused while it is open or mounted)')
+    .argument('<volume>', 'volume name or ID')
+    .action(async (ref: string) => {
+      const volumes = ctx.services().volumes;
+      const id = await volumes.resolve(ref);
+      const result = await volumes.detach(id);
+      if (json()) writeJson(io, result);
+      else io.stdout.write(result.removed ? `detached ${ref}\n` : `${ref} was not attached\n`);
+    });
+
+  program
+    .command('resize')
+    .description('grow a volume: the LV, its data device and a mounted filesystem (online)')
+    .argument('<volume>', 'volume name or ID')
+    .requiredOption('--size <size>', 'new capacity, e.g. 1Gi; volumes only grow')
+    .action(async (ref: string, opts: { size: string }) => {
+      const requiredBytes = parseSize(opts.size);
+      const volumes = ctx.services().volumes;
+      const id = await volumes.resolve(ref);
+      progress(io, `growing ${ref} to ${formatBytes(requiredBytes)}`);
+      const result = await volumes.expand(id, requiredBytes);
+      if (json())
+        writeJson(io, { ...statusJson(result.status), filesystemGrown: result.filesystemGrown });
+      else
+        io.stdout.write(
+          `${ref}: capacity ${formatBytes(result.status.volume.capacityBytes)}` +
+            (result.filesystemGrown ? `; filesystem on ${result.filesystemGrown} grown` : '') +
+            '\n',
+        );
+    });
+
+  program
+    .command('delete')
+    .description(
+      'delete a volume: its data device and LV (refused while open); deleting twice succeeds',
+    )
+    .argument('<volume>', 'volume name or ID')
+    .addOption(
+      new Option('--wipe <policy>', 'what happens to the blocks first')
+        .choices(['none', 'discard', 'zero'])
+        .default('none'),
+    )
+    .action(async (ref: string, opts: { wipe: WipePolicy }) => {
+      const volumes = ctx.services().volumes;
+      const id = await volumes.resolve(ref);
+      progress(io, `deleting ${ref}`);
+      const result = await volumes.delete(id, { wipe: opts.wipe });
+      if (json()) writeJson(io, { volumeId: id, ...result });
+      else
+        io.stdout.write(
+          result.existed ? `deleted ${ref}\n` : `${ref} did not exist (nothing to do)\n`,
+        );
+    });
+}
+
+/** The JSON shape of a volume for `--json`. */
+export function statusJson(s: VolumeStatus): Record<string, unknown> {
+  return {
+    name: s.name,
+    volumeId: s.volume.volumeId,
+    vg: s.volume.vgName,
+    lv: s.volume.lvName,
+    lvSizeBytes: s.volume.sizeBytes,
+    capacityBytes: s.volume.capacityBytes,
+    creating: s.volume.creating,
+    active: s.volume.active,
+    header: s.header.status,
+    ownerId: s.header.status === 'ok' ? s.header.header.ownerId : null,
+    createdAt:
+      s.header.status === 'ok' ? new Date(s.header.header.createdAtMs).toISOString() : null,
+    dataDevice: s.dataDevice?.path ?? null,
+    mountPoints: s.mountPoints,
+  };
+}

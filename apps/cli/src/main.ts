@@ -1,0 +1,5 @@
+#!/usr/bin/env node
+import { productionDeps } from './production.js';
+import { runCli } from './program.js';
+
+process.exitCode = await runCli(process.argv.slice(2), await productionDeps());

@@ -1,0 +1,170 @@
+import {
+  AlreadyExistsError,
+  CommandFailedError,
+  NotFoundError,
+  STANDALONE_OWNER_ID,
+  volumeIdForName,
+} from '@lvstamp/core';
+import { describe, expect, it, vi } from 'vitest';
+import { parseLiveSet } from './commands/gc.js';
+import { runCli, type CliDeps } from './program.js';
+import type { CliServices } from './services.js';
+
+function harness(services: Partial<CliServices> = {}, readText?: CliDeps['readText']) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const built: unknown[] = [];
+  const deps: CliDeps = {
+    io: {
+      stdout: { write: (t: string) => out.push(t) },
+      stderr: { write: (t: string) => err.push(t) },
+    },
+    env: {},
+    services: (options) => {
+      built.push(options);
+      return services as CliServices;
+    },
+    readText: readText ?? (() => Promise.reject(new Error('ENOENT: no such file'))),
+    now: () => 1_700_000_000_000,
+    version: '0.1.0-test',
+  };
+  return {
+    run: (...argv: string[]) => runCli(argv, deps),
+    stdout: () => out.join(''),
+    stderr: () => err.join(''),
+    built,
+  };
+}
+
+describe('usage errors exit 2 with a one-line message and touch nothing', () => {
+  it.each([
+    [['create', 'x']], // missing --size
+    [['create', 'x', '--size', '1GB']],
+    [['create', 'x', '--size', '-1Gi']],
+    [['resize', 'x', '--size', 'big']],
+    [['vg', 'create', 'v']],
+    [['vg', 'create', 'v', '--loop', '/tmp/f']],
+    [['vg', 'create', 'v', '/dev/sdb', '--loop', '/tmp/f', '--size', '1Gi']],
+    [['vg', 'create', 'v', '/dev/sdb', '--size', '1Gi']],
+    [['gc', '--min-age', '2 hours']],
+    [['gc', '--max-delete', '-1']],
+    [['delete', 'x', '--wipe', 'shred']],
+    [['frobnicate']],
+  ])('%j', async (argv) => {
+    const create = vi.fn();
+    const h = harness({
+      volumes: {
+        create,
+        defaultVolumeGroup: () => Promise.resolve('vg0'),
+      } as unknown as CliServices['volumes'],
+      volumeGroups: {
+        createOnLoop: vi.fn(),
+        create: vi.fn(),
+      } as unknown as CliServices['volumeGroups'],
+      gc: { plan: vi.fn(), apply: vi.fn() },
+    });
+    expect(await h.run(...argv)).toBe(2);
+    expect(create).not.toHaveBeenCalled();
+    expect(h.stderr().trim().split('\n').length).toBeGreaterThanOrEqual(1);
+    expect(h.stderr()).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
+  it('help exits 0 and explains the size units', async () => {
+    const h = harness();
+    expect(await h.run('--help')).toBe(0);
+    expect(h.stdout()).toContain('Kubernetes quantities');
+    expect(h.stdout()).toContain('1G (10^9 bytes)');
+  });
+});
+
+describe('failures exit 1 with one line, no stack trace', () => {
+  it('maps a core error to its message', async () => {
+    const h = harness({
+      volumes: {
+        defaultVolumeGroup: () => Promise.resolve('vg0'),
+        create: () =>
+          Promise.reject(
+            new AlreadyExistsError('volume x exists with capacity 1 GiB, asked 2 GiB'),
+          ),
+      } as unknown as CliServices['volumes'],
+    });
+    expect(await h.run('create', 'x', '--size', '2Gi')).toBe(1);
+    expect(h.stderr()).toBe(
+      '… creating volume x (2 GiB) in vg0\nlvstamp: volume x exists with capacity 1 GiB, asked 2 GiB\n',
+    );
+  });
+
+  it('a failed lvm command shows argv, exit code and the last stderr line', async () => {
+    const h = harness({
+      volumeGroups: {
+        list: () =>
+          Promise.reject(
+            new CommandFailedError({
+              argv: ['vgs', '--reportformat', 'json'],
+              exitCode: 5,
+              stdout: '',
+              stderr: 'a\n  Global lock failed\n',
+            }),
+          ),
+      } as unknown as CliServices['volumeGroups'],
+    });
+    expect(await h.run('vg', 'list')).toBe(1);
+    expect(h.stderr()).toBe('lvstamp: vgs --reportformat json exited 5: Global lock failed\n');
+  });
+
+  it('an unknown error is an internal error without a stack', async () => {
+    const h = harness({
+      volumeGroups: {
+        list: () => Promise.reject(new TypeError('x is undefined')),
+      } as unknown as CliServices['volumeGroups'],
+    });
+    expect(await h.run('vg', 'list')).toBe(1);
+    expect(h.stderr()).toBe('lvstamp: internal error: x is undefined\n');
+  });
+
+  it('not found exits 1', async () => {
+    const h = harness({
+      volumes: {
+        resolve: () => Promise.reject(new NotFoundError('no volume named x')),
+      } as unknown as CliServices['volumes'],
+    });
+    expect(await h.run('attach', 'x')).toBe(1);
+    expect(h.stderr()).toBe('lvstamp: no volume named x\n');
+  });
+});
+
+describe('gc', () => {
+  it('refuses to run when the live set cannot be read', async () => {
+    const plan = vi.fn();
+    const h = harness({ gc: { plan, apply: vi.fn() } });
+    expect(await h.run('gc', '--live', '/nonexistent')).toBe(2);
+    expect(plan).not.toHaveBeenCalled();
+    expect(h.stderr()).toContain('cannot read the live set from /nonexistent');
+  });
+
+  it('passes the parsed policy, dry run by default, and never applies a dry plan', async () => {
+    const plan = vi.fn(() =>
+      Promise.resolve({ plan: { dryRun: true, capped: false, entries: [] } }),
+    );
+    const apply = vi.fn();
+    const h = harness({ gc: { plan, apply } as unknown as CliServices['gc'] }, () =>
+      Promise.resolve('pvc-a\n# comment\n\n'),
+    );
+    expect(await h.run('gc', '--live', '-', '--min-age', '30m', '--max-delete', '3')).toBe(0);
+    expect(plan).toHaveBeenCalledWith({
+      liveSet: new Set([volumeIdForName('pvc-a')]),
+      allowEmptyLiveSet: false,
+      policy: { ownerId: STANDALONE_OWNER_ID, minAgeMs: 1_800_000, maxDeletions: 3, dryRun: true },
+      nowMs: 1_700_000_000_000,
+    });
+    expect(apply).not.toHaveBeenCalled();
+    expect(h.stdout()).toContain('dry run: nothing was removed');
+  });
+
+  it('parses a live set of names and IDs', () => {
+    const id = 'a'.repeat(32);
+    expect(parseLiveSet(`${id}\n  pvc-x  \n#c\n`)).toEqual(
+      new Set([id, volumeIdForName(id), volumeIdForName('pvc-x')]),
+    );
+  });
+});

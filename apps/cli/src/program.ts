@@ -1,0 +1,107 @@
+import { Command, CommanderError, Option } from 'commander';
+import { EXIT_OK, EXIT_USAGE, describeFailure } from './errors.js';
+import type { Io } from './output.js';
+import type { CliServices, GlobalOptions } from './services.js';
+import { registerVolumeGroupCommands } from './commands/vg.js';
+import { registerVolumeCommands } from './commands/volume.js';
+import { registerGcCommand } from './commands/gc.js';
+import { registerDemoCommand } from './commands/demo.js';
+
+/** What the program needs from the outside world; tests pass fakes. */
+export interface CliDeps {
+  readonly io: Io;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Builds the core services for the parsed global options. */
+  readonly services: (options: GlobalOptions) => CliServices;
+  /** Reads a UTF-8 text file, or standard input for `-`. */
+  readonly readText: (path: string) => Promise<string>;
+  /** Wall clock, Unix milliseconds. */
+  readonly now: () => number;
+  readonly version: string;
+}
+
+/** Shared state handed to each command's registration. */
+export interface CommandContext {
+  readonly deps: CliDeps;
+  /** The global options, parsed; call from inside an action only. */
+  readonly globals: () => GlobalOptions;
+  readonly services: () => CliServices;
+}
+
+const SIZE_HELP =
+  'Sizes are Kubernetes quantities, as on a PVC: 512Mi, 1Gi (binary), 1G (10^9 bytes), or plain bytes.';
+
+/** Builds the `lvstamp` program (commander). */
+export function buildProgram(deps: CliDeps): Command {
+  const program = new Command('lvstamp')
+    .description('Node-local LVM volumes stamped with a provenance header, for node admins.')
+    .version(deps.version)
+    .addOption(
+      new Option('--owner-id <hex>', 'owner ID of this installation (32 hex digits)')
+        .env('LVSTAMP_OWNER_ID')
+        .default('0'.repeat(32), 'standalone: all zeros'),
+    )
+    .addOption(
+      new Option('--lock-file <path>', 'host lock shared with the CSI driver and the GC job')
+        .env('LVSTAMP_LOCK_FILE')
+        .default('/run/lock/lvstamp/host.lock'),
+    )
+    .option('--json', 'print machine-readable JSON instead of tables', false)
+    .addHelpText(
+      'after',
+      `\n${SIZE_HELP}\nDurations: 30m, 2h, 1h30m, 45s.\nExit codes: 0 ok, 1 failed, 2 bad usage.`,
+    )
+    .showSuggestionAfterError()
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => deps.io.stdout.write(text),
+      writeErr: (text) => deps.io.stderr.write(text),
+      outputError: (text, write) => {
+        write(text);
+      },
+    });
+
+  let cachedServices: CliServices | undefined;
+  const globals = (): GlobalOptions => {
+    const opts = program.opts<{ ownerId: string; lockFile: string; json: boolean }>();
+    return { ownerId: opts.ownerId, lockFile: opts.lockFile, json: opts.json };
+  };
+  const context: CommandContext = {
+    deps,
+    globals,
+    services: () => (cachedServices ??= deps.services(globals())),
+  };
+  registerVolumeGroupCommands(program, context);
+  registerVolumeCommands(program, context);
+  registerGcCommand(program, context);
+  registerDemoCommand(program, context);
+  for (const command of program.commands) inheritOutput(command, program);
+  return program;
+}
+
+function inheritOutput(command: Command, parent: Command): void {
+  command.exitOverride();
+  command.configureOutput(parent.configureOutput());
+  command.showSuggestionAfterError();
+  for (const child of command.commands) inheritOutput(child, command);
+}
+
+/**
+ * Runs `lvstamp` with the given arguments (without node and script) and
+ * returns the exit code: 0 ok, 1 failed, 2 bad usage. Never throws.
+ */
+export async function runCli(argv: readonly string[], deps: CliDeps): Promise<number> {
+  const program = buildProgram(deps);
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return EXIT_OK;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // help and version exit 0; every parse problem is a usage error, already printed
+      return error.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+    }
+    const { exitCode, message } = describeFailure(error, deps.env.LVSTAMP_DEBUG === '1');
+    deps.io.stderr.write(`lvstamp: ${message}\n`);
+    return exitCode;
+  }
+}

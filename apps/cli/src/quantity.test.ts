@@ -1,0 +1,73 @@
+import { InvalidArgumentError } from '@lvstamp/core';
+import { describe, expect, it } from 'vitest';
+import { formatBytes, formatDuration, parseDuration, parseSize } from './quantity.js';
+
+describe('parseSize (Kubernetes quantities)', () => {
+  it.each([
+    ['512Mi', 512 * 2 ** 20],
+    ['1Gi', 2 ** 30],
+    ['1G', 1e9],
+    ['1k', 1000],
+    ['1Ki', 1024],
+    ['4096', 4096],
+    ['1.5Gi', 1.5 * 2 ** 30],
+    ['1e9', 1e9],
+    ['1P', 1e15],
+    ['0.5Ki', 512],
+    ['1500m', 2], // 1.5 bytes, rounded up like Quantity.Value()
+    ['+2Mi', 2 * 2 ** 20],
+    [' 8Mi ', 8 * 2 ** 20],
+  ])('%s is %d bytes', (text, bytes) => {
+    expect(parseSize(text)).toBe(bytes);
+  });
+
+  it.each([
+    '',
+    'abc',
+    '1GB',
+    '1gi',
+    '1 Gi',
+    '-1Gi',
+    '0',
+    '0Mi',
+    '1,5Gi',
+    '<21.50g',
+    '1073741824B',
+    '16Ei',
+    '1E',
+    '1e99',
+  ])('rejects %j', (text) => {
+    expect(() => parseSize(text)).toThrow(InvalidArgumentError);
+  });
+});
+
+describe('parseDuration', () => {
+  it.each([
+    ['30m', 1_800_000],
+    ['2h', 7_200_000],
+    ['1h30m', 5_400_000],
+    ['45s', 45_000],
+    ['500ms', 500],
+    ['0s', 0],
+    ['2d', 172_800_000],
+  ])('%s is %d ms', (text, ms) => {
+    expect(parseDuration(text)).toBe(ms);
+  });
+
+  it.each(['', '30', 'm', '1.5h', '-1h', '1w', '1h 30m'])('rejects %j', (text) => {
+    expect(() => parseDuration(text)).toThrow(InvalidArgumentError);
+  });
+});
+
+describe('formatting', () => {
+  it('formats bytes in binary units', () => {
+    expect(formatBytes(204 * 2 ** 20)).toBe('204 MiB');
+    expect(formatBytes(1.5 * 2 ** 30)).toBe('1.5 GiB');
+    expect(formatBytes(512)).toBe('512 B');
+  });
+  it('formats durations', () => {
+    expect(formatDuration(5_400_000)).toBe('1h 30m');
+    expect(formatDuration(0)).toBe('0s');
+    expect(formatDuration(45_000)).toBe('45s');
+  });
+});

@@ -1,0 +1,37 @@
+import type { GcService, InspectService, VolumeGroupAdmin, VolumeService } from '@lvstamp/core';
+
+/** Options every command sees, from flags or the environment. */
+export interface GlobalOptions {
+  /** 32 hex digits. */
+  readonly ownerId: string;
+  readonly lockFile: string;
+  readonly json: boolean;
+}
+
+/** The core services the commands call. Production wires the real ones. */
+export interface CliServices {
+  readonly volumes: Pick<
+    VolumeService,
+    | 'resolve'
+    | 'list'
+    | 'status'
+    | 'create'
+    | 'attach'
+    | 'detach'
+    | 'expand'
+    | 'delete'
+    | 'defaultVolumeGroup'
+  >;
+  readonly volumeGroups: Pick<VolumeGroupAdmin, 'list' | 'createOnLoop' | 'create' | 'remove'>;
+  readonly gc: Pick<GcService, 'plan' | 'apply'>;
+  readonly inspector: Pick<InspectService, 'inspect'>;
+  /** Filesystem helpers of the core, used by `lvstamp demo`. */
+  readonly filesystems: {
+    format(device: string, fsType: 'ext4' | 'xfs'): Promise<unknown>;
+    mount(device: string, target: string, options: { fsType: 'ext4' | 'xfs' }): Promise<unknown>;
+    unmount(target: string): Promise<unknown>;
+    usage(path: string): Promise<{ totalBytes: number; availableBytes: number; usedBytes: number }>;
+  };
+  /** True when this host can run real volumes: root and device-mapper. */
+  readonly canActivate: () => Promise<{ ok: true } | { ok: false; reason: string }>;
+}

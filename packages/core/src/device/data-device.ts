@@ -1,0 +1,421 @@
+import {
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  UnparseableOutputError,
+} from '../errors.js';
+import type { CommandResult, CommandRunner } from '../exec/runner.js';
+import { DATA_OFFSET_BYTES, SECTOR_BYTES } from '../header/constants.js';
+import {
+  DEFAULT_NAMING,
+  dmNameFor,
+  dmUuidFor,
+  isHexId,
+  parseDmUuid,
+  type Naming,
+} from '../naming.js';
+import { blockDeviceNumber, formatDeviceNumber, sameDevice } from './devnum.js';
+import type {
+  DataDevice,
+  DataDeviceMap,
+  DataDeviceSource,
+  DeviceNumber,
+  DmMap,
+  LinearTable,
+} from './types.js';
+
+/** Where `dmsetup mknodes` puts device nodes (libdevmapper's dm dir). */
+export const MAPPER_DIR = '/dev/mapper';
+
+/**
+ * Field list of the one `dmsetup info` query behind listAll/list; the
+ * separator `|` never occurs in lvstamp names, UUIDs or numbers.
+ */
+const INFO_ARGV = [
+  'dmsetup',
+  'info',
+  '-c',
+  '--noheadings',
+  '--separator',
+  '|',
+  '-o',
+  'name,uuid,major,minor,open',
+] as const;
+
+/** What `dmsetup info`/`dmsetup table` print when no map exists at all. */
+const NO_DEVICES = 'No devices found';
+
+export interface DataDeviceManagerOptions {
+  readonly runner: CommandRunner;
+  /** Name and UUID prefixes; default DEFAULT_NAMING (`lvstamp-`, `LVSTAMP-`). */
+  readonly naming?: Naming;
+  /**
+   * The device number of the block device node at a path, or null when the
+   * path does not exist; throws FailedPreconditionError for anything else.
+   * Default: `blockDeviceNumber` (stat(2) of the node). Injected by tests.
+   */
+  readonly deviceNumberOf?: (path: string) => Promise<DeviceNumber | null>;
+}
+
+/**
+ * The data device of a volume (DESIGN.md §4): the device-mapper linear map
+ * `lvstamp-<id>` (UUID `LVSTAMP-<id>`) over the LV's data area,
+ * `0 <dataSectors> linear <LV major:minor> <dataOffset/512>`.
+ *
+ * Every command goes through the injected runner. Nothing assumes udev
+ * (FACTS.md: without udev `dmsetup create` makes no node): maps are made and
+ * removed with `--noudevsync` and nodes kept right with `dmsetup mknodes`.
+ * A node is trusted only after its rdev matches the map's major:minor.
+ * Commands that fail throw CommandFailedError / CommandTimeoutError from the
+ * runner.
+ */
+export class DataDeviceManager {
+  readonly #runner: CommandRunner;
+  readonly #naming: Naming;
+  readonly #deviceNumberOf: (path: string) => Promise<DeviceNumber | null>;
+
+  constructor(options: DataDeviceManagerOptions) {
+    this.#runner = options.runner;
+    this.#naming = options.naming ?? DEFAULT_NAMING;
+    this.#deviceNumberOf = options.deviceNumberOf ?? blockDeviceNumber;
+  }
+
+  /** `/dev/mapper/lvstamp-<id>`: where the data device's node lives once it exists. */
+  pathFor(volumeId: string): string {
+    return `${MAPPER_DIR}/${dmNameFor(requireVolumeId(volumeId), this.#naming)}`;
+  }
+
+  /**
+   * Creates the data device of `volumeId` over `lv`, idempotently: an
+   * existing map with the same table is kept; one with another table (for
+   * example after the LV grew) is reloaded and resumed.
+   *
+   * Runs `dmsetup create lvstamp-<id> --uuid LVSTAMP-<id> --noudevsync
+   * --table "0 <dataSectors> linear <major>:<minor> <dataOffset/512>"`, then
+   * `dmsetup mknodes lvstamp-<id>` when the node is missing or stale.
+   *
+   * @param lv the LV's device number and size in bytes (must be active).
+   * @param dataOffsetBytes bytes from LV start to the data area; default 1 MiB.
+   * @returns the node path and the map's major:minor, checked to agree.
+   * @throws InvalidArgumentError for a malformed ID or a data area that is
+   *   empty or not a whole number of 512-byte sectors.
+   * @throws FailedPreconditionError when the LV is inactive, a map of that
+   *   name has another UUID (or the UUID another name), or the node does not
+   *   match the map after `mknodes`.
+   * @throws UnparseableOutputError when dmsetup prints something unexpected.
+   */
+  async create(
+    volumeId: string,
+    lv: DataDeviceSource,
+    dataOffsetBytes: number = DATA_OFFSET_BYTES,
+  ): Promise<DataDevice> {
+    const wanted = linearTableFor(lv, dataOffsetBytes);
+    const name = dmNameFor(requireVolumeId(volumeId), this.#naming);
+    const uuid = dmUuidFor(volumeId, this.#naming);
+    let map = this.#own(await this.listAll(), volumeId);
+    if (map === null) {
+      await this.#runner.run([
+        'dmsetup',
+        'create',
+        name,
+        '--uuid',
+        uuid,
+        '--noudevsync',
+        '--table',
+        formatLinearTable(wanted),
+      ]);
+      map = this.#own(await this.listAll(), volumeId);
+      if (map === null) {
+        throw new FailedPreconditionError(
+          `dmsetup create ${name} succeeded but the map is not listed`,
+        );
+      }
+    } else {
+      await this.#replaceTableIfDifferent(name, wanted);
+    }
+    return this.#ensureNode(name, map);
+  }
+
+  /**
+   * Loads the table for the LV's current size into an existing map and
+   * resumes it (after `lvextend`; DESIGN.md §4 "Growing a volume"):
+   * `dmsetup reload lvstamp-<id> --table "..."` then `dmsetup resume
+   * --noudevsync lvstamp-<id>`. A map that already has this table is left
+   * alone.
+   * @returns the node path and major:minor (unchanged by a reload).
+   * @throws NotFoundError when the map does not exist.
+   * @throws InvalidArgumentError, FailedPreconditionError, UnparseableOutputError as for `create`.
+   */
+  async reload(
+    volumeId: string,
+    lv: DataDeviceSource,
+    dataOffsetBytes: number = DATA_OFFSET_BYTES,
+  ): Promise<DataDevice> {
+    const wanted = linearTableFor(lv, dataOffsetBytes);
+    const name = dmNameFor(requireVolumeId(volumeId), this.#naming);
+    const map = this.#own(await this.listAll(), volumeId);
+    if (map === null) throw new NotFoundError(`data device ${name} does not exist`);
+    await this.#replaceTableIfDifferent(name, wanted);
+    return this.#ensureNode(name, map);
+  }
+
+  /**
+   * Removes the data device, idempotently: an absent map is success (a
+   * stale node left by an interrupted remove is cleared). Otherwise
+   * `dmsetup remove --noudevsync lvstamp-<id>`, then `dmsetup mknodes
+   * lvstamp-<id>` to drop the node (FACTS.md: remove leaves it behind).
+   * The data on the LV is untouched.
+   * @throws InvalidArgumentError for a malformed ID.
+   * @throws FailedPreconditionError when the map is open (mounted, in use),
+   *   belongs to another UUID, or its node survives `mknodes`.
+   */
+  async remove(volumeId: string): Promise<void> {
+    const name = dmNameFor(requireVolumeId(volumeId), this.#naming);
+    const path = `${MAPPER_DIR}/${name}`;
+    const map = this.#own(await this.listAll(), volumeId);
+    if (map === null) {
+      if ((await this.#deviceNumberOf(path)) !== null) await this.#mknodes(name);
+      return;
+    }
+    if (map.openCount > 0) {
+      throw new FailedPreconditionError(
+        `data device ${name} is open (${map.openCount} holder${map.openCount === 1 ? '' : 's'}); unmount or detach it first`,
+      );
+    }
+    await this.#runner.run(['dmsetup', 'remove', '--noudevsync', name]);
+    await this.#mknodes(name);
+    if ((await this.#deviceNumberOf(path)) !== null) {
+      throw new FailedPreconditionError(
+        `${path} is still present after dmsetup remove and mknodes`,
+      );
+    }
+  }
+
+  /**
+   * Every device-mapper map on the host, LV devices included (the GC
+   * matches their open counts by major:minor), from one
+   * `dmsetup info -c --noheadings --separator '|' -o name,uuid,major,minor,open`.
+   * "No devices found" is an empty list; an empty UUID is "".
+   * @throws UnparseableOutputError for any line that is not five well-formed fields.
+   */
+  async listAll(): Promise<DmMap[]> {
+    return parseDmInfo(await this.#runner.run(INFO_ARGV));
+  }
+
+  /**
+   * The lvstamp data devices: maps whose UUID is `LVSTAMP-<32 hex digits>`
+   * (DESIGN.md §6 inventory), from the same single `dmsetup info` as listAll.
+   * @throws UnparseableOutputError as listAll.
+   */
+  async list(): Promise<DataDeviceMap[]> {
+    return (await this.listAll()).flatMap((map) => {
+      const volumeId = parseDmUuid(map.uuid, this.#naming);
+      return volumeId === null ? [] : [{ ...map, volumeId }];
+    });
+  }
+
+  /**
+   * The live table of the data device, parsed: the map is found by its UUID
+   * `LVSTAMP-<id>` (the GC inventory's key), then `dmsetup table <its name>`.
+   * @returns the linear table; null when no map has that UUID or the map has
+   *   no live table (a create interrupted between creating and loading).
+   * @throws InvalidArgumentError for a malformed ID.
+   * @throws UnparseableOutputError when the table is not one linear segment.
+   */
+  async table(volumeId: string): Promise<LinearTable | null> {
+    const uuid = dmUuidFor(requireVolumeId(volumeId), this.#naming);
+    const map = (await this.listAll()).find((m) => m.uuid === uuid);
+    return map === undefined ? null : this.#readTable(map.name);
+  }
+
+  /** The map of `volumeId` in a listing, checking that name and UUID agree. */
+  #own(maps: readonly DmMap[], volumeId: string): DmMap | null {
+    const name = dmNameFor(volumeId, this.#naming);
+    const uuid = dmUuidFor(volumeId, this.#naming);
+    const byName = maps.find((m) => m.name === name);
+    const byUuid = maps.find((m) => m.uuid === uuid);
+    if (byName === undefined && byUuid === undefined) return null;
+    if (byName === undefined || byUuid === undefined || byName !== byUuid) {
+      const which = byName ?? byUuid;
+      throw new FailedPreconditionError(
+        `device-mapper map "${which?.name ?? ''}" has UUID "${which?.uuid ?? ''}", expected name ${name} with UUID ${uuid}; not touching it`,
+      );
+    }
+    return byName;
+  }
+
+  async #readTable(name: string): Promise<LinearTable | null> {
+    const result = await this.#runner.run(['dmsetup', 'table', name]);
+    return result.stdout.trim() === '' ? null : parseLinearTable(result);
+  }
+
+  async #replaceTableIfDifferent(name: string, wanted: LinearTable): Promise<void> {
+    const current = await this.#readTable(name);
+    if (current !== null && sameTable(current, wanted)) return;
+    await this.#runner.run(['dmsetup', 'reload', name, '--table', formatLinearTable(wanted)]);
+    await this.#runner.run(['dmsetup', 'resume', '--noudevsync', name]);
+  }
+
+  async #mknodes(name: string): Promise<void> {
+    await this.#runner.run(['dmsetup', 'mknodes', name]);
+  }
+
+  /** Makes sure /dev/mapper/<name> is a block device with the map's number (DESIGN.md: compare by major:minor). */
+  async #ensureNode(name: string, map: DmMap): Promise<DataDevice> {
+    const path = `${MAPPER_DIR}/${name}`;
+    const wanted: DeviceNumber = { major: map.major, minor: map.minor };
+    let node = await this.#deviceNumberOf(path);
+    if (node === null || !sameDevice(node, wanted)) {
+      await this.#mknodes(name);
+      node = await this.#deviceNumberOf(path);
+    }
+    if (node === null || !sameDevice(node, wanted)) {
+      throw new FailedPreconditionError(
+        `${path} is ${node === null ? 'missing' : `device ${formatDeviceNumber(node)}`} after dmsetup mknodes, expected ${formatDeviceNumber(wanted)}`,
+      );
+    }
+    return { path, major: map.major, minor: map.minor };
+  }
+}
+
+/**
+ * The linear table of a data device over `lv` (DESIGN.md §4):
+ * `0 <(sizeBytes − dataOffsetBytes)/512> linear <major>:<minor> <dataOffsetBytes/512>`.
+ * @throws InvalidArgumentError when the data offset is not a positive whole
+ *   number of 512-byte sectors, or the data area is empty, negative or not a
+ *   whole number of sectors.
+ * @throws FailedPreconditionError when the LV is inactive (no device number).
+ */
+export function linearTableFor(lv: DataDeviceSource, dataOffsetBytes: number): LinearTable {
+  if (
+    !Number.isSafeInteger(dataOffsetBytes) ||
+    dataOffsetBytes <= 0 ||
+    dataOffsetBytes % SECTOR_BYTES !== 0
+  ) {
+    throw new InvalidArgumentError(
+      `data offset must be a positive multiple of ${SECTOR_BYTES} bytes, got ${dataOffsetBytes}`,
+    );
+  }
+  if (!Number.isSafeInteger(lv.sizeBytes)) {
+    throw new InvalidArgumentError(`LV size must be a whole number of bytes, got ${lv.sizeBytes}`);
+  }
+  const dataBytes = lv.sizeBytes - dataOffsetBytes;
+  if (dataBytes <= 0) {
+    throw new InvalidArgumentError(
+      `LV of ${lv.sizeBytes} bytes has no data area after the ${dataOffsetBytes}-byte offset`,
+    );
+  }
+  if (dataBytes % SECTOR_BYTES !== 0) {
+    throw new InvalidArgumentError(
+      `data area of ${dataBytes} bytes is not a whole number of ${SECTOR_BYTES}-byte sectors`,
+    );
+  }
+  if (
+    lv.kernelMajor === null ||
+    lv.kernelMinor === null ||
+    lv.kernelMajor < 0 ||
+    lv.kernelMinor < 0
+  ) {
+    throw new FailedPreconditionError('the LV is not active (it has no kernel device number)');
+  }
+  return {
+    startSector: 0,
+    sectors: dataBytes / SECTOR_BYTES,
+    major: lv.kernelMajor,
+    minor: lv.kernelMinor,
+    offsetSectors: dataOffsetBytes / SECTOR_BYTES,
+  };
+}
+
+/** `<start> <sectors> linear <major>:<minor> <offset>`, as dmsetup takes and prints it. */
+export function formatLinearTable(t: LinearTable): string {
+  return `${t.startSector} ${t.sectors} linear ${t.major}:${t.minor} ${t.offsetSectors}`;
+}
+
+function sameTable(a: LinearTable, b: LinearTable): boolean {
+  return formatLinearTable(a) === formatLinearTable(b);
+}
+
+const LINEAR_LINE = /^(\d+) (\d+) linear (\d+):(\d+) (\d+)$/;
+
+/**
+ * Parses the output of `dmsetup table <name>` for a single-segment linear map.
+ * @throws UnparseableOutputError for more than one line, another target, or
+ *   malformed numbers.
+ */
+export function parseLinearTable(result: CommandResult): LinearTable {
+  const lines = result.stdout.split('\n').filter((l) => l.trim() !== '');
+  const line = lines[0]?.trim() ?? '';
+  const m = lines.length === 1 ? LINEAR_LINE.exec(line) : null;
+  if (m === null) {
+    throw new UnparseableOutputError(
+      result,
+      `expected one "linear" segment, got ${JSON.stringify(result.stdout)}`,
+    );
+  }
+  const [startSector, sectors, major, minor, offsetSectors] = m
+    .slice(1)
+    .map((s) => parseCount(result, s));
+  return {
+    startSector: startSector ?? 0,
+    sectors: sectors ?? 0,
+    major: major ?? 0,
+    minor: minor ?? 0,
+    offsetSectors: offsetSectors ?? 0,
+  };
+}
+
+/**
+ * Parses `dmsetup info -c --noheadings --separator '|' -o
+ * name,uuid,major,minor,open`. Exactly "No devices found" is an empty list;
+ * empty output, a line with other than five fields, or a non-numeric number
+ * is UnparseableOutputError (never read as "no maps").
+ */
+export function parseDmInfo(result: CommandResult): DmMap[] {
+  const lines = result.stdout.split('\n').filter((l) => l.trim() !== '');
+  if (lines.length === 1 && lines[0]?.trim() === NO_DEVICES) return [];
+  if (lines.length === 0) throw new UnparseableOutputError(result, 'empty output');
+  return lines.map((line) => {
+    const fields = line.split('|').map((f) => f.trim());
+    const [name, uuid, major, minor, open] = fields;
+    if (
+      fields.length !== 5 ||
+      name === undefined ||
+      name === '' ||
+      uuid === undefined ||
+      major === undefined ||
+      minor === undefined ||
+      open === undefined
+    ) {
+      throw new UnparseableOutputError(
+        result,
+        `expected name|uuid|major|minor|open, got ${JSON.stringify(line)}`,
+      );
+    }
+    return {
+      name,
+      uuid,
+      major: parseCount(result, major),
+      minor: parseCount(result, minor),
+      openCount: parseCount(result, open),
+    };
+  });
+}
+
+function parseCount(result: CommandResult, text: string): number {
+  const value = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(value)) {
+    throw new UnparseableOutputError(
+      result,
+      `expected a non-negative integer, got ${JSON.stringify(text)}`,
+    );
+  }
+  return value;
+}
+
+function requireVolumeId(volumeId: string): string {
+  if (!isHexId(volumeId)) {
+    throw new InvalidArgumentError(`volume ID must be 32 lowercase hex digits, got "${volumeId}"`);
+  }
+  return volumeId;
+}

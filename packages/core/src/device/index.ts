@@ -1,0 +1,18 @@
+// Data device: the device-mapper linear map over a volume's data area (DESIGN.md §4).
+export type * from './types.js';
+export {
+  blockDeviceNumber,
+  formatDeviceNumber,
+  requireBlockDeviceNumber,
+  sameDevice,
+  splitDeviceNumber,
+} from './devnum.js';
+export {
+  DataDeviceManager,
+  formatLinearTable,
+  linearTableFor,
+  MAPPER_DIR,
+  parseDmInfo,
+  parseLinearTable,
+  type DataDeviceManagerOptions,
+} from './data-device.js';

@@ -1,0 +1,416 @@
+import { constants } from 'node:fs';
+import { open, realpath, statfs, type FileHandle } from 'node:fs/promises';
+import { isAbsolute, resolve } from 'node:path';
+import {
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  UnparseableOutputError,
+} from '../errors.js';
+import type { CommandResult, CommandRunner } from '../exec/runner.js';
+import { requireBlockDeviceNumber, formatDeviceNumber, sameDevice } from '../device/devnum.js';
+import { errorCode, errorMessage } from '../device/errno.js';
+import type { DeviceNumber } from '../device/types.js';
+import { DEFAULT_MOUNTINFO_PATH, isReadonlyMount, mountsAt, readMountInfo } from './mountinfo.js';
+import {
+  FS_TYPES,
+  type ChangeResult,
+  type FsType,
+  type FsUsage,
+  type MountInfoEntry,
+  type MountOptions,
+  type ProbeResult,
+} from './types.js';
+
+/** Deadline of mkfs, resize2fs and xfs_growfs, in milliseconds: 10 minutes. */
+export const DEFAULT_FS_COMMAND_TIMEOUT_MS = 600_000;
+
+/** Bytes read in-process to prove a device readable before calling it blank. */
+const READ_CHECK_BYTES = 4096;
+
+/**
+ * errno values of a mount point whose filesystem is gone or hung (a dead
+ * FUSE daemon, a lost NFS server, a failed disk): kubernetes/mount-utils
+ * `IsCorruptedMnt`. Such a path counts as mounted.
+ */
+const CORRUPTED_MOUNT_ERRORS: ReadonlySet<string> = new Set([
+  'ENOTCONN',
+  'ESTALE',
+  'EIO',
+  'EHOSTDOWN',
+]);
+
+export interface FilesystemManagerOptions {
+  readonly runner: CommandRunner;
+  /** The mount table to read; default `/proc/self/mountinfo`. Tests give a fixture file. */
+  readonly mountinfoPath?: string;
+  /**
+   * The device number of a block device node; throws NotFoundError when the
+   * path does not exist and FailedPreconditionError when it is no block
+   * device. Default: `requireBlockDeviceNumber` (stat(2)). Injected by tests.
+   */
+  readonly deviceNumberOf?: (path: string) => Promise<DeviceNumber>;
+  /** Deadline of mkfs and grow commands in milliseconds; default 600 000. */
+  readonly longCommandTimeoutMs?: number;
+}
+
+/**
+ * Probe, format, mount, unmount, grow and statfs for data devices, after
+ * kubernetes/mount-utils (STYLE.md): format only what `blkid -p` calls
+ * empty *and* what can be read; decide "mounted" from mountinfo, never from
+ * device numbers of paths; every operation idempotent.
+ *
+ * External commands go through the injected runner; failures throw
+ * CommandFailedError / CommandTimeoutError from it.
+ */
+export class FilesystemManager {
+  readonly #runner: CommandRunner;
+  readonly #mountinfoPath: string;
+  readonly #deviceNumberOf: (path: string) => Promise<DeviceNumber>;
+  readonly #longTimeoutMs: number;
+
+  constructor(options: FilesystemManagerOptions) {
+    this.#runner = options.runner;
+    this.#mountinfoPath = options.mountinfoPath ?? DEFAULT_MOUNTINFO_PATH;
+    this.#deviceNumberOf = options.deviceNumberOf ?? requireBlockDeviceNumber;
+    this.#longTimeoutMs = options.longCommandTimeoutMs ?? DEFAULT_FS_COMMAND_TIMEOUT_MS;
+  }
+
+  /**
+   * What is on `device`, from `blkid -p -o export <device>` (low-level
+   * superblock probing, no cache). blkid exits 2 both for "nothing found"
+   * and for a missing or unreadable device (FACTS.md), so exit 2 is
+   * `blank` only after the first 4 KiB of the device were read in-process.
+   * @returns `filesystem` (USAGE=filesystem), `partition-table` (PTTYPE
+   *   only), `other` (swap, LVM PV, RAID, crypto, ...), or `blank`.
+   * @throws NotFoundError when blkid found nothing and the device does not exist.
+   * @throws FailedPreconditionError when blkid found nothing and the device cannot be read.
+   * @throws UnparseableOutputError when blkid exits 0 without TYPE or PTTYPE.
+   */
+  async probe(device: string): Promise<ProbeResult> {
+    const result = await this.#runner.run(['blkid', '-p', '-o', 'export', device], {
+      allowExitCodes: [2],
+    });
+    if (result.exitCode === 2) {
+      await assertReadable(device);
+      return { kind: 'blank' };
+    }
+    return parseBlkidExport(result);
+  }
+
+  /**
+   * Makes `fsType` on `device` unless it is already there: probes first;
+   * blank → `mkfs.ext4 -F -q -E nodiscard <device>` or `mkfs.xfs -q -K
+   * <device>` (no discard: the LV's blocks were handled by the wipe policy);
+   * the same filesystem → nothing to do.
+   * @returns `{ changed: true }` when it formatted, false when the filesystem was there.
+   * @throws InvalidArgumentError for an unsupported fsType.
+   * @throws FailedPreconditionError for another filesystem, a partition table
+   *   or another signature (never overwritten), or an unreadable device.
+   * @throws NotFoundError when the device does not exist.
+   */
+  async format(device: string, fsType: FsType): Promise<ChangeResult> {
+    requireFsType(fsType);
+    const found = await this.probe(device);
+    switch (found.kind) {
+      case 'blank':
+        await this.#runner.run(mkfsArgv(device, fsType), { timeoutMs: this.#longTimeoutMs });
+        return { changed: true };
+      case 'filesystem':
+        if (found.type === fsType) return { changed: false };
+        throw new FailedPreconditionError(
+          `${device} already holds a ${found.type} filesystem, not ${fsType}; refusing to format it`,
+        );
+      case 'partition-table':
+        throw new FailedPreconditionError(
+          `${device} holds a ${found.type} partition table; refusing to format it`,
+        );
+      case 'other':
+        throw new FailedPreconditionError(
+          `${device} holds a ${found.type} signature; refusing to format it`,
+        );
+    }
+  }
+
+  /**
+   * Mounts the filesystem on `device` at `target` (`mount -t <fsType> [-o
+   * ro,<options>] <device> <target>`), idempotently: when mountinfo shows
+   * the same device (major:minor of the entry against the device node's
+   * rdev), root `/`, type and read-only flag on top of `target`, nothing
+   * happens. Mountinfo is read again afterwards to confirm the mount.
+   * @param target an existing directory, absolute path.
+   * @returns `{ changed: false }` when it was already mounted so.
+   * @throws InvalidArgumentError for a relative target, an unsupported type or an empty option.
+   * @throws NotFoundError when the device or the target does not exist.
+   * @throws FailedPreconditionError when something else (another device, a
+   *   subtree, another type or access mode) is mounted there, the target is a
+   *   corrupted mount, or the mount does not show up afterwards.
+   */
+  async mount(device: string, target: string, options: MountOptions): Promise<ChangeResult> {
+    requireFsType(options.fsType);
+    const readonly = options.readonly ?? false;
+    const extra = options.options ?? [];
+    for (const option of extra) {
+      if (option === '' || option.includes(',') || option.includes(' ')) {
+        throw new InvalidArgumentError(
+          `mount option "${option}" must be one non-empty word without commas`,
+        );
+      }
+    }
+    const dev = await this.#deviceNumberOf(device);
+    const place = await resolveMountPoint(target);
+    if (place.state === 'missing')
+      throw new NotFoundError(`mount point ${place.path} does not exist`);
+    const top = mountsAt(await this.mounts(), place.path).at(-1);
+    if (top !== undefined) {
+      const problem = mismatch(top, dev, options.fsType, readonly);
+      if (problem === null) return { changed: false };
+      throw new FailedPreconditionError(`${place.path} is already a mount point: ${problem}`);
+    }
+    if (place.state === 'corrupted') {
+      throw new FailedPreconditionError(
+        `${place.path} is a corrupted mount (${place.code}); unmount it first`,
+      );
+    }
+    const flags = readonly ? ['ro', ...extra] : [...extra];
+    await this.#runner.run([
+      'mount',
+      '-t',
+      options.fsType,
+      ...(flags.length > 0 ? ['-o', flags.join(',')] : []),
+      device,
+      place.path,
+    ]);
+    const after = mountsAt(await this.mounts(), place.path).at(-1);
+    const problem =
+      after === undefined
+        ? 'nothing is mounted there'
+        : mismatch(after, dev, options.fsType, readonly);
+    if (problem !== null) {
+      throw new FailedPreconditionError(
+        `mount ${device} at ${place.path} did not take: ${problem}`,
+      );
+    }
+    return { changed: true };
+  }
+
+  /**
+   * Unmounts `target` (`umount <target>`), idempotently: a path that does not
+   * exist or is not a mount point (by mountinfo) is success. A corrupted mount
+   * (stat fails with ENOTCONN, ESTALE, EIO or EHOSTDOWN) counts as mounted.
+   * Mountinfo is read again afterwards (kubernetes/mount-utils: check,
+   * unmount, check again). The directory itself is left in place.
+   * @returns `{ changed: false }` when nothing was mounted there.
+   * @throws InvalidArgumentError for a relative path.
+   * @throws FailedPreconditionError when a mount is still there afterwards
+   *   (for example stacked mounts).
+   */
+  async unmount(target: string): Promise<ChangeResult> {
+    const place = await resolveMountPoint(target);
+    if (place.state === 'missing') return { changed: false };
+    const mounted = mountsAt(await this.mounts(), place.path).length > 0;
+    if (!mounted && place.state !== 'corrupted') return { changed: false };
+    await this.#runner.run(['umount', place.path]);
+    const left = mountsAt(await this.mounts(), place.path);
+    if (left.length > 0) {
+      throw new FailedPreconditionError(
+        `${place.path} is still a mount point after umount (${left.length} mount${left.length === 1 ? '' : 's'} left)`,
+      );
+    }
+    return { changed: true };
+  }
+
+  /**
+   * Grows the filesystem mounted at `mountPath` to fill its device, online
+   * (DESIGN.md §4: after lvextend and the map reload): ext4 → `resize2fs
+   * <device>` with the device taken from mountinfo and checked by
+   * major:minor; xfs → `xfs_growfs -d <mountPath>` (-d: grow the data
+   * section to the device size, xfs_growfs(8)).
+   * @throws InvalidArgumentError for a relative path or an unsupported type.
+   * @throws NotFoundError when the path does not exist.
+   * @throws FailedPreconditionError when nothing or another type is mounted
+   *   there, or the mount's source no longer names its device.
+   */
+  async grow(mountPath: string, fsType: FsType): Promise<void> {
+    requireFsType(fsType);
+    const place = await resolveMountPoint(mountPath);
+    if (place.state === 'missing')
+      throw new NotFoundError(`mount point ${place.path} does not exist`);
+    if (place.state === 'corrupted') {
+      throw new FailedPreconditionError(`${place.path} is a corrupted mount (${place.code})`);
+    }
+    const top = mountsAt(await this.mounts(), place.path).at(-1);
+    if (top === undefined) throw new FailedPreconditionError(`nothing is mounted at ${place.path}`);
+    if (top.fsType !== fsType) {
+      throw new FailedPreconditionError(`${place.path} holds ${top.fsType}, not ${fsType}`);
+    }
+    if (fsType === 'xfs') {
+      await this.#runner.run(['xfs_growfs', '-d', place.path], { timeoutMs: this.#longTimeoutMs });
+      return;
+    }
+    const dev = await this.#deviceNumberOf(top.source);
+    if (!sameDevice(dev, top)) {
+      throw new FailedPreconditionError(
+        `${top.source} is device ${formatDeviceNumber(dev)}, but ${place.path} is mounted from ${formatDeviceNumber(top)}`,
+      );
+    }
+    await this.#runner.run(['resize2fs', top.source], { timeoutMs: this.#longTimeoutMs });
+  }
+
+  /**
+   * Space and inodes of the filesystem holding `path`, from statfs(2)
+   * (CSI NodeGetVolumeStats). Sizes in bytes.
+   * @throws NotFoundError when the path does not exist.
+   * @throws FailedPreconditionError when statfs fails otherwise (a corrupted mount).
+   */
+  async usage(path: string): Promise<FsUsage> {
+    let st;
+    try {
+      st = await statfs(path);
+    } catch (error) {
+      if (errorCode(error) === 'ENOENT')
+        throw new NotFoundError(`${path} does not exist`, { cause: error });
+      throw new FailedPreconditionError(`cannot statfs ${path}: ${errorMessage(error)}`, {
+        cause: error,
+      });
+    }
+    return usageFromStatfs(st);
+  }
+
+  /**
+   * The current mount table (mountinfo of this process).
+   * @throws FailedPreconditionError / UnparseableOutputError as readMountInfo.
+   */
+  async mounts(): Promise<MountInfoEntry[]> {
+    return readMountInfo(this.#mountinfoPath);
+  }
+}
+
+/** The statfs(2) fields FsUsage is computed from (Node's StatsFs). */
+export interface StatfsFields {
+  /** Fundamental block size f_bsize, in bytes. */
+  readonly bsize: number;
+  readonly blocks: number;
+  readonly bfree: number;
+  readonly bavail: number;
+  readonly files: number;
+  readonly ffree: number;
+}
+
+/** FsUsage in bytes and inodes from statfs(2) figures in blocks. */
+export function usageFromStatfs(st: StatfsFields): FsUsage {
+  return {
+    totalBytes: st.blocks * st.bsize,
+    availableBytes: st.bavail * st.bsize,
+    usedBytes: (st.blocks - st.bfree) * st.bsize,
+    totalInodes: st.files,
+    freeInodes: st.ffree,
+  };
+}
+
+/** `mkfs.ext4 -F -q -E nodiscard <device>` or `mkfs.xfs -q -K <device>`. */
+export function mkfsArgv(device: string, fsType: FsType): string[] {
+  return fsType === 'ext4'
+    ? ['mkfs.ext4', '-F', '-q', '-E', 'nodiscard', device]
+    : ['mkfs.xfs', '-q', '-K', device];
+}
+
+/**
+ * Reads the `KEY=value` lines of `blkid -p -o export` (values use backslash
+ * escapes): USAGE=filesystem → `filesystem` of TYPE; TYPE with another USAGE
+ * → `other`; PTTYPE without TYPE → `partition-table`.
+ * @throws UnparseableOutputError for a line without `=` or output with neither TYPE nor PTTYPE.
+ */
+export function parseBlkidExport(result: CommandResult): ProbeResult {
+  const values = new Map<string, string>();
+  for (const line of result.stdout.split('\n')) {
+    if (line.trim() === '') continue;
+    const eq = line.indexOf('=');
+    if (eq <= 0)
+      throw new UnparseableOutputError(result, `expected KEY=value, got ${JSON.stringify(line)}`);
+    values.set(line.slice(0, eq), line.slice(eq + 1).replace(/\\(.)/g, '$1'));
+  }
+  const type = values.get('TYPE');
+  const ptType = values.get('PTTYPE');
+  if (type !== undefined && type !== '') {
+    return values.get('USAGE') === 'filesystem'
+      ? { kind: 'filesystem', type }
+      : { kind: 'other', type };
+  }
+  if (ptType !== undefined && ptType !== '') return { kind: 'partition-table', type: ptType };
+  throw new UnparseableOutputError(result, 'blkid exited 0 but reported neither TYPE nor PTTYPE');
+}
+
+function requireFsType(fsType: string): asserts fsType is FsType {
+  if (!(FS_TYPES as readonly string[]).includes(fsType)) {
+    throw new InvalidArgumentError(
+      `filesystem type must be one of ${FS_TYPES.join(', ')}, got "${fsType}"`,
+    );
+  }
+}
+
+/** Why a mount on top of a path is not the requested one, or null when it is. */
+function mismatch(
+  top: MountInfoEntry,
+  dev: DeviceNumber,
+  fsType: FsType,
+  readonly: boolean,
+): string | null {
+  if (!sameDevice(top, dev) || top.root !== '/') {
+    const root = top.root === '/' ? '' : ` (subtree ${top.root})`;
+    return `${top.source} (${formatDeviceNumber(top)})${root} is mounted there, not device ${formatDeviceNumber(dev)}`;
+  }
+  if (top.fsType !== fsType) return `it is mounted as ${top.fsType}, not ${fsType}`;
+  if (isReadonlyMount(top) !== readonly) {
+    return `it is mounted ${isReadonlyMount(top) ? 'read-only' : 'read-write'}, not ${readonly ? 'read-only' : 'read-write'}`;
+  }
+  return null;
+}
+
+type MountPoint =
+  | { readonly state: 'present' | 'missing'; readonly path: string }
+  | { readonly state: 'corrupted'; readonly path: string; readonly code: string };
+
+/**
+ * The canonical path of a mount point as mountinfo shows it (symlinks
+ * resolved), whether it exists, and whether it is a corrupted mount.
+ */
+async function resolveMountPoint(target: string): Promise<MountPoint> {
+  if (!isAbsolute(target))
+    throw new InvalidArgumentError(`mount point must be an absolute path, got "${target}"`);
+  const path = resolve(target);
+  try {
+    return { state: 'present', path: await realpath(path) };
+  } catch (error) {
+    const code = errorCode(error);
+    if (code === 'ENOENT') return { state: 'missing', path };
+    if (code !== undefined && CORRUPTED_MOUNT_ERRORS.has(code))
+      return { state: 'corrupted', path, code };
+    throw new FailedPreconditionError(`cannot examine ${path}: ${errorMessage(error)}`, {
+      cause: error,
+    });
+  }
+}
+
+/**
+ * Reads the first 4 KiB of `device` in-process.
+ * @throws NotFoundError when it does not exist.
+ * @throws FailedPreconditionError when it cannot be opened or read.
+ */
+async function assertReadable(device: string): Promise<void> {
+  let fh: FileHandle | undefined;
+  try {
+    fh = await open(device, constants.O_RDONLY);
+    await fh.read(Buffer.alloc(READ_CHECK_BYTES), 0, READ_CHECK_BYTES, 0);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') {
+      throw new NotFoundError(`device ${device} does not exist`, { cause: error });
+    }
+    throw new FailedPreconditionError(
+      `blkid found nothing on ${device}, but it cannot be read (${errorMessage(error)}); not treating it as blank`,
+      { cause: error },
+    );
+  } finally {
+    await fh?.close();
+  }
+}

@@ -1,0 +1,453 @@
+import { describe, expect, it } from 'vitest';
+import type { DmMap } from '../device/types.js';
+import { CommandFailedError, LockTimeoutError } from '../errors.js';
+import type { DecodeResult } from '../header/types.js';
+import type { Volume } from '../lvm/types.js';
+import {
+  DEFAULT_NAMING,
+  dmNameFor,
+  dmUuidFor,
+  lvNameFor,
+  newLvNameFor,
+  ownerTagFor,
+} from '../naming.js';
+import { applyGcPlan } from './executor.js';
+import { takeInventory } from './inventory.js';
+import { planGc } from './planner.js';
+import type { GcExecutorPorts, GcLinearTarget } from './ports.js';
+import type { GcOutcome, GcPlan } from './types.js';
+
+const OWNER = '0123456789abcdef0123456789abcdef';
+const NOW = Date.parse('2025-06-01T12:00:00.000Z');
+const HOUR = 3_600_000;
+const ORPHAN = 'a'.repeat(32); // old, stamped, attached, not live
+const NEW = 'b'.repeat(32); // interrupted create: no header, owner tag
+const STALE = 'c'.repeat(32); // data device over a loop device, no LV
+const LIVE = 'd'.repeat(32);
+
+/** A mutable node behind fake ports that record every call, lock included. */
+class FakeNode {
+  readonly calls: string[] = [];
+  volumes: Volume[] = [];
+  dmMaps: DmMap[] = [];
+  tables = new Map<string, GcLinearTarget>();
+  headers = new Map<string, DecodeResult>();
+  failures = new Map<string, Error>();
+  private nextMinor = 1;
+
+  addVolume(
+    volumeId: string,
+    creating: boolean,
+    header: DecodeResult | null,
+    attached = false,
+  ): Volume {
+    const lvName = creating ? newLvNameFor(volumeId) : lvNameFor(volumeId);
+    const minor = this.nextMinor++;
+    const lv: Volume = {
+      vgName: 'vg0',
+      lvName,
+      lvUuid: `uuid-${lvName}-1`,
+      sizeBytes: 1074790400,
+      attr: '-wi-a-----',
+      active: true,
+      open: attached,
+      kernelMajor: 253,
+      kernelMinor: minor,
+      dmPath: `/dev/mapper/vg0-${lvName}`,
+      createdAtMs: NOW - 3 * HOUR,
+      tags: ['lvstamp', ownerTagFor(OWNER)],
+      volumeId,
+      creating,
+      capacityBytes: 1073741824,
+    };
+    this.volumes.push(lv);
+    this.dmMaps.push({
+      name: `vg0-${lvName}`,
+      uuid: `LVM-${lv.lvUuid}`,
+      major: 253,
+      minor,
+      openCount: attached ? 1 : 0,
+    });
+    this.headers.set(lv.dmPath ?? '', header ?? { status: 'not-stamped', reason: 'magic absent' });
+    if (attached) this.addMap(volumeId, { major: 253, minor });
+    return lv;
+  }
+
+  addMap(volumeId: string, target: GcLinearTarget): void {
+    this.dmMaps.push({
+      name: dmNameFor(volumeId),
+      uuid: dmUuidFor(volumeId),
+      major: 253,
+      minor: 100 + this.nextMinor++,
+      openCount: 0,
+    });
+    this.tables.set(volumeId, target);
+  }
+
+  setOpen(name: string, openCount: number): void {
+    this.dmMaps = this.dmMaps.map((m) => (m.name === name ? { ...m, openCount } : m));
+  }
+
+  private step<T>(call: string, answer: () => T): Promise<T> {
+    this.calls.push(call);
+    const failure = this.failures.get(call);
+    return failure ? Promise.reject(failure) : Promise.resolve(answer());
+  }
+
+  readonly ports: GcExecutorPorts = {
+    lvm: {
+      listVolumes: () => this.step('listVolumes', () => [...this.volumes]),
+      removeLogicalVolume: (ref) =>
+        this.step(`removeLogicalVolume ${ref.vgName}/${ref.lvName} ${ref.lvUuid}`, () => {
+          this.volumes = this.volumes.filter((v) => v.lvUuid !== ref.lvUuid);
+          this.dmMaps = this.dmMaps.filter((m) => m.uuid !== `LVM-${ref.lvUuid}`);
+        }),
+    },
+    headers: {
+      readHeader: (path) =>
+        this.step(`readHeader ${path}`, () => {
+          const header = this.headers.get(path);
+          if (header === undefined) throw new Error(`no device ${path}`);
+          return header;
+        }),
+    },
+    devices: {
+      listAll: () => this.step('listAll', () => [...this.dmMaps]),
+      table: (volumeId) => this.step(`table ${volumeId}`, () => this.tables.get(volumeId) ?? null),
+      remove: (volumeId) =>
+        this.step(`remove ${volumeId}`, () => {
+          // Like the kernel: the map goes, and so does its hold on the target.
+          const target = this.tables.get(volumeId);
+          this.dmMaps = this.dmMaps
+            .filter((m) => m.uuid !== dmUuidFor(volumeId))
+            .map((m) =>
+              m.major === target?.major && m.minor === target.minor
+                ? { ...m, openCount: m.openCount - 1 }
+                : m,
+            );
+          this.tables.delete(volumeId);
+        }),
+    },
+    hostLock: {
+      withLock: async (reason, fn) => {
+        const failure = this.failures.get(`lock ${reason}`);
+        if (failure) throw failure;
+        this.calls.push(`lock ${reason}`);
+        try {
+          return await fn();
+        } finally {
+          this.calls.push('unlock');
+        }
+      },
+    },
+  };
+}
+
+function okHeader(volumeId: string, ownerId = OWNER): DecodeResult {
+  return {
+    status: 'ok',
+    version: 1,
+    header: {
+      volumeId,
+      ownerId,
+      createdAtMs: NOW - 3 * HOUR,
+      dataOffsetBytes: 1048576,
+      requestedBytes: 1073741824,
+      name: `pvc-${volumeId.slice(0, 4)}`,
+    },
+  };
+}
+
+/** A node with one of each removal, plus a live volume; the plan taken from it. */
+async function planned(dryRun = false): Promise<{ node: FakeNode; plan: GcPlan }> {
+  const node = new FakeNode();
+  node.addVolume(ORPHAN, false, okHeader(ORPHAN), true);
+  node.addVolume(NEW, true, null);
+  node.addVolume(LIVE, false, okHeader(LIVE), true);
+  node.addMap(STALE, { major: 7, minor: 3 });
+  const inventory = await takeInventory(node.ports, DEFAULT_NAMING, () => NOW);
+  const plan = planGc(
+    inventory,
+    new Set([LIVE]),
+    { ownerId: OWNER, minAgeMs: HOUR, maxDeletions: 10, dryRun },
+    NOW,
+  );
+  node.calls.length = 0;
+  return { node, plan };
+}
+
+function summary(outcomes: readonly GcOutcome[]): string[] {
+  return outcomes.map((o) => `${o.entry.device}: ${o.outcome}: ${o.detail}`);
+}
+
+const orphanLv = `vg0/lvstamp_${ORPHAN}`;
+const newLv = `vg0/lvstamp_new_${NEW}`;
+
+describe('applyGcPlan', () => {
+  it('makes no call at all for a dry run and reports every removal as skipped', async () => {
+    const { node, plan } = await planned(true);
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(node.calls).toEqual([]);
+    expect(summary(outcomes)).toEqual([
+      `lvstamp-${ORPHAN}: skipped: dry run`,
+      `lvstamp-${STALE}: skipped: dry run`,
+      `${orphanLv}: skipped: dry run`,
+      `${newLv}: skipped: dry run`,
+    ]);
+  });
+
+  it('removes maps first, then volumes, each re-checked and acted on under the host lock', async () => {
+    const { node, plan } = await planned();
+    const seen: string[] = [];
+    const outcomes = await applyGcPlan(plan, node.ports, {
+      onOutcome: (o) => seen.push(o.entry.device),
+    });
+
+    expect(node.calls).toEqual([
+      `lock gc: remove data device lvstamp-${ORPHAN}`,
+      'listAll',
+      `remove ${ORPHAN}`,
+      'unlock',
+      `lock gc: remove data device lvstamp-${STALE}`,
+      'listAll',
+      `remove ${STALE}`,
+      'unlock',
+      `lock gc: remove volume ${orphanLv}`,
+      'listVolumes',
+      `readHeader /dev/mapper/vg0-lvstamp_${ORPHAN}`,
+      'listAll',
+      `removeLogicalVolume ${orphanLv} uuid-lvstamp_${ORPHAN}-1`,
+      'unlock',
+      `lock gc: remove volume ${newLv}`,
+      'listVolumes',
+      `readHeader /dev/mapper/vg0-lvstamp_new_${NEW}`,
+      'listAll',
+      `removeLogicalVolume ${newLv} uuid-lvstamp_new_${NEW}-1`,
+      'unlock',
+    ]);
+    expect(summary(outcomes)).toEqual([
+      `lvstamp-${ORPHAN}: removed: removed data device lvstamp-${ORPHAN}; data untouched`,
+      `lvstamp-${STALE}: removed: removed data device lvstamp-${STALE}; data untouched`,
+      `${orphanLv}: removed: removed LV ${orphanLv}`,
+      `${newLv}: removed: removed LV ${newLv}`,
+    ]);
+    expect(seen).toEqual(outcomes.map((o) => o.entry.device));
+    expect(node.volumes.map((v) => v.volumeId)).toEqual([LIVE]);
+    expect(node.dmMaps.map((m) => m.name)).toEqual([`vg0-lvstamp_${LIVE}`, `lvstamp-${LIVE}`]);
+  });
+
+  it('removes a data device that appeared after the plan before its LV, under the same lock', async () => {
+    const { node, plan } = await planned();
+    const volumeOnly: GcPlan = {
+      ...plan,
+      entries: plan.entries.filter((e) => e.device === orphanLv),
+    };
+    const outcomes = await applyGcPlan(volumeOnly, node.ports);
+    expect(node.calls).toEqual([
+      `lock gc: remove volume ${orphanLv}`,
+      'listVolumes',
+      `readHeader /dev/mapper/vg0-lvstamp_${ORPHAN}`,
+      'listAll',
+      `table ${ORPHAN}`,
+      `remove ${ORPHAN}`,
+      `removeLogicalVolume ${orphanLv} uuid-lvstamp_${ORPHAN}-1`,
+      'unlock',
+    ]);
+    expect(summary(outcomes)).toEqual([
+      `${orphanLv}: removed: removed data device lvstamp-${ORPHAN}, then LV ${orphanLv}`,
+    ]);
+  });
+
+  it('skips a data device that became open (mounted) between plan and apply', async () => {
+    const { node, plan } = await planned();
+    node.setOpen(`lvstamp-${ORPHAN}`, 1);
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(summary(outcomes)).toEqual([
+      `lvstamp-${ORPHAN}: skipped: map lvstamp-${ORPHAN} is open now (1)`,
+      `lvstamp-${STALE}: removed: removed data device lvstamp-${STALE}; data untouched`,
+      `${orphanLv}: skipped: data device lvstamp-${ORPHAN} is open now (1)`,
+      `${newLv}: removed: removed LV ${newLv}`,
+    ]);
+    expect(node.calls).not.toContain(`remove ${ORPHAN}`);
+    expect(node.calls.filter((c) => c.startsWith('removeLogicalVolume'))).toEqual([
+      `removeLogicalVolume ${newLv} uuid-lvstamp_new_${NEW}-1`,
+    ]);
+  });
+
+  it('skips an LV that became open by another holder', async () => {
+    const { node, plan } = await planned();
+    node.setOpen(`vg0-lvstamp_new_${NEW}`, 1);
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(summary(outcomes)[3]).toBe(`${newLv}: skipped: LV ${newLv} is open now (open count 1)`);
+    expect(node.calls).not.toContain(`removeLogicalVolume ${newLv} uuid-lvstamp_new_${NEW}-1`);
+  });
+
+  it('skips an LV that was recreated with another lv_uuid', async () => {
+    const { node, plan } = await planned();
+    node.volumes = node.volumes.map((v) =>
+      v.volumeId === ORPHAN ? { ...v, lvUuid: 'uuid-recreated' } : v,
+    );
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(summary(outcomes)[2]).toBe(
+      `${orphanLv}: skipped: LV ${orphanLv} was recreated: lv_uuid uuid-recreated, planned uuid-lvstamp_${ORPHAN}-1`,
+    );
+    expect(node.calls.some((c) => c.startsWith(`removeLogicalVolume ${orphanLv}`))).toBe(false);
+  });
+
+  it('skips an LV that lost its header', async () => {
+    const { node, plan } = await planned();
+    node.headers.set(`/dev/mapper/vg0-lvstamp_${ORPHAN}`, {
+      status: 'corrupt',
+      reason: 'checksum mismatch',
+    });
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(summary(outcomes)[2]).toBe(
+      `${orphanLv}: skipped: header is corrupt now: checksum mismatch`,
+    );
+    expect(node.calls.some((c) => c.startsWith(`removeLogicalVolume ${orphanLv}`))).toBe(false);
+  });
+
+  it('skips an LV whose header now names another owner', async () => {
+    const { node, plan } = await planned();
+    const other = 'fedcba9876543210fedcba9876543210';
+    node.headers.set(`/dev/mapper/vg0-lvstamp_${ORPHAN}`, okHeader(ORPHAN, other));
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(summary(outcomes)[2]).toBe(
+      `${orphanLv}: skipped: header changed: volume ID ${ORPHAN}, owner ${other}; planned ${ORPHAN}, owner ${OWNER}`,
+    );
+  });
+
+  it('skips an LV whose header can no longer be read', async () => {
+    const { node, plan } = await planned();
+    node.headers.delete(`/dev/mapper/vg0-lvstamp_${ORPHAN}`);
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(summary(outcomes)[2]).toBe(
+      `${orphanLv}: skipped: header is unreadable now: reading /dev/mapper/vg0-lvstamp_${ORPHAN} failed: no device /dev/mapper/vg0-lvstamp_${ORPHAN}`,
+    );
+  });
+
+  it('skips an interrupted create whose header got written meanwhile (the create is progressing)', async () => {
+    const { node, plan } = await planned();
+    node.headers.set(`/dev/mapper/vg0-lvstamp_new_${NEW}`, okHeader(NEW));
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(summary(outcomes)[3]).toBe(
+      `${newLv}: skipped: header is ok now (planned: not stamped); the create may be in progress`,
+    );
+  });
+
+  it('skips an interrupted create that lost its owner tag', async () => {
+    const { node, plan } = await planned();
+    node.volumes = node.volumes.map((v) => (v.volumeId === NEW ? { ...v, tags: ['lvstamp'] } : v));
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(summary(outcomes)[3]).toBe(
+      `${newLv}: skipped: LV no longer carries the owner tag lvstamp.owner=${OWNER}`,
+    );
+  });
+
+  it('skips devices that are already gone', async () => {
+    const { node, plan } = await planned();
+    node.volumes = node.volumes.filter((v) => v.volumeId !== NEW);
+    node.dmMaps = node.dmMaps.filter((m) => m.name !== `lvstamp-${STALE}`);
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(summary(outcomes)[1]).toBe(
+      `lvstamp-${STALE}: skipped: map lvstamp-${STALE} no longer exists`,
+    );
+    expect(summary(outcomes)[3]).toBe(`${newLv}: skipped: LV ${newLv} no longer exists`);
+  });
+
+  it('skips an LV that became inactive', async () => {
+    const { node, plan } = await planned();
+    node.volumes = node.volumes.map((v) =>
+      v.volumeId === NEW ? { ...v, active: false, kernelMajor: null, kernelMinor: null } : v,
+    );
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(summary(outcomes)[3]).toBe(
+      `${newLv}: skipped: header is unreadable now (planned: not stamped); the create may be in progress`,
+    );
+  });
+
+  it('reports a failure and goes on with the others, never retrying', async () => {
+    const { node, plan } = await planned();
+    const failure = new CommandFailedError({
+      argv: ['lvremove', '--yes', orphanLv],
+      exitCode: 5,
+      stdout: '',
+      stderr: `Logical volume ${orphanLv} contains a filesystem in use.`,
+    });
+    node.failures.set(`removeLogicalVolume ${orphanLv} uuid-lvstamp_${ORPHAN}-1`, failure);
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(summary(outcomes).slice(2)).toEqual([
+      `${orphanLv}: failed: lvremove --yes ${orphanLv} exited 5: Logical volume ${orphanLv} contains a filesystem in use.`,
+      `${newLv}: removed: removed LV ${newLv}`,
+    ]);
+    expect(node.calls.filter((c) => c.startsWith(`removeLogicalVolume ${orphanLv}`))).toHaveLength(
+      1,
+    );
+    expect(node.calls.filter((c) => c === 'unlock')).toHaveLength(4);
+  });
+
+  it('does not remove the LV when removing its data device fails', async () => {
+    const { node, plan } = await planned();
+    node.failures.set(
+      `remove ${ORPHAN}`,
+      new CommandFailedError({
+        argv: ['dmsetup', 'remove'],
+        exitCode: 1,
+        stdout: '',
+        stderr: 'busy',
+      }),
+    );
+    const volumeOnly: GcPlan = {
+      ...plan,
+      entries: plan.entries.filter((e) => e.device === orphanLv),
+    };
+    const outcomes = await applyGcPlan(volumeOnly, node.ports);
+    expect(summary(outcomes)).toEqual([`${orphanLv}: failed: dmsetup remove exited 1: busy`]);
+    expect(node.calls.some((c) => c.startsWith('removeLogicalVolume'))).toBe(false);
+  });
+
+  it('reports a lock timeout as a failure of that entry, without touching the device', async () => {
+    const { node, plan } = await planned();
+    node.failures.set(
+      `lock gc: remove data device lvstamp-${STALE}`,
+      new LockTimeoutError('host lock held by "lvstamp create pvc-x" for more than 30000 ms'),
+    );
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(summary(outcomes)[1]).toBe(
+      `lvstamp-${STALE}: failed: host lock held by "lvstamp create pvc-x" for more than 30000 ms`,
+    );
+    expect(node.calls).not.toContain(`remove ${STALE}`);
+    expect(outcomes.map((o) => o.outcome)).toEqual(['removed', 'failed', 'removed', 'removed']);
+  });
+
+  it('leaves a data device of the same ID alone when it belongs to the finished LV', async () => {
+    const node = new FakeNode();
+    node.addVolume(NEW, false, okHeader(NEW), true); // lvstamp_<id>, attached, live
+    node.addVolume(NEW, true, null); // a leftover lvstamp_new_<id>
+    const inventory = await takeInventory(node.ports, DEFAULT_NAMING, () => NOW);
+    const plan = planGc(
+      inventory,
+      new Set(),
+      { ownerId: OWNER, minAgeMs: HOUR, maxDeletions: 10, dryRun: false },
+      NOW,
+    );
+    const onlyLeftover: GcPlan = {
+      ...plan,
+      entries: plan.entries.filter((e) => e.device === newLv),
+    };
+    expect(onlyLeftover.entries.map((e) => e.action)).toEqual(['remove-volume']);
+    node.calls.length = 0;
+    const outcomes = await applyGcPlan(onlyLeftover, node.ports);
+    expect(summary(outcomes)).toEqual([`${newLv}: removed: removed LV ${newLv}`]);
+    expect(node.calls).not.toContain(`remove ${NEW}`);
+    expect(node.dmMaps.map((m) => m.name)).toContain(`lvstamp-${NEW}`);
+  });
+
+  it('returns no outcome for keep entries', async () => {
+    const { node, plan } = await planned();
+    const keepOnly: GcPlan = { ...plan, entries: plan.entries.filter((e) => e.action === 'keep') };
+    expect(keepOnly.entries.length).toBeGreaterThan(0);
+    expect(await applyGcPlan(keepOnly, node.ports)).toEqual([]);
+    expect(node.calls).toEqual([]);
+  });
+});

@@ -1,0 +1,183 @@
+import type { DmMap } from '../device/types.js';
+import { dmNameFor, dmUuidFor, ownerTagFor } from '../naming.js';
+import { readHeaderSafely } from './inventory.js';
+import type { GcExecutorPorts } from './ports.js';
+import type { GcMapEntry, GcOutcome, GcPlan, GcVolumeEntry } from './types.js';
+import { describeError, kernelNumber, numberKey } from './util.js';
+
+/** Options of `applyGcPlan`. */
+export interface GcApplyOptions {
+  /** Called after each removal entry with its outcome (progress reporting). */
+  readonly onOutcome?: (outcome: GcOutcome) => void;
+}
+
+/**
+ * Applies a GC plan (DESIGN.md §6, "The executor applies a plan step by
+ * step, re-checking each device right before acting").
+ *
+ * Returns one outcome per removal entry (`remove-map`, `remove-volume`), in
+ * the order acted on: every `remove-map` first, then every `remove-volume`,
+ * each group in plan order. Keep entries get no outcome.
+ *
+ * When `plan.dryRun` is true, no port is called and every removal is
+ * `skipped` with detail "dry run".
+ *
+ * Each removal runs inside `hostLock.withLock(reason, …)`, which is held
+ * across "re-check, then act", so no other lvstamp process changes the
+ * device in between:
+ * - `remove-map`: the map still exists under the same name and UUID and is
+ *   not open → `devices.remove(volumeId)`.
+ * - `remove-volume`: the LV still exists with the same lv_uuid and name; it
+ *   is active; its header still says what the plan relied on (`ok` with the
+ *   same volume ID and the plan's owner, or, for evidence `owner-tag`,
+ *   still not stamped and still tagged with the owner); it is not open
+ *   besides its own data device, and that data device is not open → remove
+ *   the data device `lvstamp-<id>` when it targets this LV, then
+ *   `lvm.removeLogicalVolume({vgName, lvName, lvUuid})`.
+ * Whether the volume is still not live is the caller's concern.
+ *
+ * A changed device is `skipped` with the reason. Any thrown error (lock
+ * timeout, failed command) makes that entry `failed` with the message; the
+ * remaining entries still run. Nothing is ever retried.
+ *
+ * Never throws for an entry; it throws only what `onOutcome` throws.
+ */
+export async function applyGcPlan(
+  plan: GcPlan,
+  ports: GcExecutorPorts,
+  options: GcApplyOptions = {},
+): Promise<GcOutcome[]> {
+  const mapEntries = plan.entries.filter((e): e is GcMapEntry => e.action === 'remove-map');
+  const volumeEntries = plan.entries.filter(
+    (e): e is GcVolumeEntry => e.action === 'remove-volume',
+  );
+  const outcomes: GcOutcome[] = [];
+  const report = (outcome: GcOutcome) => {
+    outcomes.push(outcome);
+    options.onOutcome?.(outcome);
+  };
+
+  for (const entry of [...mapEntries, ...volumeEntries]) {
+    if (plan.dryRun) {
+      report({ entry, outcome: 'skipped', detail: 'dry run' });
+      continue;
+    }
+    try {
+      const step =
+        entry.target === 'map'
+          ? await ports.hostLock.withLock(`gc: remove data device ${entry.device}`, () =>
+              removeMap(plan, entry, ports),
+            )
+          : await ports.hostLock.withLock(`gc: remove volume ${entry.device}`, () =>
+              removeVolume(plan, entry, ports),
+            );
+      report({ entry, ...step });
+    } catch (error) {
+      report({ entry, outcome: 'failed', detail: describeError(error) });
+    }
+  }
+  return outcomes;
+}
+
+type Step = Pick<GcOutcome, 'outcome' | 'detail'>;
+
+function skipped(detail: string): Step {
+  return { outcome: 'skipped', detail };
+}
+
+async function removeMap(plan: GcPlan, entry: GcMapEntry, ports: GcExecutorPorts): Promise<Step> {
+  const volumeId = entry.volumeId;
+  if (volumeId === null) return skipped('the entry names no volume ID');
+  const uuid = dmUuidFor(volumeId, plan.naming);
+  const map = (await ports.devices.listAll()).find((m) => m.name === entry.device);
+  if (map === undefined) return skipped(`map ${entry.device} no longer exists`);
+  if (map.uuid !== uuid)
+    return skipped(`map ${entry.device} now has UUID ${map.uuid}, planned ${uuid}`);
+  if (map.openCount > 0) return skipped(`map ${entry.device} is open now (${map.openCount})`);
+  await ports.devices.remove(volumeId);
+  return { outcome: 'removed', detail: `removed data device ${entry.device}; data untouched` };
+}
+
+async function removeVolume(
+  plan: GcPlan,
+  entry: GcVolumeEntry,
+  ports: GcExecutorPorts,
+): Promise<Step> {
+  const lv = (await ports.lvm.listVolumes()).find(
+    (v) => v.vgName === entry.vgName && v.lvName === entry.lvName,
+  );
+  if (lv === undefined) return skipped(`LV ${entry.device} no longer exists`);
+  if (lv.lvUuid !== entry.lvUuid) {
+    return skipped(
+      `LV ${entry.device} was recreated: lv_uuid ${lv.lvUuid}, planned ${entry.lvUuid}`,
+    );
+  }
+  if (lv.volumeId !== entry.volumeId) {
+    return skipped(
+      `LV ${entry.device} now carries volume ID ${lv.volumeId}, planned ${entry.volumeId}`,
+    );
+  }
+
+  const header = await readHeaderSafely(lv, ports.headers);
+  if (entry.evidence === 'header') {
+    if (header.status !== 'ok') return skipped(`header is ${header.status} now: ${header.reason}`);
+    if (header.header.volumeId !== entry.volumeId || header.header.ownerId !== plan.ownerId) {
+      return skipped(
+        `header changed: volume ID ${header.header.volumeId}, owner ${header.header.ownerId}; planned ${entry.volumeId}, owner ${plan.ownerId}`,
+      );
+    }
+  } else if (entry.evidence === 'owner-tag') {
+    if (header.status !== 'not-stamped') {
+      return skipped(
+        `header is ${header.status} now (planned: not stamped); the create may be in progress`,
+      );
+    }
+    const tag = ownerTagFor(plan.ownerId, plan.naming);
+    if (!lv.tags.includes(tag)) return skipped(`LV no longer carries the owner tag ${tag}`);
+  } else {
+    return skipped('the entry records no ownership evidence');
+  }
+
+  const kernel = kernelNumber(lv);
+  if (kernel === null) return skipped(`LV ${entry.device} is inactive now`);
+  const dmMaps = await ports.devices.listAll();
+  const lvDm = dmMaps.find((m) => m.major === kernel.major && m.minor === kernel.minor);
+  if (lvDm === undefined)
+    return skipped(
+      `device ${numberKey(kernel)} of LV ${entry.device} is not in the device-mapper list`,
+    );
+
+  const ownMap = await dataDeviceOver(plan, entry.volumeId, numberKey(kernel), dmMaps, ports);
+  const holders = lvDm.openCount - (ownMap === null ? 0 : 1);
+  if (holders !== 0)
+    return skipped(`LV ${entry.device} is open now (open count ${lvDm.openCount})`);
+  if (ownMap !== null && ownMap.openCount > 0) {
+    return skipped(`data device ${ownMap.name} is open now (${ownMap.openCount})`);
+  }
+
+  if (ownMap !== null) await ports.devices.remove(entry.volumeId);
+  await ports.lvm.removeLogicalVolume({ vgName: lv.vgName, lvName: lv.lvName, lvUuid: lv.lvUuid });
+  return {
+    outcome: 'removed',
+    detail:
+      ownMap === null
+        ? `removed LV ${entry.device}`
+        : `removed data device ${ownMap.name}, then LV ${entry.device}`,
+  };
+}
+
+/** The data device `lvstamp-<id>` when it exists and its table targets `lvKey` (major:minor); else null. */
+async function dataDeviceOver(
+  plan: GcPlan,
+  volumeId: string,
+  lvKey: string,
+  dmMaps: readonly DmMap[],
+  ports: GcExecutorPorts,
+): Promise<DmMap | null> {
+  const name = dmNameFor(volumeId, plan.naming);
+  const uuid = dmUuidFor(volumeId, plan.naming);
+  const map = dmMaps.find((m) => m.name === name && m.uuid === uuid);
+  if (map === undefined) return null;
+  const table = await ports.devices.table(volumeId);
+  return table !== null && numberKey(table) === lvKey ? map : null;
+}

@@ -1,0 +1,144 @@
+import type { DeviceNumber, DmMap } from '../device/types.js';
+import type { Volume } from '../lvm/types.js';
+import { DEFAULT_NAMING, parseDmUuid, type Naming } from '../naming.js';
+import type { GcHeaderPort, GcInventoryPorts } from './ports.js';
+import { compareText, describeError, kernelNumber, lvDevice, numberKey } from './util.js';
+import type { Inventory, InventoryHeader, InventoryMap, InventoryVolume } from './types.js';
+
+/**
+ * Takes the GC inventory of this node (DESIGN.md §6): every LV with the
+ * lvstamp prefix (finished and `lvstamp_new_*`) with its decoded header,
+ * size, lvm creation time and effective open count, and every
+ * device-mapper map whose UUID starts with `naming.dmUuidPrefix`, with its
+ * open count and linear target.
+ *
+ * Calls, in order: `lvm.listVolumes()`, `devices.listAll()`,
+ * `devices.table(id)` per lvstamp map, `headers.readHeader(lv.dmPath)` per
+ * active LV. Devices are matched by kernel major:minor, never by path.
+ *
+ * A header that cannot be read (inactive LV, no device path, read error)
+ * becomes `{ status: 'unreadable', reason }`; reading never throws out of
+ * here. Any other port failure propagates unchanged (CommandFailedError,
+ * UnparseableOutputError, …): an inventory is complete or it is an error.
+ *
+ * @param clock Returns the current Unix time in milliseconds (for `takenAtMs`).
+ */
+export async function takeInventory(
+  ports: GcInventoryPorts,
+  naming: Naming = DEFAULT_NAMING,
+  clock: () => number = Date.now,
+): Promise<Inventory> {
+  const takenAtMs = clock();
+  const lvs = await ports.lvm.listVolumes();
+  const dmMaps = await ports.devices.listAll();
+
+  const lvByNumber = new Map<string, Volume>();
+  for (const lv of lvs) {
+    const number = kernelNumber(lv);
+    if (number) lvByNumber.set(numberKey(number), lv);
+  }
+
+  const maps: InventoryMap[] = [];
+  for (const dm of dmMaps) {
+    if (!dm.uuid.startsWith(naming.dmUuidPrefix)) continue;
+    maps.push(await describeMap(dm, naming, ports, lvByNumber));
+  }
+
+  const dmByNumber = new Map<string, DmMap>();
+  for (const dm of dmMaps) dmByNumber.set(numberKey(dm), dm);
+
+  const volumes = await Promise.all(
+    lvs.map(async (lv) => describeVolume(lv, ports.headers, dmByNumber, maps)),
+  );
+
+  return {
+    takenAtMs,
+    naming,
+    volumes: volumes.sort((a, b) => compareText(a.device, b.device)),
+    maps: maps.sort((a, b) => compareText(a.name, b.name)),
+  };
+}
+
+async function describeMap(
+  dm: DmMap,
+  naming: Naming,
+  ports: GcInventoryPorts,
+  lvByNumber: ReadonlyMap<string, Volume>,
+): Promise<InventoryMap> {
+  const volumeId = parseDmUuid(dm.uuid, naming);
+  const table = volumeId === null ? null : await ports.devices.table(volumeId);
+  const target = table === null ? null : { major: table.major, minor: table.minor };
+  const lv = target === null ? undefined : lvByNumber.get(numberKey(target));
+  return {
+    name: dm.name,
+    uuid: dm.uuid,
+    volumeId,
+    kernel: { major: dm.major, minor: dm.minor },
+    openCount: dm.openCount,
+    target,
+    lv: lv === undefined ? null : lvDevice(lv),
+  };
+}
+
+async function describeVolume(
+  lv: Volume,
+  headers: GcHeaderPort,
+  dmByNumber: ReadonlyMap<string, DmMap>,
+  maps: readonly InventoryMap[],
+): Promise<InventoryVolume> {
+  const kernel = kernelNumber(lv);
+  const device = lvDevice(lv);
+  const dataMaps = maps.filter((m) => m.lv === device).map((m) => m.name);
+  return {
+    volumeId: lv.volumeId,
+    creating: lv.creating,
+    vgName: lv.vgName,
+    lvName: lv.lvName,
+    lvUuid: lv.lvUuid,
+    device,
+    sizeBytes: lv.sizeBytes,
+    lvCreatedAtMs: lv.createdAtMs,
+    tags: lv.tags,
+    kernel,
+    header: await readHeaderSafely(lv, headers),
+    openCount: effectiveOpenCount(kernel, dmByNumber, dataMaps.length),
+    dataMaps,
+  };
+}
+
+/**
+ * Reads the header of an LV; never throws. An inactive LV has no device to
+ * read, so its header is `unreadable`.
+ */
+export async function readHeaderSafely(
+  lv: Volume,
+  headers: GcHeaderPort,
+): Promise<InventoryHeader> {
+  if (!lv.active || kernelNumber(lv) === null) {
+    return { status: 'unreadable', reason: 'LV is inactive' };
+  }
+  if (lv.dmPath === null) {
+    return { status: 'unreadable', reason: 'lvm reported no device path for the active LV' };
+  }
+  try {
+    return await headers.readHeader(lv.dmPath);
+  } catch (error) {
+    return { status: 'unreadable', reason: `reading ${lv.dmPath} failed: ${describeError(error)}` };
+  }
+}
+
+/**
+ * Holders of an LV device besides lvstamp data devices (see
+ * InventoryVolume.openCount): 0 when inactive, null when unknown.
+ */
+export function effectiveOpenCount(
+  kernel: DeviceNumber | null,
+  dmByNumber: ReadonlyMap<string, DmMap>,
+  dataMapCount: number,
+): number | null {
+  if (kernel === null) return 0;
+  const dm = dmByNumber.get(numberKey(kernel));
+  if (dm === undefined) return null;
+  const count = dm.openCount - dataMapCount;
+  return count < 0 ? null : count;
+}

@@ -1,0 +1,430 @@
+import { InvalidArgumentError } from '../errors.js';
+import { dmNameFor, isHexId, ownerTagFor } from '../naming.js';
+import type {
+  GcMapEntry,
+  GcPlan,
+  GcPlanEntry,
+  GcPlanSummary,
+  GcPolicy,
+  GcRule,
+  GcVolumeEntry,
+  Inventory,
+  InventoryMap,
+  InventoryVolume,
+} from './types.js';
+import { compareText, formatDuration, formatTime, numberKey } from './util.js';
+
+/**
+ * Plans one GC run (DESIGN.md §6). Pure: the same input gives the same plan.
+ *
+ * One entry per LV and per data device map of the inventory, decided by the
+ * first rule that applies:
+ *
+ * 1. Ownership not proved or device open → keep, warn. An LV is lvstamp's
+ *    only with two signals (DESIGN.md §2.3): the prefixed name and a header
+ *    that is `ok`, carries the name's volume ID and the policy's owner. A
+ *    headerless (`not-stamped`) `lvstamp_new_<id>` — lvcreate zeroed the
+ *    start, the header was not yet written (DESIGN.md §5) — counts as proved
+ *    only with the LV tag `lvstamp.owner=<policy owner>`. A finished
+ *    `lvstamp_<id>` without a valid header is never removed. An LV is open
+ *    when its effective open count is > 0 or unknown, or a data device over
+ *    it is open. A map is kept when its UUID carries no ID, its name does
+ *    not match its UUID, it has no linear table, or it targets an LV of
+ *    another volume or an LV whose ownership is not proved.
+ *    Departure: an open device that is in the live set is reported under
+ *    rule 2 (info), since a mounted live volume is the normal case; open
+ *    and not live stays rule 1 (warn).
+ * 2. Volume ID in the live set → keep.
+ * 3. Younger than `policy.minAgeMs` → keep. Age is `now` minus the header's
+ *    createdAt (for a headerless `lvstamp_new_*`: the LV creation time from
+ *    lvm); unknown or future creation time → keep, warn. A map is aged by
+ *    the LV it targets; a map whose LV is gone has no age.
+ * 4. A map whose LV is gone or not live (and not open) → `remove-map`
+ *    (data untouched).
+ * 5. `lvstamp_new_*` older than the grace period → `remove-volume`.
+ * 6. Otherwise an orphan → `remove-volume`.
+ *
+ * Cap: at most `deletionCap` = min(`maxDeletions`, floor(`maxDeletionPercent`
+ * × own stamped volumes / 100)) `remove-volume` entries, where own stamped
+ * volumes are those whose header is `ok` with the policy's owner. Floor, so
+ * the percentage is never exceeded (a small installation needs a larger
+ * percentage to delete anything). Map removals leave data untouched, can be
+ * rebuilt from the LV, and are not counted. Removals past the cap, in entry
+ * order, become keep/warn "deletion cap of N reached" and `capped` is true.
+ *
+ * Entries are sorted by `device` (code-unit order), then by `target`.
+ *
+ * @param inventory from `takeInventory`.
+ * @param liveSet volume IDs (32 lowercase hex digits) still referenced.
+ * @param nowMs current Unix time in milliseconds.
+ * @throws InvalidArgumentError for a malformed policy, `nowMs` or live-set entry.
+ */
+export function planGc(
+  inventory: Inventory,
+  liveSet: ReadonlySet<string>,
+  policy: GcPolicy,
+  nowMs: number,
+): GcPlan {
+  validatePolicy(policy);
+  if (!Number.isFinite(nowMs))
+    throw new InvalidArgumentError(`now must be a finite time in milliseconds, got ${nowMs}`);
+  for (const id of liveSet) {
+    if (!isHexId(id)) {
+      throw new InvalidArgumentError(
+        `live set entry "${id}" is not a volume ID (32 lowercase hex digits)`,
+      );
+    }
+  }
+
+  const context: PlanContext = {
+    policy,
+    liveSet,
+    nowMs,
+    ownerTag: ownerTagFor(policy.ownerId, inventory.naming),
+    ownerTagPrefix: `${inventory.naming.tag}.owner=`,
+    inventory,
+    volumeByDevice: new Map(inventory.volumes.map((v) => [v.device, v])),
+    mapByName: new Map(inventory.maps.map((m) => [m.name, m])),
+  };
+
+  const decided: GcPlanEntry[] = [
+    ...inventory.volumes.map((v) => decideVolume(v, context)),
+    ...inventory.maps.map((m) => decideMap(m, context)),
+  ].sort(compareEntries);
+
+  const ownStamped = inventory.volumes.filter(
+    (v) => v.header.status === 'ok' && v.header.header.ownerId === policy.ownerId,
+  ).length;
+  const cap = deletionCap(policy, ownStamped);
+  let removals = 0;
+  let capped = false;
+  const entries = decided.map((entry): GcPlanEntry => {
+    if (entry.action !== 'remove-volume') return entry;
+    if (removals < cap.limit) {
+      removals += 1;
+      return entry;
+    }
+    capped = true;
+    return {
+      ...entry,
+      action: 'keep',
+      severity: 'warn',
+      reason: `deletion cap of ${cap.limit} reached (${cap.why}); would otherwise remove: ${entry.reason}`,
+    };
+  });
+
+  return {
+    plannedAtMs: nowMs,
+    inventoryTakenAtMs: inventory.takenAtMs,
+    naming: inventory.naming,
+    ownerId: policy.ownerId,
+    dryRun: policy.dryRun,
+    deletionCap: cap.limit,
+    capped,
+    entries,
+    summary: summarize(entries),
+  };
+}
+
+/**
+ * Checks a GC policy.
+ * @throws InvalidArgumentError when the owner ID is not 32 lowercase hex
+ *   digits, `minAgeMs` is negative or not finite, `maxDeletions` is not a
+ *   non-negative integer, `maxDeletionPercent` is outside 0–100, or `dryRun`
+ *   is not a boolean.
+ */
+export function validatePolicy(policy: GcPolicy): void {
+  if (!isHexId(policy.ownerId)) {
+    throw new InvalidArgumentError(
+      `policy owner ID must be 32 lowercase hex digits, got "${policy.ownerId}"`,
+    );
+  }
+  if (!Number.isFinite(policy.minAgeMs) || policy.minAgeMs < 0) {
+    throw new InvalidArgumentError(`policy minimum age must be ≥ 0 ms, got ${policy.minAgeMs}`);
+  }
+  if (!Number.isSafeInteger(policy.maxDeletions) || policy.maxDeletions < 0) {
+    throw new InvalidArgumentError(
+      `policy maximum deletions must be an integer ≥ 0, got ${policy.maxDeletions}`,
+    );
+  }
+  const percent = policy.maxDeletionPercent;
+  if (percent !== undefined && !(Number.isFinite(percent) && percent >= 0 && percent <= 100)) {
+    throw new InvalidArgumentError(
+      `policy maximum deletion percentage must be 0–100, got ${percent}`,
+    );
+  }
+  if (typeof policy.dryRun !== 'boolean') {
+    throw new InvalidArgumentError('policy dryRun must be true or false');
+  }
+}
+
+interface PlanContext {
+  readonly policy: GcPolicy;
+  readonly liveSet: ReadonlySet<string>;
+  readonly nowMs: number;
+  readonly ownerTag: string;
+  readonly ownerTagPrefix: string;
+  readonly inventory: Inventory;
+  readonly volumeByDevice: ReadonlyMap<string, InventoryVolume>;
+  readonly mapByName: ReadonlyMap<string, InventoryMap>;
+}
+
+/** The second ownership signal of an LV, or why there is none. */
+type Ownership =
+  | {
+      readonly proved: true;
+      readonly evidence: 'header' | 'owner-tag';
+      /** Creation time the age is measured from, Unix ms, or null when unknown. */
+      readonly createdAtMs: number | null;
+      /** Where `createdAtMs` comes from, for reasons. */
+      readonly createdFrom: string;
+    }
+  | { readonly proved: false; readonly reason: string };
+
+function ownershipOf(v: InventoryVolume, context: PlanContext): Ownership {
+  const { header } = v;
+  switch (header.status) {
+    case 'ok': {
+      const fields = header.header;
+      if (fields.volumeId !== v.volumeId) {
+        return refused(
+          `header volume ID ${fields.volumeId} does not match the name's ID ${v.volumeId}; never deleted automatically`,
+        );
+      }
+      if (fields.ownerId !== context.policy.ownerId) {
+        return refused(
+          `owned by another installation: header owner ${fields.ownerId}, this GC's owner ${context.policy.ownerId}`,
+        );
+      }
+      return {
+        proved: true,
+        evidence: 'header',
+        createdAtMs: fields.createdAtMs,
+        createdFrom: 'header createdAt',
+      };
+    }
+    case 'not-stamped': {
+      if (!v.creating) {
+        return refused(
+          `prefixed name but no header in sector 0 (${header.reason}); a finished volume without a valid header is never deleted automatically`,
+        );
+      }
+      if (!v.tags.includes(context.ownerTag)) {
+        const other = v.tags.find((t) => t.startsWith(context.ownerTagPrefix));
+        return refused(
+          other === undefined
+            ? `interrupted create without header and without the owner tag ${context.ownerTag}: only one ownership signal`
+            : `interrupted create without header, tagged for another owner (${other})`,
+        );
+      }
+      return {
+        proved: true,
+        evidence: 'owner-tag',
+        createdAtMs: v.lvCreatedAtMs,
+        createdFrom: 'LV creation time',
+      };
+    }
+    case 'unsupported':
+      return refused(
+        `header version ${header.version} is newer than this lvstamp understands (${header.reason}); never modified or deleted`,
+      );
+    case 'corrupt':
+      return refused(`header corrupt: ${header.reason}; never deleted automatically`);
+    case 'unreadable':
+      return refused(`header unreadable: ${header.reason}; kept until it can be read`);
+  }
+}
+
+function refused(reason: string): Ownership {
+  return { proved: false, reason };
+}
+
+/** Why an LV counts as open, or null when it is not. */
+function openReasonOf(v: InventoryVolume, context: PlanContext): string | null {
+  if (v.openCount === null)
+    return 'open count unknown (its device is missing from the device-mapper list)';
+  if (v.openCount > 0) return `LV device open (${v.openCount} holder(s) besides its data device)`;
+  for (const name of v.dataMaps) {
+    const map = context.mapByName.get(name);
+    if (map !== undefined && map.openCount > 0) {
+      return `data device ${name} open (${map.openCount}): mounted or in use`;
+    }
+  }
+  return null;
+}
+
+/** Rule 3 for a proved owner: a keep reason, or null when old enough. */
+function ageCheck(
+  owner: Ownership & { proved: true },
+  context: PlanContext,
+): { readonly severity: 'info' | 'warn'; readonly reason: string } | null {
+  const { createdAtMs, createdFrom } = owner;
+  if (createdAtMs === null || !Number.isFinite(createdAtMs)) {
+    return { severity: 'warn', reason: `age unknown: no ${createdFrom}` };
+  }
+  if (createdAtMs > context.nowMs) {
+    return {
+      severity: 'warn',
+      reason: `${createdFrom} ${formatTime(createdAtMs)} is in the future (now ${formatTime(context.nowMs)})`,
+    };
+  }
+  const age = context.nowMs - createdAtMs;
+  if (age < context.policy.minAgeMs) {
+    return {
+      severity: 'info',
+      reason: `younger than the grace period: ${createdFrom} ${formatTime(createdAtMs)}, age ${formatDuration(age)} < ${formatDuration(context.policy.minAgeMs)}`,
+    };
+  }
+  return null;
+}
+
+function ageText(owner: Ownership & { proved: true }, context: PlanContext): string {
+  const age = context.nowMs - (owner.createdAtMs ?? context.nowMs);
+  return `age ${formatDuration(age)} ≥ grace period ${formatDuration(context.policy.minAgeMs)}`;
+}
+
+function decideVolume(v: InventoryVolume, context: PlanContext): GcVolumeEntry {
+  const base = {
+    target: 'volume',
+    volumeId: v.volumeId,
+    device: v.device,
+    vgName: v.vgName,
+    lvName: v.lvName,
+    lvUuid: v.lvUuid,
+  } as const;
+  const keep = (
+    rule: GcRule,
+    severity: 'info' | 'warn',
+    reason: string,
+    evidence: GcVolumeEntry['evidence'],
+  ) => ({ ...base, action: 'keep', rule, severity, reason, evidence }) as const;
+
+  const owner = ownershipOf(v, context);
+  if (!owner.proved) return keep(1, 'warn', owner.reason, null);
+
+  const live = context.liveSet.has(v.volumeId);
+  const open = openReasonOf(v, context);
+  if (open !== null) {
+    return live
+      ? keep(2, 'info', `in the live set; ${open}`, owner.evidence)
+      : keep(1, 'warn', `${open}, but not in the live set`, owner.evidence);
+  }
+  if (live) return keep(2, 'info', 'in the live set', owner.evidence);
+
+  const young = ageCheck(owner, context);
+  if (young !== null) return keep(3, young.severity, young.reason, owner.evidence);
+
+  const age = ageText(owner, context);
+  if (v.creating) {
+    const signal =
+      owner.evidence === 'owner-tag'
+        ? `no header yet, owner tag ${context.ownerTag}`
+        : 'header written, rename pending';
+    return {
+      ...base,
+      action: 'remove-volume',
+      rule: 5,
+      severity: 'info',
+      reason: `interrupted create (${signal}), not in the live set, ${age}`,
+      evidence: owner.evidence,
+    };
+  }
+  return {
+    ...base,
+    action: 'remove-volume',
+    rule: 6,
+    severity: 'info',
+    reason: `orphan: valid header of this owner, not in the live set, ${age}`,
+    evidence: owner.evidence,
+  };
+}
+
+function decideMap(m: InventoryMap, context: PlanContext): GcMapEntry {
+  const keep = (rule: GcRule, severity: 'info' | 'warn', reason: string): GcMapEntry => ({
+    target: 'map',
+    volumeId: m.volumeId,
+    device: m.name,
+    action: 'keep',
+    rule,
+    severity,
+    reason,
+  });
+
+  if (m.volumeId === null)
+    return keep(1, 'warn', `UUID ${m.uuid} carries no volume ID; not an lvstamp data device`);
+  const expectedName = dmNameFor(m.volumeId, context.inventory.naming);
+  if (m.name !== expectedName) {
+    return keep(1, 'warn', `map name does not match its UUID ${m.uuid} (expected ${expectedName})`);
+  }
+  if (m.target === null)
+    return keep(1, 'warn', 'no single linear table; not the layout of an lvstamp data device');
+
+  const lv = m.lv === null ? undefined : context.volumeByDevice.get(m.lv);
+  let owner: (Ownership & { proved: true }) | null = null;
+  if (lv !== undefined) {
+    if (lv.volumeId !== m.volumeId) {
+      return keep(1, 'warn', `targets ${lv.device}, which belongs to volume ${lv.volumeId}`);
+    }
+    const lvOwner = ownershipOf(lv, context);
+    if (!lvOwner.proved)
+      return keep(1, 'warn', `its LV ${lv.device} is not provably lvstamp's: ${lvOwner.reason}`);
+    owner = lvOwner;
+  }
+
+  const live = context.liveSet.has(m.volumeId);
+  if (m.openCount > 0) {
+    const open = `open (${m.openCount}): mounted or in use`;
+    return live
+      ? keep(2, 'info', `in the live set; ${open}`)
+      : keep(1, 'warn', `${open}, but not in the live set`);
+  }
+  if (live) return keep(2, 'info', 'in the live set');
+
+  if (owner !== null) {
+    const young = ageCheck(owner, context);
+    if (young !== null) return keep(3, young.severity, young.reason);
+  }
+
+  const why =
+    lv === undefined
+      ? `stale: its table targets ${numberKey(m.target)}, which is no lvstamp LV`
+      : `data device of ${lv.device}, whose volume is not in the live set`;
+  return {
+    target: 'map',
+    volumeId: m.volumeId,
+    device: m.name,
+    action: 'remove-map',
+    rule: 4,
+    severity: 'info',
+    reason: `${why}; removing the map leaves the data untouched`,
+  };
+}
+
+function deletionCap(
+  policy: GcPolicy,
+  ownStamped: number,
+): { readonly limit: number; readonly why: string } {
+  const perRun = { limit: policy.maxDeletions, why: `at most ${policy.maxDeletions} per run` };
+  const percent = policy.maxDeletionPercent;
+  if (percent === undefined) return perRun;
+  const share = Math.floor((percent * ownStamped) / 100);
+  return share < perRun.limit
+    ? { limit: share, why: `at most ${percent}% of ${ownStamped} own stamped volume(s)` }
+    : perRun;
+}
+
+function compareEntries(a: GcPlanEntry, b: GcPlanEntry): number {
+  return compareText(a.device, b.device) || compareText(a.target, b.target);
+}
+
+function summarize(entries: readonly GcPlanEntry[]): GcPlanSummary {
+  const count = (test: (e: GcPlanEntry) => boolean) => entries.filter(test).length;
+  return {
+    volumes: count((e) => e.target === 'volume'),
+    maps: count((e) => e.target === 'map'),
+    keep: count((e) => e.action === 'keep'),
+    removeMap: count((e) => e.action === 'remove-map'),
+    removeVolume: count((e) => e.action === 'remove-volume'),
+    warnings: count((e) => e.severity === 'warn'),
+  };
+}

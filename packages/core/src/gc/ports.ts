@@ -1,0 +1,98 @@
+/**
+ * The small structural interfaces (ports) the GC needs from the rest of the
+ * core. The GC codes against these, never against the concrete classes, so
+ * the real LvmManager, BlockHeaderIo, DataDeviceManager and HostLock fit
+ * without the GC importing them, and tests pass fakes that record calls.
+ */
+import type { DecodeResult } from '../header/types.js';
+import type { DmMap } from '../device/types.js';
+import type { Volume } from '../lvm/types.js';
+
+/** Lists lvstamp volumes (LvmManager). */
+export interface GcLvmPort {
+  /**
+   * Every LV whose name carries the lvstamp prefix, finished and
+   * `lvstamp_new_*`, in every volume group lvstamp uses: one `lvs` report.
+   * Throws (CommandFailedError, UnparseableOutputError, …) when lvm fails; a
+   * failure is never an empty list.
+   */
+  listVolumes(): Promise<readonly Volume[]>;
+}
+
+/** Identifies one LV exactly, for removal. */
+export interface LvRef {
+  readonly vgName: string;
+  readonly lvName: string;
+  /** lvm's `lv_uuid`; the remover must act on this LV only (e.g. `lvremove -S lv_uuid=…`). */
+  readonly lvUuid: string;
+}
+
+/** Removes one LV (LvmManager or an adapter over it). */
+export interface GcLvRemoverPort {
+  /**
+   * Removes exactly the LV `ref` names (`lvremove --yes`), nothing else: not
+   * the data device map (the executor removes it first), not another LV with
+   * the same volume ID. Throws CommandFailedError on failure.
+   */
+  removeLogicalVolume(ref: LvRef): Promise<void>;
+}
+
+/** Reads sector 0 of a block device (BlockHeaderIo). */
+export interface GcHeaderPort {
+  /**
+   * Reads and decodes the header of `devicePath` (a `/dev/...` path). May
+   * throw when the device cannot be opened or read; the GC catches that.
+   */
+  readHeader(devicePath: string): Promise<DecodeResult>;
+}
+
+/**
+ * Target of a data device's linear table, in kernel device numbers. The
+ * device layer's table type has more fields (start, length and offset in
+ * 512-byte sectors); the GC needs only the target.
+ */
+export interface GcLinearTarget {
+  readonly major: number;
+  readonly minor: number;
+}
+
+/** Lists device-mapper maps and data-device tables (DataDeviceManager). */
+export interface GcDevicePort {
+  /** Every device-mapper map on the host (LV devices included), with open counts. */
+  listAll(): Promise<readonly DmMap[]>;
+  /**
+   * The linear table of data device `lvstamp-<volumeId>`, or null when that
+   * map does not exist or its table is not one linear target.
+   */
+  table(volumeId: string): Promise<GcLinearTarget | null>;
+}
+
+/** Removes data device maps (DataDeviceManager). */
+export interface GcDeviceRemoverPort {
+  /** Removes map `lvstamp-<volumeId>`; the data on the LV is untouched. */
+  remove(volumeId: string): Promise<void>;
+}
+
+/** The host-wide lock that serialises mutating lvm work across processes (HostLock). */
+export interface GcHostLockPort {
+  /**
+   * Runs `fn` while holding the host lock; `reason` is recorded for whoever
+   * waits. Throws LockTimeoutError when the lock cannot be taken in time.
+   */
+  withLock<T>(reason: string, fn: () => Promise<T>): Promise<T>;
+}
+
+/** What `takeInventory` reads. */
+export interface GcInventoryPorts {
+  readonly lvm: GcLvmPort;
+  readonly headers: GcHeaderPort;
+  readonly devices: GcDevicePort;
+}
+
+/** What `applyGcPlan` reads and changes. */
+export interface GcExecutorPorts {
+  readonly lvm: GcLvmPort & GcLvRemoverPort;
+  readonly headers: GcHeaderPort;
+  readonly devices: GcDevicePort & GcDeviceRemoverPort;
+  readonly hostLock: GcHostLockPort;
+}

@@ -1,0 +1,62 @@
+import { FailedPreconditionError } from '../errors.js';
+import { DEFAULT_NAMING, type Naming } from '../naming.js';
+import { applyGcPlan, type GcApplyOptions } from './executor.js';
+import { takeInventory } from './inventory.js';
+import { planGc } from './planner.js';
+import type { GcExecutorPorts } from './ports.js';
+import type { GcOutcome, GcPlan, GcPolicy, Inventory } from './types.js';
+
+/** A GC run's input (DESIGN.md §6). */
+export interface GcPlanRequest {
+  /** Volume IDs (32 hex digits) that something still references. */
+  readonly liveSet: ReadonlySet<string>;
+  /**
+   * Accept an empty live set while stamped volumes exist. Without it such a
+   * run is refused: an empty list is far more often a failed or partial
+   * list than a real "nothing is live" (DESIGN.md §2.4).
+   */
+  readonly allowEmptyLiveSet: boolean;
+  readonly policy: GcPolicy;
+  /** Unix milliseconds. */
+  readonly nowMs: number;
+}
+
+/**
+ * Inventory → plan → apply, shared by `lvstamp gc` and `lvstamp-gc node`.
+ * The plan is pure (`planGc`); applying re-checks each device under the host
+ * lock right before acting (`applyGcPlan`).
+ */
+export class GcService {
+  readonly #ports: GcExecutorPorts;
+  readonly #naming: Naming;
+  readonly #clock: () => number;
+
+  constructor(options: { ports: GcExecutorPorts; naming?: Naming; clock?: () => number }) {
+    this.#ports = options.ports;
+    this.#naming = options.naming ?? DEFAULT_NAMING;
+    this.#clock = options.clock ?? Date.now;
+  }
+
+  /**
+   * Takes the inventory and plans. Changes nothing.
+   * @throws FailedPreconditionError for an empty live set while stamped
+   *   volumes exist (unless allowed); InvalidArgumentError for a bad policy;
+   *   any inventory failure (an lvm or dmsetup error aborts the run).
+   */
+  async plan(request: GcPlanRequest): Promise<{ inventory: Inventory; plan: GcPlan }> {
+    const inventory = await takeInventory(this.#ports, this.#naming, this.#clock);
+    const stamped = inventory.volumes.filter((v) => v.header.status === 'ok').length;
+    if (request.liveSet.size === 0 && stamped > 0 && !request.allowEmptyLiveSet) {
+      throw new FailedPreconditionError(
+        `the live set is empty while ${stamped} stamped volume(s) exist; refusing to plan removals ` +
+          '(an empty list is more often a failed one); allow it explicitly if nothing is really in use',
+      );
+    }
+    return { inventory, plan: planGc(inventory, request.liveSet, request.policy, request.nowMs) };
+  }
+
+  /** Applies a plan (nothing when it is a dry run); one outcome per removal. */
+  async apply(plan: GcPlan, options: GcApplyOptions = {}): Promise<GcOutcome[]> {
+    return applyGcPlan(plan, this.#ports, options);
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * Shapes of the GC (DESIGN.md §6): the inventory of a node, the policy, the
+ * plan, and the executor's outcomes.
+ */
+import type { DeviceNumber } from '../device/types.js';
+import type { DecodeResult } from '../header/types.js';
+import type { Naming } from '../naming.js';
+
+/**
+ * What sector 0 of an LV said: a decode result, or `unreadable` when the LV
+ * is inactive or reading failed (the inventory never throws for a read).
+ */
+export type InventoryHeader =
+  DecodeResult | { readonly status: 'unreadable'; readonly reason: string };
+
+/** One LV with the lvstamp prefix, as the GC sees it. */
+export interface InventoryVolume {
+  /** 32 hex digits, from the LV name. */
+  readonly volumeId: string;
+  /** True for `lvstamp_new_<id>` (an interrupted or running create). */
+  readonly creating: boolean;
+  readonly vgName: string;
+  readonly lvName: string;
+  /** lvm's `lv_uuid`; changes when an LV of the same name is recreated. */
+  readonly lvUuid: string;
+  /** `<vg>/<lv>`: how plans and people name the LV. */
+  readonly device: string;
+  /** LV size in bytes. */
+  readonly sizeBytes: number;
+  /** LV creation time from lvm (`lv_time`), Unix milliseconds; null when lvm did not say. */
+  readonly lvCreatedAtMs: number | null;
+  /** LV tags, e.g. `lvstamp` and `lvstamp.owner=<ownerId>`. */
+  readonly tags: readonly string[];
+  /** Kernel device number of the LV, or null when inactive. */
+  readonly kernel: DeviceNumber | null;
+  /** The decoded header, or `unreadable`. */
+  readonly header: InventoryHeader;
+  /**
+   * Holders of the LV device other than lvstamp data devices: the LV
+   * device's open count (device-mapper, matched by major:minor) minus one
+   * per lvstamp map whose table targets it. 0 when inactive; null when
+   * unknown (active but its device is missing from the map list, or the
+   * count would be negative).
+   */
+  readonly openCount: number | null;
+  /** Names of the lvstamp maps whose linear table targets this LV. */
+  readonly dataMaps: readonly string[];
+}
+
+/** One device-mapper map whose UUID starts with `LVSTAMP-`. */
+export interface InventoryMap {
+  /** Map name, e.g. `lvstamp-<id>`. */
+  readonly name: string;
+  readonly uuid: string;
+  /** Volume ID from the UUID; null when the UUID carries no well-formed ID. */
+  readonly volumeId: string | null;
+  readonly kernel: DeviceNumber;
+  /** Open count of the map; > 0 means mounted or otherwise in use. */
+  readonly openCount: number;
+  /** Target of its linear table, or null when it has none (not one linear target). */
+  readonly target: DeviceNumber | null;
+  /** `<vg>/<lv>` of the lvstamp LV the table targets, or null when no listed LV has that number. */
+  readonly lv: string | null;
+}
+
+/** Everything the planner needs about one node, taken at one moment. */
+export interface Inventory {
+  /** When the inventory was taken, Unix milliseconds. */
+  readonly takenAtMs: number;
+  /** Prefixes used to take it (the planner needs the owner tag and map names). */
+  readonly naming: Naming;
+  /** Sorted by `device`. */
+  readonly volumes: readonly InventoryVolume[];
+  /** Sorted by `name`. */
+  readonly maps: readonly InventoryMap[];
+}
+
+/** GC policy (DESIGN.md §6). */
+export interface GcPolicy {
+  /** Owner ID of this installation, 32 lowercase hex digits; other owners' volumes are never touched. */
+  readonly ownerId: string;
+  /** Grace period in milliseconds: younger volumes are kept (protects creates in flight). */
+  readonly minAgeMs: number;
+  /** Most volumes removed in one run (a non-negative integer). */
+  readonly maxDeletions: number;
+  /**
+   * Optional further cap: at most floor(percent × own stamped volumes / 100)
+   * volumes removed in one run; 0–100.
+   */
+  readonly maxDeletionPercent?: number;
+  /** True: the executor changes nothing. Runs are dry by default (callers default this to true). */
+  readonly dryRun: boolean;
+}
+
+/** The GC rule (DESIGN.md §6, 1–6) that decided an entry. */
+export type GcRule = 1 | 2 | 3 | 4 | 5 | 6;
+
+/** What happens to one device. Removing a volume includes removing its data device first. */
+export type GcAction = 'keep' | 'remove-map' | 'remove-volume';
+
+interface GcEntryBase {
+  readonly action: GcAction;
+  /** `warn`: a person should look (one ownership signal without the other, a device in an odd state, a cap). */
+  readonly severity: 'info' | 'warn';
+  readonly rule: GcRule;
+  /** Why, in words a person can check against the device. Never empty. */
+  readonly reason: string;
+}
+
+/** A plan entry about an LV. */
+export interface GcVolumeEntry extends GcEntryBase {
+  readonly target: 'volume';
+  readonly volumeId: string;
+  /** `<vg>/<lv>`. */
+  readonly device: string;
+  readonly action: 'keep' | 'remove-volume';
+  readonly vgName: string;
+  readonly lvName: string;
+  /** lv_uuid seen in the inventory; the executor acts only on this LV. */
+  readonly lvUuid: string;
+  /**
+   * The second ownership signal besides the name: a valid header with this
+   * ID and owner, or (for a headerless `lvstamp_new_*` only) the owner tag.
+   * Null when ownership was not proved (entry kept under rule 1).
+   */
+  readonly evidence: 'header' | 'owner-tag' | null;
+}
+
+/** A plan entry about a data device map. */
+export interface GcMapEntry extends GcEntryBase {
+  readonly target: 'map';
+  /** From the map's UUID; null when it carries no well-formed ID. */
+  readonly volumeId: string | null;
+  /** The map name. */
+  readonly device: string;
+  readonly action: 'keep' | 'remove-map';
+}
+
+export type GcPlanEntry = GcVolumeEntry | GcMapEntry;
+
+/** Counts of a plan. */
+export interface GcPlanSummary {
+  readonly volumes: number;
+  readonly maps: number;
+  readonly keep: number;
+  readonly removeMap: number;
+  readonly removeVolume: number;
+  readonly warnings: number;
+}
+
+/** The planner's result: one entry per device, in a deterministic order. */
+export interface GcPlan {
+  /** `now` given to the planner, Unix milliseconds. */
+  readonly plannedAtMs: number;
+  readonly inventoryTakenAtMs: number;
+  readonly naming: Naming;
+  readonly ownerId: string;
+  readonly dryRun: boolean;
+  /** Most volume removals this plan may hold (the smaller of both caps). */
+  readonly deletionCap: number;
+  /** True when at least one removal was turned into keep by the cap. */
+  readonly capped: boolean;
+  /** Sorted by `device` (code-unit order), then by `target`. */
+  readonly entries: readonly GcPlanEntry[];
+  readonly summary: GcPlanSummary;
+}
+
+/** What the executor did with one removal entry. */
+export interface GcOutcome {
+  readonly entry: GcPlanEntry;
+  /** `skipped`: the re-check found a change (or the run is dry); nothing was done. */
+  readonly outcome: 'removed' | 'skipped' | 'failed';
+  /** What was done or why not, in words. */
+  readonly detail: string;
+}

@@ -1,0 +1,236 @@
+import { constants } from 'node:fs';
+import { open, readFile, stat, type FileHandle } from 'node:fs/promises';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../errors.js';
+import { splitDeviceNumber } from '../device/devnum.js';
+import { errorCode, errorMessage } from '../device/errno.js';
+import type { DeviceNumber } from '../device/types.js';
+import { decodeHeader, encodeHeader } from './codec.js';
+import { HEADER_SIZE } from './constants.js';
+import type { DecodeResult, HeaderFields } from './types.js';
+
+/** Where the kernel's sysfs is mounted; tests point this at a fake tree. */
+export const DEFAULT_SYSFS_ROOT = '/sys';
+
+/** Options of the block I/O functions. */
+export interface BlockIoOptions {
+  /** Root of sysfs; default `/sys`. */
+  readonly sysfsRoot?: string;
+  /**
+   * Logical block size in bytes to use instead of asking the device, for a
+   * caller that already knows it; must be a power of two in 512–65536.
+   */
+  readonly blockSizeBytes?: number;
+}
+
+/**
+ * The logical block size of a device in bytes: the smallest unit it can
+ * write without a read-modify-write (512 or 4096 on real disks).
+ *
+ * A block device (an LV, a dm map, a partition, a loop device) answers
+ * through `<sysfs>/dev/block/<major>:<minor>/queue/logical_block_size`
+ * (Documentation/ABI/stable/sysfs-block); a partition has no `queue/` of its
+ * own, so its parent disk's is read. A regular file (a disk image) is 512.
+ * @throws NotFoundError when the path does not exist.
+ * @throws FailedPreconditionError when it is neither a block device nor a
+ *   regular file, or sysfs does not give a power of two in 512–65536.
+ */
+export async function logicalBlockSize(
+  path: string,
+  options: BlockIoOptions = {},
+): Promise<number> {
+  let st;
+  try {
+    st = await stat(path, { bigint: true });
+  } catch (error) {
+    throw ioError('examine', path, error);
+  }
+  if (st.isFile()) return HEADER_SIZE;
+  if (!st.isBlockDevice()) {
+    throw new FailedPreconditionError(`${path} is neither a block device nor a regular file`);
+  }
+  return logicalBlockSizeOfDevice(splitDeviceNumber(st.rdev), options);
+}
+
+/**
+ * The logical block size in bytes of the block device `major:minor`, read
+ * from sysfs as `logicalBlockSize` describes.
+ * @throws FailedPreconditionError when sysfs has no readable, valid value.
+ */
+export async function logicalBlockSizeOfDevice(
+  dev: DeviceNumber,
+  options: BlockIoOptions = {},
+): Promise<number> {
+  // String concatenation, not path.join: `..` must be resolved by the
+  // kernel after following the `<major>:<minor>` symlink (a partition's
+  // parent is its disk), not lexically.
+  const base = `${options.sysfsRoot ?? DEFAULT_SYSFS_ROOT}/dev/block/${dev.major}:${dev.minor}`;
+  let text: string | undefined;
+  for (const candidate of [
+    `${base}/queue/logical_block_size`,
+    `${base}/../queue/logical_block_size`,
+  ]) {
+    try {
+      text = await readFile(candidate, 'utf8');
+      break;
+    } catch (error) {
+      if (errorCode(error) !== 'ENOENT') {
+        throw new FailedPreconditionError(`cannot read ${candidate}: ${errorMessage(error)}`, {
+          cause: error,
+        });
+      }
+    }
+  }
+  if (text === undefined) {
+    throw new FailedPreconditionError(
+      `sysfs has no logical_block_size for block device ${dev.major}:${dev.minor}`,
+    );
+  }
+  const size = /^\d+$/.test(text.trim()) ? Number(text.trim()) : Number.NaN;
+  if (!isValidBlockSize(size)) {
+    throw new FailedPreconditionError(
+      `block device ${dev.major}:${dev.minor} reports an impossible logical block size "${text.trim()}"`,
+    );
+  }
+  return size;
+}
+
+/**
+ * Reads exactly one logical block from byte 0 of `path` (DESIGN.md §4: the
+ * header is one whole logical block).
+ * @returns a Buffer of the device's logical block size (512 or 4096 bytes).
+ * @throws NotFoundError when the path does not exist.
+ * @throws FailedPreconditionError when it cannot be read or is shorter than one block.
+ * @throws InvalidArgumentError when `options.blockSizeBytes` is not a valid block size.
+ */
+export async function readHeaderBlock(path: string, options: BlockIoOptions = {}): Promise<Buffer> {
+  const blockSize = await blockSizeFor(path, options);
+  const block = Buffer.alloc(blockSize);
+  let fh: FileHandle | undefined;
+  try {
+    fh = await open(path, constants.O_RDONLY);
+    let done = 0;
+    while (done < blockSize) {
+      const { bytesRead } = await fh.read(block, done, blockSize - done, done);
+      if (bytesRead === 0) break;
+      done += bytesRead;
+    }
+    if (done < blockSize) {
+      throw new FailedPreconditionError(
+        `short read from ${path}: ${done} of ${blockSize} bytes (the device is smaller than one block)`,
+      );
+    }
+    return block;
+  } catch (error) {
+    throw ioError('read', path, error);
+  } finally {
+    await fh?.close();
+  }
+}
+
+/**
+ * Writes a 512-byte header as one whole logical block at byte 0 of `path`,
+ * the rest of the block zero, and flushes it to stable storage (opened with
+ * O_DSYNC, then `fdatasync(2)`) before resolving (DESIGN.md §4). Bytes after
+ * the block are left untouched; a regular file is never created or truncated.
+ * @throws InvalidArgumentError when `header` is not 512 bytes or
+ *   `options.blockSizeBytes` is not a valid block size.
+ * @throws NotFoundError when the path does not exist.
+ * @throws FailedPreconditionError when it cannot be opened, written or flushed.
+ */
+export async function writeHeaderBlock(
+  path: string,
+  header: Uint8Array,
+  options: BlockIoOptions = {},
+): Promise<void> {
+  if (header.byteLength !== HEADER_SIZE) {
+    throw new InvalidArgumentError(`a header is ${HEADER_SIZE} bytes, got ${header.byteLength}`);
+  }
+  const blockSize = await blockSizeFor(path, options);
+  const block = Buffer.alloc(blockSize);
+  block.set(header, 0);
+  let fh: FileHandle | undefined;
+  try {
+    fh = await open(path, constants.O_WRONLY | constants.O_DSYNC);
+    let done = 0;
+    while (done < blockSize) {
+      const { bytesWritten } = await fh.write(block, done, blockSize - done, done);
+      if (bytesWritten === 0) {
+        throw new FailedPreconditionError(`${path} accepted only ${done} of ${blockSize} bytes`);
+      }
+      done += bytesWritten;
+    }
+    await fh.datasync();
+  } catch (error) {
+    throw ioError('write', path, error);
+  } finally {
+    await fh?.close();
+  }
+}
+
+/**
+ * Reads one logical block at byte 0 of `path` and decodes its header.
+ * @returns the decode result; decoding itself never throws.
+ * @throws NotFoundError when the path does not exist.
+ * @throws FailedPreconditionError when the device cannot be read or is shorter than one block.
+ */
+export async function readHeader(
+  path: string,
+  options: BlockIoOptions = {},
+): Promise<DecodeResult> {
+  return decodeHeader(await readHeaderBlock(path, options));
+}
+
+/**
+ * The header I/O of real block devices and image files: `encodeHeader` +
+ * `writeHeaderBlock`, `readHeaderBlock` + `decodeHeader`. Fits the LVM
+ * manager's `HeaderIo` (lvm/header-io.ts) and the GC's `GcHeaderPort`.
+ */
+export class BlockHeaderIo {
+  readonly #options: BlockIoOptions;
+
+  constructor(options: BlockIoOptions = {}) {
+    this.#options = options;
+  }
+
+  /**
+   * @throws InvalidArgumentError when the fields are invalid (see encodeHeader).
+   * @throws NotFoundError when the device does not exist.
+   * @throws FailedPreconditionError when it cannot be written or flushed.
+   */
+  async writeHeader(devicePath: string, fields: HeaderFields): Promise<void> {
+    await writeHeaderBlock(devicePath, encodeHeader(fields), this.#options);
+  }
+
+  /**
+   * @throws NotFoundError when the device does not exist.
+   * @throws FailedPreconditionError when it cannot be read.
+   */
+  async readHeader(devicePath: string): Promise<DecodeResult> {
+    return readHeader(devicePath, this.#options);
+  }
+}
+
+async function blockSizeFor(path: string, options: BlockIoOptions): Promise<number> {
+  const given = options.blockSizeBytes;
+  if (given === undefined) return logicalBlockSize(path, options);
+  if (!isValidBlockSize(given)) {
+    throw new InvalidArgumentError(
+      `blockSizeBytes must be a power of two in 512–65536, got ${given}`,
+    );
+  }
+  return given;
+}
+
+function isValidBlockSize(size: number): boolean {
+  return Number.isInteger(size) && size >= 512 && size <= 65536 && (size & (size - 1)) === 0;
+}
+
+function ioError(action: string, path: string, error: unknown): Error {
+  if (error instanceof FailedPreconditionError || error instanceof NotFoundError) return error;
+  if (errorCode(error) === 'ENOENT') {
+    return new NotFoundError(`device ${path} does not exist`, { cause: error });
+  }
+  return new FailedPreconditionError(`cannot ${action} ${path}: ${errorMessage(error)}`, {
+    cause: error,
+  });
+}

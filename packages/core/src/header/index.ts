@@ -1,0 +1,15 @@
+// Sector-0 header: constants, the pure codec and block-device I/O (DESIGN.md §4).
+export type * from './types.js';
+export * from './constants.js';
+export { crc32 } from './crc32.js';
+export { decodeHeader, describeDecode, encodeHeader } from './codec.js';
+export {
+  BlockHeaderIo,
+  DEFAULT_SYSFS_ROOT,
+  logicalBlockSize,
+  logicalBlockSizeOfDevice,
+  readHeader,
+  readHeaderBlock,
+  writeHeaderBlock,
+  type BlockIoOptions,
+} from './block-io.js';

@@ -1,0 +1,224 @@
+import { execFile } from 'node:child_process';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+  existsSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LockTimeoutError } from '../errors.js';
+import { FileHostLock } from './file-host-lock.js';
+import { NoopHostLock } from './host-lock.js';
+
+const SRC = fileURLToPath(new URL('../', import.meta.url));
+const CORE = fileURLToPath(new URL('../../', import.meta.url));
+const tick = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+const dirs: string[] = [];
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'lvstamp-lock-'));
+  dirs.push(dir);
+  return dir;
+}
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function fastLock(path: string, waitMs = 5_000): FileHostLock {
+  return new FileHostLock({
+    path,
+    waitMs,
+    staleMs: 5_000,
+    minRetryDelayMs: 5,
+    maxRetryDelayMs: 25,
+  });
+}
+
+describe('NoopHostLock', () => {
+  it('runs fn and records the reason', async () => {
+    const lock = new NoopHostLock();
+    expect(await lock.withLock('create x', () => Promise.resolve(3))).toBe(3);
+    expect(lock.reasons).toEqual(['create x']);
+  });
+});
+
+describe('FileHostLock in one process', () => {
+  it('creates the lock directory, holds the lock during fn, and removes it after', async () => {
+    const path = join(tempDir(), 'nested', 'dir', 'host.lock');
+    const lock = fastLock(path);
+    const seen = await lock.withLock('t', () => Promise.resolve(existsSync(path)));
+    expect(seen).toBe(true);
+    expect(existsSync(path)).toBe(false);
+    expect(existsSync(dirname(path))).toBe(true);
+  });
+
+  it('releases the lock when fn throws', async () => {
+    const path = join(tempDir(), 'host.lock');
+    const lock = fastLock(path);
+    const boom = new Error('boom');
+    await expect(lock.withLock('t', () => Promise.reject(boom))).rejects.toBe(boom);
+    expect(existsSync(path)).toBe(false);
+  });
+
+  it('is re-entrant: a nested withLock runs at once instead of deadlocking', async () => {
+    const lock = fastLock(join(tempDir(), 'host.lock'), 300);
+    const result = await lock.withLock('outer', () =>
+      lock.withLock('inner', () => lock.withLock('innermost', () => Promise.resolve('deep'))),
+    );
+    expect(result).toBe('deep');
+  });
+
+  it('serialises unrelated concurrent callers of one process', async () => {
+    const lock = fastLock(join(tempDir(), 'host.lock'));
+    const events: string[] = [];
+    const job = (name: string) =>
+      lock.withLock(name, async () => {
+        events.push(`start ${name}`);
+        await tick(20);
+        events.push(`end ${name}`);
+      });
+    await Promise.all([job('a'), job('b'), job('c')]);
+    expect(events).toEqual(['start a', 'end a', 'start b', 'end b', 'start c', 'end c']);
+  });
+
+  it('a task that outlives the lock does not count as holding it', async () => {
+    const path = join(tempDir(), 'host.lock');
+    const lock = fastLock(path);
+    let escaped: (() => Promise<boolean>) | undefined;
+    await lock.withLock('outer', () => {
+      escaped = () => lock.withLock('later', () => Promise.resolve(existsSync(path)));
+      return Promise.resolve();
+    });
+    expect(escaped).toBeDefined();
+    expect(await escaped?.()).toBe(true);
+    expect(existsSync(path)).toBe(false);
+  });
+
+  it('does not crash when the lock is lost while held, and then throws LockTimeoutError', async () => {
+    const path = join(tempDir(), 'host.lock');
+    const warnings: string[] = [];
+    const lock = new FileHostLock({
+      path,
+      staleMs: 2_000,
+      logger: { warn: (message) => warnings.push(message) },
+    });
+    const error = await lock
+      .withLock('lost', async () => {
+        rmSync(path, { recursive: true, force: true });
+        await tick(2_500);
+        return 'done';
+      })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+    expect(error).toBeInstanceOf(LockTimeoutError);
+    expect((error as Error).message).toContain(`host lock ${path} was lost while held for "lost"`);
+    expect(warnings).toEqual(['host lock compromised while held']);
+    // The lock is usable again.
+    expect(await fastLock(path).withLock('again', () => Promise.resolve(1))).toBe(1);
+  }, 10_000);
+});
+
+describe('FileHostLock across processes', () => {
+  let workDir = '';
+  let worker = '';
+
+  // Node 20 cannot run TypeScript: transpile the lock module for the children.
+  beforeAll(() => {
+    workDir = mkdtempSync(join(tmpdir(), 'lvstamp-lock-worker-'));
+    for (const file of ['errors.ts', 'lock/file-host-lock.ts']) {
+      const source = readFileSync(join(SRC, file), 'utf8');
+      const output = ts.transpileModule(source, {
+        compilerOptions: {
+          module: ts.ModuleKind.ESNext,
+          target: ts.ScriptTarget.ES2022,
+          verbatimModuleSyntax: true,
+        },
+      }).outputText;
+      mkdirSync(dirname(join(workDir, file)), { recursive: true });
+      writeFileSync(join(workDir, file.replace(/\.ts$/, '.js')), output);
+    }
+    writeFileSync(join(workDir, 'package.json'), '{"type":"module"}');
+    symlinkSync(join(CORE, 'node_modules'), join(workDir, 'node_modules'));
+    worker = join(workDir, 'worker.js');
+    writeFileSync(
+      worker,
+      `import { appendFileSync } from 'node:fs';
+import { FileHostLock } from './lock/file-host-lock.js';
+const [path, log, id, holdMs, waitMs] = process.argv.slice(2);
+const lock = new FileHostLock({ path, waitMs: Number(waitMs), staleMs: 5000, minRetryDelayMs: 5, maxRetryDelayMs: 25 });
+try {
+  await lock.withLock('worker ' + id, async () => {
+    appendFileSync(log, 'start ' + id + '\\n');
+    await new Promise((resolve) => setTimeout(resolve, Number(holdMs)));
+    appendFileSync(log, 'end ' + id + '\\n');
+  });
+} catch (error) {
+  console.error(error.name + ': ' + error.message);
+  process.exit(error.name === 'LockTimeoutError' ? 3 : 1);
+}
+`,
+    );
+    return () => {
+      rmSync(workDir, { recursive: true, force: true });
+    };
+  });
+
+  function runWorker(args: string[]): Promise<{ code: number | null; stderr: string }> {
+    return new Promise((resolve) => {
+      execFile(
+        process.execPath,
+        [worker, ...args],
+        { timeout: 20_000 },
+        (error, _stdout, stderr) => {
+          const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
+          resolve({ code, stderr });
+        },
+      );
+    });
+  }
+
+  it('two child processes never hold the lock at the same time', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'host.lock');
+    const log = join(dir, 'log');
+    writeFileSync(log, '');
+    const results = await Promise.all([
+      runWorker([path, log, 'a', '300', '10000']),
+      runWorker([path, log, 'b', '300', '10000']),
+    ]);
+    expect(results).toEqual([
+      { code: 0, stderr: '' },
+      { code: 0, stderr: '' },
+    ]);
+    const lines = readFileSync(log, 'utf8').trim().split('\n');
+    expect(lines).toHaveLength(4);
+    const first = lines[0]?.split(' ')[1];
+    const second = first === 'a' ? 'b' : 'a';
+    expect(lines).toEqual([`start ${first}`, `end ${first}`, `start ${second}`, `end ${second}`]);
+  }, 30_000);
+
+  it('a child gives up with LockTimeoutError after its wait while this process holds the lock', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'host.lock');
+    const log = join(dir, 'log');
+    const lock = fastLock(path);
+    const blocked = await lock.withLock('parent', () => runWorker([path, log, 'c', '0', '300']));
+    expect(blocked.code).toBe(3);
+    expect(blocked.stderr).toContain(
+      `LockTimeoutError: host lock ${path} still held by another process`,
+    );
+    expect(existsSync(log)).toBe(false);
+    const free = await runWorker([path, log, 'd', '0', '300']);
+    expect(free).toEqual({ code: 0, stderr: '' });
+    expect(readFileSync(log, 'utf8')).toBe('start d\nend d\n');
+  }, 30_000);
+});

@@ -1,0 +1,183 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import * as lockfile from 'proper-lockfile';
+import { LockTimeoutError } from '../errors.js';
+import type { WarnLogger } from '../exec/runner.js';
+import type { HostLock } from './host-lock.js';
+
+/** Default host lock path; `/run/lock` is a tmpfs, so a reboot clears it. */
+export const DEFAULT_HOST_LOCK_PATH = '/run/lock/lvstamp/host.lock';
+
+/** Options of a FileHostLock. All durations in milliseconds. */
+export interface FileHostLockOptions {
+  /** Lock path (a directory that proper-lockfile creates); default DEFAULT_HOST_LOCK_PATH. */
+  readonly path?: string;
+  /** Longest wait for the lock before LockTimeoutError; default 120 000. */
+  readonly waitMs?: number;
+  /**
+   * A lock whose holder stopped refreshing it for this long is taken over
+   * (the holder died); default 30 000, minimum 2 000 (proper-lockfile).
+   */
+  readonly staleMs?: number;
+  /** First retry delay; the library backs off exponentially up to `maxRetryDelayMs`. Default 50. */
+  readonly minRetryDelayMs?: number;
+  /** Longest delay between two attempts; default 1 000. */
+  readonly maxRetryDelayMs?: number;
+  /** Warned when the lock is lost while held. */
+  readonly logger?: WarnLogger;
+}
+
+interface Holding {
+  /** False once released: a task that outlived the lock must take it again. */
+  held: boolean;
+  compromised: Error | null;
+}
+
+/**
+ * The host lock on a lock file, with the `proper-lockfile` library (an
+ * atomic `mkdir` plus an mtime heartbeat; stale locks of dead holders are
+ * taken over after `staleMs`).
+ *
+ * Re-entrant per process: a `withLock` called inside `fn` (tracked with
+ * AsyncLocalStorage) runs at once instead of deadlocking. Unrelated
+ * concurrent callers in the same process queue up in-process first, then
+ * take the file lock, so the wait is bounded by `waitMs` in total.
+ *
+ * When the library reports the lock compromised (its directory removed or
+ * taken over while held), the process does not crash: the event is logged,
+ * `fn` is left to finish (every operation is idempotent, DESIGN.md §2.2),
+ * and `withLock` then throws LockTimeoutError so that the caller retries.
+ */
+export class FileHostLock implements HostLock {
+  readonly #path: string;
+  readonly #waitMs: number;
+  readonly #staleMs: number;
+  readonly #minRetryDelayMs: number;
+  readonly #maxRetryDelayMs: number;
+  readonly #logger: WarnLogger | undefined;
+  readonly #context = new AsyncLocalStorage<Holding>();
+  #queue: Promise<void> = Promise.resolve();
+
+  constructor(options: FileHostLockOptions = {}) {
+    this.#path = options.path ?? DEFAULT_HOST_LOCK_PATH;
+    this.#waitMs = options.waitMs ?? 120_000;
+    this.#staleMs = Math.max(options.staleMs ?? 30_000, 2_000);
+    this.#minRetryDelayMs = options.minRetryDelayMs ?? 50;
+    this.#maxRetryDelayMs = options.maxRetryDelayMs ?? 1_000;
+    this.#logger = options.logger;
+  }
+
+  /** The lock path this instance uses. */
+  get path(): string {
+    return this.#path;
+  }
+
+  async withLock<T>(reason: string, fn: () => Promise<T>): Promise<T> {
+    if (this.#context.getStore()?.held === true) return fn();
+    const deadline = Date.now() + this.#waitMs;
+
+    // In-process queue: proper-lockfile cannot tell two callers of one process apart.
+    const previous = this.#queue;
+    let leaveQueue: () => void = () => undefined;
+    this.#queue = new Promise<void>((resolve) => {
+      leaveQueue = resolve;
+    });
+    try {
+      await waitUntil(previous, deadline, () => this.#timeout(reason));
+      const holding: Holding = { held: true, compromised: null };
+      const release = await this.#acquire(reason, deadline, holding);
+      let result: T;
+      try {
+        result = await this.#context.run(holding, fn);
+      } finally {
+        holding.held = false;
+        if (holding.compromised === null) await release().catch(() => undefined);
+      }
+      if (holding.compromised !== null) {
+        throw new LockTimeoutError(
+          `host lock ${this.#path} was lost while held for "${reason}": ${holding.compromised.message}`,
+          { cause: holding.compromised },
+        );
+      }
+      return result;
+    } finally {
+      leaveQueue();
+    }
+  }
+
+  async #acquire(reason: string, deadline: number, holding: Holding): Promise<() => Promise<void>> {
+    await mkdir(dirname(this.#path), { recursive: true, mode: 0o755 });
+    const remaining = Math.max(deadline - Date.now(), 0);
+    try {
+      return await lockfile.lock(this.#path, {
+        lockfilePath: this.#path,
+        realpath: false,
+        stale: this.#staleMs,
+        retries: {
+          // `retry` precomputes every delay: enough attempts to fill the wait.
+          retries: retriesFor(remaining, this.#minRetryDelayMs, this.#maxRetryDelayMs),
+          factor: 2,
+          minTimeout: this.#minRetryDelayMs,
+          maxTimeout: this.#maxRetryDelayMs,
+          maxRetryTime: remaining,
+          randomize: true,
+        },
+        onCompromised: (error: Error) => {
+          holding.compromised = error;
+          this.#logger?.warn('host lock compromised while held', {
+            path: this.#path,
+            reason,
+            error: error.message,
+          });
+        },
+      });
+    } catch (error) {
+      if (isErrno(error, 'ELOCKED')) throw this.#timeout(reason, error);
+      throw new LockTimeoutError(
+        `cannot take host lock ${this.#path} for "${reason}": ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
+  }
+
+  #timeout(reason: string, cause?: unknown): LockTimeoutError {
+    return new LockTimeoutError(
+      `host lock ${this.#path} still held by another process after ${this.#waitMs} ms (wanted for "${reason}")`,
+      cause === undefined ? undefined : { cause },
+    );
+  }
+}
+
+/** Attempts needed so that backoff from `minMs` doubling up to `maxMs` spans `waitMs`. */
+function retriesFor(waitMs: number, minMs: number, maxMs: number): number {
+  const min = Math.max(minMs, 1);
+  const max = Math.max(maxMs, min);
+  const doublings = Math.ceil(Math.log2(max / min));
+  return doublings + Math.ceil(waitMs / max) + 1;
+}
+
+async function waitUntil(
+  promise: Promise<void>,
+  deadline: number,
+  onTimeout: () => Error,
+): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => {
+        reject(onTimeout());
+      },
+      Math.max(deadline - Date.now(), 0),
+    );
+  });
+  try {
+    await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function isErrno(error: unknown, code: string): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === code;
+}

@@ -1,0 +1,26 @@
+/**
+ * Serialises mutating lvm commands across the processes of one host (the
+ * CLI, the CSI driver and the GC job run side by side; issue 2, §2
+ * "Concurrency").
+ */
+export interface HostLock {
+  /**
+   * Runs `fn` while holding the host lock and releases it afterwards, also
+   * when `fn` throws. `reason` (e.g. `create 9a1c…`) appears in errors and
+   * logs. Calls nested inside `fn` on the same lock do not wait for it again.
+   * @throws LockTimeoutError when the lock cannot be taken in time, or was
+   *   lost while `fn` ran.
+   */
+  withLock<T>(reason: string, fn: () => Promise<T>): Promise<T>;
+}
+
+/** A HostLock that locks nothing: for unit tests and single-process tools. */
+export class NoopHostLock implements HostLock {
+  /** Reasons of every `withLock` call so far, in order (for tests). */
+  readonly reasons: string[] = [];
+
+  async withLock<T>(reason: string, fn: () => Promise<T>): Promise<T> {
+    this.reasons.push(reason);
+    return fn();
+  }
+}

@@ -1,0 +1,17 @@
+import type { DecodeResult, HeaderFields } from '../header/types.js';
+
+/**
+ * Reads and writes the sector-0 header of an LV (DESIGN.md §4). The real
+ * implementation lives in src/header/ (codec + block I/O); the LVM manager
+ * only needs this much, so tests pass a fake.
+ */
+export interface HeaderIo {
+  /**
+   * Encodes `header` as header v1 and writes it at byte 0 of `devicePath` as
+   * one whole logical block (512 or 4096 bytes, the rest zero), then flushes
+   * it to stable storage before resolving.
+   */
+  writeHeader(devicePath: string, header: HeaderFields): Promise<void>;
+  /** Reads sector 0 of `devicePath` and decodes it; decoding never throws. */
+  readHeader(devicePath: string): Promise<DecodeResult>;
+}

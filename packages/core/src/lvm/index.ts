@@ -1,0 +1,5 @@
+// LVM device manager: JSON report parsers and the manager over them.
+export type * from './types.js';
+export type * from './header-io.js';
+export * from './report.js';
+export * from './manager.js';

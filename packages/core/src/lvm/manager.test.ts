@@ -1,0 +1,763 @@
+import { describe, expect, it } from 'vitest';
+import {
+  AlreadyExistsError,
+  CommandFailedError,
+  CommandTimeoutError,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  OutOfSpaceError,
+  UnparseableOutputError,
+} from '../errors.js';
+import { ReplayRunner, type ReplayStep } from '../exec/replay-runner.js';
+import type { DecodeResult, HeaderFields } from '../header/types.js';
+import { NoopHostLock } from '../lock/host-lock.js';
+import type { HeaderIo } from './header-io.js';
+import { LvmManager } from './manager.js';
+
+// ---- exact argv, spelled out here on purpose (not imported from manager.ts) ----
+const REPORT = ['--reportformat', 'json', '--units', 'b', '--nosuffix'];
+const VGS = ['vgs', ...REPORT, '-o', 'vg_name,vg_uuid,vg_size,vg_free,vg_extent_size,vg_tags'];
+const LVS = [
+  'lvs',
+  ...REPORT,
+  '--config',
+  'report/time_format="%s"',
+  '-o',
+  'vg_name,lv_name,lv_uuid,lv_size,lv_attr,lv_kernel_major,lv_kernel_minor,lv_dm_path,lv_time,lv_tags',
+];
+const MiB = 1024 * 1024;
+const OWNER = '0123456789abcdef0123456789abcdef';
+const OTHER_OWNER = 'ffffffffffffffffffffffffffffffff';
+const NOW = 1_732_900_000_000;
+
+// Volume IDs: sha256(name)[0:16] (DESIGN.md §3).
+const ID_202 = 'd2847872107920e672ceacc67767131e'; // "pvc-202"
+const ID_203 = '746bf03d564ec8613ddeb80287a0caa1'; // "pvc-203"
+const ID_INACTIVE = 'd788625e0724821518e3e4af9d567e2f';
+const ID_SEG = '35a9313ef36eca050c804f831a1be3ca';
+const ID_DEL = '154d5930498a512a92534c6c0543e2d1';
+const ID_GROW = 'e7785be03ee2e0952cb302f778998b5f';
+
+const vgStep = (vg: string, file: string, extra: Partial<ReplayStep> = {}): ReplayStep => ({
+  argv: [...VGS, '-S', `vg_name="${vg}"`],
+  stdoutFile: `lvm/${file}`,
+  ...extra,
+});
+const lookupStep = (id: string, file: string, extra: Partial<ReplayStep> = {}): ReplayStep => ({
+  argv: [...LVS, '-S', `lv_name="lvstamp_${id}" || lv_name="lvstamp_new_${id}"`],
+  stdoutFile: `lvm/${file}`,
+  ...extra,
+});
+const readBackStep = (vg: string, lv: string, file: string): ReplayStep => ({
+  argv: [...LVS, '-S', `lv_name="${lv}"`, vg],
+  stdoutFile: `lvm/${file}`,
+});
+const listStep = (file: string, vg?: string, extra: Partial<ReplayStep> = {}): ReplayStep => ({
+  argv: [...LVS, '-S', 'lv_name=~"^lvstamp_"', ...(vg === undefined ? [] : [vg])],
+  stdoutFile: `lvm/${file}`,
+  ...extra,
+});
+const lvcreateArgv = (id: string, bytes: number, vg = 'vg0'): string[] => [
+  'lvcreate',
+  '--yes',
+  '--wipesignatures',
+  'y',
+  '--zero',
+  'y',
+  '--activate',
+  'y',
+  '-n',
+  `lvstamp_new_${id}`,
+  '-L',
+  `${bytes}b`,
+  '--addtag',
+  'lvstamp',
+  '--addtag',
+  `lvstamp.owner=${OWNER}`,
+  vg,
+];
+const renameStep = (id: string, vg = 'vg0'): ReplayStep => ({
+  argv: ['lvrename', '--yes', vg, `lvstamp_new_${id}`, `lvstamp_${id}`],
+});
+
+/** Header I/O in memory: what was written is what is read. */
+class FakeHeaderIo implements HeaderIo {
+  readonly writes: { devicePath: string; header: HeaderFields }[] = [];
+  readonly reads: string[] = [];
+  readonly headers = new Map<string, DecodeResult>();
+
+  writeHeader(devicePath: string, header: HeaderFields): Promise<void> {
+    this.writes.push({ devicePath, header });
+    this.headers.set(devicePath.replace('lvstamp_new_', 'lvstamp_'), {
+      status: 'ok',
+      header,
+      version: 1,
+    });
+    return Promise.resolve();
+  }
+
+  readHeader(devicePath: string): Promise<DecodeResult> {
+    this.reads.push(devicePath);
+    return Promise.resolve(
+      this.headers.get(devicePath) ?? { status: 'not-stamped', reason: 'no magic' },
+    );
+  }
+}
+
+function setup(steps: ReplayStep[]) {
+  const runner = new ReplayRunner(steps);
+  const headerIo = new FakeHeaderIo();
+  const hostLock = new NoopHostLock();
+  const warnings: [string, unknown][] = [];
+  const manager = new LvmManager({
+    runner,
+    hostLock,
+    headerIo,
+    clock: () => NOW,
+    logger: { warn: (message, fields) => warnings.push([message, fields]) },
+  });
+  return { runner, headerIo, hostLock, warnings, manager };
+}
+
+async function caught(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected the promise to reject');
+}
+
+function okHeader(name: string, volumeId: string, ownerId = OWNER): DecodeResult {
+  return {
+    status: 'ok',
+    version: 1,
+    header: {
+      volumeId,
+      ownerId,
+      createdAtMs: NOW,
+      dataOffsetBytes: MiB,
+      requestedBytes: 203 * MiB,
+      name,
+    },
+  };
+}
+
+describe('inputs that broke other LVM tools', () => {
+  it('1. an inactive LV with lv_kernel_major/minor "-1" is listed as inactive, never as device -1', async () => {
+    const { runner, manager } = setup([listStep('lvs-inactive.json')]);
+    const volumes = await manager.listVolumes();
+    runner.assertDone();
+    expect(volumes.map((v) => [v.lvName, v.active, v.open, v.kernelMajor, v.kernelMinor])).toEqual([
+      [`lvstamp_${ID_INACTIVE}`, false, false, null, null],
+      [`lvstamp_${ID_203}`, true, true, 253, 4],
+    ]);
+    expect(volumes[0]).toMatchObject({
+      volumeId: ID_INACTIVE,
+      creating: false,
+      capacityBytes: 103 * MiB,
+    });
+  });
+
+  it('2a. a warning on stderr with exit 0 and valid JSON: success, and the warning is logged', async () => {
+    const stderr =
+      '  WARNING: Device /dev/sdb has size of 62914560 sectors which is smaller than corresponding PV size.\n';
+    const { manager, warnings } = setup([listStep('lvs-203-final.json', undefined, { stderr })]);
+    const volumes = await manager.listVolumes();
+    expect(volumes.map((v) => v.volumeId)).toEqual([ID_203]);
+    expect(warnings).toEqual([
+      [
+        'command succeeded with output on stderr',
+        { argv: [...LVS, '-S', 'lv_name=~"^lvstamp_"'], stderr },
+      ],
+    ]);
+  });
+
+  it('2b. a notice line on stdout inside the report is UnparseableOutputError, never an empty list', async () => {
+    const { manager } = setup([listStep('lvs-archive-notice.json')]);
+    const error = await caught(manager.listVolumes());
+    expect(error).toBeInstanceOf(UnparseableOutputError);
+    expect((error as Error).message).toMatch(/stdout is not one JSON document/);
+  });
+
+  it('3. lvs exit 5 with a valid empty report and "Global lock failed" is an error, not "no volumes"', async () => {
+    const stderr = '  Global lock failed: check that global lockspace is started\n';
+    const { manager } = setup([listStep('lvs-empty.json', undefined, { exitCode: 5, stderr })]);
+    const error = await caught(manager.listVolumes());
+    expect(error).toBeInstanceOf(CommandFailedError);
+    expect(error).not.toBeInstanceOf(UnparseableOutputError);
+    expect(error).toMatchObject({ exitCode: 5, stderr });
+    expect((error as Error).message).toMatch(
+      /exited 5: Global lock failed: check that global lockspace is started$/,
+    );
+  });
+
+  it('3b. vgs exit 5 with a valid empty report is not "volume group not found"', async () => {
+    const stderr = '  Volume group "vg0" not found\n  Cannot process volume group vg0\n';
+    const { manager } = setup([vgStep('vg0', 'vgs-empty.json', { exitCode: 5, stderr })]);
+    const error = await caught(manager.getVolumeGroup('vg0'));
+    expect(error).toBeInstanceOf(CommandFailedError);
+    expect(error).not.toBeInstanceOf(NotFoundError);
+  });
+
+  it('4. a listing with per-segment rows returns the LV once, its size not doubled', async () => {
+    const { manager } = setup([listStep('lvs-per-segment.json', 'vg0')]);
+    const volumes = await manager.listVolumes({ vgName: 'vg0' });
+    expect(volumes).toHaveLength(1);
+    expect(volumes[0]).toMatchObject({
+      volumeId: ID_SEG,
+      sizeBytes: 208 * MiB,
+      capacityBytes: 207 * MiB,
+    });
+  });
+
+  it.each([
+    ['lvs-size-with-suffix.json', '1073741824B'],
+    ['lvs-size-human.json', '<21.50g'],
+    ['lvs-size-comma.json', '1,5'],
+    ['lvs-size-empty.json', ''],
+    ['lvs-size-float.json', '1.5e9'],
+  ])('5. size %s ("%s") is a typed parse error naming field and value', async (file, value) => {
+    const { manager } = setup([listStep(file)]);
+    const error = await caught(manager.listVolumes());
+    expect(error).toBeInstanceOf(UnparseableOutputError);
+    expect((error as Error).message).toContain(
+      `field lv_size = "${value}" is not a plain byte count`,
+    );
+  });
+
+  it('5b. a size beyond 2^53 is a typed parse error, not a rounded number', async () => {
+    const { manager } = setup([listStep('lvs-size-huge.json')]);
+    const error = await caught(manager.listVolumes());
+    expect(error).toBeInstanceOf(UnparseableOutputError);
+    expect((error as Error).message).toContain(
+      'field lv_size = "18446744073709551616" is not a safe integer',
+    );
+  });
+
+  it('5c. empty optional fields become null, not 0', async () => {
+    const { manager } = setup([listStep('lvs-optional-empty.json')]);
+    const [volume] = await manager.listVolumes();
+    expect(volume).toMatchObject({
+      kernelMajor: null,
+      kernelMinor: null,
+      dmPath: null,
+      createdAtMs: null,
+      tags: [],
+    });
+  });
+
+  it('6. 202 MiB in a VG with 4 MiB extents is a 204 MiB LV with 203 MiB capacity; asking again returns it', async () => {
+    const { runner, manager, headerIo, hostLock } = setup([
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_202, 'lvs-empty.json'),
+      {
+        argv: lvcreateArgv(ID_202, 204 * MiB),
+        stderr: '  Logical volume "lvstamp_new_d2847872107920e672ceacc67767131e" created.\n',
+      },
+      readBackStep('vg0', `lvstamp_new_${ID_202}`, 'lvs-202-new.json'),
+      renameStep(ID_202),
+      readBackStep('vg0', `lvstamp_${ID_202}`, 'lvs-202-final.json'),
+      // the same request again: one VG check, one look-up, one header read; no lvcreate, no write
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_202, 'lvs-202-final.json'),
+    ]);
+    const request = { name: 'pvc-202', requiredBytes: 202 * MiB, vgName: 'vg0', ownerId: OWNER };
+    const first = await manager.createVolume(request);
+    expect(first).toMatchObject({
+      volumeId: ID_202,
+      lvName: `lvstamp_${ID_202}`,
+      vgName: 'vg0',
+      sizeBytes: 204 * MiB,
+      capacityBytes: 203 * MiB,
+      creating: false,
+      dmPath: `/dev/mapper/vg0-lvstamp_${ID_202}`,
+    });
+    expect(headerIo.writes).toEqual([
+      {
+        devicePath: `/dev/mapper/vg0-lvstamp_new_${ID_202}`,
+        header: {
+          volumeId: ID_202,
+          ownerId: OWNER,
+          createdAtMs: NOW,
+          dataOffsetBytes: MiB,
+          requestedBytes: 202 * MiB,
+          name: 'pvc-202',
+        },
+      },
+    ]);
+    const again = await manager.createVolume(request);
+    runner.assertDone();
+    expect(again).toEqual(first);
+    expect(headerIo.writes).toHaveLength(1);
+    expect(headerIo.reads).toEqual([`/dev/mapper/vg0-lvstamp_${ID_202}`]);
+    expect(runner.calls.filter((c) => c.argv[0] === 'lvcreate')).toHaveLength(1);
+    expect(hostLock.reasons).toEqual([`create ${ID_202}`, `create ${ID_202}`]);
+  });
+
+  it('6b. 203 MiB (203 + 1 MiB already whole extents) is a 204 MiB LV reported as 203 MiB capacity', async () => {
+    const { runner, manager } = setup([
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-empty.json'),
+      { argv: lvcreateArgv(ID_203, 204 * MiB) },
+      readBackStep('vg0', `lvstamp_new_${ID_203}`, 'lvs-203-new.json'),
+      renameStep(ID_203),
+      readBackStep('vg0', `lvstamp_${ID_203}`, 'lvs-203-final.json'),
+    ]);
+    const volume = await manager.createVolume({
+      name: 'pvc-203',
+      requiredBytes: 203 * MiB,
+      vgName: 'vg0',
+      ownerId: OWNER,
+    });
+    runner.assertDone();
+    expect(volume).toMatchObject({ sizeBytes: 204 * MiB, capacityBytes: 203 * MiB });
+  });
+
+  it('7. a timed-out lvcreate throws CommandTimeoutError; the retry removes the leftover and converges', async () => {
+    const { runner, manager, headerIo } = setup([
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-empty.json'),
+      { argv: lvcreateArgv(ID_203, 204 * MiB), timeout: true },
+      // retry
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-203-leftover.json'),
+      { argv: ['lvremove', '--yes', `vg0/lvstamp_new_${ID_203}`] },
+      { argv: lvcreateArgv(ID_203, 204 * MiB) },
+      readBackStep('vg0', `lvstamp_new_${ID_203}`, 'lvs-203-new.json'),
+      renameStep(ID_203),
+      readBackStep('vg0', `lvstamp_${ID_203}`, 'lvs-203-final.json'),
+    ]);
+    const request = { name: 'pvc-203', requiredBytes: 203 * MiB, vgName: 'vg0', ownerId: OWNER };
+    const error = await caught(manager.createVolume(request));
+    expect(error).toBeInstanceOf(CommandTimeoutError);
+    expect(error).toMatchObject({ argv: lvcreateArgv(ID_203, 204 * MiB), exitCode: null });
+    expect(headerIo.writes).toEqual([]);
+    const volume = await manager.createVolume(request);
+    runner.assertDone();
+    expect(volume).toMatchObject({ lvName: `lvstamp_${ID_203}`, capacityBytes: 203 * MiB });
+    expect(headerIo.writes).toHaveLength(1);
+  });
+
+  it('7b. lvcreate runs with --yes and explicit wipe flags, so a "Wipe it? [y/n]" prompt cannot hang', async () => {
+    const { runner, manager } = setup([
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-empty.json'),
+      {
+        argv: lvcreateArgv(ID_203, 204 * MiB),
+        stderr:
+          '  WARNING: ext4 signature detected on /dev/vg0/lvstamp_new_746bf03d564ec8613ddeb80287a0caa1 at offset 1080. Wipe it? [y/n]: [n]\n',
+        exitCode: 5,
+      },
+    ]);
+    const error = await caught(
+      manager.createVolume({
+        name: 'pvc-203',
+        requiredBytes: 203 * MiB,
+        vgName: 'vg0',
+        ownerId: OWNER,
+      }),
+    );
+    runner.assertDone();
+    expect(error).toBeInstanceOf(CommandFailedError);
+    const argv = runner.calls[2]?.argv ?? [];
+    expect(argv.slice(0, 8)).toEqual([
+      'lvcreate',
+      '--yes',
+      '--wipesignatures',
+      'y',
+      '--zero',
+      'y',
+      '--activate',
+      'y',
+    ]);
+  });
+
+  it('8. wipes through the device path lvm reports (dm doubles the hyphen of vg-data), never a built path', async () => {
+    const { runner, manager } = setup([
+      lookupStep(ID_DEL, 'lvs-del-final.json'),
+      { argv: ['blkdiscard', `/dev/mapper/vg--data-lvstamp_${ID_DEL}`] },
+      { argv: ['lvremove', '--yes', `vg-data/lvstamp_${ID_DEL}`] },
+    ]);
+    const result = await manager.deleteVolume(ID_DEL, { wipe: 'discard' });
+    runner.assertDone();
+    expect(result).toEqual({ existed: true, removed: [`vg-data/lvstamp_${ID_DEL}`] });
+  });
+});
+
+describe('LvmManager: volume groups', () => {
+  it('lists volume groups with one vgs report', async () => {
+    const { runner, manager } = setup([{ argv: VGS, stdoutFile: 'lvm/vgs-two.json' }]);
+    const vgs = await manager.listVolumeGroups();
+    runner.assertDone();
+    expect(vgs.map((vg) => [vg.name, vg.extentSizeBytes, vg.freeBytes])).toEqual([
+      ['vg0', 4 * MiB, 8 * 1024 * MiB],
+      ['vg-data', 4 * MiB, 200 * MiB],
+    ]);
+  });
+
+  it('getVolumeGroup: NotFoundError only for an empty selection that exited 0', async () => {
+    const { runner, manager } = setup([vgStep('nope', 'vgs-empty.json')]);
+    await expect(manager.getVolumeGroup('nope')).rejects.toThrow(
+      new NotFoundError('volume group nope does not exist'),
+    );
+    runner.assertDone();
+  });
+
+  it('refuses a VG name lvm cannot hold, without running anything', async () => {
+    const { runner, manager } = setup([]);
+    for (const bad of ['', '-vg', 'vg 0', 'vg"0', '..', 'a'.repeat(128)]) {
+      await expect(manager.getVolumeGroup(bad)).rejects.toBeInstanceOf(InvalidArgumentError);
+    }
+    expect(runner.calls).toEqual([]);
+  });
+
+  it('capacity: free bytes, and the largest volume is free space minus the 1 MiB data offset', async () => {
+    const { manager } = setup([vgStep('vg0', 'vgs-one.json')]);
+    expect(await manager.capacity('vg0')).toEqual({
+      vgName: 'vg0',
+      totalBytes: 10733223936,
+      freeBytes: 8589934592,
+      maximumVolumeBytes: 8589934592 - MiB,
+    });
+  });
+});
+
+describe('LvmManager: listing and look-up', () => {
+  it('lists volumes of one VG, finished and in-progress, with capacity = size - 1 MiB', async () => {
+    const { runner, manager } = setup([listStep('lvs-del-both.json', 'vg-data')]);
+    const volumes = await manager.listVolumes({ vgName: 'vg-data' });
+    runner.assertDone();
+    expect(volumes.map((v) => [v.lvName, v.volumeId, v.creating, v.capacityBytes])).toEqual([
+      [`lvstamp_${ID_DEL}`, ID_DEL, false, 103 * MiB],
+      [`lvstamp_new_${ID_DEL}`, ID_DEL, true, 103 * MiB],
+    ]);
+  });
+
+  it('findVolume searches every VG with one selection and returns null for an empty one', async () => {
+    const { runner, manager } = setup([lookupStep(ID_203, 'lvs-empty.json')]);
+    expect(await manager.findVolume(ID_203)).toBeNull();
+    runner.assertDone();
+  });
+
+  it('findVolume does not count an interrupted create as the volume', async () => {
+    const { manager } = setup([lookupStep(ID_203, 'lvs-203-leftover.json')]);
+    expect(await manager.findVolume(ID_203)).toBeNull();
+  });
+
+  it('getVolume returns the volume, or NotFoundError', async () => {
+    const { manager } = setup([
+      lookupStep(ID_203, 'lvs-203-final.json'),
+      lookupStep(ID_203, 'lvs-empty.json'),
+    ]);
+    expect(await manager.getVolume(ID_203)).toMatchObject({
+      volumeId: ID_203,
+      capacityBytes: 203 * MiB,
+    });
+    await expect(manager.getVolume(ID_203)).rejects.toThrow(
+      new NotFoundError(`volume ${ID_203} does not exist`),
+    );
+  });
+
+  it('refuses a malformed volume ID', async () => {
+    const { runner, manager } = setup([]);
+    await expect(manager.findVolume('ABC')).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(manager.findVolume(ID_203.toUpperCase())).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
+    expect(runner.calls).toEqual([]);
+  });
+});
+
+describe('LvmManager: createVolume', () => {
+  const request = { name: 'pvc-203', requiredBytes: 203 * MiB, vgName: 'vg0', ownerId: OWNER };
+
+  it.each([
+    ['an empty name', { name: '' }],
+    ['a zero size', { requiredBytes: 0 }],
+    ['a fractional size', { requiredBytes: 1.5 }],
+    ['a limit below the size', { limitBytes: 100 * MiB }],
+    ['a bad owner ID', { ownerId: 'cluster-1' }],
+    ['a bad VG name', { vgName: 'vg 0' }],
+  ])('refuses %s with InvalidArgumentError before running anything', async (_what, change) => {
+    const { runner, manager } = setup([]);
+    await expect(manager.createVolume({ ...request, ...change })).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
+    expect(runner.calls).toEqual([]);
+  });
+
+  it('NotFoundError when the VG does not exist', async () => {
+    const { runner, manager } = setup([vgStep('vg0', 'vgs-empty.json')]);
+    await expect(manager.createVolume(request)).rejects.toBeInstanceOf(NotFoundError);
+    runner.assertDone();
+  });
+
+  it('AlreadyExistsError when the volume exists with a smaller capacity', async () => {
+    const { runner, manager, headerIo } = setup([
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-203-final.json'),
+    ]);
+    headerIo.headers.set(`/dev/mapper/vg0-lvstamp_${ID_203}`, okHeader('pvc-203', ID_203));
+    const error = await caught(manager.createVolume({ ...request, requiredBytes: 300 * MiB }));
+    runner.assertDone();
+    expect(error).toBeInstanceOf(AlreadyExistsError);
+    expect((error as Error).message).toBe(
+      `volume "pvc-203" exists with a different size: capacity ${203 * MiB} bytes, requested ${300 * MiB}..unlimited`,
+    );
+  });
+
+  it('AlreadyExistsError when the existing capacity is above limitBytes', async () => {
+    const { manager, headerIo } = setup([
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-203-final.json'),
+    ]);
+    headerIo.headers.set(`/dev/mapper/vg0-lvstamp_${ID_203}`, okHeader('pvc-203', ID_203));
+    await expect(
+      manager.createVolume({ ...request, requiredBytes: 100 * MiB, limitBytes: 150 * MiB }),
+    ).rejects.toBeInstanceOf(AlreadyExistsError);
+  });
+
+  it('AlreadyExistsError when the volume exists in another VG', async () => {
+    const { manager, headerIo } = setup([
+      vgStep('vg-data', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-203-final.json'),
+    ]);
+    await expect(manager.createVolume({ ...request, vgName: 'vg-data' })).rejects.toThrow(
+      new AlreadyExistsError(
+        `volume "pvc-203" (${ID_203}) exists in volume group vg0, not vg-data`,
+      ),
+    );
+    expect(headerIo.reads).toEqual([]);
+  });
+
+  it('AlreadyExistsError when the existing header names another owner', async () => {
+    const { manager, headerIo } = setup([
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-203-final.json'),
+    ]);
+    headerIo.headers.set(
+      `/dev/mapper/vg0-lvstamp_${ID_203}`,
+      okHeader('pvc-203', ID_203, OTHER_OWNER),
+    );
+    await expect(manager.createVolume(request)).rejects.toBeInstanceOf(AlreadyExistsError);
+  });
+
+  it('FailedPreconditionError when the existing LV has no valid header', async () => {
+    const { manager } = setup([
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-203-final.json'),
+    ]);
+    await expect(manager.createVolume(request)).rejects.toThrow(
+      new FailedPreconditionError(
+        `vg0/lvstamp_${ID_203} exists but its header is not-stamped: no magic`,
+      ),
+    );
+  });
+
+  it('OutOfSpaceError with bytes needed and free, before lvcreate', async () => {
+    const { runner, manager } = setup([
+      vgStep('vg0', 'vgs-vg0-nearly-full.json'),
+      lookupStep(ID_203, 'lvs-empty.json'),
+    ]);
+    await expect(manager.createVolume(request)).rejects.toThrow(
+      new OutOfSpaceError(
+        `volume group vg0 has ${4 * MiB} bytes free, volume ${ID_203} needs ${204 * MiB}`,
+      ),
+    );
+    runner.assertDone();
+  });
+
+  it('maps lvcreate\'s "insufficient free space" to OutOfSpaceError', async () => {
+    const stderr = '  Volume group "vg0" has insufficient free space (50 extents): 51 required.\n';
+    const { manager } = setup([
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-empty.json'),
+      { argv: lvcreateArgv(ID_203, 204 * MiB), exitCode: 5, stderr },
+    ]);
+    const error = await caught(manager.createVolume(request));
+    expect(error).toBeInstanceOf(OutOfSpaceError);
+    expect((error as Error).cause).toBeInstanceOf(CommandFailedError);
+  });
+
+  it('InvalidArgumentError when extent rounding cannot stay within limitBytes', async () => {
+    const { manager } = setup([
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_202, 'lvs-empty.json'),
+    ]);
+    await expect(
+      manager.createVolume({
+        name: 'pvc-202',
+        requiredBytes: 202 * MiB,
+        limitBytes: 202 * MiB,
+        vgName: 'vg0',
+        ownerId: OWNER,
+      }),
+    ).rejects.toBeInstanceOf(InvalidArgumentError);
+  });
+
+  it('serialises two concurrent creates of one volume: the second finds the first', async () => {
+    const { runner, manager } = setup([
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-empty.json'),
+      { argv: lvcreateArgv(ID_203, 204 * MiB), delayMs: 20 },
+      readBackStep('vg0', `lvstamp_new_${ID_203}`, 'lvs-203-new.json'),
+      renameStep(ID_203),
+      readBackStep('vg0', `lvstamp_${ID_203}`, 'lvs-203-final.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-203-final.json'),
+    ]);
+    const [a, b] = await Promise.all([
+      manager.createVolume(request),
+      manager.createVolume(request),
+    ]);
+    runner.assertDone();
+    expect(b).toEqual(a);
+  });
+});
+
+describe('LvmManager: deleteVolume', () => {
+  it('an unknown volume is success with existed: false', async () => {
+    const { runner, manager, hostLock } = setup([lookupStep(ID_DEL, 'lvs-empty.json')]);
+    expect(await manager.deleteVolume(ID_DEL)).toEqual({ existed: false, removed: [] });
+    runner.assertDone();
+    expect(hostLock.reasons).toEqual([`delete ${ID_DEL}`]);
+  });
+
+  it('removes the volume and a leftover lvstamp_new_ with lvremove --yes', async () => {
+    const { runner, manager } = setup([
+      lookupStep(ID_DEL, 'lvs-del-both.json'),
+      { argv: ['lvremove', '--yes', `vg-data/lvstamp_${ID_DEL}`] },
+      { argv: ['lvremove', '--yes', `vg-data/lvstamp_new_${ID_DEL}`] },
+    ]);
+    expect(await manager.deleteVolume(ID_DEL)).toEqual({
+      existed: true,
+      removed: [`vg-data/lvstamp_${ID_DEL}`, `vg-data/lvstamp_new_${ID_DEL}`],
+    });
+    runner.assertDone();
+  });
+
+  it('zero wipe runs blkdiscard --zeroout on the reported path, only on the finished LV', async () => {
+    const { runner, manager } = setup([
+      lookupStep(ID_DEL, 'lvs-del-both.json'),
+      { argv: ['blkdiscard', '--zeroout', `/dev/mapper/vg--data-lvstamp_${ID_DEL}`] },
+      { argv: ['lvremove', '--yes', `vg-data/lvstamp_${ID_DEL}`] },
+      { argv: ['lvremove', '--yes', `vg-data/lvstamp_new_${ID_DEL}`] },
+    ]);
+    await manager.deleteVolume(ID_DEL, { wipe: 'zero' });
+    runner.assertDone();
+    expect(runner.calls[1]?.options).toEqual({ timeoutMs: 3_600_000 });
+  });
+
+  it('refuses an open LV with FailedPreconditionError and removes nothing', async () => {
+    const { runner, manager } = setup([lookupStep(ID_DEL, 'lvs-del-open.json')]);
+    await expect(manager.deleteVolume(ID_DEL, { wipe: 'zero' })).rejects.toThrow(
+      new FailedPreconditionError(`vg-data/lvstamp_${ID_DEL} is open; unmount and detach it first`),
+    );
+    runner.assertDone();
+  });
+
+  it('a failed look-up is an error, not "already gone"', async () => {
+    const { manager } = setup([
+      lookupStep(ID_DEL, 'lvs-empty.json', { exitCode: 5, stderr: '  Global lock failed\n' }),
+    ]);
+    await expect(manager.deleteVolume(ID_DEL)).rejects.toBeInstanceOf(CommandFailedError);
+  });
+});
+
+describe('LvmManager: expandVolume', () => {
+  it('lvextend --yes to required + 1 MiB rounded up to extents, then reads the real size back', async () => {
+    const { runner, manager, hostLock } = setup([
+      lookupStep(ID_GROW, 'lvs-grow-before.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      { argv: ['lvextend', '--yes', '-L', `${1028 * MiB}b`, `vg0/lvstamp_${ID_GROW}`] },
+      readBackStep('vg0', `lvstamp_${ID_GROW}`, 'lvs-grow-after.json'),
+    ]);
+    const volume = await manager.expandVolume(ID_GROW, 1024 * MiB);
+    runner.assertDone();
+    expect(volume).toMatchObject({ sizeBytes: 1028 * MiB, capacityBytes: 1027 * MiB });
+    expect(hostLock.reasons).toEqual([`expand ${ID_GROW}`]);
+  });
+
+  it('does nothing when the capacity is already large enough', async () => {
+    const { runner, manager } = setup([lookupStep(ID_GROW, 'lvs-grow-before.json')]);
+    expect(await manager.expandVolume(ID_GROW, 100 * MiB)).toMatchObject({
+      capacityBytes: 103 * MiB,
+    });
+    runner.assertDone();
+  });
+
+  it('refuses to shrink below the current capacity (limitBytes) with InvalidArgumentError', async () => {
+    const { runner, manager } = setup([lookupStep(ID_GROW, 'lvs-grow-before.json')]);
+    await expect(
+      manager.expandVolume(ID_GROW, 50 * MiB, { limitBytes: 60 * MiB }),
+    ).rejects.toBeInstanceOf(InvalidArgumentError);
+    runner.assertDone();
+  });
+
+  it('OutOfSpaceError when the VG lacks the extents', async () => {
+    const { runner, manager } = setup([
+      lookupStep(ID_GROW, 'lvs-grow-before.json'),
+      vgStep('vg0', 'vgs-vg0-nearly-full.json'),
+    ]);
+    await expect(manager.expandVolume(ID_GROW, 1024 * MiB)).rejects.toBeInstanceOf(OutOfSpaceError);
+    runner.assertDone();
+  });
+
+  it('NotFoundError for an unknown volume', async () => {
+    const { manager } = setup([lookupStep(ID_GROW, 'lvs-empty.json')]);
+    await expect(manager.expandVolume(ID_GROW, MiB)).rejects.toBeInstanceOf(NotFoundError);
+  });
+});
+
+describe('LvmManager: removeLogicalVolume (the GC remover)', () => {
+  const ref = {
+    vgName: 'vg-data',
+    lvName: `lvstamp_${ID_DEL}`,
+    lvUuid: 'Mn8b7V-6c5X-4z3L-2k1J-0h9G-8f7D-6s5AqP',
+  };
+  const byUuid = (file: string): ReplayStep => ({
+    argv: [...LVS, '-S', 'lv_uuid="Mn8b7V-6c5X-4z3L-2k1J-0h9G-8f7D-6s5AqP"'],
+    stdoutFile: `lvm/${file}`,
+  });
+
+  it('re-checks the LV by uuid, then removes exactly it under the host lock', async () => {
+    const { runner, manager, hostLock } = setup([
+      byUuid('lvs-del-final.json'),
+      { argv: ['lvremove', '--yes', `vg-data/lvstamp_${ID_DEL}`] },
+    ]);
+    await manager.removeLogicalVolume(ref);
+    runner.assertDone();
+    expect(hostLock.reasons).toEqual([`remove vg-data/lvstamp_${ID_DEL}`]);
+  });
+
+  it('an LV already gone is success without lvremove', async () => {
+    const { runner, manager } = setup([byUuid('lvs-empty.json')]);
+    await manager.removeLogicalVolume(ref);
+    runner.assertDone();
+  });
+
+  it('leaves an open LV alone with FailedPreconditionError', async () => {
+    const { runner, manager } = setup([byUuid('lvs-del-open.json')]);
+    await expect(manager.removeLogicalVolume(ref)).rejects.toBeInstanceOf(FailedPreconditionError);
+    runner.assertDone();
+  });
+
+  it('leaves an LV whose uuid now carries another name alone', async () => {
+    const { manager } = setup([byUuid('lvs-del-final.json')]);
+    await expect(
+      manager.removeLogicalVolume({ ...ref, lvName: 'lvstamp_other' }),
+    ).rejects.toBeInstanceOf(FailedPreconditionError);
+  });
+});
+
+describe('LvmManager: input checks of deleteVolume', () => {
+  it('refuses an unknown wipe policy before running anything', async () => {
+    const { runner, manager } = setup([]);
+    await expect(
+      manager.deleteVolume(ID_DEL, { wipe: 'shred' as unknown as 'zero' }),
+    ).rejects.toThrow(new InvalidArgumentError('unknown wipe policy "shred"'));
+    expect(runner.calls).toEqual([]);
+  });
+});

@@ -1,0 +1,696 @@
+import {
+  AlreadyExistsError,
+  CommandFailedError,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  OutOfSpaceError,
+} from '../errors.js';
+import type { CommandResult, CommandRunner, RunOptions, WarnLogger } from '../exec/runner.js';
+import { DATA_OFFSET_BYTES } from '../header/constants.js';
+import type { HeaderFields } from '../header/types.js';
+import type { HostLock } from '../lock/host-lock.js';
+import { KeyedMutex } from '../lock/keyed-mutex.js';
+import {
+  DEFAULT_NAMING,
+  isHexId,
+  lvNameFor,
+  newLvNameFor,
+  ownerTagFor,
+  parseLvName,
+  parseOwnerId,
+  validateVolumeName,
+  volumeIdForName,
+  type Naming,
+} from '../naming.js';
+import type { HeaderIo } from './header-io.js';
+import { LV_REPORT_FIELDS, parseLvsReport, parseVgsReport, VG_REPORT_FIELDS } from './report.js';
+import type {
+  LogicalVolume,
+  Volume,
+  VolumeGroup,
+  VolumeGroupCapacity,
+  WipePolicy,
+} from './types.js';
+
+/** Options every lvm report gets: JSON, sizes as plain byte counts (FACTS.md). */
+export const REPORT_OPTIONS: readonly string[] = Object.freeze([
+  '--reportformat',
+  'json',
+  '--units',
+  'b',
+  '--nosuffix',
+]);
+
+/** lvs option that prints `lv_time` as Unix seconds (lvm.conf(5) report/time_format). */
+export const LV_TIME_CONFIG: readonly string[] = Object.freeze([
+  '--config',
+  'report/time_format="%s"',
+]);
+
+/** Default deadline of a wipe (`blkdiscard`), in milliseconds: one hour. */
+export const DEFAULT_WIPE_TIMEOUT_MS = 3_600_000;
+
+/** Dependencies and settings of an LvmManager. */
+export interface LvmManagerOptions {
+  readonly runner: CommandRunner;
+  /** Held across every mutating sequence (create, delete, expand). */
+  readonly hostLock: HostLock;
+  readonly headerIo: HeaderIo;
+  readonly naming?: Naming;
+  /** Unix milliseconds, written as the header's createdAt; default Date.now. */
+  readonly clock?: () => number;
+  /** Deadline of each lvm command in milliseconds; default: the runner's. */
+  readonly timeoutMs?: number;
+  /** Deadline of a wipe (`blkdiscard`) in milliseconds; default one hour. */
+  readonly wipeTimeoutMs?: number;
+  /** Receives lvm's stderr of successful commands (warnings). */
+  readonly logger?: WarnLogger;
+}
+
+/** A create request (DESIGN.md §5). Sizes in bytes of capacity (the data area). */
+export interface CreateVolumeRequest {
+  /** Volume name, 1–256 bytes of UTF-8 (DESIGN.md §3). */
+  readonly name: string;
+  /** Smallest acceptable capacity in bytes; > 0. */
+  readonly requiredBytes: number;
+  /** Largest acceptable capacity in bytes; ≥ requiredBytes when given. */
+  readonly limitBytes?: number;
+  readonly vgName: string;
+  /** 32 hex digits; STANDALONE_OWNER_ID for standalone use. */
+  readonly ownerId: string;
+}
+
+/** What deleteVolume found and did. */
+export interface DeleteVolumeResult {
+  /** False when no LV of this volume ID existed: the delete already happened. */
+  readonly existed: boolean;
+  /** `vg/lv` of every LV removed, in order. */
+  readonly removed: readonly string[];
+}
+
+/**
+ * The LVM device manager (DESIGN.md §2, §5; issue 2 §2). Keeps no state:
+ * every call asks lvm with one targeted JSON report per look-up. Mutating
+ * sequences run under the per-volume in-process mutex and the host lock.
+ *
+ * Absence is only ever an empty selection (`-S`) from a command that exited
+ * 0; any non-zero exit is an error, even with a valid empty report on stdout
+ * (FACTS.md: `lvs VG/X` exits 5 both for "absent" and for real failures).
+ */
+export class LvmManager {
+  readonly #runner: CommandRunner;
+  readonly #hostLock: HostLock;
+  readonly #headerIo: HeaderIo;
+  readonly #naming: Naming;
+  readonly #clock: () => number;
+  readonly #timeoutMs: number | undefined;
+  readonly #wipeTimeoutMs: number;
+  readonly #logger: WarnLogger | undefined;
+  readonly #volumeLocks = new KeyedMutex();
+
+  constructor(options: LvmManagerOptions) {
+    this.#runner = options.runner;
+    this.#hostLock = options.hostLock;
+    this.#headerIo = options.headerIo;
+    this.#naming = options.naming ?? DEFAULT_NAMING;
+    this.#clock = options.clock ?? Date.now;
+    this.#timeoutMs = options.timeoutMs;
+    this.#wipeTimeoutMs = options.wipeTimeoutMs ?? DEFAULT_WIPE_TIMEOUT_MS;
+    this.#logger = options.logger;
+  }
+
+  // ---- volume groups --------------------------------------------------------
+
+  /**
+   * Every volume group on the host (`vgs`), sizes in bytes.
+   * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError.
+   */
+  async listVolumeGroups(): Promise<VolumeGroup[]> {
+    return this.#vgs(null);
+  }
+
+  /**
+   * One volume group, selected with `-S vg_name="<name>"`.
+   * @throws InvalidArgumentError for a name lvm cannot hold (lvm(8) "VALID NAMES").
+   * @throws NotFoundError only when the selection succeeded and is empty.
+   * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError.
+   */
+  async getVolumeGroup(vgName: string): Promise<VolumeGroup> {
+    validateVgName(vgName);
+    const [vg, ...more] = await this.#vgs(vgName);
+    if (vg === undefined) throw new NotFoundError(`volume group ${vgName} does not exist`);
+    if (more.length > 0)
+      throw new FailedPreconditionError(`${more.length + 1} volume groups are named ${vgName}`);
+    return vg;
+  }
+
+  /**
+   * Free space of a volume group in bytes; `maximumVolumeBytes` is the
+   * largest capacity a new volume can get: all free extents minus the data
+   * offset (DESIGN.md §4), never negative.
+   * @throws as getVolumeGroup.
+   */
+  async capacity(vgName: string): Promise<VolumeGroupCapacity> {
+    const vg = await this.getVolumeGroup(vgName);
+    const usableBytes = Math.floor(vg.freeBytes / vg.extentSizeBytes) * vg.extentSizeBytes;
+    return {
+      vgName: vg.name,
+      totalBytes: vg.sizeBytes,
+      freeBytes: vg.freeBytes,
+      maximumVolumeBytes: Math.max(usableBytes - DATA_OFFSET_BYTES, 0),
+    };
+  }
+
+  // ---- listing --------------------------------------------------------------
+
+  /**
+   * Every LV whose name starts with the lvstamp prefix, well-formed or not
+   * (the GC reports the malformed ones). One `lvs` report selected with
+   * `lv_name=~"^<prefix>"`, in `vgName` or in every VG.
+   * @throws InvalidArgumentError for a bad VG name.
+   * @throws CommandFailedError (also for a missing VG: lvs exits 5),
+   *   CommandTimeoutError, UnparseableOutputError.
+   */
+  async listPrefixedLogicalVolumes(
+    options: { readonly vgName?: string } = {},
+  ): Promise<LogicalVolume[]> {
+    if (options.vgName !== undefined) validateVgName(options.vgName);
+    const selection = `lv_name=~"^${escapeRegex(commonPrefix(this.#naming))}"`;
+    const lvs = await this.#lvs(selection, options.vgName ?? null);
+    const { lvPrefix, newLvPrefix } = this.#naming;
+    return lvs.filter((lv) => lv.lvName.startsWith(lvPrefix) || lv.lvName.startsWith(newLvPrefix));
+  }
+
+  /**
+   * lvstamp volumes: LVs named `lvstamp_<id>` and `lvstamp_new_<id>`
+   * (creating = true), capacity = LV size − data offset.
+   * @throws as listPrefixedLogicalVolumes.
+   */
+  async listVolumes(options: { readonly vgName?: string } = {}): Promise<Volume[]> {
+    const lvs = await this.listPrefixedLogicalVolumes(options);
+    return lvs.flatMap((lv) => {
+      const volume = this.#toVolume(lv);
+      return volume === null ? [] : [volume];
+    });
+  }
+
+  /**
+   * The finished volume `lvstamp_<volumeId>` in any VG, or null. An
+   * interrupted create (`lvstamp_new_<id>` only) is not a volume: null.
+   * @throws InvalidArgumentError when volumeId is not 32 lowercase hex digits.
+   * @throws FailedPreconditionError when several VGs hold the volume.
+   * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError.
+   */
+  async findVolume(volumeId: string): Promise<Volume | null> {
+    validateVolumeId(volumeId);
+    const { finished } = await this.#lookup(volumeId);
+    return this.#single(volumeId, finished);
+  }
+
+  /**
+   * As findVolume, but a missing volume is an error.
+   * @throws NotFoundError when no VG holds `lvstamp_<volumeId>`.
+   */
+  async getVolume(volumeId: string): Promise<Volume> {
+    const volume = await this.findVolume(volumeId);
+    if (volume === null) throw new NotFoundError(`volume ${volumeId} does not exist`);
+    return volume;
+  }
+
+  // ---- create ---------------------------------------------------------------
+
+  /**
+   * Creates a volume with the DESIGN.md §5 protocol, idempotently: derive the
+   * ID; an existing `lvstamp_<id>` with this name, owner and a compatible
+   * capacity (≥ requiredBytes, ≤ limitBytes) in `vgName` is returned as is;
+   * a leftover `lvstamp_new_<id>` in `vgName` is removed; `lvcreate` the LV
+   * as `lvstamp_new_<id>` with size = requiredBytes + 1 MiB data offset,
+   * rounded up to the extent size; write and flush the header; rename to
+   * `lvstamp_<id>`; read it back.
+   *
+   * @throws InvalidArgumentError for a bad name, size, limit, VG name or
+   *   owner ID, or when extent rounding cannot stay within limitBytes.
+   * @throws NotFoundError when the VG does not exist.
+   * @throws AlreadyExistsError when the volume exists with another capacity,
+   *   in another VG, with another owner or another name in its header.
+   * @throws FailedPreconditionError when the existing LV is inactive or its
+   *   header is not `ok` or carries another volume ID.
+   * @throws OutOfSpaceError when the VG lacks the free extents.
+   * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError,
+   *   LockTimeoutError.
+   */
+  async createVolume(request: CreateVolumeRequest): Promise<Volume> {
+    validateVolumeName(request.name);
+    validateBytes('requiredBytes', request.requiredBytes);
+    if (request.limitBytes !== undefined) {
+      validateBytes('limitBytes', request.limitBytes);
+      if (request.limitBytes < request.requiredBytes) {
+        throw new InvalidArgumentError(
+          `limitBytes ${request.limitBytes} is smaller than requiredBytes ${request.requiredBytes}`,
+        );
+      }
+    }
+    validateVgName(request.vgName);
+    const ownerId = parseOwnerId(request.ownerId);
+    const volumeId = volumeIdForName(request.name);
+    return this.#volumeLocks.run(volumeId, () =>
+      this.#hostLock.withLock(`create ${volumeId}`, () => this.#create(request, volumeId, ownerId)),
+    );
+  }
+
+  async #create(request: CreateVolumeRequest, volumeId: string, ownerId: string): Promise<Volume> {
+    const vg = await this.getVolumeGroup(request.vgName);
+    const { finished, pending } = await this.#lookup(volumeId);
+    const existing = this.#single(volumeId, finished);
+    if (existing !== null) return this.#adoptExisting(existing, request, volumeId, ownerId);
+
+    let freeBytes = vg.freeBytes;
+    for (const leftover of pending) {
+      if (leftover.vgName !== vg.name) {
+        this.#logger?.warn(
+          'leftover of an interrupted create in another volume group left for the GC',
+          {
+            volumeId,
+            lv: `${leftover.vgName}/${leftover.lvName}`,
+          },
+        );
+        continue;
+      }
+      await this.#lvm(['lvremove', '--yes', `${leftover.vgName}/${leftover.lvName}`]);
+      freeBytes += leftover.sizeBytes;
+    }
+
+    const lvSizeBytes = roundUp(request.requiredBytes + DATA_OFFSET_BYTES, vg.extentSizeBytes);
+    const capacityBytes = lvSizeBytes - DATA_OFFSET_BYTES;
+    if (request.limitBytes !== undefined && capacityBytes > request.limitBytes) {
+      throw new InvalidArgumentError(
+        `rounded to ${vg.extentSizeBytes}-byte extents the capacity would be ${capacityBytes} bytes, above limitBytes ${request.limitBytes}`,
+      );
+    }
+    if (lvSizeBytes > freeBytes) {
+      throw new OutOfSpaceError(
+        `volume group ${vg.name} has ${freeBytes} bytes free, volume ${volumeId} needs ${lvSizeBytes}`,
+      );
+    }
+
+    const newLvName = newLvNameFor(volumeId, this.#naming);
+    await this.#mapOutOfSpace(vg.name, () =>
+      this.#lvm([
+        'lvcreate',
+        '--yes',
+        '--wipesignatures',
+        'y',
+        '--zero',
+        'y',
+        '--activate',
+        'y',
+        '-n',
+        newLvName,
+        '-L',
+        `${lvSizeBytes}b`,
+        '--addtag',
+        this.#naming.tag,
+        '--addtag',
+        ownerTagFor(ownerId, this.#naming),
+        vg.name,
+      ]),
+    );
+    const created = await this.#readBack(vg.name, newLvName);
+    if (created.dmPath === null) {
+      throw new FailedPreconditionError(
+        `lvcreate made ${vg.name}/${newLvName} but lvm reports no device path`,
+      );
+    }
+    const header: HeaderFields = {
+      volumeId,
+      ownerId,
+      createdAtMs: this.#clock(),
+      dataOffsetBytes: DATA_OFFSET_BYTES,
+      requestedBytes: request.requiredBytes,
+      name: request.name,
+    };
+    await this.#headerIo.writeHeader(created.dmPath, header);
+    const finalLvName = lvNameFor(volumeId, this.#naming);
+    await this.#lvm(['lvrename', '--yes', vg.name, newLvName, finalLvName]);
+    return this.#volumeOrThrow(await this.#readBack(vg.name, finalLvName));
+  }
+
+  async #adoptExisting(
+    existing: Volume,
+    request: CreateVolumeRequest,
+    volumeId: string,
+    ownerId: string,
+  ): Promise<Volume> {
+    const where = `${existing.vgName}/${existing.lvName}`;
+    if (existing.vgName !== request.vgName) {
+      throw new AlreadyExistsError(
+        `volume "${request.name}" (${volumeId}) exists in volume group ${existing.vgName}, not ${request.vgName}`,
+      );
+    }
+    if (existing.dmPath === null || !existing.active) {
+      throw new FailedPreconditionError(
+        `${where} exists but is not active; cannot read its header`,
+      );
+    }
+    const decoded = await this.#headerIo.readHeader(existing.dmPath);
+    if (decoded.status !== 'ok') {
+      throw new FailedPreconditionError(
+        `${where} exists but its header is ${decoded.status}: ${decoded.reason}`,
+      );
+    }
+    const { header } = decoded;
+    if (header.volumeId !== volumeId) {
+      throw new FailedPreconditionError(`${where} holds a header for volume ${header.volumeId}`);
+    }
+    if (header.name !== request.name) {
+      throw new AlreadyExistsError(
+        `${where} belongs to volume "${header.name}", not "${request.name}"`,
+      );
+    }
+    if (header.ownerId !== ownerId) {
+      throw new AlreadyExistsError(`${where} belongs to owner ${header.ownerId}, not ${ownerId}`);
+    }
+    const tooSmall = existing.capacityBytes < request.requiredBytes;
+    const tooLarge =
+      request.limitBytes !== undefined && existing.capacityBytes > request.limitBytes;
+    if (tooSmall || tooLarge) {
+      const range = `${request.requiredBytes}..${request.limitBytes ?? 'unlimited'}`;
+      throw new AlreadyExistsError(
+        `volume "${request.name}" exists with a different size: capacity ${existing.capacityBytes} bytes, requested ${range}`,
+      );
+    }
+    return existing;
+  }
+
+  // ---- delete ---------------------------------------------------------------
+
+  /**
+   * Removes `lvstamp_<id>` and any `lvstamp_new_<id>` (in every VG); a
+   * volume already gone is success with `existed: false` (DESIGN.md §5).
+   * With wipe `discard` (`blkdiscard`) or `zero` (`blkdiscard --zeroout`)
+   * the finished LV's blocks are wiped first, through the device path lvm
+   * reports. The data-device map must already be removed by the caller.
+   * @throws InvalidArgumentError for a malformed volume ID or wipe policy.
+   * @throws FailedPreconditionError when an LV is open, or inactive while a
+   *   wipe is asked for; nothing is removed then.
+   * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError,
+   *   LockTimeoutError.
+   */
+  async deleteVolume(
+    volumeId: string,
+    options: { readonly wipe?: WipePolicy } = {},
+  ): Promise<DeleteVolumeResult> {
+    validateVolumeId(volumeId);
+    const wipe = options.wipe ?? 'none';
+    if (!WIPE_POLICIES.includes(wipe)) {
+      throw new InvalidArgumentError(`unknown wipe policy "${wipe}"`);
+    }
+    return this.#volumeLocks.run(volumeId, () =>
+      this.#hostLock.withLock(`delete ${volumeId}`, async () => {
+        const { finished, pending } = await this.#lookup(volumeId);
+        const all = [...finished, ...pending];
+        if (all.length === 0) return { existed: false, removed: [] };
+        for (const lv of all) {
+          if (lv.open) {
+            throw new FailedPreconditionError(
+              `${lv.vgName}/${lv.lvName} is open; unmount and detach it first`,
+            );
+          }
+          if (wipe !== 'none' && finished.includes(lv) && (lv.dmPath === null || !lv.active)) {
+            throw new FailedPreconditionError(
+              `${lv.vgName}/${lv.lvName} is not active; cannot wipe it`,
+            );
+          }
+        }
+        const removed: string[] = [];
+        for (const lv of all) {
+          if (wipe !== 'none' && finished.includes(lv) && lv.dmPath !== null) {
+            const argv =
+              wipe === 'zero' ? ['blkdiscard', '--zeroout', lv.dmPath] : ['blkdiscard', lv.dmPath];
+            await this.#run(argv, { timeoutMs: this.#wipeTimeoutMs });
+          }
+          const target = `${lv.vgName}/${lv.lvName}`;
+          await this.#lvm(['lvremove', '--yes', target]);
+          removed.push(target);
+        }
+        return { existed: true, removed };
+      }),
+    );
+  }
+
+  /**
+   * Removes exactly one LV, named by VG, name and `lv_uuid` (the GC's
+   * remover port, DESIGN.md §6): under the host lock, one `lvs` selected by
+   * `lv_uuid` re-checks it, then `lvremove --yes <vg>/<lv>`. An LV already
+   * gone is success (false); true when it was removed. The data-device map
+   * must already be gone.
+   * @throws InvalidArgumentError for a bad VG name or an empty uuid.
+   * @throws FailedPreconditionError when the uuid now has another name or VG,
+   *   or the LV is open.
+   * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError,
+   *   LockTimeoutError.
+   */
+  async removeLogicalVolume(ref: {
+    readonly vgName: string;
+    readonly lvName: string;
+    readonly lvUuid: string;
+  }): Promise<void> {
+    validateVgName(ref.vgName);
+    if (!LV_UUID.test(ref.lvUuid))
+      throw new InvalidArgumentError(`"${ref.lvUuid}" is not an lvm uuid`);
+    return this.#hostLock.withLock(`remove ${ref.vgName}/${ref.lvName}`, async () => {
+      const [lv, ...more] = await this.#lvs(`lv_uuid="${ref.lvUuid}"`, null);
+      if (lv === undefined) return;
+      if (more.length > 0 || lv.vgName !== ref.vgName || lv.lvName !== ref.lvName) {
+        throw new FailedPreconditionError(
+          `LV ${ref.lvUuid} is now ${lv.vgName}/${lv.lvName}, not ${ref.vgName}/${ref.lvName}; left alone`,
+        );
+      }
+      if (lv.open)
+        throw new FailedPreconditionError(`${lv.vgName}/${lv.lvName} is open; left alone`);
+      await this.#lvm(['lvremove', '--yes', `${lv.vgName}/${lv.lvName}`]);
+    });
+  }
+
+  // ---- expand ---------------------------------------------------------------
+
+  /**
+   * Grows a volume so that its capacity is at least `requiredBytes`:
+   * `lvextend --yes -L <bytes>b` to requiredBytes + data offset rounded up to
+   * the extent size, then reads it back. A volume already large enough is
+   * returned unchanged (CSI ControllerExpandVolume is idempotent).
+   * @throws InvalidArgumentError for a malformed ID or size, or when the
+   *   capacity is (or would after rounding be) above `limitBytes`: lvstamp
+   *   never shrinks.
+   * @throws NotFoundError when the volume does not exist.
+   * @throws OutOfSpaceError when the VG lacks the extents.
+   * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError,
+   *   LockTimeoutError.
+   */
+  async expandVolume(
+    volumeId: string,
+    requiredBytes: number,
+    options: { readonly limitBytes?: number } = {},
+  ): Promise<Volume> {
+    validateVolumeId(volumeId);
+    validateBytes('requiredBytes', requiredBytes);
+    const { limitBytes } = options;
+    if (limitBytes !== undefined) {
+      validateBytes('limitBytes', limitBytes);
+      if (limitBytes < requiredBytes) {
+        throw new InvalidArgumentError(
+          `limitBytes ${limitBytes} is smaller than requiredBytes ${requiredBytes}`,
+        );
+      }
+    }
+    return this.#volumeLocks.run(volumeId, () =>
+      this.#hostLock.withLock(`expand ${volumeId}`, async () => {
+        const { finished } = await this.#lookup(volumeId);
+        const volume = this.#single(volumeId, finished);
+        if (volume === null) throw new NotFoundError(`volume ${volumeId} does not exist`);
+        if (limitBytes !== undefined && volume.capacityBytes > limitBytes) {
+          throw new InvalidArgumentError(
+            `volume ${volumeId} has ${volume.capacityBytes} bytes, above limitBytes ${limitBytes}; volumes never shrink`,
+          );
+        }
+        if (volume.capacityBytes >= requiredBytes) return volume;
+        const vg = await this.getVolumeGroup(volume.vgName);
+        const lvSizeBytes = roundUp(requiredBytes + DATA_OFFSET_BYTES, vg.extentSizeBytes);
+        if (limitBytes !== undefined && lvSizeBytes - DATA_OFFSET_BYTES > limitBytes) {
+          throw new InvalidArgumentError(
+            `rounded to ${vg.extentSizeBytes}-byte extents the capacity would be ${lvSizeBytes - DATA_OFFSET_BYTES} bytes, above limitBytes ${limitBytes}`,
+          );
+        }
+        const growBytes = lvSizeBytes - volume.sizeBytes;
+        if (growBytes > vg.freeBytes) {
+          throw new OutOfSpaceError(
+            `volume group ${vg.name} has ${vg.freeBytes} bytes free, growing volume ${volumeId} needs ${growBytes}`,
+          );
+        }
+        const target = `${volume.vgName}/${volume.lvName}`;
+        await this.#mapOutOfSpace(vg.name, () =>
+          this.#lvm(['lvextend', '--yes', '-L', `${lvSizeBytes}b`, target]),
+        );
+        return this.#volumeOrThrow(await this.#readBack(volume.vgName, volume.lvName));
+      }),
+    );
+  }
+
+  // ---- helpers --------------------------------------------------------------
+
+  async #vgs(vgName: string | null): Promise<VolumeGroup[]> {
+    const argv = ['vgs', ...REPORT_OPTIONS, '-o', VG_REPORT_FIELDS.join(',')];
+    if (vgName !== null) argv.push('-S', `vg_name="${vgName}"`);
+    const result = await this.#lvm(argv);
+    return parseVgsReport(result.stdout, result.argv);
+  }
+
+  async #lvs(selection: string, vgName: string | null): Promise<LogicalVolume[]> {
+    const argv = [
+      'lvs',
+      ...REPORT_OPTIONS,
+      ...LV_TIME_CONFIG,
+      '-o',
+      LV_REPORT_FIELDS.join(','),
+      '-S',
+      selection,
+    ];
+    if (vgName !== null) argv.push(vgName);
+    const result = await this.#lvm(argv);
+    return parseLvsReport(result.stdout, result.argv);
+  }
+
+  /** Both LVs a volume ID can have, in every VG, with one report. */
+  async #lookup(volumeId: string): Promise<{ finished: Volume[]; pending: Volume[] }> {
+    const finalName = lvNameFor(volumeId, this.#naming);
+    const newName = newLvNameFor(volumeId, this.#naming);
+    const lvs = await this.#lvs(`lv_name="${finalName}" || lv_name="${newName}"`, null);
+    const volumes = lvs.map((lv) => this.#volumeOrThrow(lv));
+    return {
+      finished: volumes.filter((v) => v.lvName === finalName),
+      pending: volumes.filter((v) => v.lvName === newName),
+    };
+  }
+
+  /** The one LV named `lvName` in `vgName`, right after a change. */
+  async #readBack(vgName: string, lvName: string): Promise<Volume> {
+    const lvs = await this.#lvs(`lv_name="${lvName}"`, vgName);
+    const [lv, ...more] = lvs;
+    if (lv === undefined || more.length > 0) {
+      throw new FailedPreconditionError(
+        `expected one LV ${vgName}/${lvName} after the change, lvs listed ${lvs.length}`,
+      );
+    }
+    return this.#volumeOrThrow(lv);
+  }
+
+  #single(volumeId: string, volumes: Volume[]): Volume | null {
+    if (volumes.length > 1) {
+      const where = volumes.map((v) => v.vgName).join(', ');
+      throw new FailedPreconditionError(
+        `volume ${volumeId} exists in several volume groups: ${where}`,
+      );
+    }
+    return volumes[0] ?? null;
+  }
+
+  #toVolume(lv: LogicalVolume): Volume | null {
+    const parsed = parseLvName(lv.lvName, this.#naming);
+    if (parsed === null) return null;
+    return {
+      ...lv,
+      volumeId: parsed.volumeId,
+      creating: parsed.creating,
+      capacityBytes: Math.max(lv.sizeBytes - DATA_OFFSET_BYTES, 0),
+    };
+  }
+
+  #volumeOrThrow(lv: LogicalVolume): Volume {
+    const volume = this.#toVolume(lv);
+    if (volume === null)
+      throw new FailedPreconditionError(`${lv.vgName}/${lv.lvName} is not an lvstamp volume name`);
+    return volume;
+  }
+
+  async #mapOutOfSpace<T>(vgName: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (error) {
+      if (
+        error instanceof CommandFailedError &&
+        /insufficient free (space|extents)/i.test(error.stderr)
+      ) {
+        throw new OutOfSpaceError(`volume group ${vgName}: ${CommandFailedError.describe(error)}`, {
+          cause: error,
+        });
+      }
+      throw error;
+    }
+  }
+
+  /** An lvm command with the manager's deadline. */
+  async #lvm(argv: readonly string[]): Promise<CommandResult> {
+    return this.#run(argv, this.#timeoutMs === undefined ? {} : { timeoutMs: this.#timeoutMs });
+  }
+
+  async #run(argv: readonly string[], options: RunOptions): Promise<CommandResult> {
+    const result = await this.#runner.run(argv, options);
+    if (result.stderr.trim() !== '') {
+      this.#logger?.warn('command succeeded with output on stderr', {
+        argv: result.argv,
+        stderr: result.stderr,
+      });
+    }
+    return result;
+  }
+}
+
+// lvm uuids: 32 alphanumerics in groups joined by '-'.
+const LV_UUID = /^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$/;
+
+/** The wipe policies deleteVolume knows; callers in plain JS may pass anything. */
+const WIPE_POLICIES: readonly string[] = ['none', 'discard', 'zero'];
+
+// lvm(8) "VALID NAMES": up to 127 characters of a-z A-Z 0-9 + _ . -, not
+// starting with '-', and not '.' or '..'.
+const VG_NAME = /^[A-Za-z0-9+_.][A-Za-z0-9+_.-]{0,126}$/;
+
+function validateVgName(vgName: string): void {
+  if (!VG_NAME.test(vgName) || vgName === '.' || vgName === '..') {
+    throw new InvalidArgumentError(
+      `"${vgName}" is not a valid volume group name (lvm(8) VALID NAMES)`,
+    );
+  }
+}
+
+function validateVolumeId(volumeId: string): void {
+  if (!isHexId(volumeId))
+    throw new InvalidArgumentError(`volume ID must be 32 lowercase hex digits, got "${volumeId}"`);
+}
+
+function validateBytes(field: string, bytes: number): void {
+  if (!Number.isSafeInteger(bytes) || bytes <= 0) {
+    throw new InvalidArgumentError(
+      `${field} must be a positive whole number of bytes, got ${bytes}`,
+    );
+  }
+}
+
+/** `bytes` rounded up to a multiple of `unit` (both in bytes, unit > 0), e.g. an LV size to whole extents. */
+export function roundUp(bytes: number, unit: number): number {
+  return Math.ceil(bytes / unit) * unit;
+}
+
+/** The longest prefix shared by the finished and the in-progress LV prefixes. */
+function commonPrefix(naming: Naming): string {
+  const a = naming.lvPrefix;
+  const b = naming.newLvPrefix;
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i += 1;
+  return a.slice(0, i);
+}
+
+function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

@@ -1,0 +1,100 @@
+import { readFile } from 'node:fs/promises';
+import { DataDeviceManager } from './device/data-device.js';
+import { ExecaRunner } from './exec/execa-runner.js';
+import type { CommandRunner, WarnLogger } from './exec/runner.js';
+import { FilesystemManager } from './fs/filesystem.js';
+import { GcService } from './gc/service.js';
+import { BlockHeaderIo } from './header/block-io.js';
+import { FileHostLock } from './lock/file-host-lock.js';
+import type { HostLock } from './lock/host-lock.js';
+import { LvmManager } from './lvm/manager.js';
+import { DEFAULT_NAMING, type Naming } from './naming.js';
+import { VolumeGroupAdmin } from './vg/admin.js';
+import { InspectService, VolumeService } from './volumes/service.js';
+
+/** How to build the services of one node. Everything has a production default. */
+export interface NodeServicesOptions {
+  /** Default: an ExecaRunner (argv arrays, LC_ALL=C, stdin closed, timeout with kill). */
+  readonly runner?: CommandRunner;
+  /** Default: a FileHostLock at `lockFile`. */
+  readonly hostLock?: HostLock;
+  /** Host lock path shared by the CLI, the CSI driver and the GC job. */
+  readonly lockFile?: string;
+  readonly naming?: Naming;
+  readonly clock?: () => number;
+  /** Receives stderr that lvm printed while succeeding (warnings). */
+  readonly logger?: WarnLogger;
+}
+
+/** The core services of one node, wired once and shared by the entrypoints. */
+export interface NodeServices {
+  readonly runner: CommandRunner;
+  readonly hostLock: HostLock;
+  readonly lvm: LvmManager;
+  readonly headers: BlockHeaderIo;
+  readonly dataDevices: DataDeviceManager;
+  readonly filesystems: FilesystemManager;
+  readonly volumes: VolumeService;
+  readonly volumeGroups: VolumeGroupAdmin;
+  readonly inspector: InspectService;
+  readonly gc: GcService;
+}
+
+/** Wires the core for one node (the CLI, the CSI driver and the GC job call this). */
+export function createNodeServices(options: NodeServicesOptions = {}): NodeServices {
+  const naming = options.naming ?? DEFAULT_NAMING;
+  const runner = options.runner ?? new ExecaRunner();
+  const hostLock =
+    options.hostLock ??
+    new FileHostLock(options.lockFile === undefined ? {} : { path: options.lockFile });
+  const headers = new BlockHeaderIo();
+  const lvm = new LvmManager({
+    runner,
+    hostLock,
+    headerIo: headers,
+    naming,
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+  const dataDevices = new DataDeviceManager({ runner, naming });
+  const filesystems = new FilesystemManager({ runner });
+  const volumes = new VolumeService({ lvm, dataDevices, headers, filesystems, naming });
+  return {
+    runner,
+    hostLock,
+    lvm,
+    headers,
+    dataDevices,
+    filesystems,
+    volumes,
+    volumeGroups: new VolumeGroupAdmin({ runner, hostLock, naming }),
+    inspector: new InspectService({ volumes, lvm, headers }),
+    gc: new GcService({
+      ports: { lvm, headers, devices: dataDevices, hostLock },
+      naming,
+      ...(options.clock ? { clock: options.clock } : {}),
+    }),
+  };
+}
+
+/**
+ * Whether this host can activate real volumes: running as root, and the
+ * kernel has device-mapper (a `device-mapper` line in /proc/misc; the
+ * /dev/mapper/control node alone proves nothing, lvm2's packaging makes it
+ * even where the kernel lacks the driver).
+ */
+export async function checkHostCanActivate(
+  procMiscPath = '/proc/misc',
+): Promise<{ ok: true } | { ok: false; reason: string }> {
+  if (process.getuid?.() !== 0) return { ok: false, reason: 'it must run as root' };
+  let misc: string;
+  try {
+    misc = await readFile(procMiscPath, 'utf8');
+  } catch (error) {
+    return { ok: false, reason: `cannot read ${procMiscPath}: ${(error as Error).message}` };
+  }
+  if (!/^\s*\d+\s+device-mapper$/m.test(misc)) {
+    return { ok: false, reason: 'this kernel has no device-mapper (not listed in /proc/misc)' };
+  }
+  return { ok: true };
+}

@@ -1,0 +1,6 @@
+export {
+  VolumeGroupAdmin,
+  parsePvNames,
+  type LoopVolumeGroup,
+  type VolumeGroupAdminOptions,
+} from './admin.js';

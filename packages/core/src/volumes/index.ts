@@ -1,0 +1,8 @@
+export {
+  InspectService,
+  VolumeService,
+  type HeaderReading,
+  type InspectReport,
+  type VolumeServiceOptions,
+  type VolumeStatus,
+} from './service.js';
