@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  AlreadyExistsError,
   CommandFailedError,
   FailedPreconditionError,
   InvalidArgumentError,
@@ -395,5 +396,78 @@ describe('usage', () => {
   it('throws NotFoundError for a missing path', async () => {
     const { manager } = setup([]);
     await expect(manager.usage(join(dir, 'nope'))).rejects.toThrow(NotFoundError);
+  });
+});
+
+describe('bindMount', () => {
+  let staging: string;
+  beforeEach(async () => {
+    staging = join(dir, 'staging');
+    await mkdir(staging);
+  });
+
+  it('bind-mounts a staging directory and confirms it in mountinfo', async () => {
+    await writeMountInfo([mountLine(staging)]);
+    const { manager } = setup([{ argv: ['mount', '--bind', staging, target] }], {
+      mount: [mountLine(staging), mountLine(target, { id: 101 })],
+    });
+    expect(await manager.bindMount(staging, target)).toEqual({ changed: true });
+  });
+
+  it('passes -o ro for a read-only bind mount', async () => {
+    await writeMountInfo([mountLine(staging)]);
+    const { manager } = setup([{ argv: ['mount', '--bind', '-o', 'ro', staging, target] }], {
+      mount: [mountLine(staging), mountLine(target, { id: 101, ro: true })],
+    });
+    expect(await manager.bindMount(staging, target, { readonly: true })).toEqual({
+      changed: true,
+    });
+  });
+
+  it('binds a device node onto a file, matched by its subtree of /dev', async () => {
+    const devDir = join(dir, 'dev');
+    await mkdir(devDir);
+    const node = join(devDir, 'node');
+    const file = join(dir, 'block-target');
+    await writeFile(node, '');
+    await writeFile(file, '');
+    const devMount = `30 22 0:5 / ${devDir} rw,nosuid shared:2 - devtmpfs udev rw`;
+    await writeMountInfo([devMount]);
+    const { manager } = setup([{ argv: ['mount', '--bind', node, file] }], {
+      mount: [devMount, `31 22 0:5 /node ${file} rw,nosuid shared:2 - devtmpfs udev rw`],
+    });
+    expect(await manager.bindMount(node, file)).toEqual({ changed: true });
+  });
+
+  it('is a no-op when the same bind mount is there with the same flag', async () => {
+    await writeMountInfo([mountLine(staging), mountLine(target, { id: 101, ro: true })]);
+    const { manager } = setup([]);
+    expect(await manager.bindMount(staging, target, { readonly: true })).toEqual({
+      changed: false,
+    });
+  });
+
+  it('throws AlreadyExistsError for another flag or another source on the target', async () => {
+    await writeMountInfo([mountLine(staging), mountLine(target, { id: 101 })]);
+    const { manager } = setup([]);
+    await expect(manager.bindMount(staging, target, { readonly: true })).rejects.toThrow(
+      AlreadyExistsError,
+    );
+    await writeMountInfo([mountLine(staging), mountLine(target, { id: 101, dev: '253:9' })]);
+    await expect(manager.bindMount(staging, target)).rejects.toThrow(
+      /is already a mount point: .*253:9/,
+    );
+  });
+
+  it('fails when the bind mount does not show up afterwards', async () => {
+    await writeMountInfo([mountLine(staging)]);
+    const { manager } = setup([{ argv: ['mount', '--bind', staging, target] }]);
+    await expect(manager.bindMount(staging, target)).rejects.toThrow(FailedPreconditionError);
+  });
+
+  it('throws NotFoundError for a missing source or target', async () => {
+    const { manager } = setup([]);
+    await expect(manager.bindMount(join(dir, 'nope'), target)).rejects.toThrow(NotFoundError);
+    await expect(manager.bindMount(staging, join(dir, 'nope'))).rejects.toThrow(NotFoundError);
   });
 });

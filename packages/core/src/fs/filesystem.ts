@@ -1,7 +1,8 @@
 import { constants } from 'node:fs';
 import { open, realpath, statfs, type FileHandle } from 'node:fs/promises';
-import { isAbsolute, resolve } from 'node:path';
+import { isAbsolute, posix, resolve } from 'node:path';
 import {
+  AlreadyExistsError,
   FailedPreconditionError,
   InvalidArgumentError,
   NotFoundError,
@@ -221,6 +222,74 @@ export class FilesystemManager {
   }
 
   /**
+   * Bind-mounts `source` on `target` (`mount --bind [-o ro] <source>
+   * <target>`; util-linux applies `ro` with a second, remounting step), for
+   * CSI NodePublishVolume: a staging directory onto a target directory, or
+   * a data device node onto a target file (raw block). Idempotent: when
+   * mountinfo shows on top of `target` a mount of the same filesystem
+   * (major:minor) and the same subtree (root) as `source`, with the same
+   * read-only flag, nothing happens. What `source` is comes from mountinfo
+   * too: the mount holding it (longest mount point prefix, top-most) and the
+   * path below that mount's root. Mountinfo is read again afterwards.
+   * @param source an existing file or directory, absolute path.
+   * @param target an existing file or directory, absolute path.
+   * @returns `{ changed: false }` when the same bind mount was there.
+   * @throws InvalidArgumentError for a relative path.
+   * @throws NotFoundError when source or target does not exist.
+   * @throws AlreadyExistsError when something else, or the same source with
+   *   another read-only flag, is mounted on the target (CSI spec
+   *   NodePublishVolume: ALREADY_EXISTS).
+   * @throws FailedPreconditionError when source or target is a corrupted
+   *   mount, or the bind mount does not show up afterwards.
+   */
+  async bindMount(
+    source: string,
+    target: string,
+    options: { readonly readonly?: boolean } = {},
+  ): Promise<ChangeResult> {
+    const readonly = options.readonly ?? false;
+    const from = await resolveMountPoint(source);
+    if (from.state === 'missing')
+      throw new NotFoundError(`bind source ${from.path} does not exist`);
+    if (from.state === 'corrupted') {
+      throw new FailedPreconditionError(
+        `bind source ${from.path} is a corrupted mount (${from.code})`,
+      );
+    }
+    const place = await resolveMountPoint(target);
+    if (place.state === 'missing')
+      throw new NotFoundError(`bind target ${place.path} does not exist`);
+    const wanted = bindSourceOf(await this.mounts(), from.path);
+    const top = mountsAt(await this.mounts(), place.path).at(-1);
+    if (top !== undefined) {
+      const problem = bindMismatch(top, wanted, readonly);
+      if (problem === null) return { changed: false };
+      throw new AlreadyExistsError(`${place.path} is already a mount point: ${problem}`);
+    }
+    if (place.state === 'corrupted') {
+      throw new FailedPreconditionError(
+        `${place.path} is a corrupted mount (${place.code}); unmount it first`,
+      );
+    }
+    await this.#runner.run([
+      'mount',
+      '--bind',
+      ...(readonly ? ['-o', 'ro'] : []),
+      from.path,
+      place.path,
+    ]);
+    const after = mountsAt(await this.mounts(), place.path).at(-1);
+    const problem =
+      after === undefined ? 'nothing is mounted there' : bindMismatch(after, wanted, readonly);
+    if (problem !== null) {
+      throw new FailedPreconditionError(
+        `bind mount of ${from.path} at ${place.path} did not take: ${problem}`,
+      );
+    }
+    return { changed: true };
+  }
+
+  /**
    * Grows the filesystem mounted at `mountPath` to fill its device, online
    * (DESIGN.md §4: after lvextend and the map reload): ext4 → `resize2fs
    * <device>` with the device taken from mountinfo and checked by
@@ -361,6 +430,39 @@ function mismatch(
     return `${top.source} (${formatDeviceNumber(top)})${root} is mounted there, not device ${formatDeviceNumber(dev)}`;
   }
   if (top.fsType !== fsType) return `it is mounted as ${top.fsType}, not ${fsType}`;
+  if (isReadonlyMount(top) !== readonly) {
+    return `it is mounted ${isReadonlyMount(top) ? 'read-only' : 'read-write'}, not ${readonly ? 'read-only' : 'read-write'}`;
+  }
+  return null;
+}
+
+/** The filesystem and subtree a bind mount of `path` shows in mountinfo. */
+interface BindSource extends DeviceNumber {
+  readonly root: string;
+}
+
+/**
+ * The mount holding `path` (longest mount point prefix; of stacked mounts
+ * the top one) and `path`'s place under that mount's root.
+ * @throws FailedPreconditionError when no mount holds it (no `/` entry).
+ */
+function bindSourceOf(entries: readonly MountInfoEntry[], path: string): BindSource {
+  let best: MountInfoEntry | undefined;
+  for (const entry of entries) {
+    const mp = entry.mountPoint;
+    const holds = mp === '/' || path === mp || path.startsWith(`${mp}/`);
+    if (holds && (best === undefined || mp.length >= best.mountPoint.length)) best = entry;
+  }
+  if (best === undefined) throw new FailedPreconditionError(`no mount holds ${path}`);
+  const below = best.mountPoint === '/' ? path : path.slice(best.mountPoint.length);
+  return { major: best.major, minor: best.minor, root: posix.join(best.root, below || '/') };
+}
+
+/** Why a mount on a target is not the wanted bind mount, or null when it is. */
+function bindMismatch(top: MountInfoEntry, wanted: BindSource, readonly: boolean): string | null {
+  if (!sameDevice(top, wanted) || top.root !== wanted.root) {
+    return `${top.source} (${formatDeviceNumber(top)}, root ${top.root}) is mounted there, not ${formatDeviceNumber(wanted)} root ${wanted.root}`;
+  }
   if (isReadonlyMount(top) !== readonly) {
     return `it is mounted ${isReadonlyMount(top) ? 'read-only' : 'read-write'}, not ${readonly ? 'read-only' : 'read-write'}`;
   }

@@ -1,0 +1,147 @@
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { InvalidArgumentError, type FsType, type WipePolicy } from '@lvstamp/core';
+
+/** One device class: which volume group its volumes come from and how they are wiped. */
+export interface DeviceClass {
+  readonly name: string;
+  readonly volumeGroup: string;
+  /** What happens to a deleted volume's blocks (DESIGN.md §5). */
+  readonly wipe: WipePolicy;
+  readonly default: boolean;
+  /** Filesystems a mount volume of this class may use. */
+  readonly fsTypes: readonly FsType[];
+}
+
+/** The validated driver configuration. */
+export interface DriverConfig {
+  /** By name; exactly one is the default. */
+  readonly deviceClasses: ReadonlyMap<string, DeviceClass>;
+  readonly defaultClass: DeviceClass;
+  /** Capacity of a volume whose request names none, in bytes; default 1 GiB. */
+  readonly defaultCapacityBytes: number;
+}
+
+const GIB = 1024 ** 3;
+// lvm(8) "VALID NAMES"
+const VG_NAME = /^[A-Za-z0-9+_.][A-Za-z0-9+_.-]{0,126}$/;
+// A StorageClass parameter value that reads well: DNS-label-like.
+const CLASS_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+const deviceClassSchema = z.strictObject({
+  volumeGroup: z
+    .string({ error: 'volumeGroup is required (the name of an LVM volume group)' })
+    .regex(VG_NAME, 'volumeGroup is not a valid volume group name (lvm(8) VALID NAMES)'),
+  wipe: z.enum(['none', 'discard', 'zero'], {
+    error: 'wipe must be one of none, discard, zero',
+  }),
+  default: z.boolean({ error: 'default must be true or false' }).optional(),
+  fsTypes: z
+    .array(z.enum(['ext4', 'xfs'], { error: 'fsTypes entries must be ext4 or xfs' }))
+    .min(1, 'fsTypes must name at least one filesystem')
+    .optional(),
+});
+
+const configSchema = z.strictObject({
+  deviceClasses: z.record(
+    z.string().regex(CLASS_NAME, 'device class names are lowercase letters, digits and "-"'),
+    deviceClassSchema,
+    {
+      error: (issue) =>
+        issue.code === 'invalid_type'
+          ? 'deviceClasses is required: a map of class name to { volumeGroup, wipe }'
+          : 'device class names are lowercase letters, digits and "-"',
+    },
+  ),
+  defaultCapacityBytes: z
+    .number({ error: 'defaultCapacityBytes must be a number of bytes' })
+    .int('defaultCapacityBytes must be a whole number of bytes')
+    .positive('defaultCapacityBytes must be positive')
+    .max(Number.MAX_SAFE_INTEGER, 'defaultCapacityBytes is too large')
+    .optional(),
+});
+
+/**
+ * Reads the driver configuration (YAML or JSON text):
+ *
+ * ```yaml
+ * deviceClasses:
+ *   fast: { volumeGroup: vg-fast, wipe: discard, default: true }
+ *   secure: { volumeGroup: vg-slow, wipe: zero, fsTypes: [xfs] }
+ * defaultCapacityBytes: 1073741824   # optional; 1 GiB
+ * ```
+ *
+ * Rules: at least one device class; exactly one with `default: true`; wipe
+ * one of none | discard | zero; fsTypes (default both) ext4 and/or xfs; no
+ * unknown keys.
+ * @param source where the text came from, for messages.
+ * @throws InvalidArgumentError listing every mistake, one per line as
+ *   `<source>: <path>: <what is wrong>`.
+ */
+export function parseConfig(text: string, source = 'config'): DriverConfig {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (error) {
+    throw new InvalidArgumentError(
+      `${source}: not valid YAML: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
+    );
+  }
+  const parsed = configSchema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => {
+      const path = issue.path.map(String).join('.');
+      return `${source}: ${path === '' ? '(top level)' : path}: ${issue.message}`;
+    });
+    throw new InvalidArgumentError(lines.join('\n'));
+  }
+  const classes = new Map<string, DeviceClass>();
+  for (const [name, value] of Object.entries(parsed.data.deviceClasses)) {
+    classes.set(name, {
+      name,
+      volumeGroup: value.volumeGroup,
+      wipe: value.wipe,
+      default: value.default ?? false,
+      fsTypes: value.fsTypes ?? ['ext4', 'xfs'],
+    });
+  }
+  if (classes.size === 0) {
+    throw new InvalidArgumentError(`${source}: deviceClasses: name at least one device class`);
+  }
+  const defaults = [...classes.values()].filter((c) => c.default);
+  const [only] = defaults;
+  if (only === undefined || defaults.length > 1) {
+    const found =
+      defaults.length === 0 ? 'none has' : `${defaults.map((c) => c.name).join(', ')} have`;
+    throw new InvalidArgumentError(
+      `${source}: deviceClasses: exactly one device class must have default: true (${found})`,
+    );
+  }
+  return {
+    deviceClasses: classes,
+    defaultClass: only,
+    defaultCapacityBytes: parsed.data.defaultCapacityBytes ?? GIB,
+  };
+}
+
+const WIPE_STRENGTH: Readonly<Record<WipePolicy, number>> = { none: 0, discard: 1, zero: 2 };
+
+/**
+ * The wipe policy for a volume in `vgName`: the strongest among the classes
+ * on that volume group, or among all classes when none names it (a volume
+ * left from an older configuration is wiped as carefully as any).
+ */
+export function wipePolicyFor(config: DriverConfig, vgName: string): WipePolicy {
+  const all = [...config.deviceClasses.values()];
+  const onGroup = all.filter((c) => c.volumeGroup === vgName);
+  const pool = onGroup.length > 0 ? onGroup : all;
+  return pool.reduce<WipePolicy>(
+    (best, c) => (WIPE_STRENGTH[c.wipe] > WIPE_STRENGTH[best] ? c.wipe : best),
+    'none',
+  );
+}
+
+/** Every volume group the configuration names, once each. */
+export function configuredVolumeGroups(config: DriverConfig): string[] {
+  return [...new Set([...config.deviceClasses.values()].map((c) => c.volumeGroup))];
+}

@@ -1,0 +1,408 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CommandFailedError, CommandTimeoutError, volumeIdForName } from '@lvstamp/core';
+import {
+  codeOf,
+  failureOf,
+  GIB,
+  MIB,
+  NODE_ID,
+  OWNER_ID,
+  startHarness,
+  type Harness,
+} from './testing/harness.js';
+
+const MOUNT = {
+  mount: { fs_type: '', mount_flags: [] },
+  access_mode: { mode: 'SINGLE_NODE_WRITER' },
+};
+const BLOCK = { block: {}, access_mode: { mode: 'SINGLE_NODE_WRITER' } };
+const TOPOLOGY = [{ segments: { 'topology.lvstamp.io/node': NODE_ID } }];
+
+let h: Harness;
+beforeEach(async () => {
+  h = await startHarness();
+});
+afterEach(async () => {
+  await h.close();
+});
+
+const create = (request: object) =>
+  h.call('Controller', 'CreateVolume', { name: 'pvc-1', volume_capabilities: [MOUNT], ...request });
+
+describe('CreateVolume', () => {
+  it('creates in the default class with the node topology and the rounded capacity', async () => {
+    const response = await create({ capacity_range: { required_bytes: String(203 * MIB) } });
+    expect(response.volume).toEqual({
+      capacity_bytes: String(203 * MIB),
+      volume_id: volumeIdForName('pvc-1'),
+      volume_context: {},
+      content_source: null,
+      accessible_topology: TOPOLOGY,
+    });
+    expect(h.core.calls[0]).toEqual([
+      'create',
+      { name: 'pvc-1', requiredBytes: 203 * MIB, vgName: 'vg0', ownerId: OWNER_ID },
+    ]);
+  });
+
+  it('is idempotent: the same name and size returns the same volume', async () => {
+    const first = await create({ capacity_range: { required_bytes: String(GIB) } });
+    const second = await create({ capacity_range: { required_bytes: String(GIB) } });
+    expect(second).toEqual(first);
+    expect(h.core.store.size).toBe(1);
+  });
+
+  it('answers ALREADY_EXISTS for the same name with another size or class', async () => {
+    await create({ capacity_range: { required_bytes: String(GIB) } });
+    expect(await codeOf(create({ capacity_range: { required_bytes: String(2 * GIB) } }))).toBe(
+      'ALREADY_EXISTS',
+    );
+    const otherClass = create({
+      capacity_range: { required_bytes: String(GIB) },
+      parameters: { deviceClass: 'secure' },
+      volume_capabilities: [{ ...MOUNT, mount: { fs_type: 'xfs', mount_flags: [] } }],
+    });
+    expect(await codeOf(otherClass)).toBe('ALREADY_EXISTS');
+  });
+
+  it.each([
+    ['no name', { name: '' }, 'INVALID_ARGUMENT'],
+    ['no capabilities', { volume_capabilities: [] }, 'INVALID_ARGUMENT'],
+    [
+      'a multi-node access mode',
+      { volume_capabilities: [{ ...MOUNT, access_mode: { mode: 'MULTI_NODE_MULTI_WRITER' } }] },
+      'INVALID_ARGUMENT',
+    ],
+    ['no access mode', { volume_capabilities: [{ mount: { fs_type: '' } }] }, 'INVALID_ARGUMENT'],
+    [
+      'no access type',
+      { volume_capabilities: [{ access_mode: { mode: 'SINGLE_NODE_WRITER' } }] },
+      'INVALID_ARGUMENT',
+    ],
+    [
+      'an unknown filesystem',
+      { volume_capabilities: [{ ...MOUNT, mount: { fs_type: 'btrfs' } }] },
+      'INVALID_ARGUMENT',
+    ],
+    [
+      'a filesystem the class does not allow',
+      { parameters: { deviceClass: 'secure' } },
+      'INVALID_ARGUMENT',
+    ],
+    ['an unknown device class', { parameters: { deviceClass: 'gold' } }, 'INVALID_ARGUMENT'],
+    ['an unknown wipe value', { parameters: { wipe: 'shred' } }, 'INVALID_ARGUMENT'],
+    ['a wipe other than the class policy', { parameters: { wipe: 'none' } }, 'INVALID_ARGUMENT'],
+    ['an unknown parameter', { parameters: { color: 'red' } }, 'INVALID_ARGUMENT'],
+    [
+      'a snapshot source',
+      { volume_content_source: { snapshot: { snapshot_id: 's' } } },
+      'INVALID_ARGUMENT',
+    ],
+    [
+      'a clone source',
+      { volume_content_source: { volume: { volume_id: 'v' } } },
+      'INVALID_ARGUMENT',
+    ],
+    ['a negative size', { capacity_range: { required_bytes: '-1' } }, 'INVALID_ARGUMENT'],
+    [
+      'a limit below the requirement',
+      { capacity_range: { required_bytes: String(2 * GIB), limit_bytes: String(GIB) } },
+      'OUT_OF_RANGE',
+    ],
+    [
+      'a limit below the extent-rounded size',
+      { capacity_range: { required_bytes: String(202 * MIB), limit_bytes: String(202 * MIB + 1) } },
+      'OUT_OF_RANGE',
+    ],
+    [
+      'a size above 2^53 - 1',
+      { capacity_range: { required_bytes: '9007199254740993' } },
+      'OUT_OF_RANGE',
+    ],
+    [
+      'a requisite topology without this node',
+      {
+        accessibility_requirements: {
+          requisite: [{ segments: { 'topology.lvstamp.io/node': 'node-b' } }],
+          preferred: [],
+        },
+      },
+      'RESOURCE_EXHAUSTED',
+    ],
+  ])('refuses %s with %s', async (_what, request, code) => {
+    expect(await codeOf(create(request))).toBe(code);
+    expect(h.core.calls.filter((c) => c[0] === 'create')).toEqual([]);
+  });
+
+  it('accepts block, xfs, the other single-node modes and a requisite naming this node', async () => {
+    await create({
+      volume_capabilities: [
+        BLOCK,
+        {
+          mount: { fs_type: 'xfs', mount_flags: ['noatime'] },
+          access_mode: { mode: 'SINGLE_NODE_MULTI_WRITER' },
+        },
+        { ...MOUNT, access_mode: { mode: 'SINGLE_NODE_READER_ONLY' } },
+        { ...MOUNT, access_mode: { mode: 'SINGLE_NODE_SINGLE_WRITER' } },
+      ],
+      parameters: { deviceClass: 'fast', wipe: 'discard', 'csi.storage.k8s.io/pvc/name': 'x' },
+      accessibility_requirements: { requisite: TOPOLOGY, preferred: TOPOLOGY },
+    });
+    expect(h.core.store.size).toBe(1);
+  });
+
+  it('uses the configured default capacity (1 GiB) when no size is given', async () => {
+    const response = await create({});
+    expect((response.volume as { capacity_bytes: string }).capacity_bytes).toBe(
+      String(GIB + 3 * MIB),
+    );
+  });
+
+  it('keeps 64-bit sizes exact: 2^40 round trip', async () => {
+    h.core.groups = h.core.groups.map((g) => ({ ...g, freeBytes: 2 ** 41, sizeBytes: 2 ** 41 }));
+    const response = await create({
+      capacity_range: { required_bytes: String(2 ** 40), limit_bytes: String(2 ** 40 + 3 * MIB) },
+    });
+    expect((response.volume as { capacity_bytes: string }).capacity_bytes).toBe(
+      String(2 ** 40 + 3 * MIB),
+    );
+    expect(h.core.calls[0]?.[1]).toMatchObject({
+      requiredBytes: 2 ** 40,
+      limitBytes: 2 ** 40 + 3 * MIB,
+    });
+  });
+
+  it('maps a full volume group to RESOURCE_EXHAUSTED', async () => {
+    const { OutOfSpaceError } = await import('@lvstamp/core');
+    h.core.failNext.set('create', new OutOfSpaceError('volume group vg0 has 0 bytes free'));
+    expect(await failureOf(create({}))).toEqual({
+      code: 'RESOURCE_EXHAUSTED',
+      details: 'volume group vg0 has 0 bytes free',
+    });
+  });
+
+  it('answers ABORTED while another operation on the same volume runs', async () => {
+    let release: () => void = () => undefined;
+    h.core.createGate = new Promise((resolve) => {
+      release = resolve;
+    });
+    const first = create({});
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const second = await failureOf(create({}));
+    expect(second).toEqual({
+      code: 'ABORTED',
+      details: `an operation on volume ${volumeIdForName('pvc-1')} is already in progress`,
+    });
+    release();
+    expect(await codeOf(first)).toBe('OK');
+  });
+});
+
+describe('DeleteVolume', () => {
+  it('deletes with the wipe policy of the volume group class', async () => {
+    const volume = h.core.add('pvc-1', GIB, 'vg1');
+    await h.call('Controller', 'DeleteVolume', { volume_id: volume.volumeId });
+    expect(h.core.calls).toEqual([['delete', volume.volumeId, { wipe: 'zero' }]]);
+  });
+
+  it('succeeds for an unknown or malformed ID (CSI spec DeleteVolume)', async () => {
+    await h.call('Controller', 'DeleteVolume', { volume_id: 'f'.repeat(32) });
+    await h.call('Controller', 'DeleteVolume', { volume_id: 'not-an-id' });
+    expect(h.core.calls).toEqual([['delete', 'f'.repeat(32), { wipe: 'none' }]]);
+  });
+
+  it('requires a volume ID', async () => {
+    expect(await codeOf(h.call('Controller', 'DeleteVolume', { volume_id: '' }))).toBe(
+      'INVALID_ARGUMENT',
+    );
+  });
+
+  it('reports an lvm failure as INTERNAL with one line, never as gone', async () => {
+    h.core.failNext.set(
+      'findVolume',
+      new CommandFailedError({
+        argv: ['lvs', 'x'],
+        exitCode: 5,
+        stdout: '',
+        stderr: 'Volume group "vg9" not found\n',
+      }),
+    );
+    expect(
+      await failureOf(h.call('Controller', 'DeleteVolume', { volume_id: 'f'.repeat(32) })),
+    ).toEqual({
+      code: 'INTERNAL',
+      details: 'lvs x exited 5: Volume group "vg9" not found',
+    });
+  });
+
+  it('maps a command timeout to DEADLINE_EXCEEDED', async () => {
+    h.core.add('pvc-1', GIB);
+    h.core.failNext.set(
+      'delete',
+      new CommandTimeoutError({ argv: ['lvremove'], exitCode: null, stdout: '', stderr: '' }, 5000),
+    );
+    expect(
+      await codeOf(h.call('Controller', 'DeleteVolume', { volume_id: volumeIdForName('pvc-1') })),
+    ).toBe('DEADLINE_EXCEEDED');
+  });
+
+  it('answers INTERNAL "internal error" for an unexpected error, without its stack', async () => {
+    h.core.failNext.set('findVolume', new TypeError('boom at secret place'));
+    const failure = await failureOf(
+      h.call('Controller', 'DeleteVolume', { volume_id: 'f'.repeat(32) }),
+    );
+    expect(failure).toEqual({ code: 'INTERNAL', details: 'internal error' });
+  });
+});
+
+describe('ValidateVolumeCapabilities', () => {
+  it('confirms supported capabilities and explains unsupported ones', async () => {
+    const volume = h.core.add('pvc-1', GIB);
+    const ok = await h.call('Controller', 'ValidateVolumeCapabilities', {
+      volume_id: volume.volumeId,
+      volume_capabilities: [MOUNT, BLOCK],
+    });
+    expect((ok.confirmed as { volume_capabilities: unknown[] }).volume_capabilities).toHaveLength(
+      2,
+    );
+    const no = await h.call('Controller', 'ValidateVolumeCapabilities', {
+      volume_id: volume.volumeId,
+      volume_capabilities: [{ ...MOUNT, access_mode: { mode: 'MULTI_NODE_READER_ONLY' } }],
+    });
+    expect(no.confirmed).toBeNull();
+    expect(no.message).toMatch(/MULTI_NODE_READER_ONLY is not supported/);
+  });
+
+  it.each([
+    [{ volume_id: '', volume_capabilities: [MOUNT] }, 'INVALID_ARGUMENT'],
+    [{ volume_id: 'f'.repeat(32), volume_capabilities: [] }, 'INVALID_ARGUMENT'],
+    [{ volume_id: 'f'.repeat(32), volume_capabilities: [MOUNT] }, 'NOT_FOUND'],
+    [{ volume_id: 'bogus', volume_capabilities: [MOUNT] }, 'NOT_FOUND'],
+  ])('answers %j with %s', async (request, code) => {
+    expect(await codeOf(h.call('Controller', 'ValidateVolumeCapabilities', request))).toBe(code);
+  });
+});
+
+describe('ListVolumes', () => {
+  it('pages by volume ID with next_token', async () => {
+    for (let i = 0; i < 5; i += 1) h.core.add(`pvc-${i}`, GIB);
+    h.core.add('elsewhere', GIB, 'vg-other');
+    const ids = [0, 1, 2, 3, 4].map((i) => volumeIdForName(`pvc-${i}`)).sort();
+    const seen: string[] = [];
+    let token = '';
+    let pages = 0;
+    do {
+      const page = await h.call('Controller', 'ListVolumes', {
+        max_entries: 2,
+        starting_token: token,
+      });
+      const entries = page.entries as { volume: { volume_id: string; capacity_bytes: string } }[];
+      seen.push(...entries.map((e) => e.volume.volume_id));
+      token = page.next_token as string;
+      pages += 1;
+    } while (token !== '');
+    expect(seen).toEqual(ids);
+    expect(pages).toBe(3);
+  });
+
+  it('answers ABORTED for a starting_token it never issued', async () => {
+    expect(await codeOf(h.call('Controller', 'ListVolumes', { starting_token: 'garbage' }))).toBe(
+      'ABORTED',
+    );
+  });
+
+  it('answers INVALID_ARGUMENT for negative max_entries', async () => {
+    expect(await codeOf(h.call('Controller', 'ListVolumes', { max_entries: -1 }))).toBe(
+      'INVALID_ARGUMENT',
+    );
+  });
+});
+
+describe('GetCapacity', () => {
+  it('reports free bytes and the maximum volume size of the class', async () => {
+    const response = await h.call('Controller', 'GetCapacity', {
+      parameters: { deviceClass: 'secure' },
+    });
+    expect(response).toEqual({
+      available_capacity: String(4 * GIB),
+      maximum_volume_size: { value: String(4 * GIB - MIB) },
+      minimum_volume_size: null,
+    });
+  });
+
+  it('reports 0 for another node or an unsupported capability', async () => {
+    const other = await h.call('Controller', 'GetCapacity', {
+      accessible_topology: { segments: { 'topology.lvstamp.io/node': 'node-b' } },
+    });
+    expect(other.available_capacity).toBe('0');
+    const multi = await h.call('Controller', 'GetCapacity', {
+      volume_capabilities: [{ ...MOUNT, access_mode: { mode: 'MULTI_NODE_MULTI_WRITER' } }],
+    });
+    expect(multi.available_capacity).toBe('0');
+  });
+
+  it('refuses an unknown device class', async () => {
+    expect(
+      await codeOf(h.call('Controller', 'GetCapacity', { parameters: { deviceClass: 'x' } })),
+    ).toBe('INVALID_ARGUMENT');
+  });
+});
+
+describe('ControllerExpandVolume and capabilities', () => {
+  it('grows through the core and asks for node expansion of mount volumes only', async () => {
+    const volume = h.core.add('pvc-1', GIB);
+    const mount = await h.call('Controller', 'ControllerExpandVolume', {
+      volume_id: volume.volumeId,
+      capacity_range: { required_bytes: String(2 * GIB) },
+      volume_capability: MOUNT,
+    });
+    expect(mount).toEqual({ capacity_bytes: String(2 * GIB), node_expansion_required: true });
+    const block = await h.call('Controller', 'ControllerExpandVolume', {
+      volume_id: volume.volumeId,
+      capacity_range: { required_bytes: String(2 * GIB) },
+      volume_capability: BLOCK,
+    });
+    expect(block.node_expansion_required).toBe(false);
+  });
+
+  it.each([
+    [{ volume_id: '', capacity_range: { required_bytes: '1' } }, 'INVALID_ARGUMENT'],
+    [{ volume_id: 'f'.repeat(32) }, 'INVALID_ARGUMENT'],
+    [{ volume_id: 'f'.repeat(32), capacity_range: { required_bytes: String(GIB) } }, 'NOT_FOUND'],
+  ])('answers %j with %s', async (request, code) => {
+    expect(await codeOf(h.call('Controller', 'ControllerExpandVolume', request))).toBe(code);
+  });
+
+  it('answers OUT_OF_RANGE when the limit is below the rounded size', async () => {
+    const volume = h.core.add('pvc-1', GIB);
+    const request = {
+      volume_id: volume.volumeId,
+      capacity_range: { required_bytes: String(GIB + 1), limit_bytes: String(GIB + 2) },
+    };
+    expect(await codeOf(h.call('Controller', 'ControllerExpandVolume', request))).toBe(
+      'OUT_OF_RANGE',
+    );
+  });
+
+  it('declares its capabilities and answers UNIMPLEMENTED for the others', async () => {
+    const caps = await h.call('Controller', 'ControllerGetCapabilities', {});
+    expect(caps.capabilities).toEqual(
+      [
+        'CREATE_DELETE_VOLUME',
+        'LIST_VOLUMES',
+        'GET_CAPACITY',
+        'EXPAND_VOLUME',
+        'SINGLE_NODE_MULTI_WRITER',
+      ].map((type) => ({ rpc: { type }, type: 'rpc' })),
+    );
+    for (const method of [
+      'ControllerPublishVolume',
+      'ControllerUnpublishVolume',
+      'CreateSnapshot',
+      'ListSnapshots',
+      'ControllerGetVolume',
+    ]) {
+      expect(await codeOf(h.call('Controller', method, {}))).toBe('UNIMPLEMENTED');
+    }
+  });
+});

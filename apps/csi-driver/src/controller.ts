@@ -1,0 +1,346 @@
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import { DATA_OFFSET_BYTES, isHexId, roundUp, volumeIdForName, type Volume } from '@lvstamp/core';
+import {
+  CONTROLLER_CAPABILITIES,
+  readCapability,
+  requireCapability,
+  requireControllerCapability,
+} from './capabilities.js';
+import type { DeviceClass, DriverConfig } from './config.js';
+import { configuredVolumeGroups, wipePolicyFor } from './config.js';
+import type {
+  ControllerExpandVolumeRequest,
+  CreateVolumeRequest,
+  DeleteVolumeRequest,
+  GetCapacityRequest,
+  ListVolumesRequest,
+  StringMap,
+  ValidateVolumeCapabilitiesRequest,
+  VolumeCapabilityMsg,
+  VolumeMsg,
+} from './csi-types.js';
+import { CsiError, invalidArgument } from './errors.js';
+import type { DriverCore } from './ports.js';
+import { readCapacityRange, writeBytes } from './sizes.js';
+import { isThisNode, nodeTopology } from './topology.js';
+
+/** StorageClass parameter naming the device class. */
+export const PARAM_DEVICE_CLASS = 'deviceClass';
+/** StorageClass parameter restating the class's wipe policy (checked, not overriding). */
+export const PARAM_WIPE = 'wipe';
+/** Prefix of parameters the Kubernetes sidecars add for themselves; ignored. */
+const SIDECAR_PARAM_PREFIX = 'csi.storage.k8s.io/';
+
+/** What the Controller service needs. */
+export interface ControllerDeps {
+  readonly nodeId: string;
+  /** 32 hex digits, written into each new volume's header. */
+  readonly ownerId: string;
+  readonly config: DriverConfig;
+  readonly core: Pick<DriverCore, 'volumes' | 'lvm'>;
+}
+
+/**
+ * Reads CreateVolume / GetCapacity / ValidateVolumeCapabilities parameters:
+ * `deviceClass` (default: the configured default class) and `wipe`, which
+ * must equal the class's policy: the policy is applied at DeleteVolume,
+ * which receives no parameters, so it can only come from the class.
+ * @throws CsiError INVALID_ARGUMENT for an unknown class, wipe value or key.
+ */
+export function readParameters(config: DriverConfig, parameters: StringMap): DeviceClass {
+  for (const key of Object.keys(parameters)) {
+    if (key !== PARAM_DEVICE_CLASS && key !== PARAM_WIPE && !key.startsWith(SIDECAR_PARAM_PREFIX)) {
+      throw invalidArgument(
+        `unknown parameter "${key}"; lvstamp knows ${PARAM_DEVICE_CLASS} and ${PARAM_WIPE}`,
+      );
+    }
+  }
+  const className = parameters[PARAM_DEVICE_CLASS];
+  const deviceClass =
+    className === undefined ? config.defaultClass : config.deviceClasses.get(className);
+  if (deviceClass === undefined) {
+    const known = [...config.deviceClasses.keys()].join(', ');
+    throw invalidArgument(`unknown device class "${className ?? ''}"; configured: ${known}`);
+  }
+  const wipe = parameters[PARAM_WIPE];
+  if (wipe !== undefined) {
+    if (wipe !== 'none' && wipe !== 'discard' && wipe !== 'zero') {
+      throw invalidArgument(`parameter wipe must be none, discard or zero, got "${wipe}"`);
+    }
+    if (wipe !== deviceClass.wipe) {
+      throw invalidArgument(
+        `device class "${deviceClass.name}" wipes with "${deviceClass.wipe}"; the wipe policy is set per device class, not "${wipe}"`,
+      );
+    }
+  }
+  return deviceClass;
+}
+
+function requireCapabilities(
+  capabilities: readonly VolumeCapabilityMsg[],
+  deviceClass: DeviceClass,
+): void {
+  if (capabilities.length === 0) throw invalidArgument('volume_capabilities is required');
+  for (const capability of capabilities) requireCapability(capability, deviceClass.fsTypes);
+}
+
+/**
+ * The CSI Controller service (CSI spec "Controller Service RPC"), in the
+ * distributed provisioning model (DESIGN.md §7): it creates volumes in this
+ * node's volume groups only. Each handler: capability check, argument
+ * checks, (per-volume lock: the decorator in lock.ts), look-up, action,
+ * response.
+ */
+export function createControllerService(deps: ControllerDeps) {
+  const { config, core, nodeId } = deps;
+  const topology = [nodeTopology(nodeId)];
+  const toVolumeMsg = (volumeId: string, capacityBytes: number): VolumeMsg => ({
+    capacity_bytes: writeBytes(capacityBytes),
+    volume_id: volumeId,
+    volume_context: {},
+    accessible_topology: topology,
+  });
+  const groups = new Set(configuredVolumeGroups(config));
+
+  return {
+    /**
+     * CSI spec CreateVolume. Errors: missing name or capabilities, an
+     * unsupported capability, parameter or content source → INVALID_ARGUMENT;
+     * unsatisfiable capacity range (also after rounding up to whole extents,
+     * or above 2^53 − 1) → OUT_OF_RANGE; requisite topology without this node
+     * or a full volume group → RESOURCE_EXHAUSTED; same name with another
+     * size or class → ALREADY_EXISTS. Same name, compatible → the same volume.
+     */
+    CreateVolume: async (request: CreateVolumeRequest) => {
+      requireControllerCapability('CREATE_DELETE_VOLUME');
+      if (request.name === '') throw invalidArgument('name is required');
+      const volumeId = volumeIdForName(request.name);
+      const deviceClass = readParameters(config, request.parameters);
+      requireCapabilities(request.volume_capabilities, deviceClass);
+      if (request.volume_content_source?.type !== undefined) {
+        throw invalidArgument(
+          'volume_content_source is not supported: lvstamp has no snapshots or clones (no CREATE_DELETE_SNAPSHOT or CLONE_VOLUME capability)',
+        );
+      }
+      const requisite = request.accessibility_requirements?.requisite ?? [];
+      if (requisite.length > 0 && !requisite.some((t) => isThisNode(t, nodeId))) {
+        throw new CsiError(
+          GrpcStatus.RESOURCE_EXHAUSTED,
+          `this driver provisions only on node ${nodeId}, which the requisite topology does not include`,
+        );
+      }
+      const range = readCapacityRange(request.capacity_range);
+      const requiredBytes =
+        range.requiredBytes > 0
+          ? range.requiredBytes
+          : Math.min(config.defaultCapacityBytes, range.limitBytes || Infinity);
+      const vg = (await core.lvm.listVolumeGroups()).find(
+        (g) => g.name === deviceClass.volumeGroup,
+      );
+      if (vg === undefined) {
+        throw new CsiError(
+          GrpcStatus.FAILED_PRECONDITION,
+          `volume group ${deviceClass.volumeGroup} of device class "${deviceClass.name}" does not exist`,
+        );
+      }
+      const rounded =
+        roundUp(requiredBytes + DATA_OFFSET_BYTES, vg.extentSizeBytes) - DATA_OFFSET_BYTES;
+      if (range.limitBytes > 0 && rounded > range.limitBytes) {
+        throw new CsiError(
+          GrpcStatus.OUT_OF_RANGE,
+          `rounded up to ${vg.extentSizeBytes}-byte extents the capacity is ${rounded} bytes, above limit_bytes ${range.limitBytes}`,
+        );
+      }
+      if (!Number.isSafeInteger(rounded)) {
+        throw new CsiError(GrpcStatus.OUT_OF_RANGE, `capacity ${requiredBytes} bytes is too large`);
+      }
+      const created = await core.volumes.create({
+        name: request.name,
+        requiredBytes,
+        ...(range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {}),
+        vgName: deviceClass.volumeGroup,
+        ownerId: deps.ownerId,
+      });
+      return { volume: toVolumeMsg(volumeId, created.volume.capacityBytes) };
+    },
+
+    /**
+     * CSI spec DeleteVolume: an unknown (also a malformed) volume ID is
+     * success. The blocks are wiped with the policy of the volume group's
+     * device class (config.wipePolicyFor). A mounted or open volume →
+     * FAILED_PRECONDITION; an lvm failure is an error, never "gone".
+     */
+    DeleteVolume: async (request: DeleteVolumeRequest) => {
+      requireControllerCapability('CREATE_DELETE_VOLUME');
+      if (request.volume_id === '') throw invalidArgument('volume_id is required');
+      if (!isHexId(request.volume_id)) return {};
+      const volume = await core.lvm.findVolume(request.volume_id);
+      const wipe = volume === null ? 'none' : wipePolicyFor(config, volume.vgName);
+      await core.volumes.delete(request.volume_id, { wipe });
+      return {};
+    },
+
+    /**
+     * CSI spec ValidateVolumeCapabilities: missing ID or capabilities →
+     * INVALID_ARGUMENT; unknown volume → NOT_FOUND; otherwise `confirmed`
+     * when every capability (and parameter) is supported, else a message.
+     */
+    ValidateVolumeCapabilities: async (request: ValidateVolumeCapabilitiesRequest) => {
+      if (request.volume_id === '') throw invalidArgument('volume_id is required');
+      if (request.volume_capabilities.length === 0) {
+        throw invalidArgument('volume_capabilities is required');
+      }
+      const volume = await findOwnVolume(core, request.volume_id, groups);
+      if (volume === null)
+        throw new CsiError(GrpcStatus.NOT_FOUND, `volume ${request.volume_id} does not exist`);
+      let deviceClass: DeviceClass;
+      try {
+        deviceClass = readParameters(config, request.parameters);
+      } catch (error) {
+        if (error instanceof CsiError) return { message: error.message };
+        throw error;
+      }
+      for (const capability of request.volume_capabilities) {
+        const read = readCapability(capability, deviceClass.fsTypes);
+        if ('unsupported' in read) return { message: read.unsupported };
+      }
+      return {
+        confirmed: {
+          volume_context: request.volume_context,
+          volume_capabilities: request.volume_capabilities,
+          parameters: request.parameters,
+          mutable_parameters: {},
+        },
+      };
+    },
+
+    /**
+     * CSI spec ListVolumes: finished volumes in the configured volume groups,
+     * ordered by volume ID. `next_token` is the last ID returned; a page
+     * starts after it, so deletions between pages skip nothing. A token
+     * that is not a volume ID → ABORTED (spec); negative max_entries →
+     * INVALID_ARGUMENT.
+     */
+    ListVolumes: async (request: ListVolumesRequest) => {
+      requireControllerCapability('LIST_VOLUMES');
+      if (request.max_entries < 0) throw invalidArgument('max_entries must not be negative');
+      const token = request.starting_token;
+      if (token !== '' && !isHexId(token)) {
+        throw new CsiError(
+          GrpcStatus.ABORTED,
+          `starting_token "${token}" is not a token this driver issued`,
+        );
+      }
+      const volumes = (await core.lvm.listVolumes())
+        .filter((v) => !v.creating && groups.has(v.vgName))
+        .sort((a, b) => (a.volumeId < b.volumeId ? -1 : a.volumeId > b.volumeId ? 1 : 0))
+        .filter((v) => token === '' || v.volumeId > token);
+      const page = request.max_entries > 0 ? volumes.slice(0, request.max_entries) : volumes;
+      const more = page.length < volumes.length;
+      return {
+        entries: page.map((v) => ({ volume: toVolumeMsg(v.volumeId, v.capacityBytes) })),
+        next_token: more ? (page.at(-1)?.volumeId ?? '') : '',
+      };
+    },
+
+    /**
+     * CSI spec GetCapacity, per device class (parameters) and topology:
+     * `available_capacity` is the volume group's free bytes,
+     * `maximum_volume_size` the largest volume that fits (free extents minus
+     * the 1 MiB data offset). A topology other than this node, or a
+     * capability the class cannot serve, has 0 bytes.
+     */
+    GetCapacity: async (request: GetCapacityRequest) => {
+      requireControllerCapability('GET_CAPACITY');
+      const deviceClass = readParameters(config, request.parameters);
+      const none = { available_capacity: '0', maximum_volume_size: { value: '0' } };
+      if (request.accessible_topology && !isThisNode(request.accessible_topology, nodeId))
+        return none;
+      for (const capability of request.volume_capabilities) {
+        if ('unsupported' in readCapability(capability, deviceClass.fsTypes)) return none;
+      }
+      const capacity = await core.lvm.capacity(deviceClass.volumeGroup);
+      return {
+        available_capacity: writeBytes(capacity.freeBytes),
+        maximum_volume_size: { value: writeBytes(capacity.maximumVolumeBytes) },
+      };
+    },
+
+    ControllerGetCapabilities: () =>
+      Promise.resolve({ capabilities: CONTROLLER_CAPABILITIES.map((type) => ({ rpc: { type } })) }),
+
+    /**
+     * CSI spec ControllerExpandVolume: lvextend (and, when the data device
+     * exists, map reload and online filesystem grow) through the core.
+     * Unknown volume → NOT_FOUND; missing capacity → INVALID_ARGUMENT;
+     * above the limit after rounding → OUT_OF_RANGE; VG full →
+     * RESOURCE_EXHAUSTED. node_expansion_required is true for mount volumes
+     * (and when the capability is not given): NodeExpandVolume converges.
+     */
+    ControllerExpandVolume: async (request: ControllerExpandVolumeRequest) => {
+      requireControllerCapability('EXPAND_VOLUME');
+      if (request.volume_id === '') throw invalidArgument('volume_id is required');
+      const range = readCapacityRange(request.capacity_range);
+      if (range.requiredBytes === 0)
+        throw invalidArgument('capacity_range.required_bytes is required');
+      const access =
+        request.volume_capability === null || request.volume_capability === undefined
+          ? null
+          : requireCapability(request.volume_capability);
+      const volume = await findOwnVolume(core, request.volume_id, null);
+      if (volume === null)
+        throw new CsiError(GrpcStatus.NOT_FOUND, `volume ${request.volume_id} does not exist`);
+      const vg = (await core.lvm.listVolumeGroups()).find((g) => g.name === volume.vgName);
+      if (vg !== undefined && range.limitBytes > 0) {
+        const rounded =
+          roundUp(range.requiredBytes + DATA_OFFSET_BYTES, vg.extentSizeBytes) - DATA_OFFSET_BYTES;
+        if (Math.max(rounded, volume.capacityBytes) > range.limitBytes) {
+          throw new CsiError(
+            GrpcStatus.OUT_OF_RANGE,
+            `volume ${volume.volumeId} would have ${Math.max(rounded, volume.capacityBytes)} bytes, above limit_bytes ${range.limitBytes}`,
+          );
+        }
+      }
+      const { status } = await core.volumes.expand(
+        request.volume_id,
+        range.requiredBytes,
+        range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {},
+      );
+      return {
+        capacity_bytes: writeBytes(status.volume.capacityBytes),
+        node_expansion_required: access === null || access.kind === 'mount',
+      };
+    },
+
+    ControllerPublishVolume: () => unimplemented('PUBLISH_UNPUBLISH_VOLUME'),
+    ControllerUnpublishVolume: () => unimplemented('PUBLISH_UNPUBLISH_VOLUME'),
+    CreateSnapshot: () => unimplemented('CREATE_DELETE_SNAPSHOT'),
+    DeleteSnapshot: () => unimplemented('CREATE_DELETE_SNAPSHOT'),
+    ListSnapshots: () => unimplemented('LIST_SNAPSHOTS'),
+    GetSnapshot: () => unimplemented('GET_SNAPSHOT'),
+    ControllerGetVolume: () => unimplemented('GET_VOLUME'),
+    ControllerModifyVolume: () => unimplemented('MODIFY_VOLUME'),
+  };
+}
+
+/** RPCs whose capability lvstamp does not declare: UNIMPLEMENTED (CSI spec). */
+function unimplemented(capability: string): Promise<never> {
+  return Promise.reject(
+    new CsiError(GrpcStatus.UNIMPLEMENTED, `${capability} is not offered by lvstamp`),
+  );
+}
+
+/**
+ * The finished volume with this ID (optionally only in `groups`), or null
+ * for an unknown or malformed ID.
+ */
+async function findOwnVolume(
+  core: Pick<DriverCore, 'lvm'>,
+  volumeId: string,
+  groups: ReadonlySet<string> | null,
+): Promise<Volume | null> {
+  if (!isHexId(volumeId)) return null;
+  const volume = await core.lvm.findVolume(volumeId);
+  if (volume === null || (groups !== null && !groups.has(volume.vgName))) return null;
+  return volume;
+}

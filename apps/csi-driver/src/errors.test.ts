@@ -1,0 +1,98 @@
+import { status } from '@grpc/grpc-js';
+import { describe, expect, it } from 'vitest';
+import {
+  AlreadyExistsError,
+  CommandFailedError,
+  CommandTimeoutError,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  KeyedMutex,
+  LockTimeoutError,
+  NotFoundError,
+  OutOfSpaceError,
+  UnparseableOutputError,
+} from '@lvstamp/core';
+import { CsiError, toRpcFailure } from './errors.js';
+import { withVolumeLocks } from './lock.js';
+import { readBytes } from './sizes.js';
+
+const outcome = {
+  argv: ['lvs', 'vg0'],
+  exitCode: 5,
+  stdout: '',
+  stderr: 'line one\nGlobal lock failed\n',
+};
+
+describe('toRpcFailure', () => {
+  it.each([
+    [new InvalidArgumentError('bad'), status.INVALID_ARGUMENT, 'bad'],
+    [new NotFoundError('gone'), status.NOT_FOUND, 'gone'],
+    [new AlreadyExistsError('other size'), status.ALREADY_EXISTS, 'other size'],
+    [new OutOfSpaceError('full'), status.RESOURCE_EXHAUSTED, 'full'],
+    [
+      new FailedPreconditionError('mounted\nelsewhere'),
+      status.FAILED_PRECONDITION,
+      'mounted; elsewhere',
+    ],
+    [new LockTimeoutError('busy'), status.ABORTED, 'busy'],
+    [
+      new CommandTimeoutError(outcome, 30000),
+      status.DEADLINE_EXCEEDED,
+      'lvs vg0 timed out after 30000 ms and was killed',
+    ],
+    [new CommandFailedError(outcome), status.INTERNAL, 'lvs vg0 exited 5: Global lock failed'],
+    [
+      new UnparseableOutputError(outcome, 'not JSON'),
+      status.INTERNAL,
+      'cannot parse the output of lvs vg0: not JSON',
+    ],
+    [new CsiError(status.OUT_OF_RANGE, 'too big'), status.OUT_OF_RANGE, 'too big'],
+    [new TypeError('x is undefined'), status.INTERNAL, 'internal error'],
+    ['a string', status.INTERNAL, 'internal error'],
+  ])('maps %s', (error, code, details) => {
+    expect(toRpcFailure(error)).toEqual({ code, details });
+  });
+});
+
+describe('readBytes', () => {
+  it('keeps 64-bit values exact up to 2^53 - 1 and refuses more', () => {
+    expect(readBytes('f', '1099511627776')).toBe(2 ** 40);
+    expect(readBytes('f', '9007199254740991')).toBe(Number.MAX_SAFE_INTEGER);
+    expect(() => readBytes('f', '9007199254740993')).toThrow(
+      expect.objectContaining({ code: status.OUT_OF_RANGE }),
+    );
+    expect(() => readBytes('f', '-1')).toThrow(
+      expect.objectContaining({ code: status.INVALID_ARGUMENT }),
+    );
+  });
+});
+
+describe('withVolumeLocks', () => {
+  it('runs different volumes together and refuses a second call on one volume', async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const order: string[] = [];
+    const handlers = withVolumeLocks(
+      {
+        Op: async (request: { id: string }) => {
+          order.push(`start ${request.id}`);
+          if (request.id === 'a') await gate;
+          return request.id;
+        },
+      },
+      { Op: (request: { id: string }) => request.id },
+      new KeyedMutex(),
+    );
+    const first = handlers.Op({ id: 'a' });
+    await expect(handlers.Op({ id: 'a' })).rejects.toThrow(
+      new LockTimeoutError('an operation on volume a is already in progress'),
+    );
+    expect(await handlers.Op({ id: 'b' })).toBe('b');
+    release();
+    expect(await first).toBe('a');
+    expect(await handlers.Op({ id: 'a' })).toBe('a');
+    expect(order).toEqual(['start a', 'start b', 'start a']);
+  });
+});

@@ -1,0 +1,77 @@
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import {
+  AlreadyExistsError,
+  CommandFailedError,
+  CommandTimeoutError,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  LockTimeoutError,
+  NotFoundError,
+  OutOfSpaceError,
+} from '@lvstamp/core';
+
+/**
+ * A failure the driver decides itself (argument checks, capability gates),
+ * with the gRPC code the CSI spec names for it.
+ */
+export class CsiError extends Error {
+  override readonly name = 'CsiError';
+  readonly code: GrpcStatus;
+
+  constructor(code: GrpcStatus, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+/** `INVALID_ARGUMENT` with a message: the spec's answer to a malformed request. */
+export function invalidArgument(message: string): CsiError {
+  return new CsiError(GrpcStatus.INVALID_ARGUMENT, message);
+}
+
+/** What a failed call sends back: a gRPC code and a one-line message. */
+export interface RpcFailure {
+  readonly code: GrpcStatus;
+  readonly details: string;
+}
+
+/**
+ * The one place where errors become gRPC statuses (STYLE.md "what to take"
+ * 2). Core errors map as follows:
+ *
+ * | core error | gRPC code |
+ * |---|---|
+ * | InvalidArgumentError | INVALID_ARGUMENT |
+ * | NotFoundError | NOT_FOUND |
+ * | AlreadyExistsError | ALREADY_EXISTS |
+ * | OutOfSpaceError | RESOURCE_EXHAUSTED |
+ * | FailedPreconditionError | FAILED_PRECONDITION |
+ * | LockTimeoutError | ABORTED (CSI spec "Concurrency": an operation on the volume is in progress) |
+ * | CommandTimeoutError | DEADLINE_EXCEEDED: the killed step's outcome is unknown and every operation converges when retried; the Kubernetes sidecars read it as "still in progress" and retry |
+ * | CommandFailedError (and UnparseableOutputError) | INTERNAL, with the command's one-line description |
+ *
+ * A CsiError keeps its own code. Anything else is INTERNAL "internal error":
+ * its message and stack trace stay in the log, never in the reply.
+ */
+export function toRpcFailure(error: unknown): RpcFailure {
+  if (error instanceof CsiError) return { code: error.code, details: oneLine(error.message) };
+  const code = coreCode(error);
+  if (code !== null && error instanceof Error) return { code, details: oneLine(error.message) };
+  return { code: GrpcStatus.INTERNAL, details: 'internal error' };
+}
+
+function coreCode(error: unknown): GrpcStatus | null {
+  if (error instanceof InvalidArgumentError) return GrpcStatus.INVALID_ARGUMENT;
+  if (error instanceof NotFoundError) return GrpcStatus.NOT_FOUND;
+  if (error instanceof AlreadyExistsError) return GrpcStatus.ALREADY_EXISTS;
+  if (error instanceof OutOfSpaceError) return GrpcStatus.RESOURCE_EXHAUSTED;
+  if (error instanceof FailedPreconditionError) return GrpcStatus.FAILED_PRECONDITION;
+  if (error instanceof LockTimeoutError) return GrpcStatus.ABORTED;
+  if (error instanceof CommandTimeoutError) return GrpcStatus.DEADLINE_EXCEEDED;
+  if (error instanceof CommandFailedError) return GrpcStatus.INTERNAL;
+  return null;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, '; ').trim();
+}

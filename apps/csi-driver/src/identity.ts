@@ -1,0 +1,44 @@
+import type { DriverConfig } from './config.js';
+import { configuredVolumeGroups } from './config.js';
+import { PLUGIN_CAPABILITIES } from './capabilities.js';
+import type { DriverCore } from './ports.js';
+
+/** What the Identity service needs. */
+export interface IdentityDeps {
+  /** CSI driver name, e.g. `lvstamp.io` (domain-name notation, ≤ 63 characters). */
+  readonly driverName: string;
+  /** From package.json. */
+  readonly version: string;
+  readonly config: DriverConfig;
+  readonly core: Pick<DriverCore, 'lvm'>;
+  /** Told why Probe answered "not ready". */
+  readonly onNotReady?: (reason: string) => void;
+}
+
+/**
+ * The CSI Identity service (CSI spec "Identity Service RPC"): plugin info,
+ * plugin capabilities, and Probe, which is ready only when lvm answers and
+ * every configured volume group exists. An lvm failure fails the call
+ * (spec: an unhealthy plugin answers with an error); a missing volume group
+ * is `ready: false` (still initialising, e.g. the disks are being set up).
+ */
+export function createIdentityService(deps: IdentityDeps) {
+  return {
+    GetPluginInfo: () =>
+      Promise.resolve({ name: deps.driverName, vendor_version: deps.version, manifest: {} }),
+
+    GetPluginCapabilities: () => Promise.resolve({ capabilities: PLUGIN_CAPABILITIES }),
+
+    Probe: async () => {
+      const present = new Set((await deps.core.lvm.listVolumeGroups()).map((vg) => vg.name));
+      const missing = configuredVolumeGroups(deps.config).filter((name) => !present.has(name));
+      if (missing.length > 0) {
+        deps.onNotReady?.(
+          `volume group${missing.length === 1 ? '' : 's'} missing: ${missing.join(', ')}`,
+        );
+        return { ready: { value: false } };
+      }
+      return { ready: { value: true } };
+    },
+  };
+}

@@ -1,0 +1,106 @@
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { DriverConfig } from './config.js';
+import { configuredVolumeGroups } from './config.js';
+import type { DriverCore } from './ports.js';
+
+/**
+ * Prometheus metrics of the driver (issue 3 §1): RPC count and latency by
+ * method and code, volume group size and free bytes, volumes per device
+ * class. The volume figures are asked from lvm at scrape time (no cache).
+ */
+export class DriverMetrics {
+  readonly registry = new Registry();
+  readonly #rpcs: Counter<'method' | 'code'>;
+  readonly #latency: Histogram<'method' | 'code'>;
+
+  constructor(deps: { readonly config: DriverConfig; readonly core: Pick<DriverCore, 'lvm'> }) {
+    this.#rpcs = new Counter({
+      name: 'lvstamp_csi_rpc_total',
+      help: 'CSI calls served, by method and gRPC code',
+      labelNames: ['method', 'code'],
+      registers: [this.registry],
+    });
+    this.#latency = new Histogram({
+      name: 'lvstamp_csi_rpc_duration_seconds',
+      help: 'CSI call latency in seconds, by method and gRPC code',
+      labelNames: ['method', 'code'],
+      buckets: [0.001, 0.005, 0.025, 0.1, 0.25, 1, 2.5, 10, 60],
+      registers: [this.registry],
+    });
+    const groups = configuredVolumeGroups(deps.config);
+    const { lvm } = deps.core;
+    new Gauge({
+      name: 'lvstamp_volume_group_size_bytes',
+      help: 'Size of each configured volume group in bytes',
+      labelNames: ['volume_group'],
+      registers: [this.registry],
+      async collect() {
+        for (const vg of await lvm.listVolumeGroups()) {
+          if (groups.includes(vg.name)) this.set({ volume_group: vg.name }, vg.sizeBytes);
+        }
+      },
+    });
+    new Gauge({
+      name: 'lvstamp_volume_group_free_bytes',
+      help: 'Free bytes of each configured volume group',
+      labelNames: ['volume_group'],
+      registers: [this.registry],
+      async collect() {
+        for (const vg of await lvm.listVolumeGroups()) {
+          if (groups.includes(vg.name)) this.set({ volume_group: vg.name }, vg.freeBytes);
+        }
+      },
+    });
+    new Gauge({
+      name: 'lvstamp_volumes',
+      help: 'lvstamp volumes per device class (by the class volume group)',
+      labelNames: ['device_class'],
+      registers: [this.registry],
+      async collect() {
+        const volumes = await lvm.listVolumes();
+        for (const deviceClass of deps.config.deviceClasses.values()) {
+          const count = volumes.filter(
+            (v) => v.vgName === deviceClass.volumeGroup && !v.creating,
+          ).length;
+          this.set({ device_class: deviceClass.name }, count);
+        }
+      },
+    });
+  }
+
+  /** Counts one call; `seconds` is its duration. */
+  observeRpc(method: string, code: string, seconds: number): void {
+    this.#rpcs.inc({ method, code });
+    this.#latency.observe({ method, code }, seconds);
+  }
+
+  /**
+   * Serves `GET /metrics` on `host:port` (port 0: any free port).
+   * @returns the HTTP server and the port it listens on.
+   */
+  async serve(address: string): Promise<{ server: Server; port: number }> {
+    const colon = address.lastIndexOf(':');
+    const host = colon <= 0 ? '0.0.0.0' : address.slice(0, colon);
+    const port = Number(address.slice(colon + 1));
+    const server = createHttpServer((req, res) => {
+      if (req.url !== '/metrics') {
+        res.writeHead(404).end('not found\n');
+        return;
+      }
+      this.registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(text),
+        (error: unknown) =>
+          res
+            .writeHead(500)
+            .end(`metrics failed: ${error instanceof Error ? error.message : 'unknown'}\n`),
+      );
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, resolve);
+    });
+    const bound = server.address();
+    return { server, port: typeof bound === 'object' && bound !== null ? bound.port : port };
+  }
+}

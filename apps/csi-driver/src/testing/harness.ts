@@ -1,0 +1,371 @@
+// Test helpers: a fake core at the DriverCore interface and a real gRPC
+// server + client pair on 127.0.0.1 (excluded from the build).
+import { Writable } from 'node:stream';
+import * as grpc from '@grpc/grpc-js';
+import {
+  AlreadyExistsError,
+  FailedPreconditionError,
+  NotFoundError,
+  volumeIdForName,
+  type DataDevice,
+  type MountInfoEntry,
+  type Volume,
+  type VolumeGroup,
+  type VolumeStatus,
+} from '@lvstamp/core';
+import { parseConfig, type DriverConfig } from '../config.js';
+import { createLogger } from '../log.js';
+import type { DriverCore, NodePaths, PathKind } from '../ports.js';
+import { loadCsiServices } from '../proto.js';
+import { createServer, type DriverServer } from '../server.js';
+
+export const MIB = 1024 * 1024;
+export const GIB = 1024 * MIB;
+export const NODE_ID = 'node-a';
+export const OWNER_ID = 'ab'.repeat(16);
+
+export const CONFIG_YAML = `
+deviceClasses:
+  fast: { volumeGroup: vg0, wipe: discard, default: true }
+  secure: { volumeGroup: vg1, wipe: zero, fsTypes: [xfs] }
+`;
+
+export function testConfig(): DriverConfig {
+  return parseConfig(CONFIG_YAML);
+}
+
+export function makeVolume(name: string, capacityBytes: number, vgName = 'vg0'): Volume {
+  const volumeId = volumeIdForName(name);
+  return {
+    vgName,
+    lvName: `lvstamp_${volumeId}`,
+    lvUuid: 'uuid-1',
+    sizeBytes: capacityBytes + MIB,
+    attr: '-wi-a-----',
+    active: true,
+    open: false,
+    kernelMajor: 253,
+    kernelMinor: 1,
+    dmPath: `/dev/mapper/${vgName}-lvstamp_${volumeId}`,
+    createdAtMs: 0,
+    tags: ['lvstamp'],
+    volumeId,
+    creating: false,
+    capacityBytes,
+  };
+}
+
+type Call = readonly [string, ...unknown[]];
+
+/** An in-memory core: volumes, volume groups, data devices, a mount table. */
+export class FakeCore implements DriverCore {
+  groups: VolumeGroup[] = [
+    {
+      name: 'vg0',
+      uuid: 'g0',
+      sizeBytes: 10 * GIB,
+      freeBytes: 8 * GIB,
+      extentSizeBytes: 4 * MIB,
+      tags: [],
+    },
+    {
+      name: 'vg1',
+      uuid: 'g1',
+      sizeBytes: 4 * GIB,
+      freeBytes: 4 * GIB,
+      extentSizeBytes: 4 * MIB,
+      tags: [],
+    },
+  ];
+  readonly store = new Map<string, { volume: Volume; name: string }>();
+  readonly devices = new Map<string, DataDevice>();
+  mountTable: MountInfoEntry[] = [];
+  readonly calls: Call[] = [];
+  /** When set, `create` waits for it (to hold the per-volume lock). */
+  createGate: Promise<void> | null = null;
+  /** Thrown by the next call of the named method. */
+  failNext = new Map<string, Error>();
+
+  #maybeFail(method: string): void {
+    const error = this.failNext.get(method);
+    if (error !== undefined) {
+      this.failNext.delete(method);
+      throw error;
+    }
+  }
+
+  #status(volume: Volume): VolumeStatus {
+    const device = this.devices.get(volume.volumeId) ?? null;
+    return {
+      volume,
+      header: { status: 'unreadable', reason: 'fake' },
+      name: this.store.get(volume.volumeId)?.name ?? null,
+      dataDevice: device === null ? null : { ...device, openCount: 0 },
+      mountPoints: [],
+    };
+  }
+
+  add(name: string, capacityBytes: number, vgName = 'vg0'): Volume {
+    const volume = makeVolume(name, capacityBytes, vgName);
+    this.store.set(volume.volumeId, { volume, name });
+    return volume;
+  }
+
+  readonly volumes: DriverCore['volumes'] = {
+    create: async (request) => {
+      this.calls.push(['create', request]);
+      if (this.createGate !== null) await this.createGate;
+      this.#maybeFail('create');
+      const id = volumeIdForName(request.name);
+      const existing = this.store.get(id);
+      const extent = 4 * MIB;
+      const capacity = Math.ceil((request.requiredBytes + MIB) / extent) * extent - MIB;
+      if (existing !== undefined) {
+        const v = existing.volume;
+        if (
+          v.vgName !== request.vgName ||
+          v.capacityBytes < request.requiredBytes ||
+          (request.limitBytes !== undefined && v.capacityBytes > request.limitBytes)
+        ) {
+          throw new AlreadyExistsError(`volume "${request.name}" exists with a different size`);
+        }
+        return this.#status(v);
+      }
+      return this.#status(this.add(request.name, capacity, request.vgName));
+    },
+    status: (volumeId) => {
+      const entry = this.store.get(volumeId);
+      if (entry === undefined)
+        return Promise.reject(new NotFoundError(`volume ${volumeId} does not exist`));
+      return Promise.resolve(this.#status(entry.volume));
+    },
+    attach: (volumeId) => {
+      this.calls.push(['attach', volumeId]);
+      const device = { path: `/dev/mapper/lvstamp-${volumeId}`, major: 253, minor: 7 };
+      this.devices.set(volumeId, device);
+      return Promise.resolve(device);
+    },
+    detach: (volumeId) => {
+      this.calls.push(['detach', volumeId]);
+      return Promise.resolve({ removed: this.devices.delete(volumeId) });
+    },
+    expand: (volumeId, requiredBytes, options) => {
+      this.calls.push(['expand', volumeId, requiredBytes, options]);
+      const entry = this.store.get(volumeId);
+      if (entry === undefined)
+        return Promise.reject(new NotFoundError(`volume ${volumeId} does not exist`));
+      const capacityBytes = Math.max(entry.volume.capacityBytes, requiredBytes);
+      entry.volume = { ...entry.volume, capacityBytes, sizeBytes: capacityBytes + MIB };
+      return Promise.resolve({ status: this.#status(entry.volume), filesystemGrown: null });
+    },
+    delete: (volumeId, options) => {
+      this.calls.push(['delete', volumeId, options]);
+      this.#maybeFail('delete');
+      return Promise.resolve({ existed: this.store.delete(volumeId) });
+    },
+  };
+
+  readonly lvm: DriverCore['lvm'] = {
+    listVolumeGroups: () => {
+      this.#maybeFail('listVolumeGroups');
+      return Promise.resolve(this.groups);
+    },
+    capacity: (vgName) => {
+      const vg = this.groups.find((g) => g.name === vgName);
+      if (vg === undefined)
+        return Promise.reject(new NotFoundError(`volume group ${vgName} does not exist`));
+      return Promise.resolve({
+        vgName,
+        totalBytes: vg.sizeBytes,
+        freeBytes: vg.freeBytes,
+        maximumVolumeBytes: vg.freeBytes - MIB,
+      });
+    },
+    findVolume: (volumeId) => {
+      this.#maybeFail('findVolume');
+      return Promise.resolve(this.store.get(volumeId)?.volume ?? null);
+    },
+    listVolumes: () => Promise.resolve([...this.store.values()].map((e) => e.volume)),
+  };
+
+  readonly filesystems: DriverCore['filesystems'] = {
+    format: (device, fsType) => {
+      this.calls.push(['format', device, fsType]);
+      this.#maybeFail('format');
+      return Promise.resolve({ changed: true });
+    },
+    mount: (device, target, options) => {
+      this.calls.push(['mount', device, target, options]);
+      this.mountTable.push(mountEntry(target, 253, 7, false));
+      return Promise.resolve({ changed: true });
+    },
+    bindMount: (source, target, options) => {
+      this.calls.push(['bindMount', source, target, options]);
+      this.#maybeFail('bindMount');
+      return Promise.resolve({ changed: true });
+    },
+    unmount: (target) => {
+      this.calls.push(['unmount', target]);
+      this.#maybeFail('unmount');
+      this.mountTable = this.mountTable.filter((m) => m.mountPoint !== target);
+      return Promise.resolve({ changed: true });
+    },
+    usage: (path) => {
+      this.calls.push(['usage', path]);
+      return Promise.resolve({
+        totalBytes: 2 ** 40,
+        availableBytes: 2 ** 39,
+        usedBytes: 2 ** 39,
+        totalInodes: 1000,
+        freeInodes: 900,
+      });
+    },
+    mounts: () => Promise.resolve(this.mountTable),
+  };
+}
+
+export function mountEntry(
+  mountPoint: string,
+  major: number,
+  minor: number,
+  ro: boolean,
+): MountInfoEntry {
+  return {
+    mountId: 100,
+    parentId: 1,
+    major,
+    minor,
+    root: '/',
+    mountPoint,
+    mountOptions: [ro ? 'ro' : 'rw'],
+    optionalFields: [],
+    fsType: 'ext4',
+    source: '/dev/mapper/x',
+    superOptions: ['rw'],
+  };
+}
+
+/** NodePaths over a map of path → kind, recording what was made and removed. */
+export class FakePaths implements NodePaths {
+  readonly kinds = new Map<string, PathKind>();
+  readonly log: string[] = [];
+  kind(path: string): Promise<PathKind> {
+    return Promise.resolve(this.kinds.get(path) ?? 'missing');
+  }
+  ensureDirectory(path: string): Promise<void> {
+    this.log.push(`mkdir ${path}`);
+    this.kinds.set(path, 'directory');
+    return Promise.resolve();
+  }
+  ensureFile(path: string): Promise<void> {
+    this.log.push(`touch ${path}`);
+    this.kinds.set(path, 'file');
+    return Promise.resolve();
+  }
+  remove(path: string): Promise<void> {
+    this.log.push(`remove ${path}`);
+    this.kinds.delete(path);
+    return Promise.resolve();
+  }
+}
+
+/** Collects log lines written by pino. */
+export class LogSink extends Writable {
+  readonly lines: Record<string, unknown>[] = [];
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: () => void): void {
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (line.trim() !== '') this.lines.push(JSON.parse(line) as Record<string, unknown>);
+    }
+    callback();
+  }
+}
+
+type Client = grpc.Client & Record<string, unknown>;
+
+/** A running driver with fake core, and clients for its three services. */
+export interface Harness {
+  readonly core: FakeCore;
+  readonly paths: FakePaths;
+  readonly logs: LogSink;
+  readonly server: DriverServer;
+  readonly address: string;
+  call(
+    service: 'Identity' | 'Controller' | 'Node',
+    method: string,
+    request: object,
+  ): Promise<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+export async function startHarness(
+  options: { endpoint?: string; core?: FakeCore; config?: DriverConfig } = {},
+): Promise<Harness> {
+  const core = options.core ?? new FakeCore();
+  const paths = new FakePaths();
+  const logs = new LogSink();
+  const server = createServer({
+    endpoint: options.endpoint ?? 'tcp://127.0.0.1:0',
+    driverName: 'lvstamp.io',
+    version: '0.1.0',
+    nodeId: NODE_ID,
+    ownerId: OWNER_ID,
+    config: options.config ?? testConfig(),
+    core,
+    paths,
+    logger: createLogger('info', logs),
+  });
+  const address = await server.start();
+  const services = loadCsiServices();
+  const clients = {
+    Identity: new services.Identity(address, grpc.credentials.createInsecure()) as Client,
+    Controller: new services.Controller(address, grpc.credentials.createInsecure()) as Client,
+    Node: new services.Node(address, grpc.credentials.createInsecure()) as Client,
+  };
+  return {
+    core,
+    paths,
+    logs,
+    server,
+    address,
+    call: (service, method, request) =>
+      new Promise((resolve, reject) => {
+        const fn = clients[service][method] as (
+          req: object,
+          cb: (error: grpc.ServiceError | null, response: Record<string, unknown>) => void,
+        ) => void;
+        fn.call(clients[service], request, (error, response) => {
+          if (error) reject(error);
+          else resolve(response);
+        });
+      }),
+    close: async () => {
+      for (const client of Object.values(clients)) client.close();
+      await server.stop(1000);
+    },
+  };
+}
+
+/** The gRPC code name a call failed with (or "OK"). */
+export async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+    return 'OK';
+  } catch (error) {
+    return grpc.status[(error as grpc.ServiceError).code];
+  }
+}
+
+/** The failure of a call: its code name and details. */
+export async function failureOf(
+  promise: Promise<unknown>,
+): Promise<{ code: string; details: string }> {
+  try {
+    await promise;
+  } catch (error) {
+    const e = error as grpc.ServiceError;
+    return { code: grpc.status[e.code], details: e.details };
+  }
+  throw new Error('the call succeeded');
+}
+
+export { FailedPreconditionError };
