@@ -1,0 +1,226 @@
+import { describe, expect, it } from 'vitest';
+import { FakeKube } from './testing/fake-kube.js';
+import { FakeNode } from './testing/fake-node.js';
+import { testDeps } from './testing/deps.js';
+import { runGc } from './program.js';
+import { buildNodeJob, nodeJobName } from './jobs.js';
+import { resolveClusterConfig, withEnvironment, type RawClusterOptions } from './config.js';
+import { REPORT_ANNOTATION } from './node-run.js';
+import type { ClusterReport } from './cluster-run.js';
+
+const OWNER = 'ab'.repeat(16);
+const NOW = Date.parse('2025-06-01T12:00:00Z');
+const ARGS = [
+  'cluster',
+  '--json',
+  '--namespace',
+  'gc',
+  '--image',
+  'img:1',
+  '--owner-id',
+  OWNER,
+  '--owner-job-name',
+  'parent',
+  '--owner-job-uid',
+  'puid',
+  '--poll-interval',
+  '10s',
+  '--wait-timeout',
+  '1m',
+];
+
+function config() {
+  return resolveClusterConfig(
+    withEnvironment<RawClusterOptions>(
+      {
+        json: false,
+        namespace: 'gc',
+        image: 'img:1',
+        ownerId: OWNER,
+        ownerJobName: 'parent',
+        ownerJobUid: 'puid',
+        apply: true,
+      },
+      {},
+    ),
+    {},
+  );
+}
+
+describe('per-node Job', () => {
+  it('is pinned to the node, tolerates taints, is owned by the CronJob’s Job and carries the policy', () => {
+    const job = buildNodeJob(config(), 'worker-1.example.com') as {
+      metadata: { name: string; ownerReferences: unknown };
+      spec: {
+        backoffLimit: number;
+        activeDeadlineSeconds: number;
+        template: {
+          spec: {
+            affinity: unknown;
+            tolerations: unknown;
+            containers: { args: string[]; env: unknown }[];
+          };
+        };
+      };
+    };
+    expect(job.metadata.name).toBe(nodeJobName(config(), 'worker-1.example.com'));
+    expect(job.metadata.name).toMatch(/^lvstamp-gc-worker-1-example-com-[0-9a-f]{10}$/);
+    expect(job.metadata.ownerReferences).toEqual([
+      { apiVersion: 'batch/v1', kind: 'Job', name: 'parent', uid: 'puid' },
+    ]);
+    expect(job.spec).toMatchObject({ backoffLimit: 0, activeDeadlineSeconds: 1200 });
+    const pod = job.spec.template.spec;
+    expect(pod.affinity).toEqual({
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [
+            {
+              matchExpressions: [
+                { key: 'kubernetes.io/hostname', operator: 'In', values: ['worker-1.example.com'] },
+              ],
+            },
+          ],
+        },
+      },
+    });
+    expect(pod.tolerations).toEqual([{ operator: 'Exists' }]);
+    expect(pod.containers[0]?.args).toEqual([
+      'node',
+      '--driver-name',
+      'lvstamp.io',
+      '--min-age',
+      '3600000ms',
+      '--max-delete',
+      '10',
+      '--max-delete-percent',
+      '50',
+      '--page-size',
+      '500',
+      '--request-timeout',
+      '30000ms',
+      '--events-namespace',
+      'default',
+      '--report-job',
+      `gc/${job.metadata.name}`,
+      '--log-level',
+      'info',
+      '--apply',
+    ]);
+    expect(pod.containers[0]?.env).toEqual([
+      { name: 'LVSTAMP_OWNER_ID', value: OWNER },
+      { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+    ]);
+  });
+
+  it('names stay within 63 characters for long node names', () => {
+    expect(nodeJobName(config(), 'n'.repeat(253)).length).toBeLessThanOrEqual(63);
+  });
+});
+
+describe('lvstamp-gc cluster (fake API)', () => {
+  it('starts a Job per driver node, waits, and exits 1 when a node failed or timed out', async () => {
+    const kube = new FakeKube();
+    kube.csiNodes = [
+      { name: 'a', drivers: ['lvstamp.io'] },
+      { name: 'b', drivers: ['other'] },
+      { name: 'c', drivers: ['lvstamp.io'] },
+      { name: 'd', drivers: ['lvstamp.io'] },
+    ];
+    const base = testDeps(kube, new FakeNode(), { nowMs: NOW });
+    let polls = 0;
+    const deps = {
+      ...base,
+      sleep: async (ms: number) => {
+        await base.sleep(ms);
+        polls += 1;
+        if (polls !== 1) return;
+        const [a, c] = [nodeJobName(config(), 'a'), nodeJobName(config(), 'c')];
+        await kube.annotateJob('gc', a, {
+          [REPORT_ANNOTATION]: JSON.stringify({
+            node: 'a',
+            status: 'ok',
+            kept: 2,
+            warnings: 1,
+            planned: 1,
+            removed: 0,
+            skipped: 1,
+            errors: 0,
+          }),
+        });
+        kube.finishJob(a, 'complete');
+        kube.finishJob(
+          c,
+          'failed',
+          'DeadlineExceeded: Job was active longer than specified deadline',
+        );
+      },
+    };
+    const code = await runGc(ARGS, deps);
+    expect(code).toBe(1);
+    expect(deps.err()).toBe('lvstamp-gc: 2 node(s) failed; see the report above\n');
+    const report = JSON.parse(deps.out()) as ClusterReport;
+    expect(report.nodes.map((n) => [n.node, n.status, n.error])).toEqual([
+      ['a', 'ok', null],
+      [
+        'c',
+        'failed',
+        'job failed: DeadlineExceeded: Job was active longer than specified deadline',
+      ],
+      ['d', 'timed-out', `job ${nodeJobName(config(), 'd')} did not finish within 60 s`],
+    ]);
+    expect(report.totals).toEqual({
+      kept: 2,
+      warnings: 1,
+      planned: 1,
+      removed: 0,
+      skipped: 1,
+      errors: 2,
+    });
+    expect([...kube.jobs.keys()].sort()).toEqual(
+      ['a', 'c', 'd'].map((n) => nodeJobName(config(), n)).sort(),
+    );
+  });
+
+  it('adopts a Job that exists already (a retried cluster pod) instead of failing', async () => {
+    const kube = new FakeKube();
+    kube.csiNodes = [{ name: 'a', drivers: ['lvstamp.io'] }];
+    const name = nodeJobName(config(), 'a');
+    await kube.createJob('gc', { metadata: { name } });
+    await kube.annotateJob('gc', name, {
+      [REPORT_ANNOTATION]: JSON.stringify({
+        node: 'a',
+        status: 'ok',
+        kept: 0,
+        warnings: 0,
+        planned: 0,
+        removed: 0,
+        skipped: 0,
+        errors: 0,
+      }),
+    });
+    kube.finishJob(name, 'complete');
+    const deps = testDeps(kube, new FakeNode(), { nowMs: NOW });
+    expect(await runGc(ARGS, deps)).toBe(0);
+    expect(deps.err()).toBe('');
+  });
+
+  it('a CSINode list that fails starts nothing', async () => {
+    const kube = new FakeKube();
+    kube.csiNodes = [{ name: 'a', drivers: ['lvstamp.io'] }];
+    kube.failOn('listCsiNodes', 1, 403, 'csinodes.storage.k8s.io is forbidden');
+    const deps = testDeps(kube, new FakeNode(), { nowMs: NOW });
+    expect(await runGc(ARGS, deps)).toBe(1);
+    expect(deps.err()).toMatch(/forbidden \(HTTP 403\).*csinodes\.storage\.k8s\.io is forbidden/);
+    expect(kube.jobs.size).toBe(0);
+  });
+
+  it('requires the image and a namespace, with clear messages', async () => {
+    const deps = testDeps(new FakeKube(), new FakeNode(), { nowMs: NOW });
+    expect(await runGc(['cluster', '--owner-job-name', 'x'], deps)).toBe(2);
+    expect(deps.err()).toBe(
+      'lvstamp-gc: --namespace / POD_NAMESPACE: the namespace of the per-node Jobs is required (a namespace name), got ""; ' +
+        '--image / LVSTAMP_GC_IMAGE: the container image of the per-node Jobs is required (normally the same image as the CronJob); ' +
+        '--owner-job-name and --owner-job-uid (LVSTAMP_GC_OWNER_JOB_NAME, LVSTAMP_GC_OWNER_JOB_UID) go together: set both (from the pod labels job-name and controller-uid) or neither\n',
+    );
+  });
+});

@@ -1,0 +1,127 @@
+import {
+  CommandFailedError,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  LockTimeoutError,
+  LvstampError,
+} from '@lvstamp/core';
+
+/** Exit codes of `lvstamp-gc`: 0 ok, 1 the run failed or was refused, 2 bad usage or configuration. */
+export const EXIT_OK = 0;
+export const EXIT_FAILED = 1;
+export const EXIT_USAGE = 2;
+
+/** Why a Kubernetes API call failed, in the words the run's abort message uses. */
+export type KubeFailureKind =
+  | 'forbidden'
+  | 'unauthorized'
+  | 'expired'
+  | 'not-found'
+  | 'conflict'
+  | 'invalid'
+  | 'timeout'
+  | 'unavailable'
+  | 'server-error'
+  | 'other';
+
+/**
+ * A Kubernetes API call failed (HTTP status ≥ 400, a network error, or the
+ * per-request deadline). Any list failure aborts a node's run before
+ * anything is deleted (issue 4: "a partial list is never a full list").
+ */
+export class KubeApiError extends Error {
+  override readonly name = 'KubeApiError';
+  /** HTTP status, or null when no response arrived (network error, timeout). */
+  readonly status: number | null;
+  readonly kind: KubeFailureKind;
+  /** e.g. `list persistentvolumes`. */
+  readonly operation: string;
+
+  constructor(operation: string, status: number | null, detail: string, options?: ErrorOptions) {
+    const kind = kindOf(status, detail);
+    super(
+      `cannot ${operation}: ${describeKind(kind, status)}${detail ? `: ${detail}` : ''}`,
+      options,
+    );
+    this.operation = operation;
+    this.status = status;
+    this.kind = kind;
+  }
+}
+
+/** The configuration (flags, environment) is invalid: exit 2 with the message. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** A failure already reported on stdout (some removals or nodes failed): exit 1 with a summary. */
+export class ReportedFailure extends Error {
+  override readonly name = 'ReportedFailure';
+}
+
+function kindOf(status: number | null, detail: string): KubeFailureKind {
+  if (status === null) return /timed out|abort/i.test(detail) ? 'timeout' : 'unavailable';
+  if (status === 401) return 'unauthorized';
+  if (status === 403) return 'forbidden';
+  if (status === 404) return 'not-found';
+  if (status === 409) return 'conflict';
+  if (status === 410) return 'expired';
+  if (status === 422 || status === 400) return 'invalid';
+  if (status === 408 || status === 504) return 'timeout';
+  if (status === 503) return 'unavailable';
+  if (status >= 500) return 'server-error';
+  return 'other';
+}
+
+function describeKind(kind: KubeFailureKind, status: number | null): string {
+  const code = status === null ? '' : ` (HTTP ${status})`;
+  switch (kind) {
+    case 'forbidden':
+      return `forbidden${code}; the ServiceAccount lacks this permission (see deploy/kubernetes/gc/rbac.yaml)`;
+    case 'unauthorized':
+      return `unauthorized${code}; the credentials were rejected`;
+    case 'expired':
+      return `the list's continue token expired${code}; the list changed too much while it was read`;
+    case 'not-found':
+      return `not found${code}`;
+    case 'conflict':
+      return `already exists or changed${code}`;
+    case 'invalid':
+      return `rejected as invalid${code}`;
+    case 'timeout':
+      return `timed out${code}`;
+    case 'unavailable':
+      return `API server unreachable or unavailable${code}`;
+    case 'server-error':
+      return `API server error${code}`;
+    case 'other':
+      return `failed${code}`;
+  }
+}
+
+/**
+ * The one place where errors become exit codes and one-line messages
+ * (STYLE.md 2). Bad configuration exits 2; every known failure exits 1;
+ * anything unrecognised is an internal error without a stack trace.
+ */
+export function describeFailure(error: unknown): { exitCode: number; message: string } {
+  if (error instanceof ConfigError || error instanceof InvalidArgumentError) {
+    return { exitCode: EXIT_USAGE, message: oneLine(error.message) };
+  }
+  if (
+    error instanceof ReportedFailure ||
+    error instanceof KubeApiError ||
+    error instanceof FailedPreconditionError ||
+    error instanceof LockTimeoutError ||
+    error instanceof CommandFailedError ||
+    error instanceof LvstampError
+  ) {
+    return { exitCode: EXIT_FAILED, message: oneLine(error.message) };
+  }
+  const text = error instanceof Error ? error.message : String(error);
+  return { exitCode: EXIT_FAILED, message: `internal error: ${oneLine(text)}` };
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, '; ').trim();
+}

@@ -1,0 +1,157 @@
+import { createHash } from 'node:crypto';
+import type { ClusterConfig } from './config.js';
+
+/** Label on every per-node Job (and its pods) that `lvstamp-gc cluster` creates. */
+export const NODE_JOB_LABEL = 'app.kubernetes.io/component';
+export const NODE_JOB_LABEL_VALUE = 'lvstamp-gc-node';
+/** Label with the node a per-node Job runs on (truncated to 63 characters). */
+export const NODE_LABEL = 'lvstamp.io/gc-node';
+
+/** Host paths the per-node Job mounts: what lvm2 and device-mapper need, and the shared host lock. */
+export const NODE_JOB_HOST_PATHS: readonly { name: string; path: string; type: string }[] = [
+  { name: 'dev', path: '/dev', type: 'Directory' },
+  { name: 'sys', path: '/sys', type: 'Directory' },
+  { name: 'lvm-config', path: '/etc/lvm', type: 'DirectoryOrCreate' },
+  { name: 'lvm-run', path: '/run/lvm', type: 'DirectoryOrCreate' },
+  { name: 'host-lock', path: '/run/lock/lvstamp', type: 'DirectoryOrCreate' },
+];
+
+/**
+ * The name of the per-node Job for `node`: `lvstamp-gc-<node, cut>-<hash>`,
+ * at most 63 characters (a Job name becomes its pods' `job-name` label).
+ * The hash covers the owner Job's UID and the node, so each CronJob run has
+ * its own Jobs and a retried `cluster` pod finds the ones it made.
+ */
+export function nodeJobName(config: Pick<ClusterConfig, 'ownerJob'>, node: string): string {
+  const hash = createHash('sha256')
+    .update(`${config.ownerJob?.uid ?? 'no-owner'}/${node}`)
+    .digest('hex')
+    .slice(0, 10);
+  const readable = node
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, '-')
+    .slice(0, 40)
+    .replace(/-+$/, '');
+  return `lvstamp-gc-${readable}-${hash}`.replace(/--+/g, '-');
+}
+
+/** The `lvstamp-gc node` arguments that carry the cluster run's policy to one node. */
+export function nodeArgs(config: ClusterConfig, jobName: string): string[] {
+  return [
+    'node',
+    '--driver-name',
+    config.driverName,
+    '--min-age',
+    `${config.minAgeMs}ms`,
+    '--max-delete',
+    String(config.maxDeletions),
+    '--max-delete-percent',
+    String(config.maxDeletionPercent),
+    '--page-size',
+    String(config.pageSize),
+    '--request-timeout',
+    `${config.requestTimeoutMs}ms`,
+    '--events-namespace',
+    config.eventsNamespace,
+    '--report-job',
+    `${config.namespace}/${jobName}`,
+    '--log-level',
+    config.logLevel,
+    ...(config.apply ? ['--apply'] : []),
+    ...(config.allowEmptyLiveSet ? ['--allow-empty-live-set'] : []),
+  ];
+}
+
+/**
+ * The batch/v1 Job that runs `lvstamp-gc node` on `node` (issue 4 §1):
+ * - pinned by required node affinity on `kubernetes.io/hostname` (the
+ *   well-known label; equal to the node name on every common distribution);
+ * - tolerates every taint (`operator: Exists`), as node-local storage
+ *   daemons do, so tainted nodes are collected too;
+ * - privileged, with host /dev, /sys, /etc/lvm, /run/lvm and the host lock
+ *   directory /run/lock/lvstamp shared with the driver and the CLI;
+ * - owned by the CronJob's own Job (`ownerReferences`, not a controller
+ *   reference), so Kubernetes' garbage collector removes it with that Job;
+ * - `backoffLimit: 0` (a failed GC run is reported, not retried blindly) and
+ *   `activeDeadlineSeconds` from `nodeJobDeadlineMs`.
+ * The owner ID reaches the pod as LVSTAMP_OWNER_ID, NODE_NAME from the
+ * downward API (`spec.nodeName`).
+ */
+export function buildNodeJob(config: ClusterConfig, node: string): Record<string, unknown> {
+  const name = nodeJobName(config, node);
+  const labels = {
+    'app.kubernetes.io/name': 'lvstamp',
+    [NODE_JOB_LABEL]: NODE_JOB_LABEL_VALUE,
+    [NODE_LABEL]: node.slice(0, 63).replace(/[^A-Za-z0-9]+$/, ''),
+  };
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: {
+      name,
+      namespace: config.namespace,
+      labels,
+      ...(config.ownerJob === null
+        ? {}
+        : {
+            ownerReferences: [
+              {
+                apiVersion: 'batch/v1',
+                kind: 'Job',
+                name: config.ownerJob.name,
+                uid: config.ownerJob.uid,
+              },
+            ],
+          }),
+    },
+    spec: {
+      backoffLimit: 0,
+      activeDeadlineSeconds: Math.max(1, Math.ceil(config.nodeJobDeadlineMs / 1000)),
+      template: {
+        metadata: { labels },
+        spec: {
+          restartPolicy: 'Never',
+          serviceAccountName: config.serviceAccount,
+          affinity: {
+            nodeAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: {
+                nodeSelectorTerms: [
+                  {
+                    matchExpressions: [
+                      { key: 'kubernetes.io/hostname', operator: 'In', values: [node] },
+                    ],
+                  },
+                ],
+              },
+            },
+          },
+          tolerations: [{ operator: 'Exists' }],
+          containers: [
+            {
+              name: 'gc',
+              image: config.image,
+              ...(config.imagePullPolicy === null
+                ? {}
+                : { imagePullPolicy: config.imagePullPolicy }),
+              args: nodeArgs(config, name),
+              env: [
+                { name: 'LVSTAMP_OWNER_ID', value: config.ownerId },
+                { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+              ],
+              securityContext: { privileged: true },
+              volumeMounts: NODE_JOB_HOST_PATHS.map((h) => ({
+                name: h.name,
+                mountPath: h.path,
+                ...(h.name === 'dev' ? { mountPropagation: 'HostToContainer' } : {}),
+              })),
+            },
+          ],
+          volumes: NODE_JOB_HOST_PATHS.map((h) => ({
+            name: h.name,
+            hostPath: { path: h.path, type: h.type },
+          })),
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,421 @@
+/* eslint-disable @typescript-eslint/no-unsafe-class-instance-assignment --
+   @kubernetes/client-node's models are plain data classes; the API serializes object literals. */
+// lvstamp-gc against a real kube-apiserver v1.20 + etcd on 127.0.0.1 (test/kube/start.sh),
+// one server for this file. The node's core is a fake (no device-mapper here); everything
+// Kubernetes is real: validation, RBAC with the deploy/ manifests, pagination, Jobs, Events.
+import {
+  BatchV1Api,
+  CoreV1Api,
+  KubernetesObjectApi,
+  StorageV1Api,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
+import { volumeIdForName } from '@lvstamp/core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createKubeApi } from './kube/client.js';
+import type { KubeApi } from './kube/api.js';
+import { loadGcManifests } from './testing/manifests.js';
+import { REPORT_ANNOTATION, type NodeReport } from './node-run.js';
+import type { ClusterReport } from './cluster-run.js';
+import { runGc } from './program.js';
+import { testDeps } from './testing/deps.js';
+import { FakeNode } from './testing/fake-node.js';
+import { startKubeServer, type KubeServer } from './testing/kube-server.js';
+
+const OWNER = 'ab'.repeat(16);
+const HOUR = 3_600_000;
+const NS = 'lvstamp-system';
+const AUDIENCE = 'https://kubernetes.default.svc.cluster.local';
+
+let kapi: KubeServer;
+let core: CoreV1Api;
+let storage: StorageV1Api;
+let batch: BatchV1Api;
+
+beforeAll(async () => {
+  kapi = await startKubeServer(inject('kapiHome'));
+  process.stderr.write(`kube-apiserver started in ${kapi.startSeconds.toFixed(1)} s\n`);
+  core = kapi.admin.makeApiClient(CoreV1Api);
+  storage = kapi.admin.makeApiClient(StorageV1Api);
+  batch = kapi.admin.makeApiClient(BatchV1Api);
+  await core.createNamespace({ body: { metadata: { name: NS } } });
+  const objects = kapi.admin.makeApiClient(KubernetesObjectApi);
+  for (const o of await loadGcManifests()) {
+    if (o.kind !== 'CronJob') await objects.create(o);
+  }
+}, 300_000);
+
+afterAll(async () => {
+  await kapi.stop();
+});
+
+function api(kc = kapi.admin): KubeApi {
+  return createKubeApi(kc, { requestTimeoutMs: 5000 });
+}
+
+async function createPv(name: string, phase: string | null, driver = 'lvstamp.io') {
+  await core.createPersistentVolume({
+    body: {
+      metadata: { name },
+      spec: {
+        capacity: { storage: '1Gi' },
+        accessModes: ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: 'Retain',
+        csi: { driver, volumeHandle: volumeIdForName(name), fsType: 'ext4' },
+      },
+    },
+  });
+  if (phase !== null) {
+    const pv = await core.readPersistentVolume({ name });
+    pv.status = { phase };
+    await core.replacePersistentVolumeStatus({ name, body: pv });
+  }
+}
+
+async function saToken(name: string): Promise<string> {
+  const request = await core.createNamespacedServiceAccountToken({
+    name,
+    namespace: NS,
+    body: { spec: { audiences: [AUDIENCE], expirationSeconds: 3600 } },
+  });
+  return request.status?.token ?? '';
+}
+
+async function runNodeJson(kube: KubeApi, node: FakeNode, nowMs: number, args: string[]) {
+  const deps = testDeps(kube, node, { nowMs });
+  const code = await runGc(
+    ['node', '--owner-id', OWNER, '--node-name', 'node-1', '--json', ...args],
+    deps,
+  );
+  return {
+    code,
+    err: deps.err(),
+    report: code === 0 ? (JSON.parse(deps.out()) as NodeReport) : null,
+  };
+}
+
+describe('lvstamp-gc node against kube-apiserver v1.20', () => {
+  const now = Date.now();
+  const live = [
+    'pvc-available',
+    'pvc-bound',
+    'pvc-released',
+    'pvc-failed',
+    'pvc-pending',
+    'pvc-deleting',
+  ];
+
+  it('live set: PVs of the driver in every phase (and being deleted) plus pending PVCs; removes only the orphans', async () => {
+    await createPv('pvc-available', 'Available');
+    await createPv('pvc-bound', 'Bound');
+    await createPv('pvc-released', 'Released');
+    await createPv('pvc-failed', 'Failed');
+    await createPv('pvc-pending', null);
+    await createPv('pvc-deleting', 'Bound');
+    await core.deletePersistentVolume({ name: 'pvc-deleting' }); // kept by the pv-protection finalizer
+    await createPv('pvc-other-driver', 'Bound', 'other.csi.io');
+    const claim = await core.createNamespacedPersistentVolumeClaim({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'in-flight' },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+      },
+    });
+    const deleting = await core.readPersistentVolume({ name: 'pvc-deleting' });
+    expect(deleting.metadata?.deletionTimestamp).toBeDefined();
+
+    const node = new FakeNode();
+    for (const name of live) node.add({ name, ownerId: OWNER, createdAtMs: now - 5 * HOUR });
+    const inflight = node.add({
+      name: `pvc-${claim.metadata?.uid ?? ''}`,
+      ownerId: OWNER,
+      createdAtMs: now - 5 * HOUR,
+    });
+    const otherDriver = node.add({
+      name: 'pvc-other-driver',
+      ownerId: OWNER,
+      createdAtMs: now - 5 * HOUR,
+    });
+    const orphan = node.add({ name: 'pvc-orphan', ownerId: OWNER, createdAtMs: now - 5 * HOUR });
+
+    const { code, report, err } = await runNodeJson(api(), node, now, [
+      '--apply',
+      '--max-delete-percent',
+      '100',
+    ]);
+    expect(err).toBe('');
+    expect(code).toBe(0);
+    expect(report?.liveSet).toMatchObject({ driverPvs: 6, pvcs: 1 });
+    expect(node.removed.sort()).toEqual([orphan, otherDriver].sort());
+    expect(node.ids()).toContain(inflight);
+    for (const name of live) expect(node.ids()).toContain(volumeIdForName(name));
+  });
+
+  it('reads every page: 7 more PVs with --page-size 2', async () => {
+    for (let i = 0; i < 7; i++) await createPv(`pvc-page-${i}`, 'Bound');
+    const node = new FakeNode();
+    const { report } = await runNodeJson(api(), node, now, ['--page-size', '2']);
+    // 6 + 7 = 13 PVs of this driver and 1 other: 14 PVs in 7 pages, 1 PVC in 1 page
+    expect(report?.liveSet).toMatchObject({ driverPvs: 13, pvcs: 1, pages: 8 });
+    expect(report?.liveSet.ids).toBe(13 + 1);
+  });
+
+  it('records Events about the Node and about a PV', async () => {
+    const node = new FakeNode();
+    node.add({ name: 'pvc-bound', ownerId: OWNER, createdAtMs: now - 5 * HOUR, header: 'corrupt' });
+    const orphan = node.add({
+      name: 'pvc-event-orphan',
+      ownerId: OWNER,
+      createdAtMs: now - 5 * HOUR,
+    });
+    const { code } = await runNodeJson(api(), node, now, [
+      '--apply',
+      '--max-delete-percent',
+      '100',
+    ]);
+    expect(code).toBe(0);
+    expect(node.removed).toEqual([orphan]);
+    const events = (await core.listNamespacedEvent({ namespace: 'default' })).items.filter(
+      (e) => e.source?.component === 'lvstamp-gc',
+    );
+    const seen = events.map((e) => [
+      e.reason,
+      e.type,
+      e.involvedObject.kind,
+      e.involvedObject.name,
+    ]);
+    expect(seen).toContainEqual(['LeakedVolumeRemoved', 'Normal', 'Node', 'node-1']);
+    expect(seen).toContainEqual([
+      'SuspiciousVolumeKept',
+      'Warning',
+      'PersistentVolume',
+      'pvc-bound',
+    ]);
+  });
+
+  it('RBAC: the ServiceAccount with the deploy/ roles can do its calls', async () => {
+    const token = await saToken('lvstamp-gc');
+    const node = new FakeNode();
+    const orphan = node.add({
+      name: 'pvc-rbac-orphan',
+      ownerId: OWNER,
+      createdAtMs: now - 5 * HOUR,
+    });
+    const { code, err } = await runNodeJson(api(kapi.kubeConfigForToken(token)), node, now, [
+      '--apply',
+      '--max-delete-percent',
+      '100',
+    ]);
+    expect(err).toBe('');
+    expect(code).toBe(0);
+    expect(node.removed).toEqual([orphan]);
+  });
+
+  it('RBAC: a missing permission aborts the run with a clear message, nothing deleted', async () => {
+    await core.createNamespacedServiceAccount({
+      namespace: NS,
+      body: { metadata: { name: 'no-pvc-list' } },
+    });
+    const rbac = kapi.admin.makeApiClient(KubernetesObjectApi);
+    await rbac.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: 'pv-only' },
+      rules: [{ apiGroups: [''], resources: ['persistentvolumes'], verbs: ['list'] }],
+    } as KubernetesObject);
+    await rbac.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'pv-only' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'pv-only' },
+      subjects: [{ kind: 'ServiceAccount', name: 'no-pvc-list', namespace: NS }],
+    } as KubernetesObject);
+    const token = await saToken('no-pvc-list');
+    const node = new FakeNode();
+    const orphan = node.add({
+      name: 'pvc-rbac-orphan-2',
+      ownerId: OWNER,
+      createdAtMs: now - 5 * HOUR,
+    });
+    // RBAC changes reach the authorizer's cache within moments; wait for the allowed PV list.
+    const { code, err } = await runNodeJson(api(kapi.kubeConfigForToken(token)), node, now, [
+      '--apply',
+      '--max-delete-percent',
+      '100',
+    ]);
+    expect(code).toBe(1);
+    expect(err).toMatch(
+      /^lvstamp-gc: cannot list persistentvolumeclaims in all namespaces: forbidden \(HTTP 403\); the ServiceAccount lacks this permission \(see deploy\/kubernetes\/gc\/rbac\.yaml\): persistentvolumeclaims is forbidden: User "system:serviceaccount:lvstamp-system:no-pvc-list" cannot list resource "persistentvolumeclaims"/,
+    );
+    expect(node.removed).toEqual([]);
+    expect(node.ids()).toEqual([orphan]);
+  });
+});
+
+describe('lvstamp-gc cluster against kube-apiserver v1.20', () => {
+  it('creates one Job per driver node (affinity, tolerations, owner), waits, and summarises', async () => {
+    const now = Date.now();
+    for (const [name, drivers] of [
+      ['node-a', ['lvstamp.io']],
+      ['node-b', ['other.csi.io']],
+      ['node-c', ['other.csi.io', 'lvstamp.io']],
+    ] as const) {
+      await core.createNode({
+        body: { metadata: { name, labels: { 'kubernetes.io/hostname': name } } },
+      });
+      await storage.createCSINode({
+        body: {
+          metadata: { name },
+          spec: { drivers: drivers.map((d) => ({ name: d, nodeID: name, topologyKeys: [] })) },
+        },
+      });
+    }
+    const parent = await batch.createNamespacedJob({
+      namespace: NS,
+      body: {
+        metadata: { name: 'lvstamp-gc-manual' },
+        spec: {
+          template: {
+            spec: { restartPolicy: 'Never', containers: [{ name: 'gc', image: 'lvstamp:test' }] },
+          },
+        },
+      },
+    });
+    const token = await saToken('lvstamp-gc');
+    const saApi = api(kapi.kubeConfigForToken(token));
+    const node = new FakeNode();
+    const base = testDeps(saApi, node, { nowMs: now });
+    // The "cluster" pod waits; meanwhile play kubelet + Job controller: run each node Job's
+    // program (as the ServiceAccount) and mark the Job complete.
+    const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+    const finished = new Set<string>();
+    const sleep = async (ms: number) => {
+      await realSleep(Math.min(ms, 200));
+      const jobs = (
+        await batch.listNamespacedJob({
+          namespace: NS,
+          labelSelector: 'app.kubernetes.io/component=lvstamp-gc-node',
+        })
+      ).items;
+      for (const job of jobs) {
+        const name = job.metadata?.name ?? '';
+        if (finished.has(name)) continue;
+        finished.add(name);
+        const args = job.spec?.template.spec?.containers[0]?.args ?? [];
+        const nodeName =
+          job.spec?.template.spec?.affinity?.nodeAffinity
+            ?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms[0]
+            ?.matchExpressions?.[0]?.values?.[0] ?? '';
+        const nodeDeps = testDeps(saApi, new FakeNode(), {
+          nowMs: now,
+          env: { LVSTAMP_OWNER_ID: OWNER, NODE_NAME: nodeName },
+        });
+        expect(await runGc(args, nodeDeps)).toBe(0);
+        const fresh = await batch.readNamespacedJob({ name, namespace: NS });
+        fresh.status = { succeeded: 1, conditions: [{ type: 'Complete', status: 'True' }] };
+        await batch.replaceNamespacedJobStatus({ name, namespace: NS, body: fresh });
+      }
+    };
+    const deps = { ...base, sleep };
+    const code = await runGc(
+      [
+        'cluster',
+        '--json',
+        '--namespace',
+        NS,
+        '--image',
+        'lvstamp:test',
+        '--owner-id',
+        OWNER,
+        '--owner-job-name',
+        'lvstamp-gc-manual',
+        '--owner-job-uid',
+        parent.metadata?.uid ?? '',
+        '--poll-interval',
+        '1s',
+        '--wait-timeout',
+        '2m',
+      ],
+      deps,
+    );
+    expect(deps.err()).toBe('');
+    expect(code).toBe(0);
+    const report = JSON.parse(deps.out()) as ClusterReport;
+    expect(report.nodes.map((n) => [n.node, n.status])).toEqual([
+      ['node-a', 'ok'],
+      ['node-c', 'ok'],
+    ]);
+    expect(report.nodes[0]?.summary).toMatchObject({ node: 'node-a', status: 'ok', dryRun: true });
+
+    const jobs = (
+      await batch.listNamespacedJob({
+        namespace: NS,
+        labelSelector: 'app.kubernetes.io/component=lvstamp-gc-node',
+      })
+    ).items;
+    expect(jobs).toHaveLength(2);
+    for (const job of jobs) {
+      const spec = job.spec?.template.spec;
+      const target =
+        spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
+          ?.nodeSelectorTerms;
+      expect(['node-a', 'node-c']).toContain(target?.[0]?.matchExpressions?.[0]?.values?.[0]);
+      expect(target?.[0]?.matchExpressions?.[0]).toMatchObject({
+        key: 'kubernetes.io/hostname',
+        operator: 'In',
+      });
+      expect(spec?.tolerations).toEqual([{ operator: 'Exists' }]);
+      expect(spec?.serviceAccountName).toBe('lvstamp-gc');
+      expect(spec?.containers[0]?.securityContext?.privileged).toBe(true);
+      expect(job.metadata?.ownerReferences).toEqual([
+        {
+          apiVersion: 'batch/v1',
+          kind: 'Job',
+          name: 'lvstamp-gc-manual',
+          uid: parent.metadata?.uid,
+        },
+      ]);
+      expect(JSON.parse(job.metadata?.annotations?.[REPORT_ANNOTATION] ?? '{}')).toMatchObject({
+        status: 'ok',
+      });
+    }
+  });
+});
+
+describe('an API server that stops mid-run', () => {
+  it('aborts the node run; nothing is deleted', async () => {
+    const now = Date.now();
+    const real = api();
+    let pages = 0;
+    const stopping: KubeApi = {
+      ...real,
+      listPersistentVolumes: async (page) => {
+        pages += 1;
+        const result = await real.listPersistentVolumes(page);
+        if (pages === 1) await kapi.stop(false);
+        return result;
+      },
+    };
+    const node = new FakeNode();
+    const orphan = node.add({
+      name: 'pvc-stop-orphan',
+      ownerId: OWNER,
+      createdAtMs: now - 5 * HOUR,
+    });
+    const { code, err } = await runNodeJson(stopping, node, now, [
+      '--apply',
+      '--page-size',
+      '2',
+      '--max-delete-percent',
+      '100',
+      '--allow-empty-live-set',
+    ]);
+    expect(code).toBe(1);
+    expect(err).toMatch(
+      /^lvstamp-gc: cannot list persistentvolumes: API server unreachable or unavailable: .*ECONNREFUSED/,
+    );
+    expect(pages).toBe(2);
+    expect(node.removed).toEqual([]);
+    expect(node.ids()).toEqual([orphan]);
+  });
+});

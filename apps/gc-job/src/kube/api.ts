@@ -1,0 +1,115 @@
+/**
+ * The small part of the Kubernetes API that `lvstamp-gc` uses, as plain
+ * shapes. The production implementation (`client.ts`) sits on
+ * @kubernetes/client-node; unit tests pass a fake. Every call either returns
+ * a complete answer or throws `KubeApiError`: a failure is never an empty
+ * list.
+ */
+
+/** One page of a list call (`limit` + `continue`, Kubernetes API concepts "Retrieving large results sets in chunks"). */
+export interface Page<T> {
+  readonly items: readonly T[];
+  /** The continue token for the next page; undefined or '' on the last page. */
+  readonly continueToken: string | undefined;
+}
+
+/** Options of one list call. */
+export interface PageRequest {
+  /** Most items per page (`limit`), ≥ 1. */
+  readonly limit: number;
+  /** Continue token from the previous page; undefined for the first page. */
+  readonly continueToken?: string | undefined;
+}
+
+/** What the GC needs of a PersistentVolume. */
+export interface PersistentVolumeInfo {
+  readonly name: string;
+  readonly uid: string;
+  /** `spec.csi.driver`, or null when the PV is not a CSI volume. */
+  readonly csiDriver: string | null;
+  /** `spec.csi.volumeHandle`, or null when the PV is not a CSI volume. */
+  readonly volumeHandle: string | null;
+  /** `status.phase` (Pending, Available, Bound, Released, Failed), or null when unset. */
+  readonly phase: string | null;
+  /** True when `metadata.deletionTimestamp` is set (being deleted). */
+  readonly deleting: boolean;
+}
+
+/** What the GC needs of a PersistentVolumeClaim. */
+export interface PersistentVolumeClaimInfo {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+  /** `status.phase` (Pending, Bound, Lost), or null when unset. */
+  readonly phase: string | null;
+}
+
+/** A CSINode: which CSI drivers run on the node of the same name. */
+export interface CsiNodeInfo {
+  readonly name: string;
+  /** `spec.drivers[].name`. */
+  readonly drivers: readonly string[];
+}
+
+/** The state of a Job, as far as `lvstamp-gc cluster` waits for it. */
+export interface JobStatusInfo {
+  readonly name: string;
+  readonly uid: string;
+  /** `status.succeeded` ≥ 1, or a `Complete` condition. */
+  readonly complete: boolean;
+  /** A `Failed` condition (backoff limit or deadline exceeded). */
+  readonly failed: boolean;
+  /** The Failed condition's reason and message, when failed. */
+  readonly failureReason: string | null;
+  readonly annotations: Readonly<Record<string, string>>;
+}
+
+/** A core/v1 Event to create (its name is chosen by the API implementation). */
+export interface EventSpec {
+  readonly namespace: string;
+  readonly involvedObject: {
+    readonly apiVersion: string;
+    readonly kind: 'Node' | 'PersistentVolume';
+    readonly name: string;
+    readonly uid?: string;
+  };
+  /** UpperCamelCase, e.g. `VolumeRemoved`. */
+  readonly reason: string;
+  readonly message: string;
+  readonly type: 'Normal' | 'Warning';
+  /** `source.component`, e.g. `lvstamp-gc`. */
+  readonly component: string;
+  /** `source.host`: the node the event is about. */
+  readonly host: string;
+  /** Unix milliseconds. */
+  readonly timeMs: number;
+}
+
+/** The Kubernetes calls of `lvstamp-gc`. */
+export interface KubeApi {
+  /** GET /api/v1/persistentvolumes?limit&continue. */
+  listPersistentVolumes(page: PageRequest): Promise<Page<PersistentVolumeInfo>>;
+  /** GET /api/v1/persistentvolumeclaims?limit&continue (all namespaces). */
+  listPersistentVolumeClaims(page: PageRequest): Promise<Page<PersistentVolumeClaimInfo>>;
+  /** GET /apis/storage.k8s.io/v1/csinodes?limit&continue. */
+  listCsiNodes(page: PageRequest): Promise<Page<CsiNodeInfo>>;
+  /**
+   * POST /apis/batch/v1/namespaces/{ns}/jobs with a full Job manifest.
+   * @returns the created Job's name and UID.
+   * @throws KubeApiError (status 409 when a Job of that name exists).
+   */
+  createJob(
+    namespace: string,
+    job: Readonly<Record<string, unknown>>,
+  ): Promise<{ name: string; uid: string }>;
+  /** GET /apis/batch/v1/namespaces/{ns}/jobs/{name}. */
+  readJob(namespace: string, name: string): Promise<JobStatusInfo>;
+  /** PATCH (merge) the Job's `metadata.annotations`. */
+  annotateJob(
+    namespace: string,
+    name: string,
+    annotations: Readonly<Record<string, string>>,
+  ): Promise<void>;
+  /** POST /api/v1/namespaces/{ns}/events. */
+  createEvent(event: EventSpec): Promise<void>;
+}

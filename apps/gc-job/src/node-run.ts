@@ -1,0 +1,260 @@
+import {
+  FailedPreconditionError,
+  type GcOutcome,
+  type GcPlan,
+  type GcPlanEntry,
+  type GcService,
+} from '@lvstamp/core';
+import type { Logger } from 'pino';
+import type { NodeConfig } from './config.js';
+import type { EventSpec, KubeApi } from './kube/api.js';
+import { buildLiveSet, type LiveSet } from './live-set.js';
+
+/** Annotation on a per-node Job that carries the node's summary (JSON of `NodeSummary`). */
+export const REPORT_ANNOTATION = 'lvstamp.io/gc-report';
+/** `source.component` of the Events this job records. */
+export const EVENT_COMPONENT = 'lvstamp-gc';
+
+/** Counts of one node's run: the line `lvstamp-gc cluster` shows per node. */
+export interface NodeSummary {
+  readonly node: string;
+  readonly dryRun: boolean;
+  /** `ok`: the run finished; `failed`: some removal or event failed; `aborted`: nothing was applied. */
+  readonly status: 'ok' | 'failed' | 'aborted';
+  /** Devices (LVs and maps) in the inventory. */
+  readonly devices: number;
+  /** Kept without a warning (live, young, …). */
+  readonly kept: number;
+  /** Kept with a warning (foreign, corrupt, open, future creation time, cap, …): someone should look. */
+  readonly warnings: number;
+  /** Planned removals (volumes and maps). */
+  readonly planned: number;
+  readonly removed: number;
+  /** Planned removals not done: dry run, or the re-check found a change. */
+  readonly skipped: number;
+  /** Removals that failed plus Events that could not be recorded. */
+  readonly errors: number;
+  readonly capped: boolean;
+  /** Why the run aborted or failed, when it did. */
+  readonly error?: string;
+}
+
+/** The full result of one node's run (`--json` prints it). */
+export interface NodeReport {
+  readonly summary: NodeSummary;
+  readonly liveSet: {
+    readonly ids: number;
+    readonly driverPvs: number;
+    readonly pvcs: number;
+    readonly pages: number;
+  };
+  readonly plan: GcPlan;
+  readonly outcomes: readonly GcOutcome[];
+  /** Events that could not be recorded, with why. */
+  readonly eventErrors: readonly string[];
+}
+
+/** What `runNode` needs. */
+export interface NodeRunDeps {
+  readonly kube: KubeApi;
+  readonly gc: Pick<GcService, 'plan' | 'apply'>;
+  readonly logger: Logger;
+  /** Unix milliseconds. */
+  readonly now: () => number;
+}
+
+/**
+ * One node's GC run (`lvstamp-gc node`, issue 4 §1):
+ *
+ * 1. the live set from the API server (`buildLiveSet`): any failed page
+ *    aborts here, before the inventory and before anything is deleted;
+ * 2. inventory and plan on this node (core `GcService.plan`, pure planner
+ *    of DESIGN.md §6 with owner, grace period and both caps);
+ * 3. refusal: no PV of this driver while stamped volumes exist, unless
+ *    `allowEmptyLiveSet` (DESIGN.md §2.4 "Refuse rather than guess");
+ * 4. with `apply`: the core executor, which re-checks each device under the
+ *    host lock right before acting;
+ * 5. a Kubernetes Event per removed, failed or suspicious (warn) volume,
+ *    about the volume's PV when it has one, else about the Node.
+ *
+ * @throws KubeApiError when the live set cannot be read completely;
+ *   FailedPreconditionError for the refusal above (and from the core for an
+ *   empty live set); any core error from the inventory. Nothing is removed
+ *   in these cases.
+ */
+export async function runNode(config: NodeConfig, deps: NodeRunDeps): Promise<NodeReport> {
+  const { logger } = deps;
+  const liveSet = await buildLiveSet(deps.kube, {
+    driverName: config.driverName,
+    pageSize: config.pageSize,
+  });
+  logger.info(
+    {
+      node: config.nodeName,
+      liveIds: liveSet.ids.size,
+      driverPvs: liveSet.driverPvCount,
+      pvcs: liveSet.pvcCount,
+      pages: liveSet.pages,
+    },
+    'live set read',
+  );
+  for (const odd of liveSet.oddHandles) {
+    logger.warn(
+      { pv: odd },
+      'PV of this driver whose volume handle is not a volume ID; kept by name',
+    );
+  }
+
+  const { inventory, plan } = await deps.gc.plan({
+    liveSet: liveSet.ids,
+    allowEmptyLiveSet: config.allowEmptyLiveSet,
+    policy: {
+      ownerId: config.ownerId,
+      minAgeMs: config.minAgeMs,
+      maxDeletions: config.maxDeletions,
+      maxDeletionPercent: config.maxDeletionPercent,
+      dryRun: !config.apply,
+    },
+    nowMs: deps.now(),
+  });
+  const stamped = inventory.volumes.filter((v) => v.header.status === 'ok').length;
+  if (liveSet.driverPvCount === 0 && stamped > 0 && !config.allowEmptyLiveSet) {
+    throw new FailedPreconditionError(
+      `the API server lists no PersistentVolume of driver ${config.driverName} while ${stamped} stamped volume(s) exist on node ${config.nodeName}; ` +
+        'refusing to plan removals (a wrong driver name or a failed list looks the same); pass --allow-empty-live-set if nothing is really in use',
+    );
+  }
+  for (const e of plan.entries) {
+    if (e.severity === 'warn')
+      logger.warn({ device: e.device, rule: e.rule, reason: e.reason }, 'kept: needs a look');
+  }
+  if (plan.capped)
+    logger.warn({ cap: plan.deletionCap }, 'deletion cap reached; the rest waits for the next run');
+
+  let outcomes: readonly GcOutcome[] = [];
+  if (config.apply && plan.entries.some((e) => e.action !== 'keep')) {
+    outcomes = await deps.gc.apply(plan, {
+      onOutcome: (o) => {
+        logger.info(
+          { device: o.entry.device, action: o.entry.action, outcome: o.outcome, detail: o.detail },
+          'applied',
+        );
+      },
+    });
+  }
+
+  const eventErrors = await recordEvents(config, deps, plan, outcomes, liveSet);
+  const summary = summarize(config, plan, outcomes, eventErrors);
+  logger.info({ ...summary }, 'node summary');
+  return {
+    summary,
+    liveSet: {
+      ids: liveSet.ids.size,
+      driverPvs: liveSet.driverPvCount,
+      pvcs: liveSet.pvcCount,
+      pages: liveSet.pages,
+    },
+    plan,
+    outcomes,
+    eventErrors,
+  };
+}
+
+/** The summary of a run that stopped before planning or applying. */
+export function abortedSummary(config: NodeConfig, error: unknown): NodeSummary {
+  return {
+    node: config.nodeName,
+    dryRun: !config.apply,
+    status: 'aborted',
+    devices: 0,
+    kept: 0,
+    warnings: 0,
+    planned: 0,
+    removed: 0,
+    skipped: 0,
+    errors: 1,
+    capped: false,
+    error: error instanceof Error ? error.message : String(error),
+  };
+}
+
+function summarize(
+  config: NodeConfig,
+  plan: GcPlan,
+  outcomes: readonly GcOutcome[],
+  eventErrors: readonly string[],
+): NodeSummary {
+  const count = (o: GcOutcome['outcome']) => outcomes.filter((x) => x.outcome === o).length;
+  const planned = plan.entries.filter((e) => e.action !== 'keep').length;
+  const failed = count('failed');
+  const errors = failed + eventErrors.length;
+  return {
+    node: config.nodeName,
+    dryRun: plan.dryRun,
+    status: errors > 0 ? 'failed' : 'ok',
+    devices: plan.entries.length,
+    kept: plan.entries.filter((e) => e.action === 'keep' && e.severity === 'info').length,
+    warnings: plan.entries.filter((e) => e.action === 'keep' && e.severity === 'warn').length,
+    planned,
+    removed: count('removed'),
+    skipped: config.apply ? count('skipped') : planned,
+    errors,
+    capped: plan.capped,
+    ...(errors > 0
+      ? { error: `${failed} removal(s) failed, ${eventErrors.length} event(s) not recorded` }
+      : {}),
+  };
+}
+
+/** Records one Event per removed, failed or suspicious entry; returns the failures (never throws). */
+async function recordEvents(
+  config: NodeConfig,
+  deps: NodeRunDeps,
+  plan: GcPlan,
+  outcomes: readonly GcOutcome[],
+  liveSet: LiveSet,
+): Promise<string[]> {
+  const events: EventSpec[] = [];
+  const timeMs = deps.now();
+  const about = (entry: GcPlanEntry): EventSpec['involvedObject'] => {
+    const pv = entry.volumeId === null ? undefined : liveSet.pvByVolumeId.get(entry.volumeId);
+    return pv === undefined
+      ? { apiVersion: 'v1', kind: 'Node', name: config.nodeName }
+      : { apiVersion: 'v1', kind: 'PersistentVolume', name: pv.name, uid: pv.uid };
+  };
+  const event = (entry: GcPlanEntry, reason: string, type: EventSpec['type'], message: string) =>
+    events.push({
+      namespace: config.eventsNamespace,
+      involvedObject: about(entry),
+      reason,
+      type,
+      message: `${entry.device} on node ${config.nodeName}: ${message}`.slice(0, 1024),
+      component: EVENT_COMPONENT,
+      host: config.nodeName,
+      timeMs,
+    });
+  for (const o of outcomes) {
+    if (o.outcome === 'removed') {
+      const reason =
+        o.entry.action === 'remove-map' ? 'StaleDataDeviceRemoved' : 'LeakedVolumeRemoved';
+      event(o.entry, reason, 'Normal', `${o.detail} (${o.entry.reason})`);
+    } else if (o.outcome === 'failed') {
+      event(o.entry, 'LeakedVolumeRemovalFailed', 'Warning', o.detail);
+    }
+  }
+  for (const e of plan.entries) {
+    if (e.severity !== 'warn') continue;
+    event(e, 'SuspiciousVolumeKept', 'Warning', `kept (rule ${e.rule}): ${e.reason}`);
+  }
+  const errors: string[] = [];
+  for (const e of events) {
+    try {
+      await deps.kube.createEvent(e);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      errors.push(message);
+      deps.logger.error({ reason: e.reason, error: message }, 'cannot record event');
+    }
+  }
+  return errors;
+}

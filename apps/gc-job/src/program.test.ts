@@ -1,0 +1,329 @@
+import { volumeIdForName } from '@lvstamp/core';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { FakeKube } from './testing/fake-kube.js';
+import { FakeNode } from './testing/fake-node.js';
+import { testDeps } from './testing/deps.js';
+import { runGc } from './program.js';
+import { REPORT_ANNOTATION, type NodeReport } from './node-run.js';
+
+const OWNER = 'ab'.repeat(16);
+const OTHER = 'cd'.repeat(16);
+const NOW = Date.parse('2025-06-01T12:00:00Z');
+const HOUR = 3_600_000;
+const BASE = ['node', '--owner-id', OWNER, '--node-name', 'node-1', '--json'];
+
+function pv(name: string, phase: string, driver = 'lvstamp.io') {
+  return {
+    name,
+    uid: `uid-${name}`,
+    csiDriver: driver,
+    volumeHandle: volumeIdForName(name),
+    phase,
+    deleting: false,
+  };
+}
+
+async function run(kube: FakeKube, node: FakeNode, args: string[]) {
+  const deps = testDeps(kube, node, { nowMs: NOW });
+  const code = await runGc([...BASE, ...args], deps);
+  const out = deps.out();
+  return {
+    code,
+    err: deps.err(),
+    deps,
+    report:
+      code === 0 || out.startsWith('{') ? (JSON.parse(out || 'null') as NodeReport | null) : null,
+  };
+}
+
+describe('lvstamp-gc node', () => {
+  let kube: FakeKube;
+  let node: FakeNode;
+  beforeEach(() => {
+    kube = new FakeKube();
+    node = new FakeNode();
+  });
+
+  it('dry run by default: plans the aged orphan, removes nothing', async () => {
+    kube.pvs = [pv('pvc-live', 'Bound')];
+    node.add({ name: 'pvc-live', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+    const orphan = node.add({ name: 'pvc-orphan', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+    const { code, report } = await run(kube, node, []);
+    expect(code).toBe(0);
+    expect(report?.summary).toMatchObject({
+      dryRun: true,
+      planned: 1,
+      removed: 0,
+      skipped: 1,
+      kept: 1,
+      status: 'ok',
+    });
+    expect(node.removed).toEqual([]);
+    expect(report?.plan.entries.find((e) => e.volumeId === orphan)?.action).toBe('remove-volume');
+  });
+
+  it('--apply removes exactly the aged orphans, under the host lock, and records an Event each', async () => {
+    kube.pvs = [
+      pv('pvc-bound', 'Bound'),
+      pv('pvc-released', 'Released'),
+      pv('pvc-failed', 'Failed'),
+    ];
+    for (const n of ['pvc-bound', 'pvc-released', 'pvc-failed'])
+      node.add({ name: n, ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+    const o1 = node.add({ name: 'pvc-o1', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+    const o2 = node.add({ name: 'pvc-o2', ownerId: OWNER, createdAtMs: NOW - 2 * HOUR });
+    const { code, report, deps } = await run(kube, node, [
+      '--apply',
+      '--max-delete-percent',
+      '100',
+    ]);
+    expect(code).toBe(0);
+    expect(node.removed.sort()).toEqual([o1, o2].sort());
+    expect(report?.summary).toMatchObject({ removed: 2, planned: 2, errors: 0, dryRun: false });
+    expect(node.lockReasons).toHaveLength(2);
+    expect(deps.lockFiles).toEqual(['/run/lock/lvstamp/host.lock']);
+    expect(
+      kube.events.map((e) => [
+        e.reason,
+        e.type,
+        e.involvedObject.kind,
+        e.involvedObject.name,
+        e.namespace,
+      ]),
+    ).toEqual([
+      ['LeakedVolumeRemoved', 'Normal', 'Node', 'node-1', 'default'],
+      ['LeakedVolumeRemoved', 'Normal', 'Node', 'node-1', 'default'],
+    ]);
+  });
+
+  it('keeps a pending PVC’s in-flight volume (pvc-<uid>)', async () => {
+    kube.pvs = [pv('pvc-other', 'Bound')];
+    kube.pvcs = [{ namespace: 'ns', name: 'data', uid: '1234-5678', phase: 'Pending' }];
+    const inflight = node.add({
+      name: 'pvc-1234-5678',
+      ownerId: OWNER,
+      createdAtMs: NOW - 5 * HOUR,
+    });
+    const { code, report } = await run(kube, node, ['--apply']);
+    expect(code).toBe(0);
+    expect(node.removed).toEqual([]);
+    expect(report?.plan.entries.find((e) => e.volumeId === inflight)).toMatchObject({
+      action: 'keep',
+      rule: 2,
+    });
+  });
+
+  it('refuses when no PV of the driver exists while stamped volumes do, unless --allow-empty-live-set', async () => {
+    kube.pvs = [pv('pvc-x', 'Bound', 'other.csi.io')];
+    kube.pvcs = [{ namespace: 'ns', name: 'c', uid: 'u1', phase: 'Bound' }];
+    const orphan = node.add({ name: 'pvc-o', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+    const refused = await run(kube, node, ['--apply', '--max-delete-percent', '100']);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toMatch(
+      /lists no PersistentVolume of driver lvstamp\.io while 1 stamped volume\(s\) exist on node node-1; refusing/,
+    );
+    expect(node.removed).toEqual([]);
+    const allowed = await run(kube, node, [
+      '--apply',
+      '--max-delete-percent',
+      '100',
+      '--allow-empty-live-set',
+    ]);
+    expect(allowed.code).toBe(0);
+    expect(node.removed).toEqual([orphan]);
+  });
+
+  it('caps removals by count and by percentage, and says so', async () => {
+    kube.pvs = [pv('pvc-live', 'Bound')];
+    node.add({ name: 'pvc-live', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+    for (let i = 0; i < 5; i++)
+      node.add({ name: `pvc-o${i}`, ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+    const byCount = await run(kube, node, ['--max-delete', '2', '--max-delete-percent', '100']);
+    expect(byCount.report?.plan.deletionCap).toBe(2);
+    expect(byCount.report?.summary).toMatchObject({ planned: 2, capped: true, warnings: 3 });
+    expect(
+      byCount.report?.plan.entries.filter((e) => e.reason.startsWith('deletion cap of 2 reached')),
+    ).toHaveLength(3);
+    // 6 stamped volumes × 50 % = 3
+    const byPercent = await run(kube, node, ['--max-delete', '10', '--max-delete-percent', '50']);
+    expect(byPercent.report?.plan.deletionCap).toBe(3);
+    expect(byPercent.report?.summary).toMatchObject({ planned: 3, capped: true });
+  });
+
+  it('keeps other owners, young, future-dated, corrupt, unsupported and open volumes, warning where a person should look', async () => {
+    kube.pvs = [pv('pvc-live', 'Bound')];
+    node.add({ name: 'pvc-live', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+    const foreign = node.add({ name: 'pvc-foreign', ownerId: OTHER, createdAtMs: NOW - 5 * HOUR });
+    const young = node.add({ name: 'pvc-young', ownerId: OWNER, createdAtMs: NOW - HOUR / 2 });
+    const future = node.add({ name: 'pvc-future', ownerId: OWNER, createdAtMs: NOW + HOUR });
+    const corrupt = node.add({
+      name: 'pvc-corrupt',
+      ownerId: OWNER,
+      createdAtMs: NOW - 5 * HOUR,
+      header: 'corrupt',
+    });
+    const newer = node.add({
+      name: 'pvc-v2',
+      ownerId: OWNER,
+      createdAtMs: NOW - 5 * HOUR,
+      header: 'unsupported',
+    });
+    const open = node.add({
+      name: 'pvc-open',
+      ownerId: OWNER,
+      createdAtMs: NOW - 5 * HOUR,
+      openCount: 1,
+    });
+    const { code, report } = await run(kube, node, ['--apply', '--max-delete-percent', '100']);
+    expect(code).toBe(0);
+    expect(node.removed).toEqual([]);
+    const entry = (id: string) => report?.plan.entries.find((e) => e.volumeId === id);
+    expect(entry(foreign)).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
+    expect(entry(young)).toMatchObject({ action: 'keep', rule: 3, severity: 'info' });
+    expect(entry(future)).toMatchObject({ action: 'keep', rule: 3, severity: 'warn' });
+    expect(entry(future)?.reason).toMatch(/is in the future/);
+    expect(entry(corrupt)).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
+    expect(entry(newer)).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
+    expect(entry(open)).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
+    expect(kube.events.map((e) => e.reason)).toEqual(Array(5).fill('SuspiciousVolumeKept'));
+    expect(kube.events.every((e) => e.type === 'Warning')).toBe(true);
+  });
+
+  it('an Event about a volume that has a PV names the PV', async () => {
+    kube.pvs = [pv('pvc-live', 'Bound')];
+    node.add({ name: 'pvc-live', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR, header: 'corrupt' });
+    await run(kube, node, []);
+    expect(kube.events).toHaveLength(1);
+    expect(kube.events[0]?.involvedObject).toEqual({
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      name: 'pvc-live',
+      uid: 'uid-pvc-live',
+    });
+  });
+
+  it.each([
+    ['403 forbidden', 403, 'persistentvolumes is forbidden'],
+    ['410 expired continue', 410, 'The provided continue parameter is too old'],
+    ['500 server error', 500, 'etcdserver: leader changed'],
+    ['timeout', null, 'timed out after 30000 ms'],
+  ])(
+    'aborts before anything is deleted when a list page fails: %s',
+    async (_name, status, detail) => {
+      kube.pvs = Array.from({ length: 7 }, (_, i) => pv(`pvc-${i}`, 'Bound'));
+      const orphan = node.add({ name: 'pvc-orphan', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+      kube.failOn('listPersistentVolumes', 3, status, detail);
+      const { code, err } = await run(kube, node, [
+        '--apply',
+        '--page-size',
+        '2',
+        '--max-delete-percent',
+        '100',
+      ]);
+      expect(code).toBe(1);
+      expect(err).toContain(detail);
+      expect(node.removed).toEqual([]);
+      expect(node.ids()).toContain(orphan);
+      expect(kube.calls.filter((c) => c.method === 'listPersistentVolumes')).toHaveLength(3);
+    },
+  );
+
+  it('a failed PVC page aborts too', async () => {
+    kube.pvs = [pv('pvc-live', 'Bound')];
+    node.add({ name: 'pvc-orphan', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+    kube.failOn('listPersistentVolumeClaims', 1, 403, 'persistentvolumeclaims is forbidden');
+    const { code, err } = await run(kube, node, ['--apply', '--max-delete-percent', '100']);
+    expect(code).toBe(1);
+    expect(err).toMatch(
+      /^lvstamp-gc: cannot fake listPersistentVolumeClaims: forbidden \(HTTP 403\); the ServiceAccount lacks this permission/,
+    );
+    expect(node.removed).toEqual([]);
+  });
+
+  it('reads every page: 7 PVs with --page-size 2 is 4 pages', async () => {
+    kube.pvs = Array.from({ length: 7 }, (_, i) => pv(`pvc-${i}`, 'Bound'));
+    const { report } = await run(kube, node, ['--page-size', '2']);
+    expect(report?.liveSet).toEqual({ ids: 7, driverPvs: 7, pvcs: 0, pages: 5 });
+    expect(
+      kube.calls.filter((c) => c.method === 'listPersistentVolumes').map((c) => c.args[0]),
+    ).toEqual([
+      { limit: 2, continueToken: undefined },
+      { limit: 2, continueToken: '2' },
+      { limit: 2, continueToken: '4' },
+      { limit: 2, continueToken: '6' },
+    ]);
+  });
+
+  it('annotates the report Job with its summary, also when it aborts', async () => {
+    kube.jobs.set('j1', {
+      manifest: {},
+      status: {
+        name: 'j1',
+        uid: 'u',
+        complete: false,
+        failed: false,
+        failureReason: null,
+        annotations: {},
+      },
+    });
+    kube.pvs = [pv('pvc-live', 'Bound')];
+    await run(kube, node, ['--report-job', 'gc/j1']);
+    expect(
+      JSON.parse(kube.jobs.get('j1')?.status.annotations[REPORT_ANNOTATION] ?? ''),
+    ).toMatchObject({ node: 'node-1', status: 'ok' });
+    kube.failOn('listPersistentVolumes', 2, 503, 'unavailable');
+    const aborted = await run(kube, node, ['--report-job', 'gc/j1']);
+    expect(aborted.code).toBe(1);
+    expect(
+      JSON.parse(kube.jobs.get('j1')?.status.annotations[REPORT_ANNOTATION] ?? ''),
+    ).toMatchObject({ status: 'aborted', errors: 1 });
+  });
+
+  it('rejects bad configuration with every mistake and exit 2', async () => {
+    const deps = testDeps(kube, node, { nowMs: NOW });
+    const code = await runGc(
+      [
+        'node',
+        '--owner-id',
+        'xyz',
+        '--min-age',
+        '1 hour',
+        '--max-delete-percent',
+        '150',
+        '--report-job',
+        'nope',
+      ],
+      deps,
+    );
+    expect(code).toBe(2);
+    expect(deps.err()).toBe(
+      'lvstamp-gc: --owner-id / LVSTAMP_OWNER_ID: must be 32 hex digits (the installation\'s owner ID), got "xyz"; ' +
+        '--min-age / LVSTAMP_GC_MIN_AGE: "1 hour" is not a duration (e.g. 30s, 15m, 1h30m); ' +
+        '--max-delete-percent / LVSTAMP_GC_MAX_DELETE_PERCENT: must be a whole number from 0 to 100, got "150"; ' +
+        '--report-job / LVSTAMP_GC_REPORT_JOB: must be <namespace>/<job name>, got "nope"\n',
+    );
+  });
+
+  it('takes its configuration from the environment', async () => {
+    kube.pvs = [pv('pvc-live', 'Bound')];
+    const orphan = node.add({ name: 'pvc-orphan', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+    const deps = testDeps(kube, node, {
+      nowMs: NOW,
+      env: {
+        LVSTAMP_OWNER_ID: OWNER.toUpperCase(),
+        LVSTAMP_GC_APPLY: 'true',
+        LVSTAMP_GC_MAX_DELETE_PERCENT: '100',
+        NODE_NAME: 'n9',
+        LVSTAMP_LOCK_FILE: '/tmp/x.lock',
+      },
+    });
+    const code = await runGc(['node'], deps);
+    expect(deps.err()).toBe('');
+    expect(code).toBe(0);
+    expect(node.removed).toEqual([orphan]);
+    expect(deps.lockFiles).toEqual(['/tmp/x.lock']);
+    expect(deps.out()).toMatch(
+      /node n9: 1 device\(s\), kept 0, warnings 0, to remove 1, removed 1, skipped 0, errors 0; applied\n$/,
+    );
+  });
+});

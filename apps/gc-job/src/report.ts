@@ -1,0 +1,92 @@
+import type { ClusterReport } from './cluster-run.js';
+import type { NodeReport } from './node-run.js';
+
+/** Formats rows as aligned columns (no borders; the last column is not padded). */
+export function renderColumns(
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+): string {
+  const all = [header, ...rows];
+  const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
+  return all
+    .map((r) =>
+      r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  '),
+    )
+    .join('\n')
+    .concat('\n');
+}
+
+/**
+ * The human report of `lvstamp-gc node`: one row per device with the action,
+ * the DESIGN.md §6 rule and the reason (warnings marked), the outcome when
+ * applied, then one summary line.
+ */
+export function renderNodeReport(report: NodeReport): string {
+  const outcomeOf = new Map(report.outcomes.map((o) => [o.entry, o]));
+  const applied = report.outcomes.length > 0;
+  const rows = report.plan.entries.map((e) => {
+    const o = outcomeOf.get(e);
+    return [
+      e.device,
+      e.action,
+      String(e.rule),
+      `${e.severity === 'warn' ? 'WARNING: ' : ''}${e.reason}`,
+      ...(applied ? [o === undefined ? '-' : `${o.outcome}: ${o.detail}`] : []),
+    ];
+  });
+  const s = report.summary;
+  const lines = [
+    report.plan.entries.length === 0
+      ? 'no lvstamp devices on this node\n'
+      : renderColumns(
+          ['DEVICE', 'ACTION', 'RULE', 'REASON', ...(applied ? ['OUTCOME'] : [])],
+          rows,
+        ),
+    `live set: ${report.liveSet.ids} volume IDs from ${report.liveSet.driverPvs} PV(s) of the driver and ${report.liveSet.pvcs} PVC(s), ${report.liveSet.pages} page(s)\n`,
+    `node ${s.node}: ${s.devices} device(s), kept ${s.kept}, warnings ${s.warnings}, to remove ${s.planned}, removed ${s.removed}, skipped ${s.skipped}, errors ${s.errors}` +
+      `${s.capped ? `, deletion cap of ${report.plan.deletionCap} reached` : ''}; ` +
+      `${s.dryRun ? 'dry run: nothing was removed (--apply or LVSTAMP_GC_APPLY=true to delete)' : 'applied'}\n`,
+    ...report.eventErrors.map((e) => `event not recorded: ${e}\n`),
+  ];
+  return lines.join('');
+}
+
+/** The human report of `lvstamp-gc cluster`: one row per node, then the totals. */
+export function renderClusterReport(report: ClusterReport): string {
+  const rows = report.nodes.map((n) => {
+    const s = n.summary;
+    const num = (v: number | undefined) => (v === undefined ? '-' : String(v));
+    return [
+      n.node,
+      n.status,
+      num(s?.kept),
+      num(s?.warnings),
+      num(s?.planned),
+      num(s?.removed),
+      num(s?.skipped),
+      num(s?.errors),
+      n.error ?? '',
+    ];
+  });
+  const t = report.totals;
+  return (
+    (report.nodes.length === 0
+      ? `no node lists driver ${report.driverName} in its CSINode\n`
+      : renderColumns(
+          [
+            'NODE',
+            'STATUS',
+            'KEPT',
+            'WARNINGS',
+            'TO-REMOVE',
+            'REMOVED',
+            'SKIPPED',
+            'ERRORS',
+            'DETAIL',
+          ],
+          rows,
+        )) +
+    `${report.nodes.length} node(s), ${report.failedNodes} failed; kept ${t.kept}, warnings ${t.warnings}, to remove ${t.planned}, removed ${t.removed}, skipped ${t.skipped}, errors ${t.errors}; ` +
+    `${report.dryRun ? 'dry run: nothing was removed' : 'applied'}\n`
+  );
+}

@@ -1,0 +1,143 @@
+import {
+  DEFAULT_NAMING,
+  lvNameFor,
+  ownerTagFor,
+  volumeIdForName,
+  type DecodeResult,
+  type DmMap,
+  type GcExecutorPorts,
+  type LvRef,
+  type Volume,
+} from '@lvstamp/core';
+
+/** One LV of the fake node. */
+export interface FakeVolumeSpec {
+  /** Volume name; the ID is volumeIdForName(name). */
+  readonly name: string;
+  readonly ownerId: string;
+  /** Header createdAt, Unix ms. */
+  readonly createdAtMs: number;
+  /** Default 'ok'. */
+  readonly header?: 'ok' | 'corrupt' | 'unsupported' | 'not-stamped';
+  /** Open count of the LV device (default 0). */
+  readonly openCount?: number;
+}
+
+/**
+ * A node for the core GC without lvm: LVs with headers and device-mapper
+ * entries, the host lock, and a record of every call. Removing an LV while
+ * the lock is not held throws, so tests prove the lock is held.
+ */
+export class FakeNode {
+  readonly volumes: Volume[] = [];
+  readonly headers = new Map<string, DecodeResult>();
+  readonly dm: DmMap[] = [];
+  readonly removed: string[] = [];
+  readonly lockReasons: string[] = [];
+  #lockHeld = false;
+  #minor = 0;
+
+  add(spec: FakeVolumeSpec): string {
+    const volumeId = volumeIdForName(spec.name);
+    const lvName = lvNameFor(volumeId);
+    const minor = this.#minor++;
+    const dmPath = `/dev/mapper/vg0-${lvName}`;
+    this.volumes.push({
+      vgName: 'vg0',
+      lvName,
+      lvUuid: `uuid-${minor}`,
+      sizeBytes: 2 * 1024 * 1024,
+      attr: '-wi-a-----',
+      active: true,
+      open: (spec.openCount ?? 0) > 0,
+      kernelMajor: 253,
+      kernelMinor: minor,
+      dmPath,
+      createdAtMs: spec.createdAtMs,
+      tags: [DEFAULT_NAMING.tag, ownerTagFor(spec.ownerId)],
+      volumeId,
+      creating: false,
+      capacityBytes: 1024 * 1024,
+    });
+    this.dm.push({
+      name: `vg0-${lvName}`,
+      uuid: `LVM-${minor}`,
+      major: 253,
+      minor,
+      openCount: spec.openCount ?? 0,
+    });
+    const kind = spec.header ?? 'ok';
+    this.headers.set(
+      dmPath,
+      kind === 'ok'
+        ? {
+            status: 'ok',
+            version: 1,
+            header: {
+              volumeId,
+              ownerId: spec.ownerId,
+              createdAtMs: spec.createdAtMs,
+              dataOffsetBytes: 1048576,
+              requestedBytes: 1048576,
+              name: spec.name,
+            },
+          }
+        : kind === 'unsupported'
+          ? { status: 'unsupported', version: 2, reason: 'version 2 > 1' }
+          : kind === 'corrupt'
+            ? { status: 'corrupt', reason: 'checksum mismatch' }
+            : { status: 'not-stamped', reason: 'magic absent' },
+    );
+    return volumeId;
+  }
+
+  /** Volume IDs still present. */
+  ids(): string[] {
+    return this.volumes.map((v) => v.volumeId);
+  }
+
+  ports(): GcExecutorPorts {
+    return {
+      lvm: {
+        listVolumes: () => Promise.resolve([...this.volumes]),
+        removeLogicalVolume: (ref: LvRef) => {
+          if (!this.#lockHeld)
+            return Promise.reject(new Error('removeLogicalVolume without the host lock'));
+          const i = this.volumes.findIndex(
+            (v) => v.lvUuid === ref.lvUuid && v.lvName === ref.lvName,
+          );
+          if (i < 0) return Promise.reject(new Error(`no LV ${ref.lvName}`));
+          const [v] = this.volumes.splice(i, 1);
+          this.removed.push(v?.volumeId ?? '');
+          this.dm.splice(
+            this.dm.findIndex((m) => m.name === `vg0-${ref.lvName}`),
+            1,
+          );
+          return Promise.resolve();
+        },
+      },
+      headers: {
+        readHeader: (path: string) => {
+          const h = this.headers.get(path);
+          return h ? Promise.resolve(h) : Promise.reject(new Error(`cannot open ${path}`));
+        },
+      },
+      devices: {
+        listAll: () => Promise.resolve([...this.dm]),
+        table: () => Promise.resolve(null),
+        remove: () => Promise.resolve(),
+      },
+      hostLock: {
+        withLock: async <T>(reason: string, fn: () => Promise<T>): Promise<T> => {
+          this.lockReasons.push(reason);
+          this.#lockHeld = true;
+          try {
+            return await fn();
+          } finally {
+            this.#lockHeld = false;
+          }
+        },
+      },
+    };
+  }
+}
