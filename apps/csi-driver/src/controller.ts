@@ -154,14 +154,14 @@ export function createControllerService(deps: ControllerDeps) {
       if (!Number.isSafeInteger(rounded)) {
         throw new CsiError(GrpcStatus.OUT_OF_RANGE, `capacity ${requiredBytes} bytes is too large`);
       }
-      const created = await core.volumes.create({
+      const created = await core.lvm.createVolume({
         name: request.name,
         requiredBytes,
         ...(range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {}),
         vgName: deviceClass.volumeGroup,
         ownerId: deps.ownerId,
       });
-      return { volume: toVolumeMsg(volumeId, created.volume.capacityBytes) };
+      return { volume: toVolumeMsg(volumeId, created.capacityBytes) };
     },
 
     /**

@@ -5,11 +5,16 @@ import type { FilesystemManager, LvmManager, VolumeService } from '@lvstamp/core
  * Production passes `createNodeServices()` from @lvstamp/core.
  */
 export interface DriverCore {
-  readonly volumes: Pick<
-    VolumeService,
-    'create' | 'status' | 'attach' | 'detach' | 'expand' | 'delete'
+  readonly volumes: Pick<VolumeService, 'status' | 'attach' | 'detach' | 'expand' | 'delete'>;
+  /**
+   * CreateVolume calls `createVolume` here, not `VolumeService.create`: the
+   * response needs only the capacity, which the create reads back already,
+   * so the status look-up after it (lvs, dmsetup info, header read) is skipped.
+   */
+  readonly lvm: Pick<
+    LvmManager,
+    'createVolume' | 'listVolumeGroups' | 'capacity' | 'findVolume' | 'listVolumes'
   >;
-  readonly lvm: Pick<LvmManager, 'listVolumeGroups' | 'capacity' | 'findVolume' | 'listVolumes'>;
   readonly filesystems: Pick<
     FilesystemManager,
     'format' | 'mount' | 'bindMount' | 'unmount' | 'usage' | 'mounts'

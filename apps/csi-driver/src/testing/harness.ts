@@ -112,27 +112,6 @@ export class FakeCore implements DriverCore {
   }
 
   readonly volumes: DriverCore['volumes'] = {
-    create: async (request) => {
-      this.calls.push(['create', request]);
-      if (this.createGate !== null) await this.createGate;
-      this.#maybeFail('create');
-      const id = volumeIdForName(request.name);
-      const existing = this.store.get(id);
-      const extent = 4 * MIB;
-      const capacity = Math.ceil((request.requiredBytes + MIB) / extent) * extent - MIB;
-      if (existing !== undefined) {
-        const v = existing.volume;
-        if (
-          v.vgName !== request.vgName ||
-          v.capacityBytes < request.requiredBytes ||
-          (request.limitBytes !== undefined && v.capacityBytes > request.limitBytes)
-        ) {
-          throw new AlreadyExistsError(`volume "${request.name}" exists with a different size`);
-        }
-        return this.#status(v);
-      }
-      return this.#status(this.add(request.name, capacity, request.vgName));
-    },
     status: (volumeId) => {
       const entry = this.store.get(volumeId);
       if (entry === undefined)
@@ -140,6 +119,9 @@ export class FakeCore implements DriverCore {
       return Promise.resolve(this.#status(entry.volume));
     },
     attach: (volumeId) => {
+      // as the core: the volume is looked up first, an unknown one is NotFoundError
+      if (!this.store.has(volumeId))
+        return Promise.reject(new NotFoundError(`volume ${volumeId} does not exist`));
       this.calls.push(['attach', volumeId]);
       const device = { path: `/dev/mapper/lvstamp-${volumeId}`, major: 253, minor: 7 };
       this.devices.set(volumeId, device);
@@ -166,6 +148,27 @@ export class FakeCore implements DriverCore {
   };
 
   readonly lvm: DriverCore['lvm'] = {
+    createVolume: async (request) => {
+      this.calls.push(['create', request]);
+      if (this.createGate !== null) await this.createGate;
+      this.#maybeFail('create');
+      const id = volumeIdForName(request.name);
+      const existing = this.store.get(id);
+      const extent = 4 * MIB;
+      const capacity = Math.ceil((request.requiredBytes + MIB) / extent) * extent - MIB;
+      if (existing !== undefined) {
+        const v = existing.volume;
+        if (
+          v.vgName !== request.vgName ||
+          v.capacityBytes < request.requiredBytes ||
+          (request.limitBytes !== undefined && v.capacityBytes > request.limitBytes)
+        ) {
+          throw new AlreadyExistsError(`volume "${request.name}" exists with a different size`);
+        }
+        return v;
+      }
+      return this.add(request.name, capacity, request.vgName);
+    },
     listVolumeGroups: () => {
       this.#maybeFail('listVolumeGroups');
       return Promise.resolve(this.groups);
