@@ -10,6 +10,7 @@ import {
   startHarness,
   type Harness,
 } from './testing/harness.js';
+import { parseConfig } from './config.js';
 
 const MOUNT = {
   mount: { fs_type: '', mount_flags: [] },
@@ -209,6 +210,24 @@ describe('DeleteVolume', () => {
     await h.call('Controller', 'DeleteVolume', { volume_id: 'f'.repeat(32) });
     await h.call('Controller', 'DeleteVolume', { volume_id: 'not-an-id' });
     expect(h.core.calls).toEqual([['delete', 'f'.repeat(32), { wipe: 'none' }]]);
+  });
+
+  it('uses the one wipe policy of a uniform configuration without a look-up', async () => {
+    await h.close();
+    h = await startHarness({
+      config: parseConfig(
+        'deviceClasses:\n  fast: { volumeGroup: vg0, wipe: discard, default: true }\n',
+      ),
+    });
+    const volume = h.core.add('pvc-1', GIB);
+    // a look-up would fail: it is not made
+    h.core.failNext.set('findVolume', new TypeError('findVolume was called'));
+    await h.call('Controller', 'DeleteVolume', { volume_id: volume.volumeId });
+    await h.call('Controller', 'DeleteVolume', { volume_id: 'f'.repeat(32) });
+    expect(h.core.calls).toEqual([
+      ['delete', volume.volumeId, { wipe: 'discard' }],
+      ['delete', 'f'.repeat(32), { wipe: 'discard' }],
+    ]);
   });
 
   it('requires a volume ID', async () => {

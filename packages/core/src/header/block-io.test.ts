@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../errors.js';
 import {
   BlockHeaderIo,
+  clearDataAreaSignatures,
   logicalBlockSize,
   logicalBlockSizeOfDevice,
   readHeader,
@@ -165,6 +166,77 @@ describe('writeHeaderBlock / readHeaderBlock', () => {
       FailedPreconditionError,
     );
     await expect(readHeaderBlock(join(image, 'x'))).rejects.toThrow(FailedPreconditionError);
+  });
+});
+
+describe('clearDataAreaSignatures', () => {
+  /** An image of `mib` MiB whose every byte is 0xAB. */
+  async function patterned(mib: number): Promise<string> {
+    const path = join(dir, `lv-${mib}.img`);
+    await writeFile(path, Buffer.alloc(mib * MiB, 0xab));
+    return path;
+  }
+  const isZero = (b: Buffer): boolean => b.every((x) => x === 0);
+  const isPattern = (b: Buffer): boolean => b.every((x) => x === 0xab);
+
+  it('zeroes the first and last MiB of the data area and nothing else (8 MiB LV)', async () => {
+    const lv = await patterned(8);
+    await clearDataAreaSignatures(lv, { dataOffsetBytes: MiB, sizeBytes: 8 * MiB });
+    const after = await readFile(lv);
+    expect(after.length).toBe(8 * MiB);
+    expect(isPattern(after.subarray(0, MiB))).toBe(true); // the header area is not touched
+    expect(isZero(after.subarray(MiB, 2 * MiB))).toBe(true);
+    expect(isPattern(after.subarray(2 * MiB, 7 * MiB))).toBe(true);
+    expect(isZero(after.subarray(7 * MiB))).toBe(true);
+  });
+
+  it('zeroes a data area smaller than two MiB whole, once, never past the end', async () => {
+    const lv = await patterned(2);
+    await clearDataAreaSignatures(lv, { dataOffsetBytes: MiB, sizeBytes: 2 * MiB - 512 });
+    const after = await readFile(lv);
+    expect(after.length).toBe(2 * MiB);
+    expect(isPattern(after.subarray(0, MiB))).toBe(true);
+    expect(isZero(after.subarray(MiB, 2 * MiB - 512))).toBe(true);
+    expect(isPattern(after.subarray(2 * MiB - 512))).toBe(true);
+  });
+
+  it('works through BlockHeaderIo.clearDataArea, leaving a written header alone', async () => {
+    const lv = await patterned(4);
+    const io: HeaderIo = new BlockHeaderIo();
+    await io.writeHeader(lv, fields);
+    await io.clearDataArea(lv, { dataOffsetBytes: MiB, sizeBytes: 4 * MiB });
+    expect(await io.readHeader(lv)).toEqual({ status: 'ok', version: 1, header: fields });
+    const after = await readFile(lv);
+    expect(isZero(after.subarray(MiB, 2 * MiB))).toBe(true);
+    expect(isPattern(after.subarray(2 * MiB, 3 * MiB))).toBe(true);
+    expect(isZero(after.subarray(3 * MiB))).toBe(true);
+  });
+
+  it('refuses sizes that leave no data area or are not whole sectors, writing nothing', async () => {
+    const lv = await patterned(2);
+    await expect(
+      clearDataAreaSignatures(lv, { dataOffsetBytes: MiB, sizeBytes: MiB }),
+    ).rejects.toThrow(
+      new InvalidArgumentError(
+        `an LV of ${MiB} bytes has no data area after the ${MiB}-byte offset`,
+      ),
+    );
+    await expect(
+      clearDataAreaSignatures(lv, { dataOffsetBytes: 1000, sizeBytes: 2 * MiB }),
+    ).rejects.toThrow(
+      new InvalidArgumentError(
+        'dataOffsetBytes must be a positive multiple of 512 bytes, got 1000',
+      ),
+    );
+    expect(isPattern(await readFile(lv))).toBe(true);
+  });
+
+  it('never creates a missing device', async () => {
+    const missing = join(dir, 'missing.img');
+    await expect(
+      clearDataAreaSignatures(missing, { dataOffsetBytes: MiB, sizeBytes: 4 * MiB }),
+    ).rejects.toThrow(NotFoundError);
+    await expect(readFile(missing)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });
 

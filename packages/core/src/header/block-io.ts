@@ -168,6 +168,85 @@ export async function writeHeaderBlock(
 }
 
 /**
+ * Bytes zeroed at each end of a new volume's data area by
+ * `clearDataAreaSignatures`: 1 MiB, which covers every place `blkid -p`
+ * looks for a superblock or label at the start of a device (ext2/3/4 at
+ * 1 KiB, xfs at 0, btrfs at 64 KiB, swap, LUKS, LVM PV, partition tables,
+ * ZFS labels L0/L1) and at its end (md 0.90/1.0 superblocks, the backup
+ * GPT, ZFS labels L2/L3).
+ */
+export const SIGNATURE_AREA_BYTES = 1048576;
+
+/** Where a volume's data area lies on its LV, in bytes. */
+export interface DataArea {
+  /** Bytes from LV start to the data area (DESIGN.md §4; 1 MiB in v1); > 0. */
+  readonly dataOffsetBytes: number;
+  /** Size of the whole LV in bytes, as lvm reports it; > dataOffsetBytes. */
+  readonly sizeBytes: number;
+}
+
+/**
+ * Zeroes the first and the last `SIGNATURE_AREA_BYTES` of the data area of
+ * `path` (clamped to the data area, never touching the header area before
+ * `dataOffsetBytes`) and flushes them to stable storage (O_DSYNC, then
+ * `fdatasync(2)`). A new LV can sit on extents that a deleted volume used
+ * (the wipe policy `none` leaves its blocks): without this, the data area of
+ * a brand-new volume shows the old tenant's filesystem to `blkid -p`, so
+ * NodeStageVolume would mount that filesystem (with its files) or refuse
+ * the volume as "holds another filesystem". DESIGN.md §5 (create), CSI spec
+ * CreateVolume (no `volume_content_source`: a volume with no prior content).
+ * Bytes in between are left as they are (wiping them is the wipe policy's job).
+ * @throws InvalidArgumentError when the offsets are not whole, positive
+ *   multiples of 512 bytes, or the data area is empty.
+ * @throws NotFoundError when the path does not exist.
+ * @throws FailedPreconditionError when it cannot be opened, written or flushed.
+ */
+export async function clearDataAreaSignatures(path: string, area: DataArea): Promise<void> {
+  const { dataOffsetBytes, sizeBytes } = area;
+  for (const [field, value] of [
+    ['dataOffsetBytes', dataOffsetBytes],
+    ['sizeBytes', sizeBytes],
+  ] as const) {
+    if (!Number.isSafeInteger(value) || value <= 0 || value % HEADER_SIZE !== 0) {
+      throw new InvalidArgumentError(
+        `${field} must be a positive multiple of ${HEADER_SIZE} bytes, got ${value}`,
+      );
+    }
+  }
+  if (sizeBytes <= dataOffsetBytes) {
+    throw new InvalidArgumentError(
+      `an LV of ${sizeBytes} bytes has no data area after the ${dataOffsetBytes}-byte offset`,
+    );
+  }
+  const headLength = Math.min(SIGNATURE_AREA_BYTES, sizeBytes - dataOffsetBytes);
+  const tailStart = Math.max(sizeBytes - SIGNATURE_AREA_BYTES, dataOffsetBytes + headLength);
+  const ranges: [number, number][] = [[dataOffsetBytes, headLength]];
+  if (tailStart < sizeBytes) ranges.push([tailStart, sizeBytes - tailStart]);
+  const zeros = Buffer.alloc(SIGNATURE_AREA_BYTES);
+  let fh: FileHandle | undefined;
+  try {
+    fh = await open(path, constants.O_WRONLY | constants.O_DSYNC);
+    for (const [start, length] of ranges) {
+      let done = 0;
+      while (done < length) {
+        const { bytesWritten } = await fh.write(zeros, 0, length - done, start + done);
+        if (bytesWritten === 0) {
+          throw new FailedPreconditionError(
+            `${path} accepted only ${done} of ${length} bytes at offset ${start}`,
+          );
+        }
+        done += bytesWritten;
+      }
+    }
+    await fh.datasync();
+  } catch (error) {
+    throw ioError('write', path, error);
+  } finally {
+    await fh?.close();
+  }
+}
+
+/**
  * Reads one logical block at byte 0 of `path` and decodes its header.
  * @returns the decode result; decoding itself never throws.
  * @throws NotFoundError when the path does not exist.
@@ -199,6 +278,11 @@ export class BlockHeaderIo {
    */
   async writeHeader(devicePath: string, fields: HeaderFields): Promise<void> {
     await writeHeaderBlock(devicePath, encodeHeader(fields), this.#options);
+  }
+
+  /** `clearDataAreaSignatures` (HeaderIo.clearDataArea); throws as that function. */
+  async clearDataArea(devicePath: string, area: DataArea): Promise<void> {
+    await clearDataAreaSignatures(devicePath, area);
   }
 
   /**

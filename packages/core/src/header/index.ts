@@ -5,11 +5,14 @@ export { crc32 } from './crc32.js';
 export { decodeHeader, describeDecode, encodeHeader } from './codec.js';
 export {
   BlockHeaderIo,
+  clearDataAreaSignatures,
   DEFAULT_SYSFS_ROOT,
   logicalBlockSize,
   logicalBlockSizeOfDevice,
   readHeader,
   readHeaderBlock,
+  SIGNATURE_AREA_BYTES,
   writeHeaderBlock,
   type BlockIoOptions,
+  type DataArea,
 } from './block-io.js';

@@ -1,3 +1,4 @@
+import type { DataArea } from '../header/block-io.js';
 import type { DecodeResult, HeaderFields } from '../header/types.js';
 
 /**
@@ -12,6 +13,13 @@ export interface HeaderIo {
    * it to stable storage before resolving.
    */
   writeHeader(devicePath: string, header: HeaderFields): Promise<void>;
+  /**
+   * Zeroes the first and last MiB of the data area of a new LV and flushes
+   * them, so that no signature a deleted volume left on the same extents
+   * shows through (header/block-io.ts `clearDataAreaSignatures`). Called
+   * before `writeHeader`, while the LV still has its `lvstamp_new_` name.
+   */
+  clearDataArea(devicePath: string, area: DataArea): Promise<void>;
   /** Reads sector 0 of `devicePath` and decodes it; decoding never throws. */
   readHeader(devicePath: string): Promise<DecodeResult>;
 }

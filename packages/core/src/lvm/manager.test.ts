@@ -10,6 +10,7 @@ import {
   UnparseableOutputError,
 } from '../errors.js';
 import { ReplayRunner, type ReplayStep } from '../exec/replay-runner.js';
+import type { DataArea } from '../header/block-io.js';
 import type { DecodeResult, HeaderFields } from '../header/types.js';
 import { NoopHostLock } from '../lock/host-lock.js';
 import type { HeaderIo } from './header-io.js';
@@ -85,9 +86,17 @@ const renameStep = (id: string, vg = 'vg0'): ReplayStep => ({
 class FakeHeaderIo implements HeaderIo {
   readonly writes: { devicePath: string; header: HeaderFields }[] = [];
   readonly reads: string[] = [];
+  /** Every call in order: `clear <path> <offset> <size>` and `write <path>`. */
+  readonly calls: string[] = [];
   readonly headers = new Map<string, DecodeResult>();
 
+  clearDataArea(devicePath: string, area: DataArea): Promise<void> {
+    this.calls.push(`clear ${devicePath} ${area.dataOffsetBytes} ${area.sizeBytes}`);
+    return Promise.resolve();
+  }
+
   writeHeader(devicePath: string, header: HeaderFields): Promise<void> {
+    this.calls.push(`write ${devicePath}`);
     this.writes.push({ devicePath, header });
     this.headers.set(devicePath.replace('lvstamp_new_', 'lvstamp_'), {
       status: 'ok',
@@ -287,10 +296,16 @@ describe('inputs that broke other LVM tools', () => {
         },
       },
     ]);
+    // the data area's first and last MiB are zeroed before the header makes the volume real
+    expect(headerIo.calls).toEqual([
+      `clear /dev/mapper/vg0-lvstamp_new_${ID_202} ${MiB} ${204 * MiB}`,
+      `write /dev/mapper/vg0-lvstamp_new_${ID_202}`,
+    ]);
     const again = await manager.createVolume(request);
     runner.assertDone();
     expect(again).toEqual(first);
     expect(headerIo.writes).toHaveLength(1);
+    expect(headerIo.calls).toHaveLength(2);
     expect(headerIo.reads).toEqual([`/dev/mapper/vg0-lvstamp_${ID_202}`]);
     expect(runner.calls.filter((c) => c.argv[0] === 'lvcreate')).toHaveLength(1);
     expect(hostLock.reasons).toEqual([`create ${ID_202}`, `create ${ID_202}`]);

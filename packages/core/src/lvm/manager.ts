@@ -226,7 +226,9 @@ export class LvmManager {
    * capacity (≥ requiredBytes, ≤ limitBytes) in `vgName` is returned as is;
    * a leftover `lvstamp_new_<id>` in `vgName` is removed; `lvcreate` the LV
    * as `lvstamp_new_<id>` with size = requiredBytes + 1 MiB data offset,
-   * rounded up to the extent size; write and flush the header; rename to
+   * rounded up to the extent size; zero the first and last MiB of its data
+   * area (a deleted volume's filesystem must not show through); write and
+   * flush the header; rename to
    * `lvstamp_<id>`; read it back.
    *
    * @throws InvalidArgumentError for a bad name, size, limit, VG name or
@@ -330,6 +332,11 @@ export class LvmManager {
       requestedBytes: request.requiredBytes,
       name: request.name,
     };
+    // The extents may have held a deleted volume: its filesystem must not show through.
+    await this.#headerIo.clearDataArea(created.dmPath, {
+      dataOffsetBytes: DATA_OFFSET_BYTES,
+      sizeBytes: created.sizeBytes,
+    });
     await this.#headerIo.writeHeader(created.dmPath, header);
     const finalLvName = lvNameFor(volumeId, this.#naming);
     await this.#lvm(['lvrename', '--yes', vg.name, newLvName, finalLvName]);
