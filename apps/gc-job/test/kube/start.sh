@@ -6,7 +6,10 @@
 #
 # Usage: start.sh RUN_DIR
 # Env: KAPI_HOME (the build.sh cache dir; default: build.sh's answer), APISERVER_PORT (6443),
-#      ETCD_PORT (23790; the peer port is +1), TOKEN (admin bearer token).
+#      ETCD_PORT (23790; the peer port is +1), TOKEN (admin bearer token),
+#      READY_PATH (/readyz): the GET that must answer 2xx before this script returns. Under
+#      software emulation /readyz comes ~70 s after the API serves (the RBAC bootstrap roles);
+#      a client that uses only the admin token can wait for /api/v1/namespaces/default instead.
 # Writes RUN_DIR/kubeconfig, RUN_DIR/{etcd,apiserver}.pid and logs; stop.sh RUN_DIR stops both.
 set -euo pipefail
 RUN=${1:?usage: start.sh RUN_DIR}
@@ -16,6 +19,7 @@ APISERVER_PORT=${APISERVER_PORT:-6443}
 ETCD_PORT=${ETCD_PORT:-23790}
 ETCD_PEER_PORT=$((ETCD_PORT + 1))
 TOKEN=${TOKEN:-kapi-test-token}
+READY_PATH=${READY_PATH:-/readyz}
 mkdir -p "$RUN/pki"
 cd "$RUN"
 
@@ -59,11 +63,11 @@ setsid "$KAPI_HOME/bin/kube-apiserver" \
 echo $! >"$RUN/apiserver.pid"
 ok=
 for _ in $(seq 1 1800); do
-  if curl -sfk -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$APISERVER_PORT/readyz" >/dev/null 2>&1; then ok=1; break; fi
+  if curl -sfk -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$APISERVER_PORT$READY_PATH" >/dev/null 2>&1; then ok=1; break; fi
   kill -0 "$(cat "$RUN/apiserver.pid")" 2>/dev/null || { echo "kube-apiserver died" >&2; tail -30 "$RUN/apiserver.log" >&2; exit 1; }
   sleep 0.1
 done
-[ -n "$ok" ] || { echo "kube-apiserver not ready" >&2; tail -30 "$RUN/apiserver.log" >&2; exit 1; }
+[ -n "$ok" ] || { echo "kube-apiserver not ready ($READY_PATH)" >&2; tail -30 "$RUN/apiserver.log" >&2; exit 1; }
 t1=$(date +%s.%N)
 
 cat >"$RUN/kubeconfig" <<KC
