@@ -1,7 +1,10 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ApiException } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { KubeApiError } from '../errors.js';
-import { toKubeApiError } from './client.js';
+import { ConfigError, KubeApiError } from '../errors.js';
+import { loadKubeConfig, toKubeApiError } from './client.js';
 
 const status = (code: number, message: string) =>
   new ApiException(
@@ -51,5 +54,40 @@ describe('toKubeApiError', () => {
       null,
       'cannot list csinodes: API server unreachable or unavailable: request to https://127.0.0.1:1/ failed (ECONNREFUSED)',
     ]);
+  });
+});
+
+describe('loadKubeConfig', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lvstamp-gc-kc-'));
+
+  it('refuses to fall back to a default cluster when there is no kubeconfig at all', () => {
+    expect(() => loadKubeConfig({ source: 'kubeconfig', path: undefined }, { HOME: dir })).toThrow(
+      new ConfigError(
+        `no kubeconfig: not in a pod, KUBECONFIG is unset and ${join(dir, '.kube', 'config')} does not exist; pass --kubeconfig FILE`,
+      ),
+    );
+  });
+
+  it('names the file that cannot be read or parsed', () => {
+    const missing = join(dir, 'missing');
+    expect(() => loadKubeConfig({ source: 'kubeconfig', path: missing }, {})).toThrow(
+      /^cannot load the kubeconfig .*missing: ENOENT/,
+    );
+    const garbage = join(dir, 'garbage');
+    writeFileSync(garbage, 'a: b: c\n  - [');
+    expect(() =>
+      loadKubeConfig({ source: 'kubeconfig', path: undefined }, { KUBECONFIG: garbage }),
+    ).toThrow(ConfigError);
+    expect(() => loadKubeConfig({ source: 'kubeconfig', path: garbage }, {})).toThrow(
+      /kubeconfig .*garbage/,
+    );
+  });
+
+  it('refuses a kubeconfig without a current cluster', () => {
+    const empty = join(dir, 'empty');
+    writeFileSync(empty, 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n');
+    expect(() => loadKubeConfig({ source: 'kubeconfig', path: empty }, {})).toThrow(
+      /names no current context or cluster/,
+    );
   });
 });

@@ -12,7 +12,10 @@ import {
   type V1Job,
   type V1JobCondition,
 } from '@kubernetes/client-node';
-import { KubeApiError } from '../errors.js';
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, KubeApiError } from '../errors.js';
 import type {
   CsiNodeInfo,
   EventSpec,
@@ -40,12 +43,43 @@ export interface KubeApiOptions {
  * Loads credentials: the pod's ServiceAccount (`in-cluster`), or a
  * kubeconfig file (`path`, else `$KUBECONFIG`, else `~/.kube/config`).
  */
-export function loadKubeConfig(credentials: KubeCredentials): KubeConfig {
+export function loadKubeConfig(
+  credentials: KubeCredentials,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): KubeConfig {
   const kc = new KubeConfig();
-  if (credentials.source === 'in-cluster') kc.loadFromCluster();
-  else if (credentials.path !== undefined) kc.loadFromFile(credentials.path);
-  else kc.loadFromDefault();
+  if (credentials.source === 'in-cluster') {
+    try {
+      kc.loadFromCluster();
+    } catch (error) {
+      throw new ConfigError(`cannot load the in-cluster credentials: ${messageOf(error)}`);
+    }
+    return kc;
+  }
+  // Never fall back to the client library's default cluster (http://localhost:8080):
+  // without a kubeconfig there is nothing to talk to.
+  const path =
+    credentials.path ??
+    (env.KUBECONFIG || undefined) ??
+    join(env.HOME ?? homedir(), '.kube', 'config');
+  if (credentials.path === undefined && !env.KUBECONFIG && !existsSync(path)) {
+    throw new ConfigError(
+      `no kubeconfig: not in a pod, KUBECONFIG is unset and ${path} does not exist; pass --kubeconfig FILE`,
+    );
+  }
+  try {
+    kc.loadFromFile(path);
+  } catch (error) {
+    throw new ConfigError(`cannot load the kubeconfig ${path}: ${messageOf(error)}`);
+  }
+  if (kc.getCurrentCluster() === null) {
+    throw new ConfigError(`the kubeconfig ${path} names no current context or cluster`);
+  }
   return kc;
+}
+
+function messageOf(error: unknown): string {
+  return (error instanceof Error ? error.message : 'unknown error').split('\n')[0] ?? '';
 }
 
 /**
