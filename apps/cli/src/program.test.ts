@@ -49,6 +49,10 @@ describe('usage errors exit 2 with a one-line message and touch nothing', () => 
     [['gc', '--min-age', '2 hours']],
     [['gc', '--max-delete', '-1']],
     [['delete', 'x', '--wipe', 'shred']],
+    [['create', ' padded', '--size', '1Gi']],
+    [['create', 'new\nline', '--size', '1Gi']],
+    [['create', '2e7d2c03a9507ae265ecf5b5356885a5', '--size', '1Gi']],
+    [['create', 'x', '--size', '100m']],
     [['frobnicate']],
   ])('%j', async (argv) => {
     const create = vi.fn();
@@ -134,10 +138,10 @@ describe('failures exit 1 with one line, no stack trace', () => {
 });
 
 describe('gc', () => {
-  it('refuses to run when the live set cannot be read', async () => {
+  it('refuses to run when the live set cannot be read (a failure: exit 1)', async () => {
     const plan = vi.fn();
     const h = harness({ gc: { plan, apply: vi.fn() } });
-    expect(await h.run('gc', '--live', '/nonexistent')).toBe(2);
+    expect(await h.run('gc', '--live', '/nonexistent')).toBe(1);
     expect(plan).not.toHaveBeenCalled();
     expect(h.stderr()).toContain('cannot read the live set from /nonexistent');
   });
@@ -152,7 +156,7 @@ describe('gc', () => {
     );
     expect(await h.run('gc', '--live', '-', '--min-age', '30m', '--max-delete', '3')).toBe(0);
     expect(plan).toHaveBeenCalledWith({
-      liveSet: new Set([volumeIdForName('pvc-a')]),
+      liveSet: new Set([volumeIdForName('pvc-a'), volumeIdForName('# comment')]),
       allowEmptyLiveSet: false,
       policy: { ownerId: STANDALONE_OWNER_ID, minAgeMs: 1_800_000, maxDeletions: 3, dryRun: true },
       nowMs: 1_700_000_000_000,
@@ -161,10 +165,21 @@ describe('gc', () => {
     expect(h.stdout()).toContain('dry run: nothing was removed');
   });
 
-  it('parses a live set of names and IDs', () => {
+  it('parses a live set of names and IDs, losing nothing of any line', () => {
     const id = 'a'.repeat(32);
-    expect(parseLiveSet(`${id}\n  pvc-x  \n#c\n`)).toEqual(
-      new Set([id, volumeIdForName(id), volumeIdForName('pvc-x')]),
+    expect(parseLiveSet(`${id}\n  pvc-x  \n#c\r\n\n`)).toEqual(
+      new Set([
+        id,
+        volumeIdForName(id),
+        volumeIdForName('  pvc-x  '),
+        volumeIdForName('pvc-x'),
+        volumeIdForName('#c\r'),
+        volumeIdForName('#c'),
+      ]),
     );
+  });
+
+  it('names the line of an invalid live-set entry', () => {
+    expect(() => parseLiveSet(`ok\n${'x'.repeat(300)}\n`)).toThrow(/^live set line 2: /);
   });
 });

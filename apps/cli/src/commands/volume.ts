@@ -1,4 +1,4 @@
-import type { VolumeStatus, WipePolicy } from '@lvstamp/core';
+import { InvalidArgumentError, isHexId, type VolumeStatus, type WipePolicy } from '@lvstamp/core';
 import { Option, type Command } from 'commander';
 import { progress, renderTable, writeJson } from '../output.js';
 import type { CommandContext } from '../program.js';
@@ -18,6 +18,7 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
     .addHelpText('after', '\nExample:\n  lvstamp create scratch --size 512Mi --vg demo')
     .action(async (name: string, opts: { size: string; vg?: string }) => {
       const requiredBytes = parseSize(opts.size);
+      checkNewVolumeName(name);
       const volumes = ctx.services().volumes;
       const vgName = opts.vg ?? (await volumes.defaultVolumeGroup());
       progress(io, `creating volume ${name} (${formatBytes(requiredBytes)}) in ${vgName}`);
@@ -127,6 +128,16 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
       const requiredBytes = parseSize(opts.size);
       const volumes = ctx.services().volumes;
       const id = await volumes.resolve(ref);
+      const before = await volumes.status(id);
+      if (before.volume.capacityBytes >= requiredBytes) {
+        if (json()) writeJson(io, { ...statusJson(before), filesystemGrown: null });
+        else
+          io.stdout.write(
+            `${ref} already has capacity ${formatBytes(before.volume.capacityBytes)} ≥ ${formatBytes(requiredBytes)}; ` +
+              'volumes never shrink, nothing done\n',
+          );
+        return;
+      }
       progress(io, `growing ${ref} to ${formatBytes(requiredBytes)}`);
       const result = await volumes.expand(id, requiredBytes);
       if (json())
@@ -181,4 +192,26 @@ export function statusJson(s: VolumeStatus): Record<string, unknown> {
     dataDevice: s.dataDevice?.path ?? null,
     mountPoints: s.mountPoints,
   };
+}
+
+/**
+ * The CLI's own rule for new volume names, on top of the core's (1–256
+ * bytes of UTF-8): no control characters, no leading or trailing white
+ * space, and not 32 hex digits — each would make the name unusable in a
+ * live-set file or ambiguous with a volume ID.
+ * @throws InvalidArgumentError naming the problem.
+ */
+export function checkNewVolumeName(name: string): void {
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) {
+    throw new InvalidArgumentError(
+      'volume name must not contain control characters (newline, tab, …)',
+    );
+  }
+  if (name !== name.trim())
+    throw new InvalidArgumentError('volume name must not start or end with white space');
+  if (isHexId(name)) {
+    throw new InvalidArgumentError(
+      'volume name must not be 32 hex digits: it would be ambiguous with a volume ID',
+    );
+  }
 }

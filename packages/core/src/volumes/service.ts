@@ -61,13 +61,27 @@ export class VolumeService {
   }
 
   /**
-   * Turns what a person typed into a volume ID: an existing volume's ID (32
-   * hex digits), otherwise a volume name (its ID is derived, DESIGN.md §3).
-   * @throws InvalidArgumentError when it is neither a valid ID nor a valid name.
+   * Turns what a person typed into a volume ID: a volume name (its ID is
+   * derived, DESIGN.md §3), or the ID of an existing volume (32 hex digits).
+   * A ref that is both an existing volume's ID and the name of another
+   * existing volume is refused rather than guessed (a delete must never hit
+   * the wrong volume).
+   * @throws InvalidArgumentError when it is neither a valid ID nor a valid
+   *   name, or when it is ambiguous.
    */
   async resolve(ref: string): Promise<string> {
-    if (isHexId(ref) && (await this.#lvm.findVolume(ref)) !== null) return ref;
-    return volumeIdForName(ref);
+    const byName = volumeIdForName(ref);
+    if (!isHexId(ref) || ref === byName) return byName;
+    const [asId, asName] = await Promise.all([
+      this.#lvm.findVolume(ref),
+      this.#lvm.findVolume(byName),
+    ]);
+    if (asId !== null && asName !== null) {
+      throw new InvalidArgumentError(
+        `"${ref}" is both the ID of a volume and the name of volume ${byName}; refusing to guess: use the ID you mean`,
+      );
+    }
+    return asId !== null ? ref : byName;
   }
 
   /**

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import type { DataDeviceManager } from '../device/data-device.js';
+import { InvalidArgumentError } from '../errors.js';
+import type { FilesystemManager } from '../fs/filesystem.js';
+import type { HeaderIo } from '../lvm/header-io.js';
+import type { LvmManager } from '../lvm/manager.js';
+import type { Volume } from '../lvm/types.js';
+import { volumeIdForName } from '../naming.js';
+import { VolumeService } from './service.js';
+
+/** A VolumeService whose LVM manager knows exactly these volume IDs. */
+function serviceWith(existingIds: readonly string[]): VolumeService {
+  const lvm = {
+    findVolume: (id: string) =>
+      Promise.resolve(existingIds.includes(id) ? ({ volumeId: id } as unknown as Volume) : null),
+  } as unknown as LvmManager;
+  return new VolumeService({
+    lvm,
+    dataDevices: {} as unknown as DataDeviceManager,
+    headers: {} as HeaderIo,
+    filesystems: {} as unknown as FilesystemManager,
+  });
+}
+
+describe('VolumeService.resolve', () => {
+  const idLike = '2e7d2c03a9507ae265ecf5b5356885a5';
+
+  it('derives the ID of a plain name without asking lvm', async () => {
+    expect(await serviceWith([]).resolve('pvc-a')).toBe(volumeIdForName('pvc-a'));
+  });
+
+  it('takes an existing volume ID as that volume', async () => {
+    expect(await serviceWith([idLike]).resolve(idLike)).toBe(idLike);
+  });
+
+  it('takes a 32-hex ref that is only a name as the name', async () => {
+    expect(await serviceWith([volumeIdForName(idLike)]).resolve(idLike)).toBe(
+      volumeIdForName(idLike),
+    );
+    expect(await serviceWith([]).resolve(idLike)).toBe(volumeIdForName(idLike));
+  });
+
+  it('refuses a ref that is both an existing ID and the name of another volume', async () => {
+    await expect(serviceWith([idLike, volumeIdForName(idLike)]).resolve(idLike)).rejects.toThrow(
+      InvalidArgumentError,
+    );
+  });
+
+  it('refuses an invalid name', async () => {
+    await expect(serviceWith([]).resolve('')).rejects.toThrow(InvalidArgumentError);
+  });
+});
