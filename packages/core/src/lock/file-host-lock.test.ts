@@ -13,7 +13,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LockTimeoutError } from '../errors.js';
+import { InvalidArgumentError, LockTimeoutError } from '../errors.js';
 import { FileHostLock } from './file-host-lock.js';
 import { NoopHostLock } from './host-lock.js';
 
@@ -221,4 +221,18 @@ try {
     expect(free).toEqual({ code: 0, stderr: '' });
     expect(readFileSync(log, 'utf8')).toBe('start d\nend d\n');
   }, 30_000);
+});
+
+describe('FileHostLock paths', () => {
+  it.each(['', '/tmp', '/tmp/', '.lock', '/var/lib/data', '/run/lock/lvstamp/host.lock/'])(
+    'refuses %j: it is created and removed as a lock directory',
+    (path) => {
+      expect(() => new FileHostLock({ path })).toThrow(InvalidArgumentError);
+    },
+  );
+
+  it('accepts the default and any path ending in .lock', () => {
+    expect(new FileHostLock().path).toBe('/run/lock/lvstamp/host.lock');
+    expect(new FileHostLock({ path: '/tmp/x/host.lock' }).path).toBe('/tmp/x/host.lock');
+  });
 });

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import * as lockfile from 'proper-lockfile';
-import { LockTimeoutError } from '../errors.js';
+import { InvalidArgumentError, LockTimeoutError } from '../errors.js';
 import type { WarnLogger } from '../exec/runner.js';
 import type { HostLock } from './host-lock.js';
 
@@ -59,8 +59,19 @@ export class FileHostLock implements HostLock {
   readonly #context = new AsyncLocalStorage<Holding>();
   #queue: Promise<void> = Promise.resolve();
 
+  /**
+   * @throws InvalidArgumentError when the path does not end in `.lock`: the
+   *   lock is a directory this class creates and removes (a stale one is
+   *   taken over), so it must never be a path that means something else
+   *   (an empty string, `/tmp`, an existing data directory).
+   */
   constructor(options: FileHostLockOptions = {}) {
     this.#path = options.path ?? DEFAULT_HOST_LOCK_PATH;
+    if (!/[^/]\.lock$/.test(this.#path)) {
+      throw new InvalidArgumentError(
+        `lock path "${this.#path}" must end in .lock: lvstamp creates and removes it as a lock directory`,
+      );
+    }
     this.#waitMs = options.waitMs ?? 120_000;
     this.#staleMs = Math.max(options.staleMs ?? 30_000, 2_000);
     this.#minRetryDelayMs = options.minRetryDelayMs ?? 50;
