@@ -159,9 +159,12 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
     const bCreatedAt = b.header.status === 'ok' ? b.header.header.createdAtMs : opts.now();
     const wait = Math.max(0, GRACE_MS - (opts.now() - bCreatedAt));
     await step(
-      `simulate a leak: pvc-demo-b is left out of the live set; wait ${formatDuration(wait)} to age it past a ${formatDuration(GRACE_MS)} grace period`,
+      `simulate a leak: pvc-demo-b is left out of the live set; ` +
+        (wait > 0
+          ? `wait ${formatDuration(wait + 1_000)} to age it past a ${formatDuration(GRACE_MS)} grace period`
+          : `it is already older than a ${formatDuration(GRACE_MS)} grace period`),
       async () => {
-        await new Promise((resolve) => setTimeout(resolve, wait + 1_000));
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait + 1_000));
       },
     );
 
