@@ -159,7 +159,7 @@ describe('endpoints and shutdown', () => {
       name: 'pvc-1',
       volume_capabilities: [{ block: {}, access_mode: { mode: 'SINGLE_NODE_WRITER' } }],
     });
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await untilCreateStarted(core);
     const stopping = h.server.stop(5000);
     setTimeout(release, 50);
     await stopping;
@@ -174,8 +174,15 @@ describe('endpoints and shutdown', () => {
       name: 'pvc-1',
       volume_capabilities: [{ block: {}, access_mode: { mode: 'SINGLE_NODE_WRITER' } }],
     });
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await untilCreateStarted(core);
     await h.server.stop(50);
     expect(await codeOf(inflight)).not.toBe('OK');
   });
 });
+
+/** Waits until the fake core's create has been entered: the call is in flight on the server. */
+async function untilCreateStarted(core: FakeCore): Promise<void> {
+  while (!core.calls.some(([method]) => method === 'create')) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
