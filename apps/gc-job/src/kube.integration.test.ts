@@ -50,7 +50,7 @@ afterAll(async () => {
 });
 
 function api(kc = kapi.admin): KubeApi {
-  return createKubeApi(kc, { requestTimeoutMs: 5000 });
+  return createKubeApi(kc, { requestTimeoutMs: 30_000 });
 }
 
 async function createPv(name: string, phase: string | null, driver = 'lvstamp.io') {
