@@ -3,7 +3,7 @@
 // pagination (over the 16 concurrent volumes), GetCapacity around a create, and concurrent
 // CreateVolume (16 distinct names, 8 of one name).
 import { readFile } from 'node:fs/promises';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT, createLoopVg, installCleanupHooks } from '../harness/index.js';
@@ -23,6 +23,8 @@ import {
   startDriver,
   timed,
   vgFreeBytes,
+  idOf,
+  unique,
   type CsiClient,
   type RunningDriver,
   type VolumeMsg,
@@ -31,10 +33,6 @@ import {
 installCleanupHooks();
 
 const OWNER_ID = randomBytes(16).toString('hex');
-/** The volume ID rule (DESIGN.md §3), computed here, not by the code under test. */
-const idOf = (name: string): string =>
-  createHash('sha256').update(name, 'utf8').digest('hex').slice(0, 32);
-const unique = (prefix: string): string => `${prefix}-${randomBytes(3).toString('hex')}`;
 
 let vgName = '';
 let driver: RunningDriver;

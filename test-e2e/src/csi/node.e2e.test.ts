@@ -3,7 +3,7 @@
 // publish → write → unpublish → unstage → delete, each step repeated to prove idempotency),
 // a driver restart between stage and publish (state comes back from LVM and mountinfo only),
 // then online expansion of that published volume and NodeGetVolumeStats.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, open, readFile, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -25,6 +25,8 @@ import {
   reportMedian,
   startDriver,
   timed,
+  idOf,
+  unique,
   type CsiClient,
   type RunningDriver,
   type VolumeMsg,
@@ -33,9 +35,6 @@ import {
 installCleanupHooks();
 
 const OWNER_ID = randomBytes(16).toString('hex');
-const idOf = (name: string): string =>
-  createHash('sha256').update(name, 'utf8').digest('hex').slice(0, 32);
-const unique = (prefix: string): string => `${prefix}-${randomBytes(3).toString('hex')}`;
 
 let vgName = '';
 let dir = '';

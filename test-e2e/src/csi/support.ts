@@ -7,6 +7,7 @@ import { open, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { randomBytes } from 'node:crypto';
 import { expect } from 'vitest';
 import {
   REPO_ROOT,
@@ -414,3 +415,9 @@ export function reportMedian(what: string, values: readonly number[]): void {
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/** The volume ID rule (DESIGN.md §3), computed by the tests, not by the code under test. */
+export { idOf } from '../scenarios/support.js';
+
+/** A fresh volume name: `<prefix>-<6 hex digits>`. */
+export const unique = (prefix: string): string => `${prefix}-${randomBytes(3).toString('hex')}`;
