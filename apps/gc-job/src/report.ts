@@ -1,3 +1,4 @@
+import { planTable } from '@lvstamp/core';
 import type { ClusterReport } from './cluster-run.js';
 import type { NodeReport } from './node-run.js';
 
@@ -22,26 +23,12 @@ export function renderColumns(
  * applied, then one summary line.
  */
 export function renderNodeReport(report: NodeReport): string {
-  const outcomeOf = new Map(report.outcomes.map((o) => [o.entry, o]));
-  const applied = report.outcomes.length > 0;
-  const rows = report.plan.entries.map((e) => {
-    const o = outcomeOf.get(e);
-    return [
-      e.device,
-      e.action,
-      String(e.rule),
-      `${e.severity === 'warn' ? 'WARNING: ' : ''}${e.reason}`,
-      ...(applied ? [o === undefined ? '-' : `${o.outcome}: ${o.detail}`] : []),
-    ];
-  });
+  const { header, rows } = planTable(report.plan, report.outcomes);
   const s = report.summary;
   const lines = [
     report.plan.entries.length === 0
       ? 'no lvstamp devices on this node\n'
-      : renderColumns(
-          ['DEVICE', 'ACTION', 'RULE', 'REASON', ...(applied ? ['OUTCOME'] : [])],
-          rows,
-        ),
+      : renderColumns(header, rows),
     `live set: ${report.liveSet.ids} volume IDs from ${report.liveSet.driverPvs} PV(s) of the driver and ${report.liveSet.pvcs} PVC(s), ${report.liveSet.pages} page(s)\n`,
     `node ${s.node}: ${s.devices} device(s), kept ${s.kept}, warnings ${s.warnings}, to remove ${s.planned}, removed ${s.removed}, skipped ${s.skipped}, errors ${s.errors}` +
       `${s.capped ? `, deletion cap of ${report.plan.deletionCap} reached` : ''}; ` +

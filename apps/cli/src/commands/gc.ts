@@ -2,6 +2,7 @@ import {
   FailedPreconditionError,
   InvalidArgumentError,
   isHexId,
+  planTable,
   volumeIdForName,
   type GcOutcome,
   type GcPlan,
@@ -119,22 +120,8 @@ export function parseLiveSet(text: string): Set<string> {
 }
 
 function printPlan(io: Io, plan: GcPlan, minAgeMs: number, outcomes: readonly GcOutcome[]): void {
-  const outcomeOf = new Map(outcomes.map((o) => [o.entry, o]));
-  io.stdout.write(
-    renderTable(
-      ['device', 'action', 'rule', 'reason', ...(outcomes.length ? ['outcome'] : [])],
-      plan.entries.map((e) => {
-        const o = outcomeOf.get(e);
-        return [
-          e.device,
-          e.action,
-          String(e.rule),
-          `${e.severity === 'warn' ? 'WARNING: ' : ''}${e.reason}`,
-          ...(outcomes.length ? [o ? `${o.outcome}${o.detail ? `: ${o.detail}` : ''}` : '-'] : []),
-        ];
-      }),
-    ),
-  );
+  const { header, rows } = planTable(plan, outcomes);
+  io.stdout.write(renderTable(header, rows));
   const removals = plan.entries.filter((e) => e.action !== 'keep').length;
   const mode = plan.dryRun
     ? 'dry run: nothing was removed (use --apply)'

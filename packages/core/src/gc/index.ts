@@ -5,3 +5,4 @@ export { applyGcPlan, type GcApplyOptions } from './executor.js';
 export type * from './ports.js';
 export type * from './types.js';
 export { GcService, type GcPlanRequest } from './service.js';
+export { planTable } from './plan-table.js';
