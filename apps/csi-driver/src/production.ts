@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { createNodeServices } from '@lvstamp/core';
+import { createNodeServices, ExecaRunner, ObservingRunner } from '@lvstamp/core';
 import type { DriverDeps } from './program.js';
 
 /** The real world: the core on this host, files, signals. */
@@ -13,6 +13,20 @@ export async function productionDeps(): Promise<DriverDeps> {
     createCore: ({ lockFile, logger }) =>
       createNodeServices({
         lockFile,
+        // At debug level every external command is one line: argv, exit code, milliseconds
+        // (operators tracing lvm, and the benchmarks counting lvm processes per call).
+        runner: logger.isLevelEnabled('debug')
+          ? new ObservingRunner(new ExecaRunner(), (event) => {
+              logger.debug(
+                {
+                  argv: event.argv,
+                  exitCode: event.exitCode,
+                  durationMs: Math.round(event.durationMs),
+                },
+                'command',
+              );
+            })
+          : new ExecaRunner(),
         logger: {
           warn: (message, fields) => {
             logger.warn(fields ?? {}, message);

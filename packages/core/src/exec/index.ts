@@ -15,3 +15,4 @@ export {
   type ReplayRunnerOptions,
   type ReplayStep,
 } from './replay-runner.js';
+export { ObservingRunner, type CommandEvent } from './observing-runner.js';

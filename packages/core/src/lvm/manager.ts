@@ -298,25 +298,14 @@ export class LvmManager {
 
     const newLvName = newLvNameFor(volumeId, this.#naming);
     await this.#mapOutOfSpace(vg.name, () =>
-      this.#lvm([
-        'lvcreate',
-        '--yes',
-        '--wipesignatures',
-        'y',
-        '--zero',
-        'y',
-        '--activate',
-        'y',
-        '-n',
-        newLvName,
-        '-L',
-        `${lvSizeBytes}b`,
-        '--addtag',
-        this.#naming.tag,
-        '--addtag',
-        ownerTagFor(ownerId, this.#naming),
-        vg.name,
-      ]),
+      this.#lvm(
+        lvcreateArgv({
+          vgName: vg.name,
+          lvName: newLvName,
+          sizeBytes: lvSizeBytes,
+          tags: [this.#naming.tag, ownerTagFor(ownerId, this.#naming)],
+        }),
+      ),
     );
     const created = await this.#readBack(vg.name, newLvName);
     if (created.dmPath === null) {
@@ -682,6 +671,36 @@ function validateBytes(field: string, bytes: number): void {
       `${field} must be a positive whole number of bytes, got ${bytes}`,
     );
   }
+}
+
+/**
+ * The argv that makes the LV of a new volume (lvcreate(8)): signatures
+ * wiped and the first 4 KiB zeroed (`--wipesignatures y --zero y`),
+ * activated, exactly `sizeBytes` (a multiple of the extent size), with the
+ * given tags. The benchmarks run the same argv as the bare baseline.
+ */
+export function lvcreateArgv(request: {
+  readonly vgName: string;
+  readonly lvName: string;
+  readonly sizeBytes: number;
+  readonly tags: readonly string[];
+}): string[] {
+  return [
+    'lvcreate',
+    '--yes',
+    '--wipesignatures',
+    'y',
+    '--zero',
+    'y',
+    '--activate',
+    'y',
+    '-n',
+    request.lvName,
+    '-L',
+    `${request.sizeBytes}b`,
+    ...request.tags.flatMap((tag) => ['--addtag', tag]),
+    request.vgName,
+  ];
 }
 
 /** `bytes` rounded up to a multiple of `unit` (both in bytes, unit > 0), e.g. an LV size to whole extents. */
