@@ -1,0 +1,64 @@
+import type { CountingRunner } from './exec.js';
+import type { Metric } from './types.js';
+
+/** How big a run is. `full` is `pnpm bench`; `smoke` keeps the harness from rotting in CI. */
+export interface Scale {
+  /** Create → delete cycles per side (group 1). */
+  readonly cycles: number;
+  /** Volume counts of the listing group (group 2). */
+  readonly listingSizes: readonly number[];
+  /** Timed repetitions per call and size (group 2). */
+  readonly listingReps: number;
+  /** Concurrent creates, then deletes (group 3). */
+  readonly burst: number;
+  /** Seconds per fio job, and rounds per pattern (group 4). */
+  readonly fioSeconds: number;
+  readonly fioRounds: number;
+  /** Data area of the fio volume in bytes (group 4). */
+  readonly fioVolumeBytes: number;
+  /** Driver starts timed; RPCs per round; rounds; idle window in seconds (group 5). */
+  readonly starts: number;
+  readonly rpcsPerRound: number;
+  readonly rpcRounds: number;
+  readonly idleSeconds: number;
+}
+
+export const FULL: Scale = {
+  cycles: 5,
+  listingSizes: [10, 100, 1000],
+  listingReps: 5,
+  burst: 64,
+  fioSeconds: 5,
+  fioRounds: 3,
+  fioVolumeBytes: 256 * 1024 * 1024,
+  starts: 3,
+  rpcsPerRound: 1000,
+  rpcRounds: 3,
+  idleSeconds: 60,
+};
+
+export const SMOKE: Scale = {
+  cycles: 1,
+  listingSizes: [10],
+  listingReps: 1,
+  burst: 10,
+  fioSeconds: 1,
+  fioRounds: 1,
+  fioVolumeBytes: 32 * 1024 * 1024,
+  starts: 1,
+  rpcsPerRound: 10,
+  rpcRounds: 1,
+  idleSeconds: 10,
+};
+
+/** What every group gets. */
+export interface BenchContext {
+  readonly scale: Scale;
+  /** Runs the bare commands (and counts them). */
+  readonly runner: CountingRunner;
+  /** A progress line on stderr. */
+  readonly progress: (line: string) => void;
+}
+
+/** A measurement group: returns its metrics or throws (the run records the failure). */
+export type GroupRun = (context: BenchContext) => Promise<Metric[]>;

@@ -1,0 +1,272 @@
+// The built CSI driver (apps/csi-driver/dist/lvstamp-csi.mjs) as a child process on a unix socket, as a
+// CO's plugin supervisor starts it, at log level debug so that every command it runs is one log line
+// (`msg: "command"`, see apps/csi-driver/src/production.ts): that is how the benchmarks count the lvm
+// processes behind a call without touching the driver's code path.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { countCommands, type ProcessCount } from './exec.js';
+import { BENCH_OWNER_ID } from './fixture.js';
+import { sleep } from './stats.js';
+
+const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** The built driver entrypoint (one bundled file, as the image runs it). */
+export const DRIVER_MAIN = join(REPO_ROOT, 'apps/csi-driver/dist/lvstamp-csi.mjs');
+/** The driver's own csi.proto (package csi.v1). */
+export const CSI_PROTO = join(REPO_ROOT, 'apps/csi-driver/proto/csi.proto');
+/** Name of the one device class the benchmarks configure. */
+export const DEVICE_CLASS = 'bench';
+
+export type CsiService = 'Identity' | 'Controller' | 'Node';
+
+type UnaryMethod = (
+  request: object,
+  metadata: grpc.Metadata,
+  options: grpc.CallOptions,
+  callback: (error: grpc.ServiceError | null, response?: unknown) => void,
+) => grpc.ClientUnaryCall;
+
+/** One `command` line of the driver's log. */
+interface CommandLine {
+  readonly argv: readonly string[];
+}
+
+/** A running driver: its client, its log and its process. */
+export class BenchDriver {
+  readonly pid: number;
+  /** Milliseconds from spawn until Identity.Probe answered ready. */
+  startupMs = 0;
+  readonly #child: ChildProcess;
+  readonly #clients: Record<CsiService, grpc.Client>;
+  readonly #log: { commands: CommandLine[]; rpcs: number; text: string[] };
+  readonly #exited: Promise<number | null>;
+
+  private constructor(args: {
+    child: ChildProcess;
+    clients: Record<CsiService, grpc.Client>;
+    log: { commands: CommandLine[]; rpcs: number; text: string[] };
+    exited: Promise<number | null>;
+  }) {
+    this.#child = args.child;
+    this.pid = args.child.pid ?? -1;
+    this.#clients = args.clients;
+    this.#log = args.log;
+    this.#exited = args.exited;
+  }
+
+  /**
+   * Starts the driver with one default device class on `vgName` (wipe
+   * none), its socket, config and host lock in `dir`, and waits until
+   * Identity.Probe answers ready (deadline 180 s).
+   * @throws Error with the driver's output when it exits or is not ready.
+   */
+  static async start(options: { dir: string; vgName: string }): Promise<BenchDriver> {
+    if (!existsSync(DRIVER_MAIN)) throw new Error(`${DRIVER_MAIN} is missing: pnpm build`);
+    const socket = join(options.dir, 'csi.sock');
+    const config = join(options.dir, 'config.yaml');
+    await writeFile(
+      config,
+      `deviceClasses:\n  ${DEVICE_CLASS}: { volumeGroup: ${options.vgName}, wipe: none, default: true }\n`,
+    );
+    const log = { commands: [] as CommandLine[], rpcs: 0, text: [] as string[] };
+    const started = performance.now();
+    const child = spawn(
+      process.execPath,
+      [
+        DRIVER_MAIN,
+        '--endpoint',
+        `unix://${socket}`,
+        '--node-id',
+        'bench-node',
+        '--config',
+        config,
+        '--lock-file',
+        join(options.dir, 'host.lock'),
+        '--owner-id',
+        BENCH_OWNER_ID,
+        '--log-level',
+        'debug',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } },
+    );
+    let exitCode: number | null | undefined;
+    const exited = new Promise<number | null>((resolve) => {
+      child.on('exit', (code) => {
+        exitCode = code;
+        resolve(code);
+      });
+    });
+    let partial = '';
+    child.stdout.on('data', (data: Buffer) => {
+      const lines = (partial + data.toString('utf8')).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) readLogLine(line, log);
+    });
+    child.stderr.on('data', (data: Buffer) => log.text.push(data.toString('utf8')));
+    const definition = protoLoader.loadSync(CSI_PROTO, {
+      keepCase: true,
+      longs: String,
+      enums: String,
+      defaults: true,
+      oneofs: true,
+    });
+    const root = grpc.loadPackageDefinition(definition) as unknown as {
+      csi: { v1: Record<CsiService, grpc.ServiceClientConstructor> };
+    };
+    const address = `unix://${socket}`;
+    const make = (s: CsiService): grpc.Client =>
+      new root.csi.v1[s](address, grpc.credentials.createInsecure());
+    const clients = {
+      Identity: make('Identity'),
+      Controller: make('Controller'),
+      Node: make('Node'),
+    };
+    const driver = new BenchDriver({ child, clients, log, exited });
+    const deadline = Date.now() + 180_000;
+    for (;;) {
+      if (exitCode !== undefined) {
+        driver.#closeClients();
+        throw new Error(
+          `lvstamp-csi exited ${String(exitCode)} before it was ready:\n${log.text.join('')}`,
+        );
+      }
+      if (existsSync(socket)) {
+        const ready = await driver
+          .call('Identity', 'Probe', {}, 5_000)
+          .then((r) => (r as { ready?: { value?: boolean } }).ready?.value === true)
+          .catch(() => false);
+        if (ready) break;
+      }
+      if (Date.now() > deadline) {
+        await driver.stop();
+        throw new Error(`lvstamp-csi not ready after 180 s:\n${log.text.join('')}`);
+      }
+      await sleep(20);
+    }
+    driver.startupMs = performance.now() - started;
+    return driver;
+  }
+
+  /** `service.method(request)`; rejects with the grpc ServiceError. */
+  call(
+    service: CsiService,
+    method: string,
+    request: object,
+    timeoutMs = 600_000,
+  ): Promise<unknown> {
+    const client = this.#clients[service];
+    const fn = (client as unknown as Record<string, UnaryMethod | undefined>)[method];
+    if (fn === undefined) throw new Error(`csi.v1.${service} has no method ${method}`);
+    return new Promise((resolve, reject) => {
+      fn.call(
+        client,
+        request,
+        new grpc.Metadata(),
+        { deadline: Date.now() + timeoutMs },
+        (e, r) => {
+          if (e) reject(e);
+          else resolve(r);
+        },
+      );
+    });
+  }
+
+  /**
+   * One call that must succeed, timed, with the processes the driver started
+   * for it (read from its log once the call's own `rpc` line is there).
+   * @throws Error naming the call and the gRPC status when it fails.
+   */
+  async measure(
+    service: CsiService,
+    method: string,
+    request: object,
+  ): Promise<{ ms: number; processes: ProcessCount; response: unknown }> {
+    const commandMark = this.#log.commands.length;
+    const rpcMark = this.#log.rpcs;
+    const start = performance.now();
+    let response: unknown;
+    try {
+      response = await this.call(service, method, request);
+    } catch (error) {
+      const e = error as grpc.ServiceError;
+      throw new Error(`${service}.${method} failed: ${grpc.status[e.code]} ${e.details}`);
+    }
+    const ms = performance.now() - start;
+    await this.waitForRpcLines(rpcMark + 1);
+    return { ms, processes: countCommands(this.#log.commands.slice(commandMark)), response };
+  }
+
+  /** Number of command lines logged so far (a mark for {@link commandsSince}). */
+  get commandMark(): number {
+    return this.#log.commands.length;
+  }
+
+  /** Processes logged since `mark`. */
+  commandsSince(mark: number): ProcessCount {
+    return countCommands(this.#log.commands.slice(mark));
+  }
+
+  /** Number of `rpc` lines logged so far. */
+  get rpcLines(): number {
+    return this.#log.rpcs;
+  }
+
+  /** Waits until the log holds `count` rpc lines (deadline 30 s). */
+  async waitForRpcLines(count: number): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    while (this.#log.rpcs < count) {
+      if (Date.now() > deadline)
+        throw new Error(`the driver logged ${this.#log.rpcs} rpc lines, expected ${count}`);
+      await sleep(2);
+    }
+  }
+
+  /** Resident set size of the driver process in MiB (/proc/<pid>/status VmRSS). */
+  async rssMiB(): Promise<number> {
+    const status = await readFile(`/proc/${this.pid}/status`, 'utf8');
+    const kib = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
+    if (kib === undefined) throw new Error(`no VmRSS in /proc/${this.pid}/status`);
+    return Number(kib) / 1024;
+  }
+
+  /** SIGTERM, SIGKILL after 30 s; resolves to the exit code. */
+  async stop(): Promise<number | null> {
+    this.#closeClients();
+    this.#child.kill('SIGTERM');
+    const timer = setTimeout(() => this.#child.kill('SIGKILL'), 30_000);
+    try {
+      return await this.#exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #closeClients(): void {
+    for (const client of Object.values(this.#clients)) client.close();
+  }
+}
+
+function readLogLine(
+  line: string,
+  log: { commands: CommandLine[]; rpcs: number; text: string[] },
+): void {
+  if (line.trim() === '') return;
+  let entry: { msg?: unknown; argv?: unknown };
+  try {
+    entry = JSON.parse(line) as { msg?: unknown; argv?: unknown };
+  } catch {
+    log.text.push(`${line}\n`);
+    return;
+  }
+  if (entry.msg === 'command' && Array.isArray(entry.argv)) {
+    log.commands.push({ argv: entry.argv.map(String) });
+  } else if (entry.msg === 'rpc') {
+    log.rpcs += 1;
+  } else if (log.text.length < 200) {
+    log.text.push(`${line}\n`);
+  }
+}

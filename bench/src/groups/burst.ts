@@ -1,0 +1,130 @@
+// Group 3: a burst of concurrent CreateVolume calls with distinct names, then as many concurrent
+// DeleteVolume calls, against the same number of sequential bare lvcreate/lvremove pairs.
+import {
+  DATA_OFFSET_BYTES,
+  DEFAULT_NAMING,
+  lvcreateArgv,
+  newLvNameFor,
+  ownerTagFor,
+  volumeIdForName,
+} from '@lvstamp/core';
+import * as grpc from '@grpc/grpc-js';
+import type { BenchContext } from '../context.js';
+import { BenchDriver } from '../driver.js';
+import { BENCH_OWNER_ID, createBenchVg, removeBenchVg } from '../fixture.js';
+import { formatMs, MiB, round, timed } from '../stats.js';
+import type { Metric } from '../types.js';
+import { MOUNT_CAPABILITY } from './create-delete.js';
+
+const REQUESTED_BYTES = 8 * MiB;
+
+export async function burst(context: BenchContext): Promise<Metric[]> {
+  const n = context.scale.burst;
+  const { runner } = context;
+  const vg = await createBenchVg(runner, { sizeBytes: (n * 3 + 16) * 4 * MiB });
+  let driver: BenchDriver | null = null;
+  try {
+    driver = await BenchDriver.start({ dir: vg.dir, vgName: vg.name });
+    const d = driver;
+    const names = Array.from({ length: n }, (_, i) => `burst-${i}`);
+    const mark = d.commandMark;
+    const rpcMark = d.rpcLines;
+    const create = await timed(() =>
+      settleAll(
+        names.map((name) =>
+          d.call('Controller', 'CreateVolume', {
+            name,
+            capacity_range: { required_bytes: String(REQUESTED_BYTES) },
+            volume_capabilities: [MOUNT_CAPABILITY],
+          }),
+        ),
+        'CreateVolume',
+      ),
+    );
+    const ids = create.value.map((r) => (r as { volume: { volume_id: string } }).volume.volume_id);
+    if (new Set(ids).size !== n)
+      throw new Error(`${n} creates returned ${new Set(ids).size} distinct volume IDs`);
+    context.progress(`burst: ${n} concurrent CreateVolume in ${formatMs(create.ms)}`);
+    const remove = await timed(() =>
+      settleAll(
+        ids.map((volume_id) => d.call('Controller', 'DeleteVolume', { volume_id })),
+        'DeleteVolume',
+      ),
+    );
+    context.progress(`burst: ${n} concurrent DeleteVolume in ${formatMs(remove.ms)}`);
+    await d.waitForRpcLines(rpcMark + 2 * n);
+    const processes = d.commandsSince(mark);
+    const driverMs = create.ms + remove.ms;
+
+    const lvSizeBytes =
+      Math.ceil((REQUESTED_BYTES + DATA_OFFSET_BYTES) / vg.extentBytes) * vg.extentBytes;
+    const bare = await timed(async () => {
+      for (const name of names) {
+        const lvName = newLvNameFor(volumeIdForName(`bare-${name}`));
+        await runner.run(
+          lvcreateArgv({
+            vgName: vg.name,
+            lvName,
+            sizeBytes: lvSizeBytes,
+            tags: [DEFAULT_NAMING.tag, ownerTagFor(BENCH_OWNER_ID)],
+          }),
+        );
+        await runner.run(['lvremove', '--yes', `${vg.name}/${lvName}`]);
+      }
+    });
+    context.progress(`burst: ${n} sequential bare lvcreate/lvremove pairs in ${formatMs(bare.ms)}`);
+    return [
+      {
+        id: 'burst.ratio',
+        group: 'burst',
+        label: `${n} concurrent creates, then deletes / ${n} bare pairs`,
+        value: round(driverMs / bare.ms),
+        unit: 'ratio',
+        better: 'lower',
+        target: { op: '<=', value: 1.3 },
+        compared: true,
+        note: `driver ${formatMs(create.ms)} + ${formatMs(remove.ms)}, bare ${formatMs(bare.ms)}; all ${n} + ${n} calls OK`,
+      },
+      {
+        id: 'burst.lvm-processes-per-volume',
+        group: 'burst',
+        label: 'lvm processes per volume (create + delete)',
+        value: round(processes.lvm / n, 2),
+        unit: 'count',
+        better: 'lower',
+        compared: true,
+        note: `${processes.lvm} lvm + ${processes.other} other for ${n} volumes; bare 2 per volume`,
+      },
+      {
+        id: 'burst.driver.ms',
+        group: 'burst',
+        label: 'driver burst, wall time',
+        value: round(driverMs, 1),
+        unit: 'ms',
+        better: 'lower',
+        compared: false,
+      },
+    ];
+  } finally {
+    await driver?.stop();
+    await removeBenchVg(runner, vg);
+  }
+}
+
+/** All calls must succeed; otherwise one Error listing every failure (code and details). */
+async function settleAll(calls: Promise<unknown>[], method: string): Promise<unknown[]> {
+  const settled = await Promise.allSettled(calls);
+  const failures = settled.flatMap((s) =>
+    s.status === 'rejected'
+      ? [
+          `${grpc.status[(s.reason as grpc.ServiceError).code]} ${(s.reason as grpc.ServiceError).details}`,
+        ]
+      : [],
+  );
+  if (failures.length > 0) {
+    throw new Error(
+      `${failures.length} of ${calls.length} ${method} calls failed: ${failures.slice(0, 3).join('; ')}`,
+    );
+  }
+  return settled.map((s) => (s.status === 'fulfilled' ? s.value : null));
+}

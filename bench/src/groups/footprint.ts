@@ -1,0 +1,160 @@
+// Group 5: the driver's footprint. Start-up time to a ready socket, RSS when idle and after rounds of
+// RPCs (no growth from round to round), and the lvm processes it starts per minute while nobody
+// calls it (target zero: no polling, no cache refresh).
+import * as grpc from '@grpc/grpc-js';
+import type { BenchContext } from '../context.js';
+import { BenchDriver, type CsiService } from '../driver.js';
+import { createBenchVg, removeBenchVg } from '../fixture.js';
+import { formatMs, median, MiB, round, sleep } from '../stats.js';
+import type { Metric } from '../types.js';
+
+/**
+ * The RPC mix of a round: calls a CO makes all the time that need no lvm
+ * (identity, capabilities, node info) and malformed requests answered
+ * INVALID_ARGUMENT before any work.
+ */
+const MIX: readonly { service: CsiService; method: string; request: object; code: grpc.status }[] =
+  [
+    { service: 'Identity', method: 'Probe', request: {}, code: grpc.status.OK },
+    { service: 'Identity', method: 'GetPluginInfo', request: {}, code: grpc.status.OK },
+    { service: 'Identity', method: 'GetPluginCapabilities', request: {}, code: grpc.status.OK },
+    {
+      service: 'Controller',
+      method: 'ControllerGetCapabilities',
+      request: {},
+      code: grpc.status.OK,
+    },
+    { service: 'Node', method: 'NodeGetCapabilities', request: {}, code: grpc.status.OK },
+    { service: 'Node', method: 'NodeGetInfo', request: {}, code: grpc.status.OK },
+    {
+      service: 'Controller',
+      method: 'CreateVolume',
+      request: {},
+      code: grpc.status.INVALID_ARGUMENT,
+    },
+    { service: 'Node', method: 'NodeStageVolume', request: {}, code: grpc.status.INVALID_ARGUMENT },
+  ];
+/** Calls in flight at once during a round. */
+const CONCURRENCY = 8;
+/** Settle time after start and after a round before RSS is read, in ms. */
+const SETTLE_MS = 2_000;
+
+export async function footprint(context: BenchContext): Promise<Metric[]> {
+  const { runner, scale } = context;
+  const vg = await createBenchVg(runner, { sizeBytes: 256 * MiB });
+  let driver: BenchDriver | null = null;
+  try {
+    const startups: number[] = [];
+    for (let i = 0; i < scale.starts; i++) {
+      driver = await BenchDriver.start({ dir: vg.dir, vgName: vg.name });
+      startups.push(driver.startupMs);
+      if (i < scale.starts - 1) {
+        await driver.stop();
+        driver = null;
+      }
+    }
+    const d = driver as BenchDriver;
+    await sleep(SETTLE_MS);
+    const idleRss = await d.rssMiB();
+    const idleMark = d.commandMark;
+    await sleep(scale.idleSeconds * 1000);
+    const idle = d.commandsSince(idleMark);
+    const idlePerMinute = (idle.lvm * 60) / scale.idleSeconds;
+    context.progress(
+      `footprint: idle RSS ${idleRss.toFixed(1)} MiB, ${idle.lvm} lvm processes in ${scale.idleSeconds} s idle`,
+    );
+
+    const roundRss: number[] = [];
+    const roundMark = d.commandMark;
+    for (let r = 0; r < scale.rpcRounds; r++) {
+      await rpcRound(d, scale.rpcsPerRound);
+      await sleep(SETTLE_MS);
+      roundRss.push(await d.rssMiB());
+      context.progress(
+        `footprint: round ${r + 1}/${scale.rpcRounds}: ${scale.rpcsPerRound} RPCs, RSS ${roundRss.at(-1)?.toFixed(1)} MiB`,
+      );
+    }
+    const roundProcesses = d.commandsSince(roundMark);
+    const lastRss = roundRss.at(-1) ?? idleRss;
+    const firstRss = roundRss[0] ?? idleRss;
+    return [
+      {
+        id: 'footprint.rss-idle',
+        group: 'footprint',
+        label: 'driver RSS, idle after start',
+        value: round(idleRss, 1),
+        unit: 'MiB',
+        better: 'lower',
+        target: { op: '<=', value: 80 },
+        compared: true,
+      },
+      {
+        id: 'footprint.rss-after-rpcs',
+        group: 'footprint',
+        label: `driver RSS after ${scale.rpcRounds} × ${scale.rpcsPerRound} RPCs`,
+        value: round(lastRss, 1),
+        unit: 'MiB',
+        better: 'lower',
+        target: { op: '<=', value: 80 },
+        compared: true,
+        note: `per round: ${roundRss.map((v) => v.toFixed(1)).join(', ')} MiB; ${roundProcesses.lvm} lvm processes`,
+      },
+      {
+        id: 'footprint.rss-growth',
+        group: 'footprint',
+        label: 'RSS growth, first to last round',
+        value: round(lastRss - firstRss, 1),
+        unit: 'MiB',
+        better: 'lower',
+        // "No growth": within what V8's heap sizing moves between rounds.
+        target: { op: '<=', value: 4 },
+        compared: false,
+      },
+      {
+        id: 'footprint.idle-lvm-per-minute',
+        group: 'footprint',
+        label: 'lvm processes per minute while idle',
+        value: round(idlePerMinute, 2),
+        unit: 'per-min',
+        better: 'lower',
+        target: { op: '<=', value: 0 },
+        compared: true,
+        note: `${idle.lvm} lvm + ${idle.other} other in ${scale.idleSeconds} s`,
+      },
+      {
+        id: 'footprint.startup.ms',
+        group: 'footprint',
+        label: 'start-up to a ready socket',
+        value: round(median(startups), 1),
+        unit: 'ms',
+        better: 'lower',
+        compared: false,
+        note: `median of ${scale.starts}: ${startups.map((ms) => formatMs(ms)).join(', ')}`,
+      },
+    ];
+  } finally {
+    await driver?.stop();
+    await removeBenchVg(runner, vg);
+  }
+}
+
+/** `count` calls of the mix, CONCURRENCY at a time; each must answer its expected code. */
+async function rpcRound(driver: BenchDriver, count: number): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < count) {
+      const call = MIX[next++ % MIX.length];
+      if (call === undefined) return;
+      const code = await driver.call(call.service, call.method, call.request).then(
+        () => grpc.status.OK,
+        (error: unknown) => (error as grpc.ServiceError).code,
+      );
+      if (code !== call.code) {
+        throw new Error(
+          `${call.service}.${call.method} answered ${grpc.status[code]}, expected ${grpc.status[call.code]}`,
+        );
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+}

@@ -1,0 +1,208 @@
+#!/usr/bin/env node
+// lvstamp-bench: `run` measures (inside the test VM or on a host with device-mapper, see
+// scripts/run-bench.sh), `check` compares the latest run with bench/baseline.json, `baseline` takes
+// the latest full run as the new baseline.
+import { writeFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Command, CommanderError, Option } from 'commander';
+import { checkHostCanActivate } from '@lvstamp/core';
+import { compareWithBaseline, renderComparison, takeBaseline } from './check.js';
+import { FULL, SMOKE, type BenchContext, type GroupRun } from './context.js';
+import { collectEnvironment } from './environment.js';
+import { CountingRunner } from './exec.js';
+import { burst } from './groups/burst.js';
+import { createDelete } from './groups/create-delete.js';
+import { datapath } from './groups/datapath.js';
+import { footprint } from './groups/footprint.js';
+import { listing } from './groups/listing.js';
+import { latestResults, readBaseline, readResults, renderTable, writeResults } from './results.js';
+import { GROUPS, type Group, type Metric } from './types.js';
+
+const BENCH_DIR = fileURLToPath(new URL('../', import.meta.url));
+const RESULTS_DIR = join(BENCH_DIR, 'results');
+const BASELINE = join(BENCH_DIR, 'baseline.json');
+
+const RUNS: Record<Group, GroupRun> = {
+  'create-delete': createDelete,
+  listing,
+  burst,
+  datapath,
+  footprint,
+};
+
+/** A failure meant for the user: one line on stderr, exit `code`. */
+class UsageFailure extends Error {
+  constructor(
+    message: string,
+    readonly code: number,
+  ) {
+    super(message);
+  }
+}
+
+async function run(options: {
+  smoke: boolean;
+  only?: string[];
+  resultsDir: string;
+}): Promise<number> {
+  const can = await checkHostCanActivate();
+  if (!can.ok) {
+    throw new UsageFailure(
+      `cannot benchmark here: ${can.reason}; use pnpm bench (it boots the test VM when needed)`,
+      2,
+    );
+  }
+  const groups = options.only ?? [...GROUPS];
+  for (const g of groups) {
+    if (!(GROUPS as readonly string[]).includes(g)) {
+      throw new UsageFailure(`unknown group "${g}"; groups: ${GROUPS.join(', ')}`, 2);
+    }
+  }
+  const mode: 'full' | 'smoke' = options.smoke ? 'smoke' : 'full';
+  const runner = new CountingRunner();
+  const context: BenchContext = {
+    scale: options.smoke ? SMOKE : FULL,
+    runner,
+    progress: (line) => process.stderr.write(`bench: ${line}\n`),
+  };
+  const startedAt = new Date();
+  const environment = await collectEnvironment(runner);
+  context.progress(
+    `${mode} run on ${environment.kernel}, ${environment.lvm2}, ${environment.cpus} × ${environment.cpuModel}${environment.emulated ? ' (emulated)' : ''}`,
+  );
+  const metrics: Metric[] = [];
+  const failures: string[] = [];
+  for (const group of groups as Group[]) {
+    const start = performance.now();
+    context.progress(`${group}: start`);
+    try {
+      metrics.push(...(await RUNS[group](context)));
+      context.progress(`${group}: done in ${((performance.now() - start) / 1000).toFixed(1)} s`);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      failures.push(`${group}: ${message}`);
+      context.progress(`${group}: FAILED: ${message}`);
+    }
+  }
+  const results = {
+    schema: 1 as const,
+    startedAt: startedAt.toISOString(),
+    durationMs: Math.round(Date.now() - startedAt.getTime()),
+    mode: mode,
+    environment,
+    metrics,
+  };
+  const path = await writeResults(options.resultsDir, results);
+  process.stdout.write(renderTable(results));
+  process.stdout.write(`results: ${path}\n`);
+  if (failures.length > 0) {
+    process.stderr.write(
+      `bench: ${failures.length} group(s) failed:\n${failures.map((f) => `  ${f}`).join('\n')}\n`,
+    );
+    return 1;
+  }
+  return 0;
+}
+
+async function check(options: {
+  results?: string;
+  baseline: string;
+  tolerance: number;
+}): Promise<number> {
+  const path = options.results ?? (await latestResults(RESULTS_DIR));
+  if (path === null)
+    throw new UsageFailure(`no full run in ${RESULTS_DIR}: run pnpm bench first`, 2);
+  const latest = await readResults(path);
+  if (latest.mode !== 'full') {
+    throw new UsageFailure(
+      `${path} is a smoke run; the baseline is compared with full runs only`,
+      2,
+    );
+  }
+  const comparison = compareWithBaseline(
+    latest,
+    await readBaseline(options.baseline),
+    options.tolerance,
+  );
+  process.stdout.write(renderComparison(comparison));
+  process.stdout.write(
+    `compared ${relative(process.cwd(), path)} with ${relative(process.cwd(), options.baseline)}\n`,
+  );
+  return comparison.failed ? 1 : 0;
+}
+
+async function baseline(options: { from?: string; baseline: string }): Promise<number> {
+  const path = options.from ?? (await latestResults(RESULTS_DIR));
+  if (path === null)
+    throw new UsageFailure(`no full run in ${RESULTS_DIR}: run pnpm bench first`, 2);
+  const taken = takeBaseline(await readResults(path), relative(BENCH_DIR, path));
+  await writeFile(options.baseline, `${JSON.stringify(taken, null, 2)}\n`);
+  process.stdout.write(
+    `baseline ${options.baseline} now holds ${taken.metrics.length} metrics from ${path}\n`,
+  );
+  return 0;
+}
+
+function program(): Command {
+  const root = new Command('lvstamp-bench')
+    .description('lvstamp benchmarks: what LVM costs and what lvstamp adds on top')
+    .exitOverride()
+    .showHelpAfterError();
+  root
+    .command('run')
+    .description('measure every group (needs root and device-mapper: pnpm bench boots the VM)')
+    .option('--smoke', 'N = 10, one round: keeps the harness working (CI)', false)
+    .addOption(new Option('--only <groups...>', `run only these groups (${GROUPS.join(', ')})`))
+    .option('--results-dir <dir>', 'where the JSON goes', RESULTS_DIR)
+    .action(async (o: { smoke: boolean; only?: string[]; resultsDir: string }) => {
+      process.exitCode = await run(o);
+    });
+  root
+    .command('check')
+    .description(
+      'compare the latest full run with the baseline; exit 1 when a metric is >20 % worse',
+    )
+    .option('--results <file>', 'results file (default: the newest full run in bench/results)')
+    .option('--baseline <file>', 'baseline file', BASELINE)
+    .addOption(
+      new Option('--tolerance <fraction>', 'allowed worsening')
+        .default(0.2)
+        .argParser(parseFraction),
+    )
+    .action(async (o: { results?: string; baseline: string; tolerance: number }) => {
+      process.exitCode = await check(o);
+    });
+  root
+    .command('baseline')
+    .description('make the latest full run (or --from FILE) the new baseline')
+    .option('--from <file>', 'results file (default: the newest full run in bench/results)')
+    .option('--baseline <file>', 'baseline file', BASELINE)
+    .action(async (o: { from?: string; baseline: string }) => {
+      process.exitCode = await baseline(o);
+    });
+  return root;
+}
+
+function parseFraction(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0 || n > 1)
+    throw new Error(`--tolerance must be a fraction 0..1, got "${value}"`);
+  return n;
+}
+
+try {
+  await program().parseAsync(process.argv);
+} catch (error) {
+  if (error instanceof CommanderError) {
+    process.exitCode = error.exitCode === 0 ? 0 : 2;
+  } else if (error instanceof UsageFailure) {
+    process.stderr.write(`lvstamp-bench: ${error.message}\n`);
+    process.exitCode = error.code;
+  } else {
+    process.stderr.write(
+      `lvstamp-bench: ${error instanceof Error ? error.message : String(error)}\n`,
+    );
+    process.exitCode = 1;
+  }
+}
