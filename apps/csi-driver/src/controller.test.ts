@@ -111,11 +111,6 @@ describe('CreateVolume', () => {
       'OUT_OF_RANGE',
     ],
     [
-      'a limit below the extent-rounded size',
-      { capacity_range: { required_bytes: String(202 * MIB), limit_bytes: String(202 * MIB + 1) } },
-      'OUT_OF_RANGE',
-    ],
-    [
       'a size above 2^53 - 1',
       { capacity_range: { required_bytes: '9007199254740993' } },
       'OUT_OF_RANGE',
@@ -150,6 +145,32 @@ describe('CreateVolume', () => {
       accessibility_requirements: { requisite: TOPOLOGY, preferred: TOPOLOGY },
     });
     expect(h.core.store.size).toBe(1);
+  });
+
+  it('answers OUT_OF_RANGE when the core cannot round to whole extents within the limit', async () => {
+    expect(
+      await failureOf(
+        create({
+          capacity_range: {
+            required_bytes: String(202 * MIB),
+            limit_bytes: String(202 * MIB + 1),
+          },
+        }),
+      ),
+    ).toEqual({
+      code: 'OUT_OF_RANGE',
+      details: `rounded to 4194304-byte extents the capacity would be ${203 * MIB} bytes, above limitBytes ${202 * MIB + 1}`,
+    });
+    expect(h.core.store.size).toBe(0);
+  });
+
+  it('answers FAILED_PRECONDITION when the class volume group does not exist (no lvm look-up of its own)', async () => {
+    h.core.groups = h.core.groups.filter((g) => g.name !== 'vg0');
+    expect(await failureOf(create({}))).toEqual({
+      code: 'FAILED_PRECONDITION',
+      details: 'volume group vg0 of device class "fast" does not exist',
+    });
+    expect(h.core.calls.map((c) => c[0])).toEqual(['create']);
   });
 
   it('uses the configured default capacity (1 GiB) when no size is given', async () => {

@@ -1,5 +1,12 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import { DATA_OFFSET_BYTES, isHexId, roundUp, volumeIdForName, type Volume } from '@lvstamp/core';
+import {
+  DATA_OFFSET_BYTES,
+  isHexId,
+  NotFoundError,
+  roundUp,
+  volumeIdForName,
+  type Volume,
+} from '@lvstamp/core';
 import {
   CONTROLLER_CAPABILITIES,
   readCapability,
@@ -137,33 +144,24 @@ export function createControllerService(deps: ControllerDeps) {
         range.requiredBytes > 0
           ? range.requiredBytes
           : Math.min(config.defaultCapacityBytes, range.limitBytes || Infinity);
-      const vg = (await core.lvm.listVolumeGroups()).find(
-        (g) => g.name === deviceClass.volumeGroup,
-      );
-      if (vg === undefined) {
-        throw new CsiError(
-          GrpcStatus.FAILED_PRECONDITION,
-          `volume group ${deviceClass.volumeGroup} of device class "${deviceClass.name}" does not exist`,
-        );
-      }
-      const rounded =
-        roundUp(requiredBytes + DATA_OFFSET_BYTES, vg.extentSizeBytes) - DATA_OFFSET_BYTES;
-      if (range.limitBytes > 0 && rounded > range.limitBytes) {
-        throw new CsiError(
-          GrpcStatus.OUT_OF_RANGE,
-          `rounded up to ${vg.extentSizeBytes}-byte extents the capacity is ${rounded} bytes, above limit_bytes ${range.limitBytes}`,
-        );
-      }
-      if (!Number.isSafeInteger(rounded)) {
-        throw new CsiError(GrpcStatus.OUT_OF_RANGE, `capacity ${requiredBytes} bytes is too large`);
-      }
-      const created = await core.lvm.createVolume({
-        name: request.name,
-        requiredBytes,
-        ...(range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {}),
-        vgName: deviceClass.volumeGroup,
-        ownerId: deps.ownerId,
-      });
+      // The core checks the volume group, rounds to whole extents and checks the limit (one vgs).
+      const created = await core.lvm
+        .createVolume({
+          name: request.name,
+          requiredBytes,
+          ...(range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {}),
+          vgName: deviceClass.volumeGroup,
+          ownerId: deps.ownerId,
+        })
+        .catch((error: unknown) => {
+          if (error instanceof NotFoundError) {
+            throw new CsiError(
+              GrpcStatus.FAILED_PRECONDITION,
+              `volume group ${deviceClass.volumeGroup} of device class "${deviceClass.name}" does not exist`,
+            );
+          }
+          throw error;
+        });
       return { volume: toVolumeMsg(volumeId, created.capacityBytes) };
     },
 

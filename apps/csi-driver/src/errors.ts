@@ -7,6 +7,7 @@ import {
   InvalidArgumentError,
   LockTimeoutError,
   NotFoundError,
+  OutOfRangeError,
   OutOfSpaceError,
 } from '@lvstamp/core';
 
@@ -41,6 +42,7 @@ export interface RpcFailure {
  *
  * | core error | gRPC code |
  * |---|---|
+ * | OutOfRangeError | OUT_OF_RANGE |
  * | InvalidArgumentError | INVALID_ARGUMENT |
  * | NotFoundError | NOT_FOUND |
  * | AlreadyExistsError | ALREADY_EXISTS |
@@ -61,6 +63,7 @@ export function toRpcFailure(error: unknown): RpcFailure {
 }
 
 function coreCode(error: unknown): GrpcStatus | null {
+  if (error instanceof OutOfRangeError) return GrpcStatus.OUT_OF_RANGE;
   if (error instanceof InvalidArgumentError) return GrpcStatus.INVALID_ARGUMENT;
   if (error instanceof NotFoundError) return GrpcStatus.NOT_FOUND;
   if (error instanceof AlreadyExistsError) return GrpcStatus.ALREADY_EXISTS;

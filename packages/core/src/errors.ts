@@ -17,7 +17,17 @@ export abstract class LvstampError extends Error {
 
 /** The caller's input is malformed (a bad name, size, ID, path or policy). */
 export class InvalidArgumentError extends LvstampError {
-  readonly kind = 'invalid-argument';
+  readonly kind: string = 'invalid-argument';
+}
+
+/**
+ * A size the request allows cannot be met: the capacity rounded up to whole
+ * extents exceeds the limit, or a size is beyond 2^53 − 1 bytes. A kind of
+ * invalid argument (the CSI driver answers OUT_OF_RANGE, CSI spec
+ * CreateVolume errors).
+ */
+export class OutOfRangeError extends InvalidArgumentError {
+  override readonly kind = 'out-of-range';
 }
 
 /** The named thing (volume, volume group, device) does not exist. */

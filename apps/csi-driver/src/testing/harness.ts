@@ -6,6 +6,7 @@ import {
   AlreadyExistsError,
   FailedPreconditionError,
   NotFoundError,
+  OutOfRangeError,
   volumeIdForName,
   type DataDevice,
   type MountInfoEntry,
@@ -152,6 +153,10 @@ export class FakeCore implements DriverCore {
       this.calls.push(['create', request]);
       if (this.createGate !== null) await this.createGate;
       this.#maybeFail('create');
+      // as the core: the VG must exist; the limit is checked after the existing-volume look-up
+      if (!this.groups.some((g) => g.name === request.vgName)) {
+        throw new NotFoundError(`volume group ${request.vgName} does not exist`);
+      }
       const id = volumeIdForName(request.name);
       const existing = this.store.get(id);
       const extent = 4 * MIB;
@@ -166,6 +171,11 @@ export class FakeCore implements DriverCore {
           throw new AlreadyExistsError(`volume "${request.name}" exists with a different size`);
         }
         return v;
+      }
+      if (request.limitBytes !== undefined && capacity > request.limitBytes) {
+        throw new OutOfRangeError(
+          `rounded to ${extent}-byte extents the capacity would be ${capacity} bytes, above limitBytes ${request.limitBytes}`,
+        );
       }
       return this.add(request.name, capacity, request.vgName);
     },

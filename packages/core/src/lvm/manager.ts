@@ -3,6 +3,7 @@ import {
   CommandFailedError,
   FailedPreconditionError,
   InvalidArgumentError,
+  OutOfRangeError,
   NotFoundError,
   OutOfSpaceError,
 } from '../errors.js';
@@ -27,6 +28,7 @@ import type { HeaderIo } from './header-io.js';
 import { LV_REPORT_FIELDS, parseLvsReport, parseVgsReport, VG_REPORT_FIELDS } from './report.js';
 import type {
   LogicalVolume,
+  CreatedVolume,
   Volume,
   VolumeGroup,
   VolumeGroupCapacity,
@@ -228,11 +230,15 @@ export class LvmManager {
    * as `lvstamp_new_<id>` with size = requiredBytes + 1 MiB data offset,
    * rounded up to the extent size; zero the first and last MiB of its data
    * area (a deleted volume's filesystem must not show through); write and
-   * flush the header; rename to
-   * `lvstamp_<id>`; read it back.
+   * flush the header; rename to `lvstamp_<id>`. lvm processes: vgs, lvs
+   * (look-up), lvcreate, lvs (read-back: device path and size), lvrename.
    *
+   * @returns the volume: an existing one whole, a new one as CreatedVolume
+   *   (lvrename changes only the name, so there is no second read-back).
    * @throws InvalidArgumentError for a bad name, size, limit, VG name or
-   *   owner ID, or when extent rounding cannot stay within limitBytes.
+   *   owner ID.
+   * @throws OutOfRangeError when extent rounding cannot stay within
+   *   limitBytes or the LV size exceeds 2^53 − 1 bytes.
    * @throws NotFoundError when the VG does not exist.
    * @throws AlreadyExistsError when the volume exists with another capacity,
    *   in another VG, with another owner or another name in its header.
@@ -242,7 +248,7 @@ export class LvmManager {
    * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError,
    *   LockTimeoutError.
    */
-  async createVolume(request: CreateVolumeRequest): Promise<Volume> {
+  async createVolume(request: CreateVolumeRequest): Promise<CreatedVolume> {
     validateVolumeName(request.name);
     validateBytes('requiredBytes', request.requiredBytes);
     if (request.limitBytes !== undefined) {
@@ -261,11 +267,18 @@ export class LvmManager {
     );
   }
 
-  async #create(request: CreateVolumeRequest, volumeId: string, ownerId: string): Promise<Volume> {
+  async #create(
+    request: CreateVolumeRequest,
+    volumeId: string,
+    ownerId: string,
+  ): Promise<CreatedVolume> {
     const vg = await this.getVolumeGroup(request.vgName);
     const { finished, pending } = await this.#lookup(volumeId);
     const existing = this.#single(volumeId, finished);
-    if (existing !== null) return this.#adoptExisting(existing, request, volumeId, ownerId);
+    if (existing !== null) {
+      const adopted = await this.#adoptExisting(existing, request, volumeId, ownerId);
+      return createdVolumeOf(adopted);
+    }
 
     let freeBytes = vg.freeBytes;
     for (const leftover of pending) {
@@ -285,8 +298,11 @@ export class LvmManager {
 
     const lvSizeBytes = roundUp(request.requiredBytes + DATA_OFFSET_BYTES, vg.extentSizeBytes);
     const capacityBytes = lvSizeBytes - DATA_OFFSET_BYTES;
+    if (!Number.isSafeInteger(lvSizeBytes)) {
+      throw new OutOfRangeError(`capacity ${request.requiredBytes} bytes is too large`);
+    }
     if (request.limitBytes !== undefined && capacityBytes > request.limitBytes) {
-      throw new InvalidArgumentError(
+      throw new OutOfRangeError(
         `rounded to ${vg.extentSizeBytes}-byte extents the capacity would be ${capacityBytes} bytes, above limitBytes ${request.limitBytes}`,
       );
     }
@@ -329,7 +345,8 @@ export class LvmManager {
     await this.#headerIo.writeHeader(created.dmPath, header);
     const finalLvName = lvNameFor(volumeId, this.#naming);
     await this.#lvm(['lvrename', '--yes', vg.name, newLvName, finalLvName]);
-    return this.#volumeOrThrow(await this.#readBack(vg.name, finalLvName));
+    // No read-back: lvrename changes nothing but the name, and callers need only these.
+    return createdVolumeOf({ ...created, lvName: finalLvName });
   }
 
   async #adoptExisting(
@@ -701,6 +718,12 @@ export function lvcreateArgv(request: {
     ...request.tags.flatMap((tag) => ['--addtag', tag]),
     request.vgName,
   ];
+}
+
+/** The CreatedVolume fields of a volume: a new and an adopted volume answer alike. */
+function createdVolumeOf(volume: CreatedVolume): CreatedVolume {
+  const { volumeId, vgName, lvName, sizeBytes, capacityBytes } = volume;
+  return { volumeId, vgName, lvName, sizeBytes, capacityBytes };
 }
 
 /** `bytes` rounded up to a multiple of `unit` (both in bytes, unit > 0), e.g. an LV size to whole extents. */

@@ -51,6 +51,17 @@ export interface Volume extends LogicalVolume {
   readonly capacityBytes: number;
 }
 
+/** What a create returns: the volume's place and sizes (a Volume is one too). */
+export interface CreatedVolume {
+  readonly volumeId: string;
+  readonly vgName: string;
+  readonly lvName: string;
+  /** LV size in bytes (whole extents). */
+  readonly sizeBytes: number;
+  /** LV size minus the data offset, in bytes. */
+  readonly capacityBytes: number;
+}
+
 /** Free space of one volume group, in bytes. */
 export interface VolumeGroupCapacity {
   readonly vgName: string;
