@@ -17,12 +17,17 @@ export interface IdentityDeps {
 
 /**
  * The CSI Identity service (CSI spec "Identity Service RPC"): plugin info,
- * plugin capabilities, and Probe, which is ready only when lvm answers and
- * every configured volume group exists. An lvm failure fails the call
- * (spec: an unhealthy plugin answers with an error); a missing volume group
- * is `ready: false` (still initialising, e.g. the disks are being set up).
+ * plugin capabilities, and Probe. Until the first ready answer Probe asks lvm
+ * (`vgs`): an lvm failure fails the call (spec: an unhealthy plugin answers
+ * with an error) and a missing volume group is `ready: false` (still
+ * initialising, e.g. the disks are being set up). Once ready, Probe answers
+ * ready without running lvm: the spec's `ready` reports initialisation, and
+ * the liveness probe a CO runs every 30 s (deploy/kubernetes/daemonset.yaml)
+ * must not start lvm processes on an idle node (issue 5, footprint; an lvm
+ * failure later surfaces in the call that needs lvm).
  */
 export function createIdentityService(deps: IdentityDeps) {
+  let initialised = false;
   return {
     GetPluginInfo: () =>
       Promise.resolve({ name: deps.driverName, vendor_version: deps.version, manifest: {} }),
@@ -30,6 +35,7 @@ export function createIdentityService(deps: IdentityDeps) {
     GetPluginCapabilities: () => Promise.resolve({ capabilities: PLUGIN_CAPABILITIES }),
 
     Probe: async () => {
+      if (initialised) return { ready: { value: true } };
       const present = new Set((await deps.core.lvm.listVolumeGroups()).map((vg) => vg.name));
       const missing = configuredVolumeGroups(deps.config).filter((name) => !present.has(name));
       if (missing.length > 0) {
@@ -38,6 +44,7 @@ export function createIdentityService(deps: IdentityDeps) {
         );
         return { ready: { value: false } };
       }
+      initialised = true;
       return { ready: { value: true } };
     },
   };

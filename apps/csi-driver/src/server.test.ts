@@ -43,12 +43,18 @@ describe('Identity', () => {
     ]);
   });
 
-  it('is ready only when every configured volume group exists', async () => {
+  it('is ready once every configured volume group exists, and from then on asks lvm no more', async () => {
     h = await startHarness();
-    expect(await h.call('Identity', 'Probe', {})).toEqual({ ready: { value: true } });
-    h.core.groups = h.core.groups.filter((g) => g.name !== 'vg1');
+    const groups = h.core.groups;
+    h.core.groups = groups.filter((g) => g.name !== 'vg1');
     expect(await h.call('Identity', 'Probe', {})).toEqual({ ready: { value: false } });
     expect(h.logs.lines.some((l) => l.reason === 'volume group missing: vg1')).toBe(true);
+    h.core.groups = groups;
+    expect(await h.call('Identity', 'Probe', {})).toEqual({ ready: { value: true } });
+    // ready is initialisation (CSI spec Probe): later probes start no lvm process
+    h.core.failNext.set('listVolumeGroups', new TypeError('listVolumeGroups was called'));
+    expect(await h.call('Identity', 'Probe', {})).toEqual({ ready: { value: true } });
+    expect(await h.call('Identity', 'Probe', {})).toEqual({ ready: { value: true } });
   });
 
   it('fails Probe when lvm does not answer', async () => {

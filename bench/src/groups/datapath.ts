@@ -27,13 +27,14 @@ export async function datapath(context: BenchContext): Promise<Metric[]> {
   const core = createNodeServices({ runner, lockFile: join(vg.dir, 'host.lock') });
   let volumeId: string | null = null;
   try {
-    const volume = await core.lvm.createVolume({
+    const created = await core.lvm.createVolume({
       name: 'fio',
       vgName: vg.name,
       requiredBytes: dataBytes,
       ownerId: BENCH_OWNER_ID,
     });
-    volumeId = volume.volumeId;
+    volumeId = created.volumeId;
+    const volume = await core.lvm.getVolume(created.volumeId);
     const map = await core.volumes.attach(volume.volumeId);
     if (volume.dmPath === null) throw new Error('the fio volume has no device path');
     const targets = {
