@@ -125,6 +125,7 @@ export class FakeNode {
       devices: {
         listAll: () => Promise.resolve([...this.dm]),
         table: () => Promise.resolve(null),
+        tables: (ids: readonly string[]) => Promise.resolve(new Map(ids.map((id) => [id, null]))),
         remove: () => Promise.resolve(),
       },
       hostLock: {

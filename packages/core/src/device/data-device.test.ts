@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   CommandFailedError,
@@ -12,6 +13,7 @@ import {
   DataDeviceManager,
   formatLinearTable,
   linearTableFor,
+  parseConciseTables,
   parseDmInfo,
   parseLinearTable,
 } from './data-device.js';
@@ -462,5 +464,260 @@ describe('DataDeviceManager.table / parseLinearTable', () => {
       stderr: '',
     };
     expect(() => parseLinearTable(result)).toThrow(UnparseableOutputError);
+  });
+});
+
+/**
+ * Recorded in the test VM by fixtures/device/record-dmsetup-table.sh (lvm2
+ * 2.03.16, kernel 6.1): two LVs (254:0, 254:1) and, over them, the maps below
+ * plus foreign maps named `foreign:colon`, `foreign,comma;semi\back` and
+ * `lvstamp-<LINEAR>: 0 8 linear 7:0 0`.
+ */
+describe('DataDeviceManager.tables / parseConciseTables (recorded)', () => {
+  const LINEAR = '9a1c0d3b5e7f4a2c8b6d1e0f3a5c7e0b'; // 0 30720 linear 254:0 2048
+  const SECOND = '0b7e5c3a1f2e4d6c8a0b9c7e5d3f1a2c'; // 0 30720 linear 254:1 2048
+  const TWOSEG = '3c5e7a9b1d2f4e6a8c0b2d4f6e8a0c1b'; // two linear segments
+  const NOTABLE = '4d6f8b0c2e3a5f7b9d1c3e5a7f9b1d2c'; // created with --notable
+  const ERRTGT = '5e7a9c1d3f4b6a8c0e2d4f6b8a0c2e3d'; // 0 2048 error
+  const RENAMED = '6f8b0d2e4a5c7b9d1f3e5a7c9b1d3f4e'; // UUID LVSTAMP-<id>, name renamed-data-device
+  const NOUUID = '7a9c1e3f5b6d8c0a2f4e6b8d0c2a4f5b'; // name lvstamp-<id>, no UUID
+  const ABSENT = 'f'.repeat(32);
+  const TABLES = ['dmsetup', 'table', '--concise'];
+  const recorded = (name: string): ReplayStep => ({
+    argv: TABLES,
+    stdoutFile: `device/recorded/${name}.stdout`,
+  });
+  const concise = (stdout: string): ReplayStep => ({ argv: TABLES, stdout });
+  const linear = (sectors: number, minor: number, offsetSectors: number) => ({
+    startSector: 0,
+    sectors,
+    major: 254,
+    minor,
+    offsetSectors,
+  });
+
+  it('splits every map of the recorded output, undoing the backslash escapes', () => {
+    const stdout = readFileSync(
+      new URL('../../fixtures/device/recorded/mixed-table-concise.stdout', import.meta.url),
+      'utf8',
+    );
+    const lvUuid = 'LVM-uKnWrXqeAeDeVtVUhSjr4kqx99L2slvyd';
+    expect(parseConciseTables({ argv: TABLES, exitCode: 0, stdout, stderr: '' })).toEqual([
+      {
+        name: 'foreign:colon',
+        uuid: '',
+        minor: 9,
+        readOnly: false,
+        segments: ['0 2048 linear 254:0 8192'],
+      },
+      {
+        name: 'foreign,comma;semi\\back',
+        uuid: 'FOREIGN-uuid,with;separators',
+        minor: 11,
+        readOnly: false,
+        segments: ['0 2048 zero '],
+      },
+      {
+        name: `lvsdmrec-lvstamp_${SECOND}`,
+        uuid: `${lvUuid}CXcHTpnkerlEAn0uzWskPXdOwiKzI2G`,
+        minor: 1,
+        readOnly: false,
+        segments: ['0 32768 linear 7:0 34816'],
+      },
+      {
+        name: `lvsdmrec-lvstamp_${LINEAR}`,
+        uuid: `${lvUuid}We2fIyLTsp76uLNJVpj0ZgTCCGZ21NE`,
+        minor: 0,
+        readOnly: false,
+        segments: ['0 32768 linear 7:0 2048'],
+      },
+      {
+        name: `lvstamp-${SECOND}`,
+        uuid: `LVSTAMP-${SECOND}`,
+        minor: 3,
+        readOnly: false,
+        segments: ['0 30720 linear 254:1 2048'],
+      },
+      {
+        name: `lvstamp-${TWOSEG}`,
+        uuid: `LVSTAMP-${TWOSEG}`,
+        minor: 4,
+        readOnly: false,
+        segments: ['0 1024 linear 254:0 2048', '1024 1024 linear 254:1 2048'],
+      },
+      {
+        name: `lvstamp-${NOTABLE}`,
+        uuid: `LVSTAMP-${NOTABLE}`,
+        minor: 5,
+        readOnly: false,
+        segments: [],
+      },
+      {
+        name: `lvstamp-${ERRTGT}`,
+        uuid: `LVSTAMP-${ERRTGT}`,
+        minor: 6,
+        readOnly: false,
+        segments: ['0 2048 error '],
+      },
+      {
+        name: `lvstamp-${NOUUID}`,
+        uuid: '',
+        minor: 8,
+        readOnly: false,
+        segments: ['0 2048 linear 254:0 4096'],
+      },
+      {
+        name: `lvstamp-${LINEAR}`,
+        uuid: `LVSTAMP-${LINEAR}`,
+        minor: 2,
+        readOnly: false,
+        segments: ['0 30720 linear 254:0 2048'],
+      },
+      {
+        name: `lvstamp-${LINEAR}: 0 8 linear 7:0 0`,
+        uuid: '',
+        minor: 10,
+        readOnly: false,
+        segments: ['0 2048 linear 254:1 8192'],
+      },
+      {
+        name: 'renamed-data-device',
+        uuid: `LVSTAMP-${RENAMED}`,
+        minor: 7,
+        readOnly: false,
+        segments: ['0 2048 linear 254:1 4096'],
+      },
+    ]);
+  });
+
+  it('reads the tables of many maps with one dmsetup table --concise, found by UUID', async () => {
+    const { manager, replay } = setup([recorded('mixed-table-concise')]);
+    const tables = await manager.tables([LINEAR, SECOND, RENAMED, NOTABLE, NOUUID, ABSENT, LINEAR]);
+    expect(replay.calls.map((c) => c.argv)).toEqual([TABLES]);
+    expect(tables).toEqual(
+      new Map([
+        // Not the foreign map named "lvstamp-<LINEAR>: 0 8 linear 7:0 0".
+        [LINEAR, linear(30720, 0, 2048)],
+        [SECOND, linear(30720, 1, 2048)],
+        // By UUID, whatever the name (as table(id)).
+        [RENAMED, linear(2048, 1, 4096)],
+        // No live table: dmsetup prints name,uuid,minor,rw and nothing more.
+        [NOTABLE, null],
+        // A map named lvstamp-<id> without the UUID is not the data device.
+        [NOUUID, null],
+        [ABSENT, null],
+      ]),
+    );
+  });
+
+  it.each([
+    ['two segments', TWOSEG],
+    ['an error target', ERRTGT],
+  ])('throws UnparseableOutputError for a map with %s, as table(id)', async (_label, id) => {
+    const { manager } = setup([recorded('mixed-table-concise')]);
+    await expect(manager.tables([LINEAR, id])).rejects.toThrow(UnparseableOutputError);
+  });
+
+  it('gives what table(id) gives for the recorded per-map outputs', async () => {
+    const info = { argv: INFO, stdoutFile: 'device/recorded/mixed-info.stdout' };
+    const one = (name: string, file: string): ReplayStep => ({
+      argv: ['dmsetup', 'table', name],
+      stdoutFile: `device/recorded/${file}.stdout`,
+    });
+    const { manager } = setup([
+      info,
+      one(`lvstamp-${NOTABLE}`, 'table-one-notable'),
+      recorded('mixed-table-concise'),
+      info,
+      one(`lvstamp-${TWOSEG}`, 'table-one-twoseg'),
+      recorded('mixed-table-concise'),
+    ]);
+    expect(await manager.table(NOTABLE)).toBeNull();
+    expect((await manager.tables([NOTABLE])).get(NOTABLE)).toBeNull();
+    const perMap = await manager.table(TWOSEG).catch((e: unknown) => e);
+    const bulk = await manager.tables([TWOSEG]).catch((e: unknown) => e);
+    expect(perMap).toBeInstanceOf(UnparseableOutputError);
+    expect(bulk).toBeInstanceOf(UnparseableOutputError);
+  });
+
+  it('reads "No devices found" (recorded) as no map: null for every ID', async () => {
+    const { manager } = setup([recorded('none-table-concise')]);
+    expect(await manager.tables([LINEAR])).toEqual(new Map([[LINEAR, null]]));
+  });
+
+  it('runs nothing for no IDs', async () => {
+    const { manager, replay } = setup([]);
+    expect(await manager.tables([])).toEqual(new Map());
+    expect(replay.calls).toEqual([]);
+  });
+
+  it('refuses a malformed ID before running anything', async () => {
+    const { manager, replay } = setup([]);
+    await expect(manager.tables([LINEAR, 'LVSTAMP-x'])).rejects.toThrow(InvalidArgumentError);
+    expect(replay.calls).toEqual([]);
+  });
+
+  it('propagates a failed dmsetup (a map removed while it walks the list)', async () => {
+    const { manager } = setup([
+      {
+        argv: TABLES,
+        exitCode: 1,
+        stderr: `device-mapper: table ioctl on lvstamp-${LINEAR}  failed: No such device or address\nCommand failed.\n`,
+      },
+    ]);
+    await expect(manager.tables([LINEAR])).rejects.toThrow(CommandFailedError);
+  });
+
+  it('throws UnparseableOutputError when two maps carry an asked-for UUID', async () => {
+    const entry = `lvstamp-${LINEAR},LVSTAMP-${LINEAR},2,rw,0 30720 linear 254:0 2048`;
+    const { manager } = setup([concise(`${entry};${entry.replace('lvstamp-', 'copy-')}\n`)]);
+    await expect(manager.tables([LINEAR])).rejects.toThrow(UnparseableOutputError);
+  });
+
+  it('reads a read-only map and a name with an escaped separator at its end', () => {
+    const stdout = `ro-map\\;,,3,ro,0 8 linear 254:0 0\n`;
+    expect(parseConciseTables({ argv: TABLES, exitCode: 0, stdout, stderr: '' })).toEqual([
+      { name: 'ro-map;', uuid: '', minor: 3, readOnly: true, segments: ['0 8 linear 254:0 0'] },
+    ]);
+  });
+
+  it.each([
+    ['empty output', ''],
+    ['a lone newline', '\n'],
+    ['three fields', 'a,b,3\n'],
+    ['an empty name', ',b,3,rw\n'],
+    ['a non-numeric minor', 'a,b,x,rw\n'],
+    ['an unknown flag', 'a,b,3,rx,0 8 linear 254:0 0\n'],
+    ['an empty segment', 'a,b,3,rw,\n'],
+    ['a dangling backslash', 'a,b,3,rw,0 8 linear 254:0 0\\'],
+    ['an empty device between separators', 'a,b,3,rw;;c,d,4,rw\n'],
+    ['plain (non-concise) table output', `lvstamp-${LINEAR}: 0 30720 linear 254:0 2048\n`],
+  ])('parseConciseTables throws UnparseableOutputError for %s', (_label, stdout) => {
+    expect(() => parseConciseTables({ argv: TABLES, exitCode: 0, stdout, stderr: '' })).toThrow(
+      UnparseableOutputError,
+    );
+  });
+
+  it('parses the recorded dmsetup info of the same node (names with ":", "," and ";")', async () => {
+    const { manager } = setup([{ argv: INFO, stdoutFile: 'device/recorded/mixed-info.stdout' }]);
+    const maps = await manager.listAll();
+    expect(maps).toHaveLength(12);
+    expect(maps.filter((m) => m.uuid.startsWith('LVSTAMP-')).map((m) => [m.name, m.minor])).toEqual(
+      [
+        [`lvstamp-${SECOND}`, 3],
+        [`lvstamp-${TWOSEG}`, 4],
+        [`lvstamp-${NOTABLE}`, 5],
+        [`lvstamp-${ERRTGT}`, 6],
+        [`lvstamp-${LINEAR}`, 2],
+        ['renamed-data-device', 7],
+      ],
+    );
+    expect(maps).toContainEqual({
+      name: 'foreign,comma;semi\\back',
+      uuid: 'FOREIGN-uuid,with;separators',
+      major: 254,
+      minor: 11,
+      openCount: 0,
+    });
   });
 });

@@ -12,6 +12,7 @@ export {
   formatLinearTable,
   linearTableFor,
   MAPPER_DIR,
+  parseConciseTables,
   parseDmInfo,
   parseLinearTable,
   type DataDeviceManagerOptions,

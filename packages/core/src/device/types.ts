@@ -8,6 +8,24 @@ export interface DmMap {
   readonly openCount: number;
 }
 
+/**
+ * One map as `dmsetup table --concise` prints it (dmsetup(8), CONCISE
+ * FORMAT), with the backslash escapes undone.
+ */
+export interface DmTableEntry {
+  readonly name: string;
+  /** "" when the map has no UUID. */
+  readonly uuid: string;
+  readonly minor: number;
+  /** Flag `ro` (else `rw`). */
+  readonly readOnly: boolean;
+  /**
+   * The live table, one `<start> <length> <target> <args>` per segment
+   * (512-byte sectors), verbatim; empty when the map has no live table.
+   */
+  readonly segments: readonly string[];
+}
+
 /** An lvstamp data device: a map whose UUID starts with `LVSTAMP-`. */
 export interface DataDeviceMap extends DmMap {
   /** Volume ID from the UUID. */

@@ -114,6 +114,11 @@ class FakeNode {
     devices: {
       listAll: () => this.step('listAll', () => [...this.dmMaps]),
       table: (volumeId) => this.step(`table ${volumeId}`, () => this.tables.get(volumeId) ?? null),
+      tables: (volumeIds) =>
+        this.step(
+          `tables ${volumeIds.join(',')}`,
+          () => new Map(volumeIds.map((id) => [id, this.tables.get(id) ?? null])),
+        ),
       remove: (volumeId) =>
         this.step(`remove ${volumeId}`, () => {
           // Like the kernel: the map goes, and so does its hold on the target.

@@ -1,7 +1,10 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { DataDeviceManager } from '../device/data-device.js';
 import type { DmMap } from '../device/types.js';
 import { CommandFailedError } from '../errors.js';
+import type { CommandRunner } from '../exec/runner.js';
 import type { DecodeResult } from '../header/types.js';
 import type { Volume } from '../lvm/types.js';
 import { DEFAULT_NAMING } from '../naming.js';
@@ -44,9 +47,9 @@ function fakePorts(node: NodePorts = NODE) {
         calls.push('listAll');
         return Promise.resolve(node.dmMaps);
       },
-      table: (volumeId) => {
-        calls.push(`table ${volumeId}`);
-        return Promise.resolve(node.tables[volumeId] ?? null);
+      tables: (volumeIds) => {
+        calls.push(`tables ${volumeIds.join(',')}`);
+        return Promise.resolve(new Map(volumeIds.map((id) => [id, node.tables[id] ?? null])));
       },
     },
     headers: {
@@ -70,8 +73,7 @@ describe('takeInventory', () => {
     expect(calls).toEqual([
       'listVolumes',
       'listAll',
-      `table ${ATTACHED}`,
-      `table ${STALE}`,
+      `tables ${ATTACHED},${STALE}`,
       `readHeader /dev/mapper/vg0-lvstamp_${ATTACHED}`,
       `readHeader /dev/mapper/vg0-lvstamp_${UNREADABLE}`,
       `readHeader /dev/mapper/vg0-lvstamp_new_${INTERRUPTED}`,
@@ -286,7 +288,7 @@ describe('takeInventory', () => {
     const { ports } = fakePorts();
     const broken: GcInventoryPorts = {
       ...ports,
-      devices: { ...ports.devices, table: () => Promise.reject(failure) },
+      devices: { ...ports.devices, tables: () => Promise.reject(failure) },
     };
     await expect(takeInventory(broken, DEFAULT_NAMING, () => NOW)).rejects.toBe(failure);
   });
@@ -296,6 +298,99 @@ describe('takeInventory', () => {
     const { ports, calls } = fakePorts();
     const inventory = await takeInventory(ports, naming, () => NOW);
     expect(inventory.maps).toEqual([]);
-    expect(calls.filter((c) => c.startsWith('table'))).toEqual([]);
+    expect(calls.filter((c) => c.startsWith('tables'))).toEqual(['tables ']);
+  });
+});
+
+describe('takeInventory: commands started', () => {
+  /**
+   * Inventory and plan of a node with `n` attached volumes (LV 253:i held by
+   * its data device lvstamp-<id>, 253:1000+i), through the real
+   * DataDeviceManager on a runner that answers `dmsetup info` and
+   * `dmsetup table --concise` in their recorded shapes and fails any other
+   * command. Returns every command started, `listVolumes` standing for its
+   * one `lvs`.
+   */
+  async function inventoryOf(n: number) {
+    const ids = Array.from({ length: n }, (_, i) =>
+      createHash('sha256').update(`pvc-${i}`).digest('hex').slice(0, 32),
+    );
+    const template = NODE.volumes.find((v) => v.volumeId === ATTACHED);
+    if (template === undefined) throw new Error('fixture lost its attached volume');
+    const volumes: Volume[] = ids.map((id, i) => ({
+      ...template,
+      lvName: `lvstamp_${id}`,
+      lvUuid: `lv-uuid-${i}`,
+      volumeId: id,
+      kernelMinor: i,
+      dmPath: `/dev/mapper/vg0-lvstamp_${id}`,
+    }));
+    const info = ids
+      .flatMap((id, i) => [
+        `vg0-lvstamp_${id}|LVM-vg-uuid-lv-uuid-${i}|253|${i}|1`,
+        `lvstamp-${id}|LVSTAMP-${id}|253|${1000 + i}|0`,
+      ])
+      .join('\n');
+    const concise = ids
+      .flatMap((id, i) => [
+        `vg0-lvstamp_${id},LVM-vg-uuid-lv-uuid-${i},${i},rw,0 2099200 linear 7:0 ${2048 + i * 2099200}`,
+        `lvstamp-${id},LVSTAMP-${id},${1000 + i},rw,0 2097152 linear 253:${i} 2048`,
+      ])
+      .join(';');
+    const commands: string[] = [];
+    const runner: CommandRunner = {
+      run: (argv) => {
+        commands.push(argv.join(' '));
+        const key = argv.slice(0, 3).join(' ');
+        const stdout =
+          key === 'dmsetup info -c' ? info : key === 'dmsetup table --concise' ? concise : null;
+        if (stdout === null) return Promise.reject(new Error(`unexpected ${argv.join(' ')}`));
+        return Promise.resolve({ argv, exitCode: 0, stdout: `${stdout}\n`, stderr: '' });
+      },
+    };
+    const inventory = await takeInventory(
+      {
+        lvm: {
+          listVolumes: () => {
+            commands.push('listVolumes');
+            return Promise.resolve(volumes);
+          },
+        },
+        devices: new DataDeviceManager({ runner }),
+        headers: {
+          readHeader: () => Promise.resolve({ status: 'not-stamped', reason: 'magic absent' }),
+        },
+      },
+      DEFAULT_NAMING,
+      () => NOW,
+    );
+    const plan = planGc(
+      inventory,
+      new Set(ids),
+      { ownerId: OWNER, minAgeMs: 3_600_000, maxDeletions: 5, dryRun: true },
+      NOW,
+    );
+    return { commands, inventory, plan };
+  }
+
+  it('starts the same three commands for 1 map as for 50 (issue 5)', async () => {
+    const one = await inventoryOf(1);
+    const fifty = await inventoryOf(50);
+    expect(one.commands).toEqual([
+      'listVolumes',
+      'dmsetup info -c --noheadings --separator | -o name,uuid,major,minor,open',
+      'dmsetup table --concise',
+    ]);
+    expect(fifty.commands).toEqual(one.commands);
+
+    // And every map was still read: each targets its own LV, which it holds.
+    expect(fifty.inventory.maps).toHaveLength(50);
+    for (const map of fifty.inventory.maps) {
+      expect(map.lv).toBe(`vg0/lvstamp_${map.volumeId ?? ''}`);
+    }
+    expect(fifty.inventory.volumes.map((v) => [v.openCount, v.dataMaps.length])).toEqual(
+      Array.from({ length: 50 }, () => [0, 1]),
+    );
+    expect(fifty.plan.entries).toHaveLength(100);
   });
 });

@@ -1,7 +1,7 @@
 import type { DeviceNumber, DmMap } from '../device/types.js';
 import type { Volume } from '../lvm/types.js';
 import { DEFAULT_NAMING, parseDmUuid, type Naming } from '../naming.js';
-import type { GcHeaderPort, GcInventoryPorts } from './ports.js';
+import type { GcHeaderPort, GcInventoryPorts, GcLinearTarget } from './ports.js';
 import { compareText, describeError, kernelNumber, lvDevice, numberKey } from './util.js';
 import type { Inventory, InventoryHeader, InventoryMap, InventoryVolume } from './types.js';
 
@@ -12,9 +12,12 @@ import type { Inventory, InventoryHeader, InventoryMap, InventoryVolume } from '
  * device-mapper map whose UUID starts with `naming.dmUuidPrefix`, with its
  * open count and linear target.
  *
- * Calls, in order: `lvm.listVolumes()`, `devices.listAll()`,
- * `devices.table(id)` per lvstamp map, `headers.readHeader(lv.dmPath)` per
- * active LV. Devices are matched by kernel major:minor, never by path.
+ * Calls, in order: `lvm.listVolumes()`, `devices.listAll()`, one
+ * `devices.tables(ids)` for the volume IDs of every lvstamp map (so the
+ * commands started do not grow with the number of maps: one `lvs`, one
+ * `dmsetup info`, one `dmsetup table`), then `headers.readHeader(lv.dmPath)`
+ * per active LV (in-process reads, FACTS.md). Devices are matched by kernel
+ * major:minor, never by path.
  *
  * A header that cannot be read (inactive LV, no device path, read error)
  * becomes `{ status: 'unreadable', reason }`; reading never throws out of
@@ -38,11 +41,10 @@ export async function takeInventory(
     if (number) lvByNumber.set(numberKey(number), lv);
   }
 
-  const maps: InventoryMap[] = [];
-  for (const dm of dmMaps) {
-    if (!dm.uuid.startsWith(naming.dmUuidPrefix)) continue;
-    maps.push(await describeMap(dm, naming, ports, lvByNumber));
-  }
+  const ours = dmMaps.filter((dm) => dm.uuid.startsWith(naming.dmUuidPrefix));
+  const ids = ours.flatMap((dm) => parseDmUuid(dm.uuid, naming) ?? []);
+  const tables = await ports.devices.tables(ids);
+  const maps = ours.map((dm) => describeMap(dm, naming, tables, lvByNumber));
 
   const dmByNumber = new Map<string, DmMap>();
   for (const dm of dmMaps) dmByNumber.set(numberKey(dm), dm);
@@ -59,14 +61,15 @@ export async function takeInventory(
   };
 }
 
-async function describeMap(
+/** One lvstamp map; `tables` holds the answer of `devices.tables` for its volume ID. */
+function describeMap(
   dm: DmMap,
   naming: Naming,
-  ports: GcInventoryPorts,
+  tables: ReadonlyMap<string, GcLinearTarget | null>,
   lvByNumber: ReadonlyMap<string, Volume>,
-): Promise<InventoryMap> {
+): InventoryMap {
   const volumeId = parseDmUuid(dm.uuid, naming);
-  const table = volumeId === null ? null : await ports.devices.table(volumeId);
+  const table = volumeId === null ? null : (tables.get(volumeId) ?? null);
   const target = table === null ? null : { major: table.major, minor: table.minor };
   const lv = target === null ? undefined : lvByNumber.get(numberKey(target));
   return {

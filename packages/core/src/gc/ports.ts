@@ -61,10 +61,19 @@ export interface GcDevicePort {
   /** Every device-mapper map on the host (LV devices included), with open counts. */
   listAll(): Promise<readonly DmMap[]>;
   /**
-   * The linear table of data device `lvstamp-<volumeId>`, or null when that
-   * map does not exist or its table is not one linear target.
+   * The linear table of the data device whose UUID is `LVSTAMP-<volumeId>`
+   * (one `dmsetup info` and one `dmsetup table`; the executor's re-check).
+   * Null when no map has that UUID or it has no live table. Throws
+   * (UnparseableOutputError) when its table is not one linear segment.
    */
   table(volumeId: string): Promise<GcLinearTarget | null>;
+  /**
+   * The same answer as `table(id)` for every ID in `volumeIds`, from one
+   * command whatever their number (`dmsetup table --concise`; the
+   * inventory's read). One entry per distinct ID; null as for `table`.
+   * Throws as `table` does for any one of them.
+   */
+  tables(volumeIds: readonly string[]): Promise<ReadonlyMap<string, GcLinearTarget | null>>;
 }
 
 /** Removes data device maps (DataDeviceManager). */
@@ -82,11 +91,14 @@ export interface GcHostLockPort {
   withLock<T>(reason: string, fn: () => Promise<T>): Promise<T>;
 }
 
-/** What `takeInventory` reads. */
+/**
+ * What `takeInventory` reads. Its devices port has no per-map `table`: the
+ * inventory reads every table with one `tables` call.
+ */
 export interface GcInventoryPorts {
   readonly lvm: GcLvmPort;
   readonly headers: GcHeaderPort;
-  readonly devices: GcDevicePort;
+  readonly devices: Pick<GcDevicePort, 'listAll' | 'tables'>;
 }
 
 /** What `applyGcPlan` reads and changes. */
