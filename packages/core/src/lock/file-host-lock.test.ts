@@ -88,6 +88,46 @@ describe('FileHostLock in one process', () => {
     expect(events).toEqual(['start a', 'end a', 'start b', 'end b', 'start c', 'end c']);
   });
 
+  it('a queue longer than waitMs drains in order as long as it keeps moving', async () => {
+    // 8 callers × 80 ms = 640 ms of queue, more than twice the 300 ms wait: nobody times out
+    const lock = fastLock(join(tempDir(), 'host.lock'), 300);
+    const order: number[] = [];
+    await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        lock.withLock(`job ${i}`, async () => {
+          await tick(80);
+          order.push(i);
+        }),
+      ),
+    );
+    expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+  });
+
+  it('a caller behind a holder that keeps the lock longer than waitMs gets LockTimeoutError naming it', async () => {
+    const lock = fastLock(join(tempDir(), 'host.lock'), 150);
+    let release: () => void = () => undefined;
+    const stuck = lock.withLock(
+      'create slow',
+      () =>
+        new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+    );
+    const started = Date.now();
+    const error = await lock
+      .withLock('create next', () => Promise.resolve())
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockTimeoutError);
+    expect((error as Error).message).toMatch(
+      /held in this process for "create slow" for more than 150 ms \(wanted for "create next"\)$/,
+    );
+    expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+    release();
+    await stuck;
+    // the queue works again once the holder is done
+    expect(await lock.withLock('after', () => Promise.resolve('ok'))).toBe('ok');
+  });
+
   it('a task that outlives the lock does not count as holding it', async () => {
     const path = join(tempDir(), 'host.lock');
     const lock = fastLock(path);
