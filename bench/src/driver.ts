@@ -33,6 +33,8 @@ type UnaryMethod = (
 /** One `command` line of the driver's log. */
 interface CommandLine {
   readonly argv: readonly string[];
+  /** Wall time the driver measured, in milliseconds. */
+  readonly durationMs: number;
 }
 
 /** A running driver: its client, its log and its process. */
@@ -255,15 +257,18 @@ function readLogLine(
   log: { commands: CommandLine[]; rpcs: number; text: string[] },
 ): void {
   if (line.trim() === '') return;
-  let entry: { msg?: unknown; argv?: unknown };
+  let entry: { msg?: unknown; argv?: unknown; durationMs?: unknown };
   try {
-    entry = JSON.parse(line) as { msg?: unknown; argv?: unknown };
+    entry = JSON.parse(line) as { msg?: unknown; argv?: unknown; durationMs?: unknown };
   } catch {
     log.text.push(`${line}\n`);
     return;
   }
   if (entry.msg === 'command' && Array.isArray(entry.argv)) {
-    log.commands.push({ argv: entry.argv.map(String) });
+    log.commands.push({
+      argv: entry.argv.map(String),
+      durationMs: typeof entry.durationMs === 'number' ? entry.durationMs : 0,
+    });
   } else if (entry.msg === 'rpc') {
     log.rpcs += 1;
   } else if (log.text.length < 200) {

@@ -40,13 +40,18 @@ export interface ProcessCount {
   readonly other: number;
   /** The programs in the order they ran, e.g. `vgs lvs lvcreate lvrename`. */
   readonly sequence: string;
+  /** Sum of their wall times in milliseconds (the rest of a call is the caller's own work). */
+  readonly ms: number;
 }
 
 /** Counts commands by kind. */
-export function countCommands(commands: readonly { argv: readonly string[] }[]): ProcessCount {
+export function countCommands(
+  commands: readonly { argv: readonly string[]; durationMs: number }[],
+): ProcessCount {
   const lvm = commands.filter((c) => isLvmCommand(c.argv)).length;
   const sequence = commands.map((c) => (c.argv[0] ?? '').split('/').pop() ?? '').join(' ');
-  return { lvm, other: commands.length - lvm, sequence };
+  const ms = commands.reduce((sum, c) => sum + c.durationMs, 0);
+  return { lvm, other: commands.length - lvm, sequence, ms };
 }
 
 /** A runner that records every command it ran (for counting), on the production ExecaRunner. */

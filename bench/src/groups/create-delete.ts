@@ -63,8 +63,8 @@ export async function createDelete(context: BenchContext): Promise<Metric[]> {
     }
     const driverMs = median(driverCycles.map((c) => c.ms));
     const bareMs = median(bareCycles.map((c) => c.ms));
-    const driverProcesses = driverCycles[0]?.processes ?? { lvm: 0, other: 0, sequence: '' };
-    const bareProcesses = bareCycles[0]?.processes ?? { lvm: 0, other: 0, sequence: '' };
+    const driverProcesses = driverCycles[0]?.processes ?? { lvm: 0, other: 0, sequence: '', ms: 0 };
+    const bareProcesses = bareCycles[0]?.processes ?? { lvm: 0, other: 0, sequence: '', ms: 0 };
     return [
       {
         id: 'create-delete.ratio',
@@ -75,7 +75,7 @@ export async function createDelete(context: BenchContext): Promise<Metric[]> {
         better: 'lower',
         target: { op: '<=', value: 1.3 },
         compared: true,
-        note: `median of ${context.scale.cycles}: driver ${formatMs(driverMs)}, bare ${formatMs(bareMs)}`,
+        note: `median of ${context.scale.cycles}: driver ${formatMs(driverMs)} (in processes ${formatMs(median(driverCycles.map((c) => c.processes.ms)))}), bare ${formatMs(bareMs)} (in processes ${formatMs(median(bareCycles.map((c) => c.processes.ms)))})`,
       },
       {
         id: 'create-delete.driver.lvm-processes',
@@ -126,6 +126,7 @@ async function driverCycle(driver: BenchDriver, name: string): Promise<Cycle> {
       lvm: created.processes.lvm + deleted.processes.lvm,
       other: created.processes.other + deleted.processes.other,
       sequence: `${created.processes.sequence} | ${deleted.processes.sequence}`,
+      ms: created.processes.ms + deleted.processes.ms,
     },
   };
 }
