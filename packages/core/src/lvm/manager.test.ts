@@ -10,6 +10,7 @@ import {
   OutOfSpaceError,
   UnparseableOutputError,
 } from '../errors.js';
+import type { CommandRunner } from '../exec/runner.js';
 import { ReplayRunner, type ReplayStep } from '../exec/replay-runner.js';
 import type { DataArea } from '../header/block-io.js';
 import type { DecodeResult, HeaderFields } from '../header/types.js';
@@ -626,6 +627,38 @@ describe('LvmManager: createVolume', () => {
         ownerId: OWNER,
       }),
     ).rejects.toBeInstanceOf(OutOfRangeError);
+  });
+
+  it('runs the VG report and the look-up at once, not one after the other', async () => {
+    const replay = new ReplayRunner([
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_202, 'lvs-empty.json'),
+      { argv: lvcreateArgv(ID_202, 204 * MiB) },
+      readBackStep('vg0', `lvstamp_new_${ID_202}`, 'lvs-202-new.json'),
+      renameStep(ID_202),
+    ]);
+    // vgs answers only once lvs has started: run one after the other, this create never ends
+    let lookupStarted: () => void = () => undefined;
+    const lookup = new Promise<void>((resolve) => {
+      lookupStarted = resolve;
+    });
+    const runner: CommandRunner = {
+      run: async (argv, options) => {
+        const result = replay.run(argv, options);
+        if (argv[0] === 'lvs') lookupStarted();
+        if (argv[0] === 'vgs') await lookup;
+        return result;
+      },
+    };
+    const manager = new LvmManager({
+      runner,
+      hostLock: new NoopHostLock(),
+      headerIo: new FakeHeaderIo(),
+      clock: () => NOW,
+    });
+    const request = { name: 'pvc-202', requiredBytes: 202 * MiB, vgName: 'vg0', ownerId: OWNER };
+    expect((await manager.createVolume(request)).capacityBytes).toBe(203 * MiB);
+    replay.assertDone();
   });
 
   it('serialises two concurrent creates of one volume: the second finds the first', async () => {

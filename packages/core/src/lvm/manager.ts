@@ -230,8 +230,9 @@ export class LvmManager {
    * as `lvstamp_new_<id>` with size = requiredBytes + 1 MiB data offset,
    * rounded up to the extent size; zero the first and last MiB of its data
    * area (a deleted volume's filesystem must not show through); write and
-   * flush the header; rename to `lvstamp_<id>`. lvm processes: vgs, lvs
-   * (look-up), lvcreate, lvs (read-back: device path and size), lvrename.
+   * flush the header; rename to `lvstamp_<id>`. lvm processes: vgs and lvs
+   * (look-up) at once, lvcreate, lvs (read-back: device path and size),
+   * lvrename.
    *
    * @returns the volume: an existing one whole, a new one as CreatedVolume
    *   (lvrename changes only the name, so there is no second read-back).
@@ -272,8 +273,12 @@ export class LvmManager {
     volumeId: string,
     ownerId: string,
   ): Promise<CreatedVolume> {
-    const vg = await this.getVolumeGroup(request.vgName);
-    const { finished, pending } = await this.#lookup(volumeId);
+    // Two read-only reports, run at once (lvm takes shared locks for both): the VG's extent size
+    // and free space, and the volume's LVs in every VG.
+    const [vg, { finished, pending }] = await Promise.all([
+      this.getVolumeGroup(request.vgName),
+      this.#lookup(volumeId),
+    ]);
     const existing = this.#single(volumeId, finished);
     if (existing !== null) {
       const adopted = await this.#adoptExisting(existing, request, volumeId, ownerId);
