@@ -72,7 +72,7 @@ export async function listing(context: BenchContext): Promise<Metric[]> {
         better: 'lower',
         ...(target ? { target } : {}),
         compared: true,
-        note: `${formatMs(r.ms[call.key])} vs ${formatMs(r.bareMs)}; ${p.lvm} lvm + ${p.other} other: ${abbreviate(p.sequence)}`,
+        note: `${formatMs(r.ms[call.key])} (in processes ${formatMs(p.ms)}) vs ${formatMs(r.bareMs)}; ${p.lvm} lvm + ${p.other} other: ${abbreviate(p.sequence)}`,
       });
     }
   }
