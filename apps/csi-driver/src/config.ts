@@ -1,6 +1,10 @@
 import { parse as parseYaml } from 'yaml';
-import { z } from 'zod';
+import * as z from 'zod/mini';
+import en from 'zod/v4/locales/en.js';
 import { InvalidArgumentError, type FsType, type WipePolicy } from '@lvstamp/core';
+
+// zod/mini carries no messages of its own: the English ones, as the full build has.
+z.config(en());
 
 /** One device class: which volume group its volumes come from and how they are wiped. */
 export interface DeviceClass {
@@ -31,20 +35,23 @@ const CLASS_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const deviceClassSchema = z.strictObject({
   volumeGroup: z
     .string({ error: 'volumeGroup is required (the name of an LVM volume group)' })
-    .regex(VG_NAME, 'volumeGroup is not a valid volume group name (lvm(8) VALID NAMES)'),
+    .check(z.regex(VG_NAME, 'volumeGroup is not a valid volume group name (lvm(8) VALID NAMES)')),
   wipe: z.enum(['none', 'discard', 'zero'], {
     error: 'wipe must be one of none, discard, zero',
   }),
-  default: z.boolean({ error: 'default must be true or false' }).optional(),
-  fsTypes: z
-    .array(z.enum(['ext4', 'xfs'], { error: 'fsTypes entries must be ext4 or xfs' }))
-    .min(1, 'fsTypes must name at least one filesystem')
-    .optional(),
+  default: z.optional(z.boolean({ error: 'default must be true or false' })),
+  fsTypes: z.optional(
+    z
+      .array(z.enum(['ext4', 'xfs'], { error: 'fsTypes entries must be ext4 or xfs' }))
+      .check(z.minLength(1, 'fsTypes must name at least one filesystem')),
+  ),
 });
 
 const configSchema = z.strictObject({
   deviceClasses: z.record(
-    z.string().regex(CLASS_NAME, 'device class names are lowercase letters, digits and "-"'),
+    z
+      .string()
+      .check(z.regex(CLASS_NAME, 'device class names are lowercase letters, digits and "-"')),
     deviceClassSchema,
     {
       error: (issue) =>
@@ -53,12 +60,15 @@ const configSchema = z.strictObject({
           : 'device class names are lowercase letters, digits and "-"',
     },
   ),
-  defaultCapacityBytes: z
-    .number({ error: 'defaultCapacityBytes must be a number of bytes' })
-    .int('defaultCapacityBytes must be a whole number of bytes')
-    .positive('defaultCapacityBytes must be positive')
-    .max(Number.MAX_SAFE_INTEGER, 'defaultCapacityBytes is too large')
-    .optional(),
+  defaultCapacityBytes: z.optional(
+    z
+      .number({ error: 'defaultCapacityBytes must be a number of bytes' })
+      .check(
+        z.int('defaultCapacityBytes must be a whole number of bytes'),
+        z.positive('defaultCapacityBytes must be positive'),
+        z.maximum(Number.MAX_SAFE_INTEGER, 'defaultCapacityBytes is too large'),
+      ),
+  ),
 });
 
 /**

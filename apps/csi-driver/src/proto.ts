@@ -1,14 +1,18 @@
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import type * as protoLoader from '@grpc/proto-loader';
+import protobuf from 'protobufjs';
+import descriptorJson from 'protobufjs/google/protobuf/descriptor.json' with { type: 'json' };
 
 /** Where the CSI wire interface (package `csi.v1`, CSI spec v1.10) is declared. */
 export const CSI_PROTO_PATH = fileURLToPath(new URL('../proto/csi.proto', import.meta.url));
 
 /**
- * proto-loader options: field names as in the spec, 64-bit integers as
- * decimal strings (no precision lost above 2^53), enums by name, defaults
- * filled in, and the name of the set oneof member (e.g. `access_type`).
+ * How messages look to handlers and clients, in proto-loader's terms (the
+ * CO side, bench and test-e2e load the same file with proto-loader and
+ * these options): field names as in the spec, 64-bit integers as decimal
+ * strings (no precision lost above 2^53), enums by name, defaults filled
+ * in, and the name of the set oneof member (e.g. `access_type`).
  */
 export const PROTO_LOADER_OPTIONS: protoLoader.Options = Object.freeze({
   keepCase: true,
@@ -27,17 +31,70 @@ export interface CsiServices {
 
 let loaded: CsiServices | undefined;
 
-/** Loads `proto/csi.proto` once per process. */
+/**
+ * Loads `proto/csi.proto` once per process: parsed by protobufjs (field
+ * names kept), each method (de)serialising exactly as proto-loader's
+ * `loadSync` + `loadPackageDefinition` with {@link PROTO_LOADER_OPTIONS}
+ * would. proto-loader itself is not used here: besides the codecs it builds
+ * a descriptor object for every message of every method and encodes every
+ * file descriptor (for gRPC reflection, which lvstamp does not serve), which
+ * cost the driver 3–4 MiB of its idle memory (issue 5).
+ */
 export function loadCsiServices(): CsiServices {
   if (loaded !== undefined) return loaded;
-  const definition = protoLoader.loadSync(CSI_PROTO_PATH, PROTO_LOADER_OPTIONS);
-  const root = grpc.loadPackageDefinition(definition) as unknown as {
-    csi: { v1: CsiServices };
-  };
+  // csi.proto imports descriptor.proto (for its field options); protobufjs
+  // bundles it only as JSON, registered the way proto-loader registers it.
+  if (!('google/protobuf/descriptor.proto' in protobuf.common)) {
+    protobuf.common('descriptor', descriptorJson.nested.google.nested.protobuf.nested);
+  }
+  const root = new protobuf.Root().loadSync(CSI_PROTO_PATH, { keepCase: true });
+  root.resolveAll();
+  const service = (name: keyof CsiServices): grpc.ServiceClientConstructor =>
+    grpc.makeGenericClientConstructor(serviceDefinition(root, name), name);
   loaded = {
-    Identity: root.csi.v1.Identity,
-    Controller: root.csi.v1.Controller,
-    Node: root.csi.v1.Node,
+    Identity: service('Identity'),
+    Controller: service('Controller'),
+    Node: service('Node'),
   };
   return loaded;
+}
+
+/** The grpc-js definition of `csi.v1.<name>`: path and codecs of every method. */
+function serviceDefinition(root: protobuf.Root, name: string): grpc.ServiceDefinition {
+  const definition: Record<string, grpc.MethodDefinition<object, object>> = {};
+  for (const method of root.lookupService(`csi.v1.${name}`).methodsArray) {
+    const request = method.resolvedRequestType;
+    const response = method.resolvedResponseType;
+    if (request === null || response === null) {
+      throw new Error(`csi.v1.${name}.${method.name}: unresolved message type`);
+    }
+    definition[method.name] = {
+      path: `/csi.v1.${name}/${method.name}`,
+      requestStream: method.requestStream === true,
+      responseStream: method.responseStream === true,
+      requestSerialize: serializer(request),
+      requestDeserialize: deserializer(request),
+      responseSerialize: serializer(response),
+      responseDeserialize: deserializer(response),
+      // proto-loader's lodash camelCase; CSI method names are plain PascalCase.
+      originalName: method.name.charAt(0).toLowerCase() + method.name.slice(1),
+    };
+  }
+  return definition;
+}
+
+function serializer(type: protobuf.Type): (message: object) => Buffer {
+  return (message) => {
+    if (Array.isArray(message)) {
+      throw new Error(`Failed to serialize message: expected ${type.name}, got an array`);
+    }
+    // A Buffer under Node (protobufjs writes with its BufferWriter there), returned as
+    // proto-loader returns it: no copy.
+    return type.encode(type.fromObject(message)).finish() as Buffer;
+  };
+}
+
+function deserializer(type: protobuf.Type): (bytes: Buffer) => object {
+  const options = PROTO_LOADER_OPTIONS as protobuf.IConversionOptions;
+  return (bytes) => type.toObject(type.decode(bytes), options);
 }
