@@ -75,6 +75,29 @@ describe('runDriver', () => {
     expect(d.logs.lines.map((l) => l.msg)).toEqual(['serving CSI', 'shutting down', 'stopped']);
   });
 
+  it('exits 2 with one line, not a stack trace, when the core cannot be built (a --lock-file not ending in .lock)', async () => {
+    const { productionDeps } = await import('./production.js');
+    const production = await productionDeps();
+    const d = deps(CONFIG_YAML, new Promise(() => undefined));
+    const code = await runDriver(
+      [
+        '--endpoint',
+        'unix:///tmp/x.sock',
+        '--node-id',
+        'n1',
+        '--config',
+        'c.yaml',
+        '--lock-file',
+        '/tmp/x',
+      ],
+      { ...d.value, createCore: production.createCore },
+    );
+    expect(code).toBe(2);
+    expect(d.errors).toEqual([
+      'lvstamp-csi: lock path "/tmp/x" must end in .lock: lvstamp creates and removes it as a lock directory\n',
+    ]);
+  });
+
   it('exits 2 with one message per configuration mistake', async () => {
     const d = deps(
       'deviceClasses: { a: { volumeGroup: vg0, wipe: shred } }',

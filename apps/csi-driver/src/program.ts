@@ -105,7 +105,14 @@ export async function runDriver(argv: readonly string[], deps: DriverDeps): Prom
     return 2;
   }
   const logger = (deps.createLogger ?? createLogger)(options.logLevel);
-  const core = deps.createCore({ lockFile: options.lockFile, logger });
+  let core: DriverCore;
+  try {
+    core = deps.createCore({ lockFile: options.lockFile, logger });
+  } catch (error) {
+    // e.g. a --lock-file that does not end in .lock (InvalidArgumentError): a usage error
+    deps.stderr.write(`lvstamp-csi: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 2;
+  }
   const metrics = new DriverMetrics({ config, core });
   const server = createServer({
     endpoint: options.endpoint,
