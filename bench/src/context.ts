@@ -21,6 +21,8 @@ export interface Scale {
   readonly rpcsPerRound: number;
   readonly rpcRounds: number;
   readonly idleSeconds: number;
+  /** Idle seconds after the last round before the settled RSS is read (V8 gives memory back). */
+  readonly settleSeconds: number;
 }
 
 export const FULL: Scale = {
@@ -29,12 +31,13 @@ export const FULL: Scale = {
   listingReps: 5,
   burst: 64,
   fioSeconds: 5,
-  fioRounds: 3,
+  fioRounds: 5,
   fioVolumeBytes: 256 * 1024 * 1024,
   starts: 3,
   rpcsPerRound: 1000,
   rpcRounds: 3,
   idleSeconds: 60,
+  settleSeconds: 45,
 };
 
 export const SMOKE: Scale = {
@@ -49,6 +52,7 @@ export const SMOKE: Scale = {
   rpcsPerRound: 10,
   rpcRounds: 1,
   idleSeconds: 10,
+  settleSeconds: 5,
 };
 
 /** What every group gets. */

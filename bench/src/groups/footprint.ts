@@ -84,6 +84,9 @@ export async function footprint(context: BenchContext): Promise<Metric[]> {
       );
     }
     const roundProcesses = d.commandsSince(roundMark);
+    // What stays: V8 returns the garbage of the rounds after some idle seconds (memory reducer).
+    await sleep(scale.settleSeconds * 1000);
+    const settledRss = await d.rssMiB();
     const lastRss = roundRss.at(-1) ?? idleRss;
     const firstRss = roundRss[0] ?? idleRss;
     return [
@@ -107,6 +110,17 @@ export async function footprint(context: BenchContext): Promise<Metric[]> {
         target: { op: '<=', value: 80 },
         compared: true,
         note: `per round: ${roundRss.map((v) => v.toFixed(1)).join(', ')} MiB; ${roundProcesses.lvm} lvm processes`,
+      },
+      {
+        id: 'footprint.rss-settled',
+        group: 'footprint',
+        label: `driver RSS ${scale.settleSeconds} s after the last round`,
+        value: round(settledRss, 1),
+        unit: 'MiB',
+        better: 'lower',
+        target: { op: '<=', value: 80 },
+        compared: true,
+        note: `idle after start ${idleRss.toFixed(1)} MiB`,
       },
       {
         id: 'footprint.rss-growth',
