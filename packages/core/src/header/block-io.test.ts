@@ -259,6 +259,19 @@ describe('readHeader / BlockHeaderIo', () => {
     await expect(new BlockHeaderIo().readHeader(join(dir, 'nope'))).rejects.toThrow(NotFoundError);
   });
 
+  it('refuses what is neither a block device nor a file, and a file shorter than a header', async () => {
+    await expect(readHeader(dir)).rejects.toThrow(
+      new FailedPreconditionError(`${dir} is neither a block device nor a regular file`),
+    );
+    const tiny = join(dir, 'tiny.img');
+    await writeFile(tiny, Buffer.alloc(511));
+    await expect(readHeader(tiny)).rejects.toThrow(
+      new FailedPreconditionError(
+        `short read from ${tiny}: 511 of 512 bytes (the device is smaller than a header)`,
+      ),
+    );
+  });
+
   it('rejects invalid fields before touching the device', async () => {
     await expect(new BlockHeaderIo().writeHeader(image, { ...fields, name: '' })).rejects.toThrow(
       InvalidArgumentError,
