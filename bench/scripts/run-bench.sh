@@ -19,7 +19,10 @@ done
 RESULTS_DIR=$ROOT/bench/results
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
-  [ "${args[$i]}" = --results-dir ] && RESULTS_DIR=$(realpath -m "${args[$((i + 1))]:-}")
+  case ${args[$i]} in
+    --results-dir) RESULTS_DIR=$(realpath -m "${args[$((i + 1))]:-}") ;;
+    --results-dir=*) RESULTS_DIR=$(realpath -m "${args[$i]#--results-dir=}") ;;
+  esac
 done
 mkdir -p "$RESULTS_DIR"
 LVSTAMP_BENCH_COMMIT=$(git rev-parse HEAD 2>/dev/null || true)
@@ -27,7 +30,10 @@ if [ -n "$LVSTAMP_BENCH_COMMIT" ] && [ -n "$(git status --porcelain --untracked-
   LVSTAMP_BENCH_COMMIT="$LVSTAMP_BENCH_COMMIT-dirty"
 fi
 export LVSTAMP_BENCH_COMMIT
-CMD=(node bench/dist/main.js run --results-dir "$RESULTS_DIR" "$@")
+# The run writes its JSON into RESULTS_DIR (the VM shares exactly this directory read-write): the
+# last --results-dir wins, so ours goes last.
+CMD=(node bench/dist/main.js run "$@" --results-dir "$RESULTS_DIR")
+before=$(ls "$RESULTS_DIR" 2>/dev/null | wc -l)
 
 host_has_dm() {
   [ "$(id -u)" = 0 ] && [ -e /dev/mapper/control ] &&
@@ -48,6 +54,10 @@ else
     VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-5400} \
     "$ROOT/test-e2e/vm/run-in-vm.sh" "$cmd"
   rc=$?
+fi
+if [ "$rc" = 0 ] && [ "$(ls "$RESULTS_DIR" | wc -l)" -le "$before" ]; then
+  echo "run-bench: FAIL: the run wrote no results file into $RESULTS_DIR" >&2
+  rc=1
 fi
 echo "run-bench: exit $rc after $(($(date +%s) - start)) s"
 exit $rc

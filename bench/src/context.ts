@@ -62,6 +62,8 @@ export interface BenchContext {
   readonly runner: CountingRunner;
   /** A progress line on stderr. */
   readonly progress: (line: string) => void;
+  /** What a group's cleanup could not undo (fixture.cleanUp adds; the run then fails). */
+  readonly cleanupProblems: string[];
 }
 
 /** A measurement group: returns its metrics or throws (the run records the failure). */

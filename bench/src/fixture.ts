@@ -53,36 +53,64 @@ export async function createBenchVg(
   const handle = await open(file, 'wx');
   await handle.truncate(options.sizeBytes);
   await handle.close();
-  const loopDevice = (await sh(runner, ['losetup', '--find', '--show', file])).trim();
-  await runner.run([
-    'pvcreate',
-    '--yes',
-    '--metadatasize',
-    `${options.metadataBytes ?? 16 * 1024 * 1024}b`,
-    loopDevice,
-  ]);
-  await runner.run([
-    'vgcreate',
-    '--addtag',
-    DEFAULT_NAMING.tag,
-    '-s',
-    `${extentBytes}b`,
-    name,
-    loopDevice,
-  ]);
-  return { name, loopDevice, dir, extentBytes };
+  let loopDevice: string | null = null;
+  try {
+    loopDevice = (await sh(runner, ['losetup', '--find', '--show', file])).trim();
+    await runner.run([
+      'pvcreate',
+      '--yes',
+      '--metadatasize',
+      `${options.metadataBytes ?? 16 * 1024 * 1024}b`,
+      loopDevice,
+    ]);
+    await runner.run([
+      'vgcreate',
+      '--addtag',
+      DEFAULT_NAMING.tag,
+      '-s',
+      `${extentBytes}b`,
+      name,
+      loopDevice,
+    ]);
+    const extents = Number(
+      (await sh(runner, ['vgs', '--noheadings', '-o', 'vg_extent_count', name])).trim(),
+    );
+    if (!(extents > 0)) throw new Error(`volume group ${name} has no extents (file too small)`);
+    return { name, loopDevice, dir, extentBytes };
+  } catch (error) {
+    // Undo what was done: a failed set-up leaves no VG, PV, loop device or file behind.
+    if (loopDevice !== null) {
+      await runner.run(['vgremove', '-ff', name]).catch(() => undefined);
+      await runner.run(['pvremove', '--yes', loopDevice]).catch(() => undefined);
+      await runner.run(['losetup', '--detach', loopDevice]).catch(() => undefined);
+    }
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
 }
 
 /**
  * Removes a benchmark VG and everything in it: data maps over its LVs
- * (`dmsetup remove` of the given volume IDs' maps, missing ones ignored),
- * `vgremove -ff`, `pvremove`, the loop device and the temp dir.
- * Best effort: cleanup failures are returned as text, never thrown.
+ * (`dmsetup remove` of the given volume IDs' maps, missing ones ignored;
+ * the IDs come from names that start with the VG's own unique name, so no
+ * other volume's map can have them), `vgremove -ff`, `pvremove`, the loop
+ * device, and the temp dir unless something failed (it holds the loop
+ * file). Failures are recorded in `context.cleanupProblems` (the run then
+ * fails), never thrown: the group's own error, if any, stays the one shown.
  */
-export async function removeBenchVg(
-  runner: CommandRunner,
+export async function cleanUp(
+  context: { readonly runner: CommandRunner; readonly cleanupProblems: string[] },
   vg: BenchVg,
   volumeIdsWithMaps: readonly string[] = [],
+): Promise<void> {
+  const problems = await removeBenchVg(context.runner, vg, volumeIdsWithMaps);
+  for (const problem of problems) context.cleanupProblems.push(`${vg.name}: ${problem}`);
+}
+
+async function removeBenchVg(
+  runner: CommandRunner,
+  vg: BenchVg,
+  volumeIdsWithMaps: readonly string[],
 ): Promise<string[]> {
   assertBenchVg(vg.name);
   const problems: string[] = [];
@@ -99,11 +127,12 @@ export async function removeBenchVg(
   await attempt(['vgremove', '-ff', vg.name]);
   await attempt(['pvremove', '--yes', vg.loopDevice]);
   await attempt(['losetup', '--detach', vg.loopDevice]);
-  await rm(vg.dir, { recursive: true, force: true });
+  if (problems.length === 0) await rm(vg.dir, { recursive: true, force: true });
+  else problems.push(`left ${vg.dir} (the loop file) for inspection`);
   return problems;
 }
 
-/** One volume put in place by {@link populate}. */
+/** One volume put in place by {@link populate}: named `<vg>-<i>`. */
 export interface PlacedVolume {
   readonly name: string;
   readonly volumeId: string;
@@ -115,7 +144,7 @@ export interface PlacedVolume {
 }
 
 /**
- * Puts `count` stamped volumes (`bench-<i>`, each `extentsPerVolume`
+ * Puts `count` stamped volumes (`<vg>-<i>`, each `extentsPerVolume`
  * extents) into an empty benchmark VG with one metadata commit instead of
  * `count` lvcreate runs: vgcfgbackup, append the LVs to the metadata text
  * (vgcfgbackup(8) format, tags and creation time as lvcreate writes them),
@@ -132,7 +161,8 @@ export async function populate(
   await runner.run(['vgcfgbackup', '-f', backup, vg.name]);
   const text = await readFile(backup, 'utf8');
   const createdAtMs = Date.now() - options.ageMs;
-  const names = Array.from({ length: options.count }, (_, i) => `bench-${i}`);
+  // Names start with the VG's unique name: their volume IDs cannot be another volume's.
+  const names = Array.from({ length: options.count }, (_, i) => `${vg.name}-${i}`);
   const lvs = names.map((name, i) => {
     const lvName = lvNameFor(volumeIdForName(name));
     return `

@@ -2,12 +2,19 @@
 // lvstamp-bench: `run` measures (inside the test VM or on a host with device-mapper, see
 // scripts/run-bench.sh), `check` compares the latest run with bench/baseline.json, `baseline` takes
 // the latest full run as the new baseline.
-import { writeFile } from 'node:fs/promises';
+import { access, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { checkHostCanActivate } from '@lvstamp/core';
-import { compareWithBaseline, renderComparison, takeBaseline } from './check.js';
+import {
+  compareWithBaseline,
+  environmentWarning,
+  parseGroups,
+  parseTolerance,
+  renderComparison,
+  takeBaseline,
+} from './check.js';
 import { FULL, SMOKE, type BenchContext, type GroupRun } from './context.js';
 import { collectEnvironment } from './environment.js';
 import { CountingRunner } from './exec.js';
@@ -17,7 +24,7 @@ import { datapath } from './groups/datapath.js';
 import { footprint } from './groups/footprint.js';
 import { listing } from './groups/listing.js';
 import { latestResults, readBaseline, readResults, renderTable, writeResults } from './results.js';
-import { GROUPS, type Group, type Metric } from './types.js';
+import { GROUPS, type BenchResults, type Group, type Metric } from './types.js';
 
 const BENCH_DIR = fileURLToPath(new URL('../', import.meta.url));
 const RESULTS_DIR = join(BENCH_DIR, 'results');
@@ -46,6 +53,13 @@ async function run(options: {
   only?: string[];
   resultsDir: string;
 }): Promise<number> {
+  // Names first: a typo says "unknown group" wherever it is run.
+  let groups: Group[];
+  try {
+    groups = options.only === undefined ? [...GROUPS] : parseGroups(options.only);
+  } catch (error) {
+    throw new UsageFailure(messageOf(error), 2);
+  }
   const can = await checkHostCanActivate();
   if (!can.ok) {
     throw new UsageFailure(
@@ -53,18 +67,13 @@ async function run(options: {
       2,
     );
   }
-  const groups = options.only ?? [...GROUPS];
-  for (const g of groups) {
-    if (!(GROUPS as readonly string[]).includes(g)) {
-      throw new UsageFailure(`unknown group "${g}"; groups: ${GROUPS.join(', ')}`, 2);
-    }
-  }
   const mode: 'full' | 'smoke' = options.smoke ? 'smoke' : 'full';
   const runner = new CountingRunner();
   const context: BenchContext = {
     scale: options.smoke ? SMOKE : FULL,
     runner,
     progress: (line) => process.stderr.write(`bench: ${line}\n`),
+    cleanupProblems: [],
   };
   const startedAt = new Date();
   const environment = await collectEnvironment(runner);
@@ -73,25 +82,32 @@ async function run(options: {
   );
   const metrics: Metric[] = [];
   const failures: string[] = [];
-  for (const group of groups as Group[]) {
+  for (const group of groups) {
     const start = performance.now();
+    const cleanupBefore = context.cleanupProblems.length;
     context.progress(`${group}: start`);
     try {
       metrics.push(...(await RUNS[group](context)));
       context.progress(`${group}: done in ${((performance.now() - start) / 1000).toFixed(1)} s`);
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      failures.push(`${group}: ${message}`);
+      const message = messageOf(error);
+      failures.push(`${group}: ${firstLine(message)}`);
       context.progress(`${group}: FAILED: ${message}`);
     }
+    for (const problem of context.cleanupProblems.slice(cleanupBefore)) {
+      failures.push(`${group}: cleanup: ${firstLine(problem)}`);
+      context.progress(`${group}: cleanup FAILED: ${problem}`);
+    }
   }
-  const results = {
-    schema: 1 as const,
+  const results: BenchResults = {
+    schema: 1,
     startedAt: startedAt.toISOString(),
     durationMs: Math.round(Date.now() - startedAt.getTime()),
     mode: mode,
     environment,
     metrics,
+    groups,
+    failures,
   };
   const path = await writeResults(options.resultsDir, results);
   process.stdout.write(renderTable(results));
@@ -120,15 +136,21 @@ async function check(options: {
       2,
     );
   }
-  const comparison = compareWithBaseline(
-    latest,
-    await readBaseline(options.baseline),
-    options.tolerance,
-  );
+  try {
+    await access(options.baseline);
+  } catch (error) {
+    if (isErrnoException(error) && error.code === 'ENOENT') {
+      const shown = options.baseline === BASELINE ? 'bench/baseline.json' : options.baseline;
+      throw new UsageFailure(`${shown} is missing: run pnpm bench, then pnpm bench:baseline`, 2);
+    }
+    throw error;
+  }
+  const base = await readBaseline(options.baseline);
+  const warning = environmentWarning(latest.environment, base.environment);
+  if (warning !== null) process.stderr.write(`lvstamp-bench: ${warning}\n`);
+  const comparison = compareWithBaseline(latest, base, options.tolerance);
   process.stdout.write(renderComparison(comparison));
-  process.stdout.write(
-    `compared ${relative(process.cwd(), path)} with ${relative(process.cwd(), options.baseline)}\n`,
-  );
+  process.stdout.write(`compared ${path} with ${options.baseline}\n`);
   return comparison.failed ? 1 : 0;
 }
 
@@ -136,7 +158,14 @@ async function baseline(options: { from?: string; baseline: string }): Promise<n
   const path = options.from ?? (await latestResults(RESULTS_DIR));
   if (path === null)
     throw new UsageFailure(`no full run in ${RESULTS_DIR}: run pnpm bench first`, 2);
-  const taken = takeBaseline(await readResults(path), relative(BENCH_DIR, path));
+  const results = await readResults(path);
+  let taken;
+  try {
+    taken = takeBaseline(results, relative(BENCH_DIR, path), path);
+  } catch (error) {
+    // Not baseline material (a smoke, failed or partial run): a usage error, exit 2 like check.
+    throw new UsageFailure(messageOf(error), 2);
+  }
   await writeFile(options.baseline, `${JSON.stringify(taken, null, 2)}\n`);
   process.stdout.write(
     `baseline ${options.baseline} now holds ${taken.metrics.length} metrics from ${path}\n`,
@@ -161,14 +190,20 @@ function program(): Command {
   root
     .command('check')
     .description(
-      'compare the latest full run with the baseline; exit 1 when a metric is >20 % worse',
+      'compare the latest full run with the baseline; exit 1 when a ratio is >20 % worse, a count grows, a met target is missed or a metric is missing',
     )
     .option('--results <file>', 'results file (default: the newest full run in bench/results)')
     .option('--baseline <file>', 'baseline file', BASELINE)
     .addOption(
       new Option('--tolerance <fraction>', 'allowed worsening')
         .default(0.2)
-        .argParser(parseFraction),
+        .argParser((value: string) => {
+          try {
+            return parseTolerance(value);
+          } catch (error) {
+            throw new InvalidArgumentError(messageOf(error));
+          }
+        }),
     )
     .action(async (o: { results?: string; baseline: string; tolerance: number }) => {
       process.exitCode = await check(o);
@@ -184,11 +219,16 @@ function program(): Command {
   return root;
 }
 
-function parseFraction(value: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0 || n > 1)
-    throw new Error(`--tolerance must be a fraction 0..1, got "${value}"`);
-  return n;
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function firstLine(text: string): string {
+  return text.split('\n')[0] ?? '';
+}
+
+function isErrnoException(error: unknown): error is NodeJS.ErrnoException {
+  return error instanceof Error && 'code' in error;
 }
 
 try {

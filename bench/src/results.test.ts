@@ -224,6 +224,27 @@ describe('readResults', () => {
     expect(message).not.toContain('\n');
   });
 
+  it('accepts the groups that ran and the failures, and files that predate them', async () => {
+    const recorded: BenchResults = {
+      ...RESULTS,
+      groups: ['listing', 'burst'],
+      failures: ['burst: lvcreate failed'],
+    };
+    await expect(readResults(await writeRaw(recorded))).resolves.toEqual(recorded);
+    await expect(readResults(await writeRaw(RESULTS, 'old.json'))).resolves.not.toHaveProperty(
+      'groups',
+    );
+  });
+
+  it.each<[string, unknown, string]>([
+    ['an unknown group', { ...RESULTS, groups: ['misc'] }, 'groups.0: Invalid option'],
+    ['a null groups', { ...RESULTS, groups: null }, 'groups: Invalid input'],
+    ['an empty failure line', { ...RESULTS, failures: [''] }, 'failures.0: Too small'],
+  ])('rejects %s', async (_what, value, problem) => {
+    const path = await writeRaw(value);
+    await expect(readResults(path)).rejects.toThrow(`${path}: ${problem}`);
+  });
+
   it('rejects a value that is not finite (JSON 1e999 parses as Infinity)', async () => {
     const path = await writeRaw(JSON.stringify(RESULTS).replace('"value":61.23', '"value":1e999'));
     await expect(readResults(path)).rejects.toThrow(`${path}: metrics.0.value: Invalid input`);
@@ -260,6 +281,13 @@ describe('readBaseline', () => {
     const path = await writeRaw({ ...BASELINE, metrics }, 'baseline.json');
     await expect(readBaseline(path)).rejects.toThrow(
       `${path}: metrics.5.compared: baseline metric "create-delete.n100.create.ms" must have compared: true`,
+    );
+  });
+
+  it('rejects an empty baseline (it would pass every run)', async () => {
+    const path = await writeRaw({ ...BASELINE, metrics: [] }, 'baseline.json');
+    await expect(readBaseline(path)).rejects.toThrow(
+      `${path}: metrics: a baseline needs at least one metric`,
     );
   });
 

@@ -72,28 +72,33 @@ export const resultsSchema = z.strictObject({
   mode: z.enum(['full', 'smoke']),
   environment: environmentSchema,
   metrics: metricsSchema,
+  groups: z.array(z.enum(GROUPS)).exactOptional(),
+  failures: z.array(z.string().min(1)).exactOptional(),
 });
 
 /**
  * Zod schema of bench/baseline.json: BenchBaseline, strict, numbers finite,
- * and every metric `compared: true` (the baseline holds nothing else).
+ * at least one metric (an empty baseline would pass every check), and every
+ * metric `compared: true` (the baseline holds nothing else).
  */
 export const baselineSchema = z.strictObject({
   schema: z.literal(1),
   source: z.string().min(1),
   startedAt: z.iso.datetime(),
   environment: environmentSchema,
-  metrics: metricsSchema.superRefine((metrics, ctx) => {
-    metrics.forEach((metric, index) => {
-      if (!metric.compared) {
-        ctx.addIssue({
-          code: 'custom',
-          path: [index, 'compared'],
-          message: `baseline metric "${metric.id}" must have compared: true`,
-        });
-      }
-    });
-  }),
+  metrics: metricsSchema
+    .min(1, 'a baseline needs at least one metric')
+    .superRefine((metrics, ctx) => {
+      metrics.forEach((metric, index) => {
+        if (!metric.compared) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [index, 'compared'],
+            message: `baseline metric "${metric.id}" must have compared: true`,
+          });
+        }
+      });
+    }),
 });
 
 /** One line naming the file and the first problem zod found. */

@@ -71,6 +71,16 @@ export interface BenchResults {
   readonly mode: 'full' | 'smoke';
   readonly environment: BenchEnvironment;
   readonly metrics: readonly Metric[];
+  /**
+   * The groups that were run, in run order (all of GROUPS unless `run --only`).
+   * Absent in files written before it was recorded.
+   */
+  readonly groups?: readonly Group[];
+  /**
+   * One line per group that failed, `<group>: <error>`; empty when all ran.
+   * Absent in files written before it was recorded.
+   */
+  readonly failures?: readonly string[];
 }
 
 /** bench/baseline.json: the compared metrics of one accepted run. */
@@ -80,6 +90,6 @@ export interface BenchBaseline {
   readonly source: string;
   readonly startedAt: string;
   readonly environment: BenchEnvironment;
-  /** Only metrics with `compared: true`. */
+  /** Only metrics with `compared: true`; at least one. */
   readonly metrics: readonly Metric[];
 }

@@ -11,7 +11,7 @@ import {
 import * as grpc from '@grpc/grpc-js';
 import type { BenchContext } from '../context.js';
 import { BenchDriver } from '../driver.js';
-import { BENCH_OWNER_ID, createBenchVg, removeBenchVg } from '../fixture.js';
+import { BENCH_OWNER_ID, cleanUp, createBenchVg } from '../fixture.js';
 import { formatMs, MiB, round, timed } from '../stats.js';
 import type { Metric } from '../types.js';
 import { MOUNT_CAPABILITY } from './create-delete.js';
@@ -26,7 +26,7 @@ export async function burst(context: BenchContext): Promise<Metric[]> {
   try {
     driver = await BenchDriver.start({ dir: vg.dir, vgName: vg.name });
     const d = driver;
-    const names = Array.from({ length: n }, (_, i) => `burst-${i}`);
+    const names = Array.from({ length: n }, (_, i) => `${vg.name}-burst-${i}`);
     const mark = d.commandMark;
     const rpcMark = d.rpcLines;
     const create = await timed(() =>
@@ -60,7 +60,7 @@ export async function burst(context: BenchContext): Promise<Metric[]> {
       Math.ceil((REQUESTED_BYTES + DATA_OFFSET_BYTES) / vg.extentBytes) * vg.extentBytes;
     const bare = await timed(async () => {
       for (const name of names) {
-        const lvName = newLvNameFor(volumeIdForName(`bare-${name}`));
+        const lvName = newLvNameFor(volumeIdForName(`${name}-bare`));
         await runner.run(
           lvcreateArgv({
             vgName: vg.name,
@@ -107,7 +107,7 @@ export async function burst(context: BenchContext): Promise<Metric[]> {
     ];
   } finally {
     await driver?.stop();
-    await removeBenchVg(runner, vg);
+    await cleanUp(context, vg);
   }
 }
 

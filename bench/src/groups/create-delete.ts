@@ -14,7 +14,7 @@ import {
 import type { BenchContext } from '../context.js';
 import { BenchDriver } from '../driver.js';
 import { countCommands, type ProcessCount } from '../exec.js';
-import { BENCH_OWNER_ID, createBenchVg, removeBenchVg, type BenchVg } from '../fixture.js';
+import { BENCH_OWNER_ID, cleanUp, createBenchVg, type BenchVg } from '../fixture.js';
 import { formatMs, median, MiB, round } from '../stats.js';
 import type { Metric } from '../types.js';
 
@@ -40,15 +40,15 @@ export async function createDelete(context: BenchContext): Promise<Metric[]> {
     const driverCycles: Cycle[] = [];
     const bareCycles: Cycle[] = [];
     // A warm-up cycle each (first lvm run reads its caches, first gRPC call connects), not counted.
-    await driverCycle(driver, 'cd-warmup');
-    await bareCycle(context, vg, 'bare-warmup');
+    await driverCycle(driver, `${vg.name}-cd-warmup`);
+    await bareCycle(context, vg, `${vg.name}-bare-warmup`);
     for (let i = 0; i < context.scale.cycles; i++) {
       // Alternate the order so that drift on a noisy machine hits both sides alike.
       const runDriver = async (): Promise<void> => {
-        driverCycles.push(await driverCycle(driver as BenchDriver, `cd-${i}`));
+        driverCycles.push(await driverCycle(driver as BenchDriver, `${vg.name}-cd-${i}`));
       };
       const runBare = async (): Promise<void> => {
-        bareCycles.push(await bareCycle(context, vg, `bare-${i}`));
+        bareCycles.push(await bareCycle(context, vg, `${vg.name}-bare-${i}`));
       };
       if (i % 2 === 0) {
         await runDriver();
@@ -108,7 +108,7 @@ export async function createDelete(context: BenchContext): Promise<Metric[]> {
     ];
   } finally {
     await driver?.stop();
-    await removeBenchVg(context.runner, vg);
+    await cleanUp(context, vg);
   }
 }
 

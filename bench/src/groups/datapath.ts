@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import { createNodeServices, DATA_OFFSET_BYTES } from '@lvstamp/core';
 import type { BenchContext } from '../context.js';
-import { BENCH_OWNER_ID, createBenchVg, removeBenchVg } from '../fixture.js';
+import { BENCH_OWNER_ID, cleanUp, createBenchVg } from '../fixture.js';
 import { median, MiB, round } from '../stats.js';
 import type { Metric } from '../types.js';
 
@@ -28,7 +28,7 @@ export async function datapath(context: BenchContext): Promise<Metric[]> {
   let volumeId: string | null = null;
   try {
     const created = await core.lvm.createVolume({
-      name: 'fio',
+      name: `${vg.name}-fio`,
       vgName: vg.name,
       requiredBytes: dataBytes,
       ownerId: BENCH_OWNER_ID,
@@ -84,7 +84,7 @@ export async function datapath(context: BenchContext): Promise<Metric[]> {
     if (volumeId !== null) {
       await core.volumes.detach(volumeId).catch(() => undefined);
     }
-    await removeBenchVg(runner, vg, volumeId === null ? [] : [volumeId]);
+    await cleanUp(context, vg, volumeId === null ? [] : [volumeId]);
   }
 }
 

@@ -4,7 +4,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { BenchContext } from '../context.js';
 import { BenchDriver, type CsiService } from '../driver.js';
-import { createBenchVg, removeBenchVg } from '../fixture.js';
+import { cleanUp, createBenchVg } from '../fixture.js';
 import { formatMs, median, MiB, round, sleep } from '../stats.js';
 import type { Metric } from '../types.js';
 
@@ -157,7 +157,7 @@ export async function footprint(context: BenchContext): Promise<Metric[]> {
     ];
   } finally {
     await driver?.stop();
-    await removeBenchVg(runner, vg);
+    await cleanUp(context, vg);
   }
 }
 

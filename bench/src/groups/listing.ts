@@ -6,13 +6,7 @@ import { createNodeServices } from '@lvstamp/core';
 import type { BenchContext } from '../context.js';
 import { BenchDriver } from '../driver.js';
 import { CountingRunner, countCommands, type ProcessCount } from '../exec.js';
-import {
-  BENCH_OWNER_ID,
-  createBenchVg,
-  createDataMaps,
-  populate,
-  removeBenchVg,
-} from '../fixture.js';
+import { BENCH_OWNER_ID, cleanUp, createBenchVg, createDataMaps, populate } from '../fixture.js';
 import { formatMs, median, MiB, round, timed } from '../stats.js';
 import type { Metric } from '../types.js';
 
@@ -123,8 +117,9 @@ async function measureSize(context: BenchContext, count: number): Promise<SizeRe
       });
       // Every other volume is attached (has its data map), as on a node where half are in use.
       const attached = volumes.filter((_, i) => i % 2 === 0);
-      await createDataMaps(runner, attached, EXTENTS_PER_VOLUME * EXTENT_BYTES);
+      // Known before the create: maps of a partly failed create are removed too.
       mapped = attached.map((v) => v.volumeId);
+      await createDataMaps(runner, attached, EXTENTS_PER_VOLUME * EXTENT_BYTES);
       return { volumes, attached };
     });
     context.progress(`listing: ${count} volumes in place in ${formatMs(setup.ms)}`);
@@ -206,7 +201,7 @@ async function measureSize(context: BenchContext, count: number): Promise<SizeRe
     return result;
   } finally {
     await driver?.stop();
-    await removeBenchVg(runner, vg, mapped);
+    await cleanUp(context, vg, mapped);
   }
 }
 
