@@ -36,7 +36,7 @@ node24_units() {
   fi
   echo "node $("$NODE24" -v)"
   local rc=0 dir
-  for dir in packages/* apps/* deploy; do
+  for dir in packages/* apps/* deploy bench; do
     [ -f "$dir/package.json" ] && [ -e "$dir/node_modules/vitest/vitest.mjs" ] || continue
     grep -q '"test": "vitest run"' "$dir/package.json" || continue
     echo "--- $dir (Node $("$NODE24" -v))"
