@@ -108,17 +108,7 @@ export async function readHeaderBlock(path: string, options: BlockIoOptions = {}
   let fh: FileHandle | undefined;
   try {
     fh = await open(path, constants.O_RDONLY);
-    let done = 0;
-    while (done < blockSize) {
-      const { bytesRead } = await fh.read(block, done, blockSize - done, done);
-      if (bytesRead === 0) break;
-      done += bytesRead;
-    }
-    if (done < blockSize) {
-      throw new FailedPreconditionError(
-        `short read from ${path}: ${done} of ${blockSize} bytes (the device is smaller than one block)`,
-      );
-    }
+    await readFully(fh, block, path, 'one block');
     return block;
   } catch (error) {
     throw ioError('read', path, error);
@@ -266,17 +256,7 @@ export async function readHeader(path: string): Promise<DecodeResult> {
       throw new FailedPreconditionError(`${path} is neither a block device nor a regular file`);
     }
     const bytes = Buffer.alloc(HEADER_SIZE);
-    let done = 0;
-    while (done < HEADER_SIZE) {
-      const { bytesRead } = await fh.read(bytes, done, HEADER_SIZE - done, done);
-      if (bytesRead === 0) break;
-      done += bytesRead;
-    }
-    if (done < HEADER_SIZE) {
-      throw new FailedPreconditionError(
-        `short read from ${path}: ${done} of ${HEADER_SIZE} bytes (the device is smaller than a header)`,
-      );
-    }
+    await readFully(fh, bytes, path, 'a header');
     return decodeHeader(bytes);
   } catch (error) {
     throw ioError('read', path, error);
@@ -317,6 +297,29 @@ export class BlockHeaderIo {
    */
   async readHeader(devicePath: string): Promise<DecodeResult> {
     return readHeader(devicePath);
+  }
+}
+
+/**
+ * Fills `buffer` from byte 0 of the open file, looping over short reads.
+ * @throws FailedPreconditionError when the file ends first ("smaller than `what`").
+ */
+async function readFully(
+  fh: FileHandle,
+  buffer: Buffer,
+  path: string,
+  what: string,
+): Promise<void> {
+  let done = 0;
+  while (done < buffer.length) {
+    const { bytesRead } = await fh.read(buffer, done, buffer.length - done, done);
+    if (bytesRead === 0) break;
+    done += bytesRead;
+  }
+  if (done < buffer.length) {
+    throw new FailedPreconditionError(
+      `short read from ${path}: ${done} of ${buffer.length} bytes (the device is smaller than ${what})`,
+    );
   }
 }
 
