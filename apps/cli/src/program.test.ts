@@ -98,7 +98,7 @@ describe('failures exit 1 with one line, no stack trace', () => {
     );
   });
 
-  it('a failed lvm command shows argv, exit code and the last stderr line', async () => {
+  it('a failed lvm command shows argv, exit code and all its stderr on one line', async () => {
     const h = harness({
       volumeGroups: {
         list: () =>
@@ -113,7 +113,7 @@ describe('failures exit 1 with one line, no stack trace', () => {
       } as unknown as CliServices['volumeGroups'],
     });
     expect(await h.run('vg', 'list')).toBe(1);
-    expect(h.stderr()).toBe('lvstamp: vgs --reportformat json exited 5: Global lock failed\n');
+    expect(h.stderr()).toBe('lvstamp: vgs --reportformat json exited 5: a | Global lock failed\n');
   });
 
   it('an unknown error is an internal error without a stack', async () => {

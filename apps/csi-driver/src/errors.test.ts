@@ -40,7 +40,11 @@ describe('toRpcFailure', () => {
       status.DEADLINE_EXCEEDED,
       'lvs vg0 timed out after 30000 ms and was killed',
     ],
-    [new CommandFailedError(outcome), status.INTERNAL, 'lvs vg0 exited 5: Global lock failed'],
+    [
+      new CommandFailedError(outcome),
+      status.INTERNAL,
+      'lvs vg0 exited 5: line one | Global lock failed',
+    ],
     [
       new UnparseableOutputError(outcome, 'not JSON'),
       status.INTERNAL,
@@ -51,6 +55,25 @@ describe('toRpcFailure', () => {
     ['a string', status.INTERNAL, 'internal error'],
   ])('maps %s', (error, code, details) => {
     expect(toRpcFailure(error)).toEqual({ code, details });
+  });
+
+  it('carries the whole bounded stderr of a failed command, not only its last line', () => {
+    const lines = Array.from({ length: 300 }, (_, i) => `  WARNING: line ${i}`);
+    const failure = toRpcFailure(
+      new CommandFailedError({
+        ...outcome,
+        stderr: `${lines.join('\n')}\n  Volume group "vg0" not found\n`,
+      }),
+    );
+    expect(failure.code).toBe(status.INTERNAL);
+    expect(
+      failure.details.startsWith('lvs vg0 exited 5: WARNING: line 0 | WARNING: line 1 |'),
+    ).toBe(true);
+    expect(failure.details.endsWith('WARNING: line 299 | Volume group "vg0" not found')).toBe(true);
+    expect(failure.details).toMatch(/ \[… \d+ bytes cut …\] /);
+    expect(Buffer.byteLength(failure.details)).toBeLessThanOrEqual(
+      'lvs vg0 exited 5: '.length + 4096,
+    );
   });
 });
 

@@ -84,11 +84,17 @@ export class CommandFailedError extends LvstampError {
     this.stderr = outcome.stderr;
   }
 
-  /** One line: the program, its exit code and the last line of stderr. */
+  /**
+   * One line: the program, its exit code and all of its stderr (each
+   * non-empty line trimmed, joined with ` | `), bounded by `boundText` to
+   * STDERR_MESSAGE_BYTES (head and tail kept, the cut marked). lvm2 prints
+   * the deciding line last and its warnings first, so neither end may be
+   * dropped.
+   */
   static describe(outcome: CommandOutcome): string {
-    const lastLine = lastNonEmptyLine(outcome.stderr);
+    const stderr = boundText(joinLines(outcome.stderr), STDERR_MESSAGE_BYTES);
     const code = outcome.exitCode === null ? 'was killed' : `exited ${outcome.exitCode}`;
-    return `${outcome.argv.join(' ')} ${code}${lastLine ? `: ${lastLine}` : ''}`;
+    return `${outcome.argv.join(' ')} ${code}${stderr ? `: ${stderr}` : ''}`;
   }
 }
 
@@ -125,10 +131,42 @@ export class LockTimeoutError extends LvstampError {
   readonly kind = 'lock-timeout';
 }
 
-function lastNonEmptyLine(text: string): string {
-  const lines = text
+/** Most bytes (UTF-8) of a command's stderr that an error message carries. */
+export const STDERR_MESSAGE_BYTES = 4096;
+
+/**
+ * `text` when its UTF-8 encoding is at most `maxBytes` bytes; otherwise its
+ * first quarter and its last part with ` [… N bytes cut …] ` between them
+ * (N: the bytes left out), at most `maxBytes` bytes in all and never cutting
+ * a character in two.
+ * @param maxBytes at least 128.
+ */
+export function boundText(text: string, maxBytes: number): string {
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= maxBytes) return text;
+  const budget = Math.max(0, maxBytes - CUT_MARKER_RESERVE);
+  let headEnd = Math.floor(budget / 4);
+  while (headEnd > 0 && isContinuation(bytes[headEnd])) headEnd -= 1;
+  let tailStart = bytes.length - (budget - headEnd);
+  while (tailStart < bytes.length && isContinuation(bytes[tailStart])) tailStart += 1;
+  const head = bytes.subarray(0, headEnd).toString('utf8');
+  const tail = bytes.subarray(tailStart).toString('utf8');
+  return `${head} [… ${tailStart - headEnd} bytes cut …] ${tail}`;
+}
+
+/** Bytes kept free for the cut marker (under 40 bytes for any count below 2^53). */
+const CUT_MARKER_RESERVE = 40;
+
+/** True for a UTF-8 continuation byte (10xxxxxx): not the start of a character. */
+function isContinuation(byte: number | undefined): boolean {
+  return byte !== undefined && (byte & 0xc0) === 0x80;
+}
+
+/** The non-empty lines of `text`, trimmed, joined with ` | `. */
+function joinLines(text: string): string {
+  return text
     .split('\n')
     .map((l) => l.trim())
-    .filter((l) => l.length > 0);
-  return lines.at(-1) ?? '';
+    .filter((l) => l.length > 0)
+    .join(' | ');
 }

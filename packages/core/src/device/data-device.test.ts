@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   CommandFailedError,
@@ -58,7 +60,12 @@ class FakeNodes {
 
 let runner: ReplayRunner | undefined;
 
-function setup(steps: ReplayStep[], onRun?: (argv: readonly string[]) => void, naming?: Naming) {
+function setup(
+  steps: ReplayStep[],
+  onRun?: (argv: readonly string[]) => void,
+  naming?: Naming,
+  hostRoot = '/nonexistent-host-root',
+) {
   const replay = new ReplayRunner(steps);
   runner = replay;
   const nodes = new FakeNodes();
@@ -71,6 +78,7 @@ function setup(steps: ReplayStep[], onRun?: (argv: readonly string[]) => void, n
       },
     },
     deviceNumberOf: nodes.lookup,
+    hostRoot,
     ...(naming === undefined ? {} : { naming }),
   });
   return { manager, nodes, replay };
@@ -397,11 +405,36 @@ describe('DataDeviceManager.remove', () => {
     await manager.remove(ID);
   });
 
-  it('refuses an open map with FailedPreconditionError', async () => {
-    const { manager } = setup([info(ourMap(3, 2))]);
+  it('refuses an open map with FailedPreconditionError naming its holders and mounts', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'lvstamp-dd-'));
+    try {
+      mkdirSync(join(root, 'sys/dev/block'), { recursive: true });
+      symlinkSync('../../block/dm-3', join(root, 'sys/dev/block/253:3'));
+      mkdirSync(join(root, 'sys/block/dm-3/holders'), { recursive: true });
+      mkdirSync(join(root, 'sys/block/loop4'), { recursive: true });
+      writeFileSync(join(root, 'sys/block/loop4/dev'), '7:4\n');
+      symlinkSync('../../loop4', join(root, 'sys/block/dm-3/holders/loop4'));
+      mkdirSync(join(root, 'proc/self'), { recursive: true });
+      writeFileSync(
+        join(root, 'proc/self/mountinfo'),
+        '97 22 253:3 / /stage/a rw,relatime - ext4 /dev/mapper/x rw\n',
+      );
+      const { manager } = setup([info(ourMap(3, 2))], undefined, undefined, root);
+      await expect(manager.remove(ID)).rejects.toThrow(
+        new FailedPreconditionError(
+          `data device ${NAME} is open (2 holders: held by loop4; mounted: dm-3 on /stage/a (ext4)); unmount or detach it first`,
+        ),
+      );
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('says so when the holders of an open map cannot be found', async () => {
+    const { manager } = setup([info(ourMap(3, 1))]);
     await expect(manager.remove(ID)).rejects.toThrow(
       new FailedPreconditionError(
-        `data device ${NAME} is open (2 holders); unmount or detach it first`,
+        `data device ${NAME} is open (1 holder: no holder or mount of 253:3 found in sysfs or mountinfo); unmount or detach it first`,
       ),
     );
   });

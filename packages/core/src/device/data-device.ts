@@ -15,6 +15,7 @@ import {
   type Naming,
 } from '../naming.js';
 import { blockDeviceNumber, formatDeviceNumber, sameDevice } from './devnum.js';
+import { deviceUsersText } from './holders.js';
 import type {
   DataDevice,
   DataDeviceMap,
@@ -74,6 +75,8 @@ export interface DataDeviceManagerOptions {
    * Default: `blockDeviceNumber` (stat(2) of the node). Injected by tests.
    */
   readonly deviceNumberOf?: (path: string) => Promise<DeviceNumber | null>;
+  /** Where `sys/` and `proc/` are read to name the holders of an open map; default `/`. */
+  readonly hostRoot?: string;
 }
 
 /**
@@ -92,8 +95,10 @@ export class DataDeviceManager {
   readonly #runner: CommandRunner;
   readonly #naming: Naming;
   readonly #deviceNumberOf: (path: string) => Promise<DeviceNumber | null>;
+  readonly #hostRoot: string | undefined;
 
   constructor(options: DataDeviceManagerOptions) {
+    this.#hostRoot = options.hostRoot;
     this.#runner = options.runner;
     this.#naming = options.naming ?? DEFAULT_NAMING;
     this.#deviceNumberOf = options.deviceNumberOf ?? blockDeviceNumber;
@@ -185,7 +190,8 @@ export class DataDeviceManager {
    * lvstamp-<id>` to drop the node (FACTS.md: remove leaves it behind).
    * The data on the LV is untouched.
    * @throws InvalidArgumentError for a malformed ID.
-   * @throws FailedPreconditionError when the map is open (mounted, in use),
+   * @throws FailedPreconditionError when the map is open (mounted, in use;
+   *   the message names its holders and mounts, `findDeviceUsers`),
    *   belongs to another UUID, or its node survives `mknodes`.
    */
   async remove(volumeId: string): Promise<void> {
@@ -198,7 +204,7 @@ export class DataDeviceManager {
     }
     if (map.openCount > 0) {
       throw new FailedPreconditionError(
-        `data device ${name} is open (${map.openCount} holder${map.openCount === 1 ? '' : 's'}); unmount or detach it first`,
+        `data device ${name} is open (${map.openCount} holder${map.openCount === 1 ? '' : 's'}: ${await deviceUsersText(map, { hostRoot: this.#hostRoot })}); unmount or detach it first`,
       );
     }
     await this.#runner.run(['dmsetup', 'remove', '--noudevsync', name]);

@@ -17,3 +17,11 @@ export {
   parseLinearTable,
   type DataDeviceManagerOptions,
 } from './data-device.js';
+export {
+  deviceUsersText,
+  describeDeviceUsers,
+  findDeviceUsers,
+  type DeviceHolder,
+  type DeviceMount,
+  type DeviceUsers,
+} from './holders.js';

@@ -77,6 +77,7 @@ function setup(
       },
     },
     mountinfoPath: mountinfo,
+    hostRoot: dir,
     deviceNumberOf: (path) => {
       const found = devices.get(path);
       return found === undefined
@@ -322,6 +323,33 @@ describe('unmount', () => {
     });
     await expect(manager.unmount(target)).rejects.toThrow(
       new FailedPreconditionError(`${target} is still a mount point after umount (1 mount left)`),
+    );
+  });
+
+  it('names the other mounts and holders of the device when umount says busy', async () => {
+    await writeMountInfo([mountLine(target)]);
+    // the host's view (hostRoot): the same device is also bind-mounted into a pod
+    await mkdir(join(dir, 'proc/self'), { recursive: true });
+    await writeFile(
+      join(dir, 'proc/self/mountinfo'),
+      [BASE, mountLine(target), mountLine('/pods/p1/mount', { id: 101 })].join('\n'),
+    );
+    await mkdir(join(dir, 'sys/dev/block'), { recursive: true });
+    await symlink('../../block/dm-3', join(dir, 'sys/dev/block/253:3'));
+    const { manager } = setup([
+      { argv: ['umount', target], exitCode: 32, stderr: `umount: ${target}: target is busy.\n` },
+    ]);
+    await expect(manager.unmount(target)).rejects.toThrow(
+      new CommandFailedError(
+        {
+          argv: ['umount', target],
+          exitCode: 32,
+          stdout: '',
+          stderr: `umount: ${target}: target is busy.\n`,
+        },
+        `umount ${target} exited 32: umount: ${target}: target is busy.; 253:3 mounted there: ` +
+          `mounted: dm-3 on ${target} (ext4), dm-3 on /pods/p1/mount (ext4)`,
+      ),
     );
   });
 

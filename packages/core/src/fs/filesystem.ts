@@ -3,6 +3,7 @@ import { open, realpath, statfs, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, posix, resolve } from 'node:path';
 import {
   AlreadyExistsError,
+  CommandFailedError,
   FailedPreconditionError,
   InvalidArgumentError,
   NotFoundError,
@@ -11,6 +12,7 @@ import {
 import type { CommandResult, CommandRunner } from '../exec/runner.js';
 import { requireBlockDeviceNumber, formatDeviceNumber, sameDevice } from '../device/devnum.js';
 import { errorCode, errorMessage } from '../device/errno.js';
+import { deviceUsersText } from '../device/holders.js';
 import type { DeviceNumber } from '../device/types.js';
 import { DEFAULT_MOUNTINFO_PATH, isReadonlyMount, mountsAt, readMountInfo } from './mountinfo.js';
 import {
@@ -53,6 +55,8 @@ export interface FilesystemManagerOptions {
   readonly deviceNumberOf?: (path: string) => Promise<DeviceNumber>;
   /** Deadline of mkfs and grow commands in milliseconds; default 600 000. */
   readonly longCommandTimeoutMs?: number;
+  /** Where `sys/` and `proc/` are read to name what keeps a busy mount's device; default `/`. */
+  readonly hostRoot?: string;
 }
 
 /**
@@ -69,8 +73,10 @@ export class FilesystemManager {
   readonly #mountinfoPath: string;
   readonly #deviceNumberOf: (path: string) => Promise<DeviceNumber>;
   readonly #longTimeoutMs: number;
+  readonly #hostRoot: string | undefined;
 
   constructor(options: FilesystemManagerOptions) {
+    this.#hostRoot = options.hostRoot;
     this.#runner = options.runner;
     this.#mountinfoPath = options.mountinfoPath ?? DEFAULT_MOUNTINFO_PATH;
     this.#deviceNumberOf = options.deviceNumberOf ?? requireBlockDeviceNumber;
@@ -205,13 +211,30 @@ export class FilesystemManager {
    * @throws InvalidArgumentError for a relative path.
    * @throws FailedPreconditionError when a mount is still there afterwards
    *   (for example stacked mounts).
+   * @throws CommandFailedError when umount fails; for "target is busy" the
+   *   message also names the mounted device's holders and its other mounts
+   *   (`findDeviceUsers`).
    */
   async unmount(target: string): Promise<ChangeResult> {
     const place = await resolveMountPoint(target);
     if (place.state === 'missing') return { changed: false };
-    const mounted = mountsAt(await this.mounts(), place.path).length > 0;
-    if (!mounted && place.state !== 'corrupted') return { changed: false };
-    await this.#runner.run(['umount', place.path]);
+    const here = mountsAt(await this.mounts(), place.path);
+    if (here.length === 0 && place.state !== 'corrupted') return { changed: false };
+    try {
+      await this.#runner.run(['umount', place.path]);
+    } catch (error) {
+      const top = here.at(-1);
+      if (!(error instanceof CommandFailedError) || !/busy/i.test(error.stderr) || !top) {
+        throw error;
+      }
+      const dev = { major: top.major, minor: top.minor };
+      const users = await deviceUsersText(dev, { hostRoot: this.#hostRoot });
+      throw new CommandFailedError(
+        error,
+        `${error.message}; ${formatDeviceNumber(dev)} mounted there: ${users}`,
+        { cause: error },
+      );
+    }
     const left = mountsAt(await this.mounts(), place.path);
     if (left.length > 0) {
       throw new FailedPreconditionError(

@@ -1,3 +1,6 @@
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   AlreadyExistsError,
@@ -116,7 +119,7 @@ class FakeHeaderIo implements HeaderIo {
   }
 }
 
-function setup(steps: ReplayStep[]) {
+function setup(steps: ReplayStep[], hostRoot = '/nonexistent-host-root') {
   const runner = new ReplayRunner(steps);
   const headerIo = new FakeHeaderIo();
   const hostLock = new NoopHostLock();
@@ -127,6 +130,7 @@ function setup(steps: ReplayStep[]) {
     headerIo,
     clock: () => NOW,
     logger: { warn: (message, fields) => warnings.push([message, fields]) },
+    hostRoot,
   });
   return { runner, headerIo, hostLock, warnings, manager };
 }
@@ -713,12 +717,26 @@ describe('LvmManager: deleteVolume', () => {
     expect(runner.calls[1]?.options).toEqual({ timeoutMs: 3_600_000 });
   });
 
-  it('refuses an open LV with FailedPreconditionError and removes nothing', async () => {
-    const { runner, manager } = setup([lookupStep(ID_DEL, 'lvs-del-open.json')]);
-    await expect(manager.deleteVolume(ID_DEL, { wipe: 'zero' })).rejects.toThrow(
-      new FailedPreconditionError(`vg-data/lvstamp_${ID_DEL} is open; unmount and detach it first`),
-    );
-    runner.assertDone();
+  it('refuses an open LV with FailedPreconditionError naming its holder, and removes nothing', async () => {
+    // sysfs as the kernel shows an LV (253:9) held by a device-mapper map on top of it
+    const root = mkdtempSync(join(tmpdir(), 'lvstamp-lvm-'));
+    try {
+      mkdirSync(join(root, 'sys/dev/block'), { recursive: true });
+      symlinkSync('../../block/dm-9', join(root, 'sys/dev/block/253:9'));
+      mkdirSync(join(root, 'sys/block/dm-9/holders'), { recursive: true });
+      mkdirSync(join(root, 'sys/block/dm-12/dm'), { recursive: true });
+      writeFileSync(join(root, 'sys/block/dm-12/dm/name'), 'tenant-map\n');
+      symlinkSync('../../dm-12', join(root, 'sys/block/dm-9/holders/dm-12'));
+      const { runner, manager } = setup([lookupStep(ID_DEL, 'lvs-del-open.json')], root);
+      await expect(manager.deleteVolume(ID_DEL, { wipe: 'zero' })).rejects.toThrow(
+        new FailedPreconditionError(
+          `vg-data/lvstamp_${ID_DEL} is open (held by dm-12 (tenant-map)); unmount and detach it first`,
+        ),
+      );
+      runner.assertDone();
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it('a failed look-up is an error, not "already gone"', async () => {
@@ -803,7 +821,11 @@ describe('LvmManager: removeLogicalVolume (the GC remover)', () => {
 
   it('leaves an open LV alone with FailedPreconditionError', async () => {
     const { runner, manager } = setup([byUuid('lvs-del-open.json')]);
-    await expect(manager.removeLogicalVolume(ref)).rejects.toBeInstanceOf(FailedPreconditionError);
+    await expect(manager.removeLogicalVolume(ref)).rejects.toThrow(
+      new FailedPreconditionError(
+        `vg-data/lvstamp_${ID_DEL} is open (no holder or mount of 253:9 found in sysfs or mountinfo); left alone`,
+      ),
+    );
     runner.assertDone();
   });
 

@@ -10,6 +10,7 @@ import {
 import type { CommandResult, CommandRunner, RunOptions, WarnLogger } from '../exec/runner.js';
 import { DATA_OFFSET_BYTES } from '../header/constants.js';
 import type { HeaderFields } from '../header/types.js';
+import { deviceUsersText } from '../device/holders.js';
 import type { HostLock } from '../lock/host-lock.js';
 import { KeyedMutex } from '../lock/keyed-mutex.js';
 import {
@@ -68,6 +69,8 @@ export interface LvmManagerOptions {
   readonly wipeTimeoutMs?: number;
   /** Receives lvm's stderr of successful commands (warnings). */
   readonly logger?: WarnLogger;
+  /** Where `sys/` and `proc/` are read to name the holders of an open LV; default `/`. */
+  readonly hostRoot?: string;
 }
 
 /** A create request (DESIGN.md §5). Sizes in bytes of capacity (the data area). */
@@ -109,6 +112,7 @@ export class LvmManager {
   readonly #timeoutMs: number | undefined;
   readonly #wipeTimeoutMs: number;
   readonly #logger: WarnLogger | undefined;
+  readonly #hostRoot: string | undefined;
   readonly #volumeLocks = new KeyedMutex();
 
   constructor(options: LvmManagerOptions) {
@@ -120,6 +124,19 @@ export class LvmManager {
     this.#timeoutMs = options.timeoutMs;
     this.#wipeTimeoutMs = options.wipeTimeoutMs ?? DEFAULT_WIPE_TIMEOUT_MS;
     this.#logger = options.logger;
+    this.#hostRoot = options.hostRoot;
+  }
+
+  /** `<vg>/<lv> is open (<its holders and mounts>)`, for the refusals of an open LV. */
+  async #openText(lv: LogicalVolume): Promise<string> {
+    const users =
+      lv.kernelMajor === null || lv.kernelMinor === null
+        ? 'no device number reported'
+        : await deviceUsersText(
+            { major: lv.kernelMajor, minor: lv.kernelMinor },
+            { hostRoot: this.#hostRoot },
+          );
+    return `${lv.vgName}/${lv.lvName} is open (${users})`;
   }
 
   // ---- volume groups --------------------------------------------------------
@@ -432,7 +449,7 @@ export class LvmManager {
         for (const lv of all) {
           if (lv.open) {
             throw new FailedPreconditionError(
-              `${lv.vgName}/${lv.lvName} is open; unmount and detach it first`,
+              `${await this.#openText(lv)}; unmount and detach it first`,
             );
           }
           if (wipe !== 'none' && finished.includes(lv) && (lv.dmPath === null || !lv.active)) {
@@ -485,8 +502,7 @@ export class LvmManager {
           `LV ${ref.lvUuid} is now ${lv.vgName}/${lv.lvName}, not ${ref.vgName}/${ref.lvName}; left alone`,
         );
       }
-      if (lv.open)
-        throw new FailedPreconditionError(`${lv.vgName}/${lv.lvName} is open; left alone`);
+      if (lv.open) throw new FailedPreconditionError(`${await this.#openText(lv)}; left alone`);
       await this.#lvm(['lvremove', '--yes', `${lv.vgName}/${lv.lvName}`]);
     });
   }
