@@ -3,7 +3,14 @@ import { FakeKube } from './testing/fake-kube.js';
 import { FakeNode } from './testing/fake-node.js';
 import { testDeps } from './testing/deps.js';
 import { runGc } from './program.js';
-import { buildNodeJob, nodeJobName } from './jobs.js';
+import {
+  buildNodeJob,
+  JOB_NAME_LABEL,
+  NODE_JOB_LABEL,
+  NODE_JOB_LABEL_VALUE,
+  nodeJobName,
+} from './jobs.js';
+import type { PodInfo } from './kube/api.js';
 import { resolveClusterConfig, withEnvironment, type RawClusterOptions } from './config.js';
 import { REPORT_ANNOTATION } from './node-run.js';
 import type { ClusterReport } from './cluster-run.js';
@@ -47,6 +54,42 @@ function config() {
   );
 }
 
+const RUNNING = { state: 'running', reason: null, message: null } as const;
+
+/** A pod of the per-node Job of `node`, as the Job controller labels it. */
+function pod(node: string, fields: Partial<PodInfo> = {}): PodInfo & { namespace: string } {
+  const job = nodeJobName(config(), node);
+  return {
+    namespace: 'gc',
+    name: `${job}-x1`,
+    uid: `uid-${job}`,
+    labels: {
+      [NODE_JOB_LABEL]: NODE_JOB_LABEL_VALUE,
+      [JOB_NAME_LABEL]: job,
+    },
+    nodeName: null,
+    phase: 'Pending',
+    reason: null,
+    message: null,
+    unscheduled: null,
+    containers: [],
+    ...fields,
+  };
+}
+
+function okSummary(node: string) {
+  return {
+    node,
+    status: 'ok',
+    kept: 0,
+    warnings: 0,
+    planned: 0,
+    removed: 0,
+    skipped: 0,
+    errors: 0,
+  };
+}
+
 describe('per-node Job', () => {
   it('is pinned to the node, tolerates taints, is owned by the CronJob’s Job and carries the policy', () => {
     const job = buildNodeJob(config(), 'worker-1.example.com') as {
@@ -63,6 +106,7 @@ describe('per-node Job', () => {
         };
       };
     };
+    // pinned by the node's name (matchFields metadata.name), not by the kubernetes.io/hostname label
     expect(job.metadata.name).toBe(nodeJobName(config(), 'worker-1.example.com'));
     expect(job.metadata.name).toMatch(/^lvstamp-gc-worker-1-example-com-[0-9a-f]{10}$/);
     expect(job.metadata.ownerReferences).toEqual([
@@ -75,8 +119,8 @@ describe('per-node Job', () => {
         requiredDuringSchedulingIgnoredDuringExecution: {
           nodeSelectorTerms: [
             {
-              matchExpressions: [
-                { key: 'kubernetes.io/hostname', operator: 'In', values: ['worker-1.example.com'] },
+              matchFields: [
+                { key: 'metadata.name', operator: 'In', values: ['worker-1.example.com'] },
               ],
             },
           ],
@@ -126,6 +170,8 @@ describe('lvstamp-gc cluster (fake API)', () => {
       { name: 'c', drivers: ['lvstamp.io'] },
       { name: 'd', drivers: ['lvstamp.io'] },
     ];
+    // the pods of c and d ran (so c failed and d timed out, not "not-started")
+    for (const n of ['c', 'd']) kube.pods.push(pod(n, { phase: 'Running', containers: [RUNNING] }));
     const base = testDeps(kube, new FakeNode(), { nowMs: NOW });
     let polls = 0;
     const deps = {
@@ -178,6 +224,159 @@ describe('lvstamp-gc cluster (fake API)', () => {
     });
     expect([...kube.jobs.keys()].sort()).toEqual(
       ['a', 'c', 'd'].map((n) => nodeJobName(config(), n)).sort(),
+    );
+  });
+
+  it('reports a node whose Job never ran as not-started with the scheduler’s reason and events, exit 3', async () => {
+    const kube = new FakeKube();
+    kube.csiNodes = [
+      { name: 'a', drivers: ['lvstamp.io'] },
+      { name: 'cordoned', drivers: ['lvstamp.io'] },
+      { name: 'no-image', drivers: ['lvstamp.io'] },
+    ];
+    const a = nodeJobName(config(), 'a');
+    const cordoned = nodeJobName(config(), 'cordoned');
+    kube.pods.push(
+      pod('a', {
+        phase: 'Succeeded',
+        containers: [{ state: 'terminated', reason: 'Completed', message: null }],
+      }),
+      pod('cordoned', {
+        unscheduled: {
+          reason: 'Unschedulable',
+          message:
+            "0/3 nodes are available: 1 Insufficient memory, 2 node(s) didn't match node affinity.",
+        },
+      }),
+      pod('no-image', {
+        nodeName: 'no-image',
+        containers: [
+          {
+            state: 'waiting',
+            reason: 'ImagePullBackOff',
+            message: 'Back-off pulling image "img:1"',
+          },
+        ],
+      }),
+    );
+    kube.warnings.push(
+      {
+        namespace: 'gc',
+        involvedKind: 'Pod',
+        involvedName: `${cordoned}-x1`,
+        type: 'Warning',
+        reason: 'FailedScheduling',
+        message: '0/3 nodes are available: 1 Insufficient memory.',
+        count: 4,
+      },
+      {
+        namespace: 'gc',
+        involvedKind: 'Pod',
+        involvedName: 'someone-else',
+        type: 'Warning',
+        reason: 'FailedMount',
+        message: 'not ours',
+        count: 1,
+      },
+    );
+    const base = testDeps(kube, new FakeNode(), { nowMs: NOW });
+    let polls = 0;
+    const deps = {
+      ...base,
+      sleep: async (ms: number) => {
+        await base.sleep(ms);
+        polls += 1;
+        if (polls !== 1) return;
+        await kube.annotateJob('gc', a, { [REPORT_ANNOTATION]: JSON.stringify(okSummary('a')) });
+        kube.finishJob(a, 'complete');
+        // the Job controller fails the unschedulable Job at its activeDeadlineSeconds
+        kube.finishJob(
+          cordoned,
+          'failed',
+          'DeadlineExceeded: Job was active longer than specified deadline',
+        );
+      },
+    };
+    const code = await runGc(ARGS, deps);
+    expect(code).toBe(3);
+    expect(deps.err()).toBe(
+      'lvstamp-gc: 2 node(s) never ran their Job (not-started: cordoned, no-image); see the report above\n',
+    );
+    const report = JSON.parse(deps.out()) as ClusterReport;
+    expect(report.nodes.map((n) => [n.node, n.status, n.error])).toEqual([
+      ['a', 'ok', null],
+      [
+        'cordoned',
+        'not-started',
+        'job failed before it ran: DeadlineExceeded: Job was active longer than specified deadline; ' +
+          `pod ${cordoned}-x1 Pending: not scheduled: Unschedulable: 0/3 nodes are available: 1 Insufficient memory, 2 node(s) didn't match node affinity.; ` +
+          'events: FailedScheduling (x4): 0/3 nodes are available: 1 Insufficient memory.',
+      ],
+      [
+        'no-image',
+        'not-started',
+        `job ${nodeJobName(config(), 'no-image')} did not start within 60 s: ` +
+          `pod ${nodeJobName(config(), 'no-image')}-x1 Pending on no-image: ImagePullBackOff: Back-off pulling image "img:1"`,
+      ],
+    ]);
+    expect(report).toMatchObject({ failedNodes: 2, notStartedNodes: 2 });
+    // the pods were found by the per-node label, once per poll
+    expect(kube.calls.find((c) => c.method === 'listPods')?.args.slice(0, 2)).toEqual([
+      'gc',
+      'app.kubernetes.io/component=lvstamp-gc-node',
+    ]);
+  });
+
+  it('a Job that failed without any pod created is not-started, with the Job’s events', async () => {
+    const kube = new FakeKube();
+    kube.csiNodes = [{ name: 'a', drivers: ['lvstamp.io'] }];
+    const a = nodeJobName(config(), 'a');
+    kube.warnings.push({
+      namespace: 'gc',
+      involvedKind: 'Job',
+      involvedName: a,
+      type: 'Warning',
+      reason: 'FailedCreate',
+      message: 'pods "x" is forbidden: violates PodSecurity "baseline:latest": privileged',
+      count: 1,
+    });
+    const base = testDeps(kube, new FakeNode(), { nowMs: NOW });
+    const deps = {
+      ...base,
+      sleep: async (ms: number) => {
+        await base.sleep(ms);
+        kube.finishJob(a, 'failed', 'BackoffLimitExceeded');
+      },
+    };
+    expect(await runGc(ARGS, deps)).toBe(3);
+    const report = JSON.parse(deps.out()) as ClusterReport;
+    expect(report.nodes[0]).toMatchObject({
+      status: 'not-started',
+      error:
+        'job failed before it ran: BackoffLimitExceeded; no pod created; events: FailedCreate: ' +
+        'pods "x" is forbidden: violates PodSecurity "baseline:latest": privileged',
+    });
+  });
+
+  it('a failed node and a not-started node together exit 1 and name both', async () => {
+    const kube = new FakeKube();
+    kube.csiNodes = [
+      { name: 'a', drivers: ['lvstamp.io'] },
+      { name: 'b', drivers: ['lvstamp.io'] },
+    ];
+    kube.pods.push(pod('a', { phase: 'Running', containers: [RUNNING] }));
+    const base = testDeps(kube, new FakeNode(), { nowMs: NOW });
+    const deps = {
+      ...base,
+      sleep: async (ms: number) => {
+        await base.sleep(ms);
+        kube.finishJob(nodeJobName(config(), 'a'), 'failed', 'BackoffLimitExceeded');
+        kube.finishJob(nodeJobName(config(), 'b'), 'failed', 'DeadlineExceeded');
+      },
+    };
+    expect(await runGc(ARGS, deps)).toBe(1);
+    expect(deps.err()).toBe(
+      'lvstamp-gc: 2 node(s) failed, 1 node(s) never ran their Job (not-started: b); see the report above\n',
     );
   });
 

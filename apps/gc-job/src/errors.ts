@@ -6,10 +6,15 @@ import {
   LvstampError,
 } from '@lvstamp/core';
 
-/** Exit codes of `lvstamp-gc`: 0 ok, 1 the run failed or was refused, 2 bad usage or configuration. */
+/**
+ * Exit codes of `lvstamp-gc`: 0 ok, 1 the run failed or was refused, 2 bad
+ * usage or configuration, 3 (`cluster`) every node that did not succeed
+ * never ran its Job (`not-started`: nothing was collected there).
+ */
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
+export const EXIT_NOT_STARTED = 3;
 
 /** Why a Kubernetes API call failed, in the words the run's abort message uses. */
 export type KubeFailureKind =
@@ -54,9 +59,15 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
-/** A failure already reported on stdout (some removals or nodes failed): exit 1 with a summary. */
+/** A failure already reported on stdout (some removals or nodes failed): a summary and its exit code (default 1). */
 export class ReportedFailure extends Error {
   override readonly name = 'ReportedFailure';
+  readonly exitCode: number;
+
+  constructor(message: string, exitCode: number = EXIT_FAILED) {
+    super(message);
+    this.exitCode = exitCode;
+  }
 }
 
 function kindOf(status: number | null, detail: string): KubeFailureKind {
@@ -108,8 +119,10 @@ export function describeFailure(error: unknown): { exitCode: number; message: st
   if (error instanceof ConfigError || error instanceof InvalidArgumentError) {
     return { exitCode: EXIT_USAGE, message: oneLine(error.message) };
   }
+  if (error instanceof ReportedFailure) {
+    return { exitCode: error.exitCode, message: oneLine(error.message) };
+  }
   if (
-    error instanceof ReportedFailure ||
     error instanceof KubeApiError ||
     error instanceof FailedPreconditionError ||
     error instanceof LockTimeoutError ||

@@ -6,6 +6,8 @@ export const NODE_JOB_LABEL = 'app.kubernetes.io/component';
 export const NODE_JOB_LABEL_VALUE = 'lvstamp-gc-node';
 /** Label with the node a per-node Job runs on (truncated to 63 characters). */
 export const NODE_LABEL = 'lvstamp.io/gc-node';
+/** Label on a per-node Job's pods with the Job's name (at most 63 characters, `nodeJobName`). */
+export const JOB_NAME_LABEL = 'lvstamp.io/gc-job';
 
 /** Host paths the per-node Job mounts: what lvm2 and device-mapper need, and the shared host lock. */
 export const NODE_JOB_HOST_PATHS: readonly { name: string; path: string; type: string }[] = [
@@ -64,8 +66,14 @@ export function nodeArgs(config: ClusterConfig, jobName: string): string[] {
 
 /**
  * The batch/v1 Job that runs `lvstamp-gc node` on `node` (issue 4 §1):
- * - pinned by required node affinity on `kubernetes.io/hostname` (the
- *   well-known label; equal to the node name on every common distribution);
+ * - pinned to the node by its name: required node affinity with
+ *   `matchFields` on `metadata.name`, as the DaemonSet controller pins its
+ *   pods (a node's `kubernetes.io/hostname` label can differ from its name,
+ *   e.g. on AWS and with kubelet `--hostname-override`). Affinity rather
+ *   than `spec.nodeName`: the pod then goes through the scheduler, so a
+ *   node it cannot run on shows as `PodScheduled=False` with the
+ *   scheduler's reason and a FailedScheduling event, which the cluster
+ *   report quotes (`not-started`);
  * - tolerates every taint (`operator: Exists`), as node-local storage
  *   daemons do, so tainted nodes are collected too;
  * - privileged, with host /dev, /sys, /etc/lvm, /run/lvm and the host lock
@@ -84,6 +92,7 @@ export function buildNodeJob(config: ClusterConfig, node: string): Record<string
     [NODE_JOB_LABEL]: NODE_JOB_LABEL_VALUE,
     [NODE_LABEL]: node.slice(0, 63).replace(/[^A-Za-z0-9]+$/, ''),
   };
+  const podLabels = { ...labels, [JOB_NAME_LABEL]: name };
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
@@ -108,7 +117,7 @@ export function buildNodeJob(config: ClusterConfig, node: string): Record<string
       backoffLimit: 0,
       activeDeadlineSeconds: Math.max(1, Math.ceil(config.nodeJobDeadlineMs / 1000)),
       template: {
-        metadata: { labels },
+        metadata: { labels: podLabels },
         spec: {
           restartPolicy: 'Never',
           serviceAccountName: config.serviceAccount,
@@ -117,9 +126,7 @@ export function buildNodeJob(config: ClusterConfig, node: string): Record<string
               requiredDuringSchedulingIgnoredDuringExecution: {
                 nodeSelectorTerms: [
                   {
-                    matchExpressions: [
-                      { key: 'kubernetes.io/hostname', operator: 'In', values: [node] },
-                    ],
+                    matchFields: [{ key: 'metadata.name', operator: 'In', values: [node] }],
                   },
                 ],
               },

@@ -260,8 +260,10 @@ describe('lvstamp-gc cluster against kube-apiserver v1.20', () => {
       ['node-b', ['other.csi.io']],
       ['node-c', ['other.csi.io', 'lvstamp.io']],
     ] as const) {
+      // node-c's hostname label differs from its name (kubelet --hostname-override, AWS)
+      const hostname = name === 'node-c' ? 'ip-10-0-0-3' : name;
       await core.createNode({
-        body: { metadata: { name, labels: { 'kubernetes.io/hostname': name } } },
+        body: { metadata: { name, labels: { 'kubernetes.io/hostname': hostname } } },
       });
       await storage.createCSINode({
         body: {
@@ -304,8 +306,8 @@ describe('lvstamp-gc cluster against kube-apiserver v1.20', () => {
         const args = job.spec?.template.spec?.containers[0]?.args ?? [];
         const nodeName =
           job.spec?.template.spec?.affinity?.nodeAffinity
-            ?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms[0]
-            ?.matchExpressions?.[0]?.values?.[0] ?? '';
+            ?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms[0]?.matchFields?.[0]
+            ?.values?.[0] ?? '';
         const nodeDeps = testDeps(saApi, new FakeNode(), {
           nowMs: now,
           env: { LVSTAMP_OWNER_ID: OWNER, NODE_NAME: nodeName },
@@ -359,10 +361,16 @@ describe('lvstamp-gc cluster against kube-apiserver v1.20', () => {
       const target =
         spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
           ?.nodeSelectorTerms;
-      expect(['node-a', 'node-c']).toContain(target?.[0]?.matchExpressions?.[0]?.values?.[0]);
-      expect(target?.[0]?.matchExpressions?.[0]).toMatchObject({
-        key: 'kubernetes.io/hostname',
-        operator: 'In',
+      // pinned by the node's name, as the API server stored it
+      expect(['node-a', 'node-c']).toContain(target?.[0]?.matchFields?.[0]?.values?.[0]);
+      expect(target?.[0]).toEqual({
+        matchFields: [
+          {
+            key: 'metadata.name',
+            operator: 'In',
+            values: [target?.[0]?.matchFields?.[0]?.values?.[0]],
+          },
+        ],
       });
       expect(spec?.tolerations).toEqual([{ operator: 'Exists' }]);
       expect(spec?.serviceAccountName).toBe('lvstamp-gc');
@@ -380,6 +388,131 @@ describe('lvstamp-gc cluster against kube-apiserver v1.20', () => {
       });
     }
   });
+});
+
+describe('lvstamp-gc cluster: a node that never runs its Job', () => {
+  it('is reported not-started with the pod’s scheduling condition and its FailedScheduling event (RBAC of deploy/), exit 3', async () => {
+    await core.createNode({ body: { metadata: { name: 'node-full' } } });
+    await storage.createCSINode({
+      body: {
+        metadata: { name: 'node-full' },
+        spec: { drivers: [{ name: 'lvstamp.io', nodeID: 'node-full', topologyKeys: [] }] },
+      },
+    });
+    const ns = NS;
+    const token = await saToken('lvstamp-gc');
+    const saApi = api(kapi.kubeConfigForToken(token));
+    const base = testDeps(saApi, new FakeNode(), { nowMs: Date.now() });
+    const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+    let played = false;
+    // Play scheduler + Job controller: the Job's pod cannot be scheduled; later the
+    // Job hits its activeDeadlineSeconds.
+    const sleep = async (ms: number) => {
+      await base.sleep(ms); // the run's clock
+      await realSleep(Math.min(ms, 200));
+      if (played) return;
+      const job = (
+        await batch.listNamespacedJob({
+          namespace: ns,
+          labelSelector: 'lvstamp.io/gc-node=node-full',
+        })
+      ).items[0];
+      if (job === undefined) return;
+      played = true;
+      const name = job.metadata?.name ?? '';
+      const template = job.spec?.template;
+      const spec = template?.spec ?? { containers: [] };
+      // no token controller runs here: the ServiceAccount admission needs no token then
+      spec.automountServiceAccountToken = false;
+      const pod = await core.createNamespacedPod({
+        namespace: ns,
+        body: {
+          metadata: { name: `${name}-abcde`, labels: template?.metadata?.labels ?? {} },
+          spec,
+        },
+      });
+      pod.status = {
+        phase: 'Pending',
+        conditions: [
+          {
+            type: 'PodScheduled',
+            status: 'False',
+            reason: 'Unschedulable',
+            message: '0/1 nodes are available: 1 Insufficient memory.',
+          },
+        ],
+      };
+      await core.replaceNamespacedPodStatus({ name: `${name}-abcde`, namespace: ns, body: pod });
+      await core.createNamespacedEvent({
+        namespace: ns,
+        body: {
+          metadata: { name: `${name}-abcde.1`, namespace: ns },
+          involvedObject: { kind: 'Pod', name: `${name}-abcde`, namespace: ns, apiVersion: 'v1' },
+          reason: 'FailedScheduling',
+          message: '0/1 nodes are available: 1 Insufficient memory.',
+          type: 'Warning',
+          count: 3,
+          source: { component: 'default-scheduler' },
+        },
+      });
+      await realSleep(1500); // let one poll see the pod
+      const fresh = await batch.readNamespacedJob({ name, namespace: ns });
+      fresh.status = {
+        failed: 0,
+        conditions: [
+          {
+            type: 'Failed',
+            status: 'True',
+            reason: 'DeadlineExceeded',
+            message: 'Job was active longer than specified deadline',
+          },
+        ],
+      };
+      await batch.replaceNamespacedJobStatus({ name, namespace: ns, body: fresh });
+    };
+    const deps = { ...base, sleep };
+    const code = await runGc(
+      [
+        'cluster',
+        '--json',
+        '--namespace',
+        ns,
+        '--image',
+        'lvstamp:test',
+        '--owner-id',
+        OWNER,
+        '--poll-interval',
+        '1s',
+        '--wait-timeout',
+        '20s',
+      ],
+      deps,
+    );
+    expect(deps.out(), deps.err()).not.toBe('');
+    const report = JSON.parse(deps.out()) as ClusterReport;
+    const full = report.nodes.find((n) => n.node === 'node-full');
+    const job = full?.job ?? '';
+    expect(full).toEqual({
+      node: 'node-full',
+      job,
+      status: 'not-started',
+      summary: null,
+      error:
+        'job failed before it ran: DeadlineExceeded: Job was active longer than specified deadline; ' +
+        `pod ${job}-abcde Pending: not scheduled: Unschedulable: 0/1 nodes are available: 1 Insufficient memory.; ` +
+        'events: FailedScheduling (x3): 0/1 nodes are available: 1 Insufficient memory.',
+    });
+    // node-a and node-c of the test above get no pod here at all
+    const other = report.nodes.find((n) => n.node === 'node-a');
+    expect(other).toMatchObject({
+      status: 'not-started',
+      error: `job ${other?.job ?? ''} did not start within 20 s: no pod created`,
+    });
+    expect(code).toBe(3);
+    expect(deps.err()).toBe(
+      'lvstamp-gc: 3 node(s) never ran their Job (not-started: node-a, node-c, node-full); see the report above\n',
+    );
+  }, 300_000);
 });
 
 describe('an API server that stops mid-run', () => {

@@ -110,6 +110,7 @@ describe('deploy/kubernetes/gc', () => {
     ]);
     expect(rules('Role', 'lvstamp-gc').rules).toEqual([
       { apiGroups: ['batch'], resources: ['jobs'], verbs: ['create', 'get', 'patch'] },
+      { apiGroups: [''], resources: ['pods', 'events'], verbs: ['list'] },
     ]);
     expect(rules('Role', 'lvstamp-gc').metadata.namespace).toBe('lvstamp-system');
     expect(rules('Role', 'lvstamp-gc-events').rules).toEqual([

@@ -9,7 +9,13 @@ import {
   type RawClusterOptions,
   type RawNodeOptions,
 } from './config.js';
-import { describeFailure, EXIT_OK, EXIT_USAGE, ReportedFailure } from './errors.js';
+import {
+  describeFailure,
+  EXIT_NOT_STARTED,
+  EXIT_OK,
+  EXIT_USAGE,
+  ReportedFailure,
+} from './errors.js';
 import type { KubeApi } from './kube/api.js';
 import type { KubeCredentials } from './kube/client.js';
 import type { Logger } from './log.js';
@@ -156,7 +162,8 @@ export function buildProgram(
       '\nA volume is removed only when its LV name has the lvstamp prefix AND its sector-0 header is valid,\n' +
         "matches the name and carries this installation's owner ID; no PV of the driver and no PVC names it;\n" +
         'it is not open or mounted; and it is older than the grace period. Everything else is kept, with the reason.\n' +
-        'Durations: 500ms, 30s, 15m, 1h30m. Exit codes: 0 ok, 1 a node or removal failed or the run was refused, 2 bad usage.',
+        'Durations: 500ms, 30s, 15m, 1h30m. Exit codes: 0 ok, 1 a node or removal failed or the run was refused, 2 bad usage,\n' +
+        '3 (cluster) the only failures are nodes that never ran their Job (not-started: unschedulable, image not pulled, ...).',
     );
 
   addCommonOptions(
@@ -328,14 +335,23 @@ async function clusterAction(raw: RawClusterOptions, deps: GcJobDeps): Promise<n
   deps.stdout.write(
     config.json ? `${JSON.stringify(report, null, 2)}\n` : renderClusterReport(report),
   );
-  if (report.failedNodes > 0)
-    throw new ReportedFailure(`${report.failedNodes} node(s) failed; see the report above`);
-  return EXIT_OK;
+  if (report.failedNodes === 0) return EXIT_OK;
+  const notStarted = report.nodes.filter((n) => n.status === 'not-started').map((n) => n.node);
+  const ran = report.failedNodes - notStarted.length;
+  const never =
+    notStarted.length === 0
+      ? ''
+      : `${notStarted.length} node(s) never ran their Job (not-started: ${notStarted.join(', ')})`;
+  if (ran === 0) throw new ReportedFailure(`${never}; see the report above`, EXIT_NOT_STARTED);
+  throw new ReportedFailure(
+    `${report.failedNodes} node(s) failed${never === '' ? '' : `, ${never}`}; see the report above`,
+  );
 }
 
 /**
  * Runs `lvstamp-gc` with `argv` (without node and script) and returns the
- * exit code: 0 ok, 1 failed or refused, 2 bad usage. Never throws.
+ * exit code: 0 ok, 1 failed or refused, 2 bad usage, 3 nodes not started
+ * (`cluster`). Never throws.
  */
 export async function runGc(argv: readonly string[], deps: GcJobDeps): Promise<number> {
   const state = { exitCode: EXIT_OK };

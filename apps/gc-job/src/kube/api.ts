@@ -64,6 +64,41 @@ export interface JobStatusInfo {
   readonly annotations: Readonly<Record<string, string>>;
 }
 
+/** One container's state (`status.containerStatuses[].state`): which of waiting, running, terminated is set. */
+export interface ContainerStateInfo {
+  readonly state: 'waiting' | 'running' | 'terminated' | 'unknown';
+  /** e.g. `ErrImagePull`, `ImagePullBackOff`, `CreateContainerConfigError`; null when unset. */
+  readonly reason: string | null;
+  readonly message: string | null;
+}
+
+/** What `lvstamp-gc cluster` needs of a per-node Job's pod. */
+export interface PodInfo {
+  readonly name: string;
+  readonly uid: string;
+  readonly labels: Readonly<Record<string, string>>;
+  /** `spec.nodeName`, or null while unscheduled. */
+  readonly nodeName: string | null;
+  /** `status.phase` (Pending, Running, Succeeded, Failed), or null when unset. */
+  readonly phase: string | null;
+  /** `status.reason` / `status.message` (e.g. the kubelet's `OutOfcpu`, `NodeAffinity` rejection). */
+  readonly reason: string | null;
+  readonly message: string | null;
+  /** The `PodScheduled` condition when it is not `True`: its reason and message. */
+  readonly unscheduled: { readonly reason: string | null; readonly message: string | null } | null;
+  readonly containers: readonly ContainerStateInfo[];
+}
+
+/** What `lvstamp-gc cluster` reads of a core/v1 Event. */
+export interface EventInfo {
+  readonly involvedKind: string;
+  readonly involvedName: string;
+  readonly type: string;
+  readonly reason: string;
+  readonly message: string;
+  readonly count: number;
+}
+
 /** A core/v1 Event to create (its name is chosen by the API implementation). */
 export interface EventSpec {
   readonly namespace: string;
@@ -112,4 +147,8 @@ export interface KubeApi {
   ): Promise<void>;
   /** POST /api/v1/namespaces/{ns}/events. */
   createEvent(event: EventSpec): Promise<void>;
+  /** GET /api/v1/namespaces/{ns}/pods?labelSelector&limit&continue. */
+  listPods(namespace: string, labelSelector: string, page: PageRequest): Promise<Page<PodInfo>>;
+  /** GET /api/v1/namespaces/{ns}/events?fieldSelector=type=Warning&limit&continue. */
+  listWarningEvents(namespace: string, page: PageRequest): Promise<Page<EventInfo>>;
 }

@@ -11,13 +11,16 @@ import {
   StorageV1Api,
   type V1Job,
   type V1JobCondition,
+  type V1Pod,
 } from '@kubernetes/client-node';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, KubeApiError } from '../errors.js';
 import type {
+  ContainerStateInfo,
   CsiNodeInfo,
+  EventInfo,
   EventSpec,
   JobStatusInfo,
   KubeApi,
@@ -25,6 +28,7 @@ import type {
   PageRequest,
   PersistentVolumeClaimInfo,
   PersistentVolumeInfo,
+  PodInfo,
 } from './api.js';
 
 /** Where the credentials come from. */
@@ -169,6 +173,38 @@ export function createKubeApi(kc: KubeConfig, options: { requestTimeoutMs: numbe
           setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
         );
       }),
+    listPods: (namespace, labelSelector, page) =>
+      call(`list pods in namespace ${namespace}`, timeoutMs, async (): Promise<Page<PodInfo>> => {
+        const list = await core.listNamespacedPod({
+          namespace,
+          labelSelector,
+          ...listParams(page),
+        });
+        return { items: list.items.map(podInfo), continueToken: list.metadata?._continue };
+      }),
+    listWarningEvents: (namespace, page) =>
+      call(
+        `list events in namespace ${namespace}`,
+        timeoutMs,
+        async (): Promise<Page<EventInfo>> => {
+          const list = await core.listNamespacedEvent({
+            namespace,
+            fieldSelector: 'type=Warning',
+            ...listParams(page),
+          });
+          return {
+            items: list.items.map((e) => ({
+              involvedKind: e.involvedObject.kind ?? '',
+              involvedName: e.involvedObject.name ?? '',
+              type: e.type ?? '',
+              reason: e.reason ?? '',
+              message: e.message ?? '',
+              count: e.count ?? 1,
+            })),
+            continueToken: list.metadata?._continue,
+          };
+        },
+      ),
     createEvent: (event) =>
       call(`create events in namespace ${event.namespace}`, timeoutMs, async () => {
         await core.createNamespacedEvent({
@@ -183,6 +219,46 @@ function listParams(page: PageRequest): { limit: number; _continue?: string } {
   return page.continueToken
     ? { limit: page.limit, _continue: page.continueToken }
     : { limit: page.limit };
+}
+
+function podInfo(pod: V1Pod): PodInfo {
+  const scheduled = (pod.status?.conditions ?? []).find((c) => c.type === 'PodScheduled');
+  const containers = [
+    ...(pod.status?.initContainerStatuses ?? []),
+    ...(pod.status?.containerStatuses ?? []),
+  ].map((c): ContainerStateInfo => {
+    const s = c.state;
+    if (s?.running) return { state: 'running', reason: null, message: null };
+    if (s?.terminated) {
+      return {
+        state: 'terminated',
+        reason: s.terminated.reason ?? null,
+        message: s.terminated.message ?? null,
+      };
+    }
+    if (s?.waiting) {
+      return {
+        state: 'waiting',
+        reason: s.waiting.reason ?? null,
+        message: s.waiting.message ?? null,
+      };
+    }
+    return { state: 'unknown', reason: null, message: null };
+  });
+  return {
+    name: pod.metadata?.name ?? '',
+    uid: pod.metadata?.uid ?? '',
+    labels: pod.metadata?.labels ?? {},
+    nodeName: pod.spec?.nodeName ?? null,
+    phase: pod.status?.phase ?? null,
+    reason: pod.status?.reason ?? null,
+    message: pod.status?.message ?? null,
+    unscheduled:
+      scheduled === undefined || scheduled.status === 'True'
+        ? null
+        : { reason: scheduled.reason ?? null, message: scheduled.message ?? null },
+    containers,
+  };
 }
 
 function jobStatus(job: V1Job): JobStatusInfo {

@@ -1,6 +1,7 @@
 import { KubeApiError } from '../errors.js';
 import type {
   CsiNodeInfo,
+  EventInfo,
   EventSpec,
   JobStatusInfo,
   KubeApi,
@@ -8,6 +9,7 @@ import type {
   PageRequest,
   PersistentVolumeClaimInfo,
   PersistentVolumeInfo,
+  PodInfo,
 } from '../kube/api.js';
 
 type Method = keyof KubeApi;
@@ -21,6 +23,10 @@ export class FakeKube implements KubeApi {
   pvs: PersistentVolumeInfo[] = [];
   pvcs: PersistentVolumeClaimInfo[] = [];
   csiNodes: CsiNodeInfo[] = [];
+  /** Pods by namespace; `listPods` matches `key=value` label selectors (comma = and). */
+  pods: (PodInfo & { namespace: string })[] = [];
+  /** Warning events to list, by namespace. */
+  warnings: (EventInfo & { namespace: string })[] = [];
   readonly jobs = new Map<string, { manifest: Record<string, unknown>; status: JobStatusInfo }>();
   readonly events: EventSpec[] = [];
   readonly calls: { method: Method; args: unknown[] }[] = [];
@@ -95,6 +101,24 @@ export class FakeKube implements KubeApi {
     return this.#run('createEvent', [event], () => {
       this.events.push(event);
     });
+  }
+
+  listPods(namespace: string, labelSelector: string, page: PageRequest): Promise<Page<PodInfo>> {
+    return this.#run('listPods', [namespace, labelSelector, page], () => {
+      const wanted = labelSelector.split(',').map((term) => term.split('='));
+      const pods = this.pods.filter(
+        (p) => p.namespace === namespace && wanted.every(([k = '', v]) => p.labels[k] === v),
+      );
+      return this.#page(pods, page);
+    });
+  }
+  listWarningEvents(namespace: string, page: PageRequest): Promise<Page<EventInfo>> {
+    return this.#run('listWarningEvents', [namespace, page], () =>
+      this.#page(
+        this.warnings.filter((e) => e.namespace === namespace),
+        page,
+      ),
+    );
   }
 
   #run<T>(method: Method, args: unknown[], fn: () => T): Promise<T> {
