@@ -257,6 +257,18 @@ function common(raw: RawCommonOptions, env: Env, p: Problems): CommonConfig {
 type Env = Readonly<Record<string, string | undefined>>;
 
 /**
+ * Validates the options of `lvstamp-gc live-set` (the common options; only
+ * the driver name, paging, request deadline and credentials are used).
+ * @throws ConfigError listing every mistake.
+ */
+export function resolveLiveSetConfig(raw: RawCommonOptions, env: Env): CommonConfig {
+  const p = new Problems();
+  const base = common(raw, env, p);
+  p.throwIfAny();
+  return base;
+}
+
+/**
  * Validates the options of `lvstamp-gc node`.
  * @throws ConfigError listing every mistake, one per line, naming the flag and its variable.
  */

@@ -149,6 +149,22 @@ describe('lvstamp-gc node against kube-apiserver v1.20', () => {
     expect(node.removed.sort()).toEqual([orphan, otherDriver].sort());
     expect(node.ids()).toContain(inflight);
     for (const name of live) expect(node.ids()).toContain(volumeIdForName(name));
+
+    // `lvstamp-gc live-set` (the README's recipe for `lvstamp gc --live`) as the ServiceAccount:
+    // the same IDs, the in-flight claim's included, the other driver's PV not
+    const sa = api(kapi.kubeConfigForToken(await saToken('lvstamp-gc')));
+    const deps = testDeps(sa, new FakeNode(), { nowMs: now });
+    expect(await runGc(['live-set', '--page-size', '2'], deps)).toBe(0);
+    const printed = deps.out().trim().split('\n');
+    expect(printed.sort()).toEqual(
+      [
+        ...live.map((n) => volumeIdForName(n)),
+        volumeIdForName(`pvc-${claim.metadata?.uid ?? ''}`),
+      ].sort(),
+    );
+    expect(deps.err()).toBe(
+      'live set: 7 volume IDs from 6 PV(s) of lvstamp.io and 1 PVC(s), 5 page(s)\n',
+    );
   });
 
   it('reads every page: 7 more PVs with --page-size 2', async () => {

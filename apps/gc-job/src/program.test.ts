@@ -327,3 +327,35 @@ describe('lvstamp-gc node', () => {
     );
   });
 });
+
+describe('lvstamp-gc live-set (the live set for `lvstamp gc --live`)', () => {
+  it('prints the IDs of every PV of the driver and of pvc-<uid> of every PVC, one per line, sorted', async () => {
+    const kube = new FakeKube();
+    kube.pvs = [pv('pvc-bound', 'Bound'), pv('pvc-other', 'Bound', 'other.csi.io')];
+    // a claim still being provisioned: no PV yet, the external-provisioner's name is pvc-<uid>
+    kube.pvcs = [{ namespace: 'ns', name: 'in-flight', uid: 'u-1', phase: 'Pending' }];
+    const deps = testDeps(kube, new FakeNode(), { nowMs: NOW });
+    expect(await runGc(['live-set', '--page-size', '1'], deps)).toBe(0);
+    const ids = [volumeIdForName('pvc-bound'), volumeIdForName('pvc-u-1')].sort();
+    expect(deps.out()).toBe(ids.map((id) => `${id}\n`).join(''));
+    expect(deps.err()).toBe(
+      'live set: 2 volume IDs from 1 PV(s) of lvstamp.io and 1 PVC(s), 3 page(s)\n',
+    );
+  });
+
+  it('prints nothing and exits 1 when a page fails (a partial list is never a live set)', async () => {
+    const kube = new FakeKube();
+    kube.pvs = [pv('pvc-a', 'Bound')];
+    kube.pvcs = [
+      { namespace: 'ns', name: 'a', uid: 'u-a', phase: 'Bound' },
+      { namespace: 'ns', name: 'b', uid: 'u-b', phase: 'Pending' },
+    ];
+    kube.failOn('listPersistentVolumeClaims', 2, 410, 'the continue token expired');
+    const deps = testDeps(kube, new FakeNode(), { nowMs: NOW });
+    expect(await runGc(['live-set', '--page-size', '1'], deps)).toBe(1);
+    expect(deps.out()).toBe('');
+    expect(deps.err()).toMatch(
+      /^lvstamp-gc: cannot fake listPersistentVolumeClaims: the list's continue token expired \(HTTP 410\)/,
+    );
+  });
+});

@@ -4,9 +4,11 @@ import { runCluster } from './cluster-run.js';
 import {
   DEFAULTS,
   resolveClusterConfig,
+  resolveLiveSetConfig,
   resolveNodeConfig,
   withEnvironment,
   type RawClusterOptions,
+  type RawCommonOptions,
   type RawNodeOptions,
 } from './config.js';
 import {
@@ -19,6 +21,7 @@ import {
 import type { KubeApi } from './kube/api.js';
 import type { KubeCredentials } from './kube/client.js';
 import type { Logger } from './log.js';
+import { buildLiveSet } from './live-set.js';
 import { abortedSummary, REPORT_ANNOTATION, runNode, type NodeSummary } from './node-run.js';
 import { renderClusterReport, renderNodeReport } from './report.js';
 
@@ -207,6 +210,42 @@ export function buildProgram(
       state.exitCode = await nodeAction(raw, deps);
     });
 
+  program
+    .command('live-set')
+    .description(
+      'print the live set, one volume ID per line: what `lvstamp gc --live FILE` needs, built exactly as the node runs build it ' +
+        '(every PV of the driver in any phase, by handle and name, and pvc-<uid> of every PVC); exit 1 and nothing on ' +
+        'standard output when any list page fails',
+    )
+    .addOption(
+      envOption(
+        '--driver-name <name>',
+        'CSI driver name of the PVs',
+        'LVSTAMP_DRIVER_NAME',
+        DEFAULTS.driverName,
+      ),
+    )
+    .addOption(
+      new Option('--page-size <n>', 'items per list page (limit + continue)').default(
+        DEFAULTS.pageSize,
+      ),
+    )
+    .addOption(
+      new Option('--request-timeout <duration>', 'deadline of each Kubernetes API request').default(
+        DEFAULTS.requestTimeout,
+      ),
+    )
+    .addOption(
+      envOption(
+        '--kubeconfig <file>',
+        'kubeconfig outside a pod (default: in-cluster credentials in a pod, else ~/.kube/config)',
+        'KUBECONFIG',
+      ),
+    )
+    .action(async (raw: Partial<RawCommonOptions>) => {
+      state.exitCode = await liveSetAction(raw, deps);
+    });
+
   addCommonOptions(
     program
       .command('cluster')
@@ -324,6 +363,25 @@ async function nodeAction(raw: RawNodeOptions, deps: GcJobDeps): Promise<number>
   );
   if (result.summary.status !== 'ok')
     throw new ReportedFailure(result.summary.error ?? 'the run failed');
+  return EXIT_OK;
+}
+
+async function liveSetAction(raw: Partial<RawCommonOptions>, deps: GcJobDeps): Promise<number> {
+  const config = resolveLiveSetConfig(
+    withEnvironment<RawCommonOptions>({ json: false, ...raw }, deps.env),
+    deps.env,
+  );
+  const kube = deps.createKubeApi(config.credentials, config.requestTimeoutMs);
+  const live = await buildLiveSet(kube, config);
+  deps.stdout.write(
+    [...live.ids]
+      .sort()
+      .map((id) => `${id}\n`)
+      .join(''),
+  );
+  deps.stderr.write(
+    `live set: ${live.ids.size} volume IDs from ${live.driverPvCount} PV(s) of ${config.driverName} and ${live.pvcCount} PVC(s), ${live.pages} page(s)\n`,
+  );
   return EXIT_OK;
 }
 
