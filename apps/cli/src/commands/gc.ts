@@ -39,7 +39,9 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
       '\nA device is removed only when its name has the lvstamp prefix AND its sector-0 header is valid,\n' +
         "matches the name and carries this installation's owner ID, it is not open, not in the live set,\n" +
         'and older than the grace period. Everything else is kept, with the reason printed.\n' +
-        '\nExample:\n  kubectl get pv -o name | sed s,.*/,, | lvstamp gc --live - --min-age 2h',
+        '\nThe live set must hold every PV of the driver AND pvc-<uid> of every PVC: a claim being provisioned\n' +
+        'has no PV yet, and a node clock that was behind makes its new volume look old (README).\n' +
+        '\nExample:\n  lvstamp-gc live-set > live.txt && lvstamp gc --live live.txt --min-age 2h',
     )
     .action(async (opts: GcOptions) => {
       const minAgeMs = parseDuration(opts.minAge);
