@@ -6,11 +6,13 @@ import {
   CommandTimeoutError,
   FailedPreconditionError,
   InvalidArgumentError,
+  IoTimeoutError,
   KeyedMutex,
   LockTimeoutError,
   NotFoundError,
   OutOfSpaceError,
   UnparseableOutputError,
+  VolumeGroupUnusableError,
 } from '@lvstamp/core';
 import { CsiError, toRpcFailure } from './errors.js';
 import { withVolumeLocks } from './lock.js';
@@ -39,6 +41,20 @@ describe('toRpcFailure', () => {
       new CommandTimeoutError(outcome, 30000),
       status.DEADLINE_EXCEEDED,
       'lvs vg0 timed out after 30000 ms and was killed',
+    ],
+    [
+      new IoTimeoutError('/dev/mapper/vg0-lvstamp_9a1c', 'read', 60000),
+      status.DEADLINE_EXCEEDED,
+      'read of /dev/mapper/vg0-lvstamp_9a1c did not finish within 60000 ms: the device does not answer',
+    ],
+    [
+      new VolumeGroupUnusableError(
+        'vg0',
+        'missing-pv',
+        "WARNING: Couldn't find device with uuid x.\nCannot change VG vg0 while PVs are missing.",
+      ),
+      status.RESOURCE_EXHAUSTED,
+      "volume group vg0 is unusable (missing-pv): WARNING: Couldn't find device with uuid x.; Cannot change VG vg0 while PVs are missing.",
     ],
     [
       new CommandFailedError(outcome),

@@ -5,10 +5,12 @@ import {
   CommandTimeoutError,
   FailedPreconditionError,
   InvalidArgumentError,
+  IoTimeoutError,
   LockTimeoutError,
   NotFoundError,
   OutOfRangeError,
   OutOfSpaceError,
+  VolumeGroupUnusableError,
 } from '@lvstamp/core';
 
 /**
@@ -47,8 +49,10 @@ export interface RpcFailure {
  * | NotFoundError | NOT_FOUND |
  * | AlreadyExistsError | ALREADY_EXISTS |
  * | OutOfSpaceError | RESOURCE_EXHAUSTED |
+ * | VolumeGroupUnusableError | RESOURCE_EXHAUSTED, with lvm's whole message: a missing or duplicate PV, a read-only or shared group is not healed by retrying here, and the external-provisioner reschedules a claim on RESOURCE_EXHAUSTED (docs/LVM-CONFIG.md) |
  * | FailedPreconditionError | FAILED_PRECONDITION |
  * | LockTimeoutError | ABORTED (CSI spec "Concurrency": an operation on the volume is in progress) |
+ * | IoTimeoutError | DEADLINE_EXCEEDED, naming the device that does not answer (docs/LVM-CONFIG.md "Hung I/O") |
  * | CommandTimeoutError | DEADLINE_EXCEEDED: the killed step's outcome is unknown and every operation converges when retried; the Kubernetes sidecars read it as "still in progress" and retry |
  * | CommandFailedError (and UnparseableOutputError) | INTERNAL, with the command's one-line description |
  *
@@ -68,8 +72,10 @@ function coreCode(error: unknown): GrpcStatus | null {
   if (error instanceof NotFoundError) return GrpcStatus.NOT_FOUND;
   if (error instanceof AlreadyExistsError) return GrpcStatus.ALREADY_EXISTS;
   if (error instanceof OutOfSpaceError) return GrpcStatus.RESOURCE_EXHAUSTED;
+  if (error instanceof VolumeGroupUnusableError) return GrpcStatus.RESOURCE_EXHAUSTED;
   if (error instanceof FailedPreconditionError) return GrpcStatus.FAILED_PRECONDITION;
   if (error instanceof LockTimeoutError) return GrpcStatus.ABORTED;
+  if (error instanceof IoTimeoutError) return GrpcStatus.DEADLINE_EXCEEDED;
   if (error instanceof CommandTimeoutError) return GrpcStatus.DEADLINE_EXCEEDED;
   if (error instanceof CommandFailedError) return GrpcStatus.INTERNAL;
   return null;

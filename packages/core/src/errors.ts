@@ -126,6 +126,62 @@ export class UnparseableOutputError extends CommandFailedError {
   }
 }
 
+/**
+ * Why a volume group cannot take new volumes (vgs(8) `vg_attr`, lvm2's
+ * messages; docs/LVM-CONFIG.md "Broken volume groups"): a PV is missing
+ * (partial group), the same PV is seen on two devices, the group or its PVs
+ * are read-only, the group is shared/clustered (needs lvmlockd) or exported.
+ */
+export type VolumeGroupProblem =
+  'missing-pv' | 'duplicate-pv' | 'read-only' | 'shared' | 'exported';
+
+/**
+ * A volume group is in a state where lvm refuses changes (or reports it
+ * unusable). Not the caller's fault and not healed by retrying on this node;
+ * the CSI driver answers RESOURCE_EXHAUSTED so that the claim goes to
+ * another node, and reports 0 capacity for the group.
+ */
+export class VolumeGroupUnusableError extends LvstampError {
+  readonly kind = 'volume-group-unusable';
+  readonly vgName: string;
+  readonly problem: VolumeGroupProblem;
+  /** lvm's whole message (stderr, bounded) or the attribute that told. */
+  readonly detail: string;
+
+  constructor(vgName: string, problem: VolumeGroupProblem, detail: string, options?: ErrorOptions) {
+    super(`volume group ${vgName} is unusable (${problem}): ${detail}`, options);
+    this.vgName = vgName;
+    this.problem = problem;
+    this.detail = detail;
+  }
+}
+
+/**
+ * In-process block I/O on a device (a header read or write, zeroing a data
+ * area) did not finish within its deadline: the device does not answer (a
+ * suspended device-mapper map, a hung disk). The operation's outcome is
+ * unknown; retried, every operation converges (docs/LVM-CONFIG.md, "Hung I/O").
+ */
+export class IoTimeoutError extends LvstampError {
+  readonly kind = 'io-timed-out';
+  /** The device (or file) path. */
+  readonly device: string;
+  /** What was done: `read` or `write`. */
+  readonly operation: string;
+  /** The deadline in milliseconds. */
+  readonly timeoutMs: number;
+
+  constructor(device: string, operation: string, timeoutMs: number, detail?: string) {
+    super(
+      `${operation} of ${device} did not finish within ${timeoutMs} ms: the device does not answer` +
+        (detail === undefined ? '' : ` (${detail})`),
+    );
+    this.device = device;
+    this.operation = operation;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
 /** A lock (per volume or per host) could not be taken in time. */
 export class LockTimeoutError extends LvstampError {
   readonly kind = 'lock-timeout';

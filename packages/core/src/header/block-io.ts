@@ -1,10 +1,15 @@
-import { constants } from 'node:fs';
-import { open, readFile, stat, type FileHandle } from 'node:fs/promises';
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../errors.js';
+import { readFile, stat } from 'node:fs/promises';
+import {
+  FailedPreconditionError,
+  InvalidArgumentError,
+  IoTimeoutError,
+  NotFoundError,
+} from '../errors.js';
 import { splitDeviceNumber } from '../device/devnum.js';
 import { errorCode, errorMessage } from '../device/errno.js';
 import type { DeviceNumber } from '../device/types.js';
 import { decodeHeader, encodeHeader } from './codec.js';
+import { DeviceIo } from './device-io.js';
 import { HEADER_SIZE } from './constants.js';
 import type { DecodeResult, HeaderFields } from './types.js';
 
@@ -20,6 +25,19 @@ export interface BlockIoOptions {
    * caller that already knows it; must be a power of two in 512–65536.
    */
   readonly blockSizeBytes?: number;
+  /**
+   * Where the reads and writes run, with their deadline; default one
+   * DeviceIo shared by the process (60 s per operation).
+   */
+  readonly io?: DeviceIo;
+}
+
+let sharedIo: DeviceIo | undefined;
+
+/** The process-wide DeviceIo used when a caller passes none (default deadline). */
+export function defaultDeviceIo(): DeviceIo {
+  sharedIo ??= new DeviceIo();
+  return sharedIo;
 }
 
 /**
@@ -101,20 +119,18 @@ export async function logicalBlockSizeOfDevice(
  * @throws NotFoundError when the path does not exist.
  * @throws FailedPreconditionError when it cannot be read or is shorter than one block.
  * @throws InvalidArgumentError when `options.blockSizeBytes` is not a valid block size.
+ * @throws IoTimeoutError when the device does not answer within the deadline (DeviceIo).
  */
 export async function readHeaderBlock(path: string, options: BlockIoOptions = {}): Promise<Buffer> {
   const blockSize = await blockSizeFor(path, options);
-  const block = Buffer.alloc(blockSize);
-  let fh: FileHandle | undefined;
+  let bytes: Buffer;
   try {
-    fh = await open(path, constants.O_RDONLY);
-    await readFully(fh, block, path, 'one block');
-    return block;
+    ({ bytes } = await (options.io ?? defaultDeviceIo()).read(path, 0, blockSize));
   } catch (error) {
     throw ioError('read', path, error);
-  } finally {
-    await fh?.close();
   }
+  if (bytes.length < blockSize) throw shortRead(path, bytes.length, blockSize, 'one block');
+  return bytes;
 }
 
 /**
@@ -126,6 +142,7 @@ export async function readHeaderBlock(path: string, options: BlockIoOptions = {}
  *   `options.blockSizeBytes` is not a valid block size.
  * @throws NotFoundError when the path does not exist.
  * @throws FailedPreconditionError when it cannot be opened, written or flushed.
+ * @throws IoTimeoutError when the device does not answer within the deadline (DeviceIo).
  */
 export async function writeHeaderBlock(
   path: string,
@@ -138,22 +155,10 @@ export async function writeHeaderBlock(
   const blockSize = await blockSizeFor(path, options);
   const block = Buffer.alloc(blockSize);
   block.set(header, 0);
-  let fh: FileHandle | undefined;
   try {
-    fh = await open(path, constants.O_WRONLY | constants.O_DSYNC);
-    let done = 0;
-    while (done < blockSize) {
-      const { bytesWritten } = await fh.write(block, done, blockSize - done, done);
-      if (bytesWritten === 0) {
-        throw new FailedPreconditionError(`${path} accepted only ${done} of ${blockSize} bytes`);
-      }
-      done += bytesWritten;
-    }
-    await fh.datasync();
+    await (options.io ?? defaultDeviceIo()).write(path, [{ offset: 0, data: block }]);
   } catch (error) {
     throw ioError('write', path, error);
-  } finally {
-    await fh?.close();
   }
 }
 
@@ -190,8 +195,13 @@ export interface DataArea {
  *   multiples of 512 bytes, or the data area is empty.
  * @throws NotFoundError when the path does not exist.
  * @throws FailedPreconditionError when it cannot be opened, written or flushed.
+ * @throws IoTimeoutError when the device does not answer within the deadline (DeviceIo).
  */
-export async function clearDataAreaSignatures(path: string, area: DataArea): Promise<void> {
+export async function clearDataAreaSignatures(
+  path: string,
+  area: DataArea,
+  options: Pick<BlockIoOptions, 'io'> = {},
+): Promise<void> {
   const { dataOffsetBytes, sizeBytes } = area;
   for (const [field, value] of [
     ['dataOffsetBytes', dataOffsetBytes],
@@ -212,27 +222,13 @@ export async function clearDataAreaSignatures(path: string, area: DataArea): Pro
   const tailStart = Math.max(sizeBytes - SIGNATURE_AREA_BYTES, dataOffsetBytes + headLength);
   const ranges: [number, number][] = [[dataOffsetBytes, headLength]];
   if (tailStart < sizeBytes) ranges.push([tailStart, sizeBytes - tailStart]);
-  const zeros = Buffer.alloc(SIGNATURE_AREA_BYTES);
-  let fh: FileHandle | undefined;
   try {
-    fh = await open(path, constants.O_WRONLY | constants.O_DSYNC);
-    for (const [start, length] of ranges) {
-      let done = 0;
-      while (done < length) {
-        const { bytesWritten } = await fh.write(zeros, 0, length - done, start + done);
-        if (bytesWritten === 0) {
-          throw new FailedPreconditionError(
-            `${path} accepted only ${done} of ${length} bytes at offset ${start}`,
-          );
-        }
-        done += bytesWritten;
-      }
-    }
-    await fh.datasync();
+    await (options.io ?? defaultDeviceIo()).write(
+      path,
+      ranges.map(([offset, zeroBytes]) => ({ offset, zeroBytes })),
+    );
   } catch (error) {
     throw ioError('write', path, error);
-  } finally {
-    await fh?.close();
   }
 }
 
@@ -243,26 +239,28 @@ export async function clearDataAreaSignatures(path: string, area: DataArea): Pro
  * @throws NotFoundError when the path does not exist.
  * @throws FailedPreconditionError when it is neither a block device nor a
  *   regular file, cannot be read, or is shorter than 512 bytes.
+ * @throws IoTimeoutError when the device does not answer within the deadline (DeviceIo).
  */
-export async function readHeader(path: string): Promise<DecodeResult> {
+export async function readHeader(
+  path: string,
+  options: Pick<BlockIoOptions, 'io'> = {},
+): Promise<DecodeResult> {
   // The decoder looks at the first HEADER_SIZE bytes only, and a buffered read needs no
   // alignment, so the block size (a stat and a sysfs file per header) is not looked up: the GC
-  // reads 1,000 headers per run (bench/ group 2). fstat on the open handle keeps the type check.
-  let fh: FileHandle | undefined;
+  // reads 1,000 headers per run (bench/ group 2). fstat on the open file keeps the type check.
+  let read;
   try {
-    fh = await open(path, constants.O_RDONLY);
-    const st = await fh.stat();
-    if (!st.isBlockDevice() && !st.isFile()) {
-      throw new FailedPreconditionError(`${path} is neither a block device nor a regular file`);
-    }
-    const bytes = Buffer.alloc(HEADER_SIZE);
-    await readFully(fh, bytes, path, 'a header');
-    return decodeHeader(bytes);
+    read = await (options.io ?? defaultDeviceIo()).read(path, 0, HEADER_SIZE);
   } catch (error) {
     throw ioError('read', path, error);
-  } finally {
-    await fh?.close();
   }
+  if (read.kind === 'other') {
+    throw new FailedPreconditionError(`${path} is neither a block device nor a regular file`);
+  }
+  if (read.bytes.length < HEADER_SIZE) {
+    throw shortRead(path, read.bytes.length, HEADER_SIZE, 'a header');
+  }
+  return decodeHeader(read.bytes);
 }
 
 /**
@@ -281,6 +279,7 @@ export class BlockHeaderIo {
    * @throws InvalidArgumentError when the fields are invalid (see encodeHeader).
    * @throws NotFoundError when the device does not exist.
    * @throws FailedPreconditionError when it cannot be written or flushed.
+   * @throws IoTimeoutError when the device does not answer in time (all three methods).
    */
   async writeHeader(devicePath: string, fields: HeaderFields): Promise<void> {
     await writeHeaderBlock(devicePath, encodeHeader(fields), this.#options);
@@ -288,7 +287,7 @@ export class BlockHeaderIo {
 
   /** `clearDataAreaSignatures` (HeaderIo.clearDataArea); throws as that function. */
   async clearDataArea(devicePath: string, area: DataArea): Promise<void> {
-    await clearDataAreaSignatures(devicePath, area);
+    await clearDataAreaSignatures(devicePath, area, this.#options);
   }
 
   /**
@@ -296,31 +295,14 @@ export class BlockHeaderIo {
    * @throws FailedPreconditionError when it cannot be read.
    */
   async readHeader(devicePath: string): Promise<DecodeResult> {
-    return readHeader(devicePath);
+    return readHeader(devicePath, this.#options);
   }
 }
 
-/**
- * Fills `buffer` from byte 0 of the open file, looping over short reads.
- * @throws FailedPreconditionError when the file ends first ("smaller than `what`").
- */
-async function readFully(
-  fh: FileHandle,
-  buffer: Buffer,
-  path: string,
-  what: string,
-): Promise<void> {
-  let done = 0;
-  while (done < buffer.length) {
-    const { bytesRead } = await fh.read(buffer, done, buffer.length - done, done);
-    if (bytesRead === 0) break;
-    done += bytesRead;
-  }
-  if (done < buffer.length) {
-    throw new FailedPreconditionError(
-      `short read from ${path}: ${done} of ${buffer.length} bytes (the device is smaller than ${what})`,
-    );
-  }
+function shortRead(path: string, done: number, wanted: number, what: string): Error {
+  return new FailedPreconditionError(
+    `short read from ${path}: ${done} of ${wanted} bytes (the device is smaller than ${what})`,
+  );
 }
 
 async function blockSizeFor(path: string, options: BlockIoOptions): Promise<number> {
@@ -339,7 +321,13 @@ function isValidBlockSize(size: number): boolean {
 }
 
 function ioError(action: string, path: string, error: unknown): Error {
-  if (error instanceof FailedPreconditionError || error instanceof NotFoundError) return error;
+  if (
+    error instanceof FailedPreconditionError ||
+    error instanceof NotFoundError ||
+    error instanceof IoTimeoutError
+  ) {
+    return error;
+  }
   if (errorCode(error) === 'ENOENT') {
     return new NotFoundError(`device ${path} does not exist`, { cause: error });
   }

@@ -7,6 +7,7 @@ export {
   BlockHeaderIo,
   clearDataAreaSignatures,
   DEFAULT_SYSFS_ROOT,
+  defaultDeviceIo,
   logicalBlockSize,
   logicalBlockSizeOfDevice,
   readHeader,
@@ -16,3 +17,11 @@ export {
   type BlockIoOptions,
   type DataArea,
 } from './block-io.js';
+export {
+  DEFAULT_IO_TIMEOUT_MS,
+  DEFAULT_MAX_STUCK_THREADS,
+  DeviceIo,
+  type DeviceIoOptions,
+  type DeviceRead,
+  type WriteRange,
+} from './device-io.js';
