@@ -3,3 +3,4 @@ export type * from './types.js';
 export type * from './header-io.js';
 export * from './report.js';
 export * from './manager.js';
+export * from './device-filter.js';
