@@ -4,3 +4,4 @@ export type * from './header-io.js';
 export * from './report.js';
 export * from './manager.js';
 export * from './device-filter.js';
+export * from './vg-state.js';

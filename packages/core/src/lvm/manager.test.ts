@@ -23,7 +23,7 @@ import { LvmManager } from './manager.js';
 
 // ---- exact argv, spelled out here on purpose (not imported from manager.ts) ----
 const REPORT = ['--reportformat', 'json', '--units', 'b', '--nosuffix'];
-const VGS = ['vgs', ...REPORT, '-o', 'vg_name,vg_uuid,vg_size,vg_free,vg_extent_size,vg_tags'];
+const VGS = ['vgs', ...REPORT, '-o', 'vg_name,vg_uuid,vg_size,vg_free,vg_extent_size,vg_tags,vg_attr'];
 const LVS = [
   'lvs',
   ...REPORT,
@@ -49,6 +49,11 @@ const vgStep = (vg: string, file: string, extra: Partial<ReplayStep> = {}): Repl
   argv: [...VGS, '-S', `vg_name="${vg}"`],
   stdoutFile: `lvm/${file}`,
   ...extra,
+});
+/** The second look when a group is not listed: is it a shared group lvm skips? */
+const sharedVgStep = (vg: string): ReplayStep => ({
+  argv: ['vgs', '--shared', ...VGS.slice(1), '-S', `vg_name="${vg}"`],
+  stdoutFile: 'lvm/vgs-empty.json',
 });
 const lookupStep = (id: string, file: string, extra: Partial<ReplayStep> = {}): ReplayStep => ({
   argv: [...LVS, '-S', `lv_name="lvstamp_${id}" || lv_name="lvstamp_new_${id}"`],
@@ -414,7 +419,7 @@ describe('LvmManager: volume groups', () => {
   });
 
   it('getVolumeGroup: NotFoundError only for an empty selection that exited 0', async () => {
-    const { runner, manager } = setup([vgStep('nope', 'vgs-empty.json')]);
+    const { runner, manager } = setup([vgStep('nope', 'vgs-empty.json'), sharedVgStep('nope')]);
     await expect(manager.getVolumeGroup('nope')).rejects.toThrow(
       new NotFoundError('volume group nope does not exist'),
     );
@@ -505,7 +510,11 @@ describe('LvmManager: createVolume', () => {
   });
 
   it('NotFoundError when the VG does not exist', async () => {
-    const { runner, manager } = setup([vgStep('vg0', 'vgs-empty.json')]);
+    const { runner, manager } = setup([
+      vgStep('vg0', 'vgs-empty.json'),
+      lookupStep(ID_203, 'lvs-empty.json'),
+      sharedVgStep('vg0'),
+    ]);
     await expect(manager.createVolume(request)).rejects.toBeInstanceOf(NotFoundError);
     runner.assertDone();
   });

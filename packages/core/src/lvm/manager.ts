@@ -6,6 +6,8 @@ import {
   OutOfRangeError,
   NotFoundError,
   OutOfSpaceError,
+  UnparseableOutputError,
+  VolumeGroupUnusableError,
 } from '../errors.js';
 import type { CommandResult, CommandRunner, RunOptions, WarnLogger } from '../exec/runner.js';
 import { DATA_OFFSET_BYTES } from '../header/constants.js';
@@ -27,6 +29,7 @@ import {
 } from '../naming.js';
 import type { HeaderIo } from './header-io.js';
 import { LV_REPORT_FIELDS, parseLvsReport, parseVgsReport, VG_REPORT_FIELDS } from './report.js';
+import { classifyLvmFailure, duplicatePvUuids, lvmMessage, problemsOfVgAttr } from './vg-state.js';
 import type {
   LogicalVolume,
   CreatedVolume,
@@ -150,17 +153,52 @@ export class LvmManager {
   }
 
   /**
-   * One volume group, selected with `-S vg_name="<name>"`.
+   * One volume group, selected with `-S vg_name="<name>"`, that can take
+   * new volumes (docs/LVM-CONFIG.md, "Broken volume groups"): its `vg_attr`
+   * shows no missing PV, read-only, exported or shared state, and none of
+   * its PVs is one lvm warns it sees on two devices (then one `pvs` selected
+   * by the group tells which PVs are its own). When the selection is empty,
+   * one `vgs --shared` tells a shared group (which lvm skips silently
+   * without lvmlockd) from a missing one.
    * @throws InvalidArgumentError for a name lvm cannot hold (lvm(8) "VALID NAMES").
    * @throws NotFoundError only when the selection succeeded and is empty.
+   * @throws VolumeGroupUnusableError when the group exists but is broken.
    * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError.
    */
   async getVolumeGroup(vgName: string): Promise<VolumeGroup> {
     validateVgName(vgName);
-    const [vg, ...more] = await this.#vgs(vgName);
-    if (vg === undefined) throw new NotFoundError(`volume group ${vgName} does not exist`);
+    const { groups, stderr } = await this.#vgsReport(vgName, []);
+    const [vg, ...more] = groups;
+    if (vg === undefined) {
+      const shared = await this.#vgsReport(vgName, ['--shared']);
+      if (shared.groups.length > 0) {
+        throw new VolumeGroupUnusableError(
+          vgName,
+          'shared',
+          `vg_attr ${shared.groups.map((g) => g.attr).join(', ')}: lvm skips a shared group on a node without lvmlockd`,
+        );
+      }
+      throw new NotFoundError(`volume group ${vgName} does not exist`);
+    }
     if (more.length > 0)
       throw new FailedPreconditionError(`${more.length + 1} volume groups are named ${vgName}`);
+    const [problem] = problemsOfVgAttr(vg.attr);
+    if (problem !== undefined) {
+      const said = lvmMessage(stderr);
+      throw new VolumeGroupUnusableError(
+        vgName,
+        problem,
+        `vg_attr ${vg.attr}${said === '' ? '' : `; ${said}`}`,
+      );
+    }
+    const duplicates = duplicatePvUuids(stderr);
+    if (duplicates.length > 0) {
+      const argv = ['pvs', ...REPORT_OPTIONS, '-o', 'pv_uuid', '-S', `vg_name="${vgName}"`];
+      const own = parsePvUuids(await this.#lvm(argv));
+      if (duplicates.some((uuid) => own.includes(uuid))) {
+        throw new VolumeGroupUnusableError(vgName, 'duplicate-pv', lvmMessage(stderr));
+      }
+    }
     return vg;
   }
 
@@ -580,6 +618,17 @@ export class LvmManager {
     return parseVgsReport(result.stdout, result.argv);
   }
 
+  /** One group's `vgs` report (with `extra` options) and lvm's warnings. */
+  async #vgsReport(
+    vgName: string,
+    extra: readonly string[],
+  ): Promise<{ groups: VolumeGroup[]; stderr: string }> {
+    const argv = ['vgs', ...extra, ...REPORT_OPTIONS, '-o', VG_REPORT_FIELDS.join(',')];
+    argv.push('-S', `vg_name="${vgName}"`);
+    const result = await this.#lvm(argv);
+    return { groups: parseVgsReport(result.stdout, result.argv), stderr: result.stderr };
+  }
+
   async #lvs(selection: string, vgName: string | null): Promise<LogicalVolume[]> {
     const argv = [
       'lvs',
@@ -647,6 +696,7 @@ export class LvmManager {
     return volume;
   }
 
+  /** Runs a change of `vgName`; lvm's "no space" and broken-group failures become typed errors. */
   async #mapOutOfSpace<T>(vgName: string, fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
@@ -659,7 +709,7 @@ export class LvmManager {
           cause: error,
         });
       }
-      throw error;
+      throw classifyLvmFailure(vgName, error);
     }
   }
 
@@ -745,6 +795,24 @@ export function lvcreateArgv(request: {
 function createdVolumeOf(volume: CreatedVolume): CreatedVolume {
   const { volumeId, vgName, lvName, sizeBytes, capacityBytes } = volume;
   return { volumeId, vgName, lvName, sizeBytes, capacityBytes };
+}
+
+/**
+ * The `pv_uuid` values of a `pvs --reportformat json -o pv_uuid` report.
+ * @throws UnparseableOutputError when stdout is not that report.
+ */
+function parsePvUuids(result: CommandResult): string[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(result.stdout);
+  } catch {
+    throw new UnparseableOutputError(result, 'not a JSON report');
+  }
+  const rows = (parsed as { report?: { pv?: { pv_uuid?: unknown }[] }[] }).report?.[0]?.pv;
+  if (!Array.isArray(rows) || rows.some((row) => typeof row.pv_uuid !== 'string')) {
+    throw new UnparseableOutputError(result, 'expected {"report":[{"pv":[{"pv_uuid":...}]}]}');
+  }
+  return rows.map((row) => String(row.pv_uuid));
 }
 
 /** `bytes` rounded up to a multiple of `unit` (both in bytes, unit > 0), e.g. an LV size to whole extents. */

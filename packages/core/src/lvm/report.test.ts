@@ -29,6 +29,7 @@ describe('parseVgsReport', () => {
         freeBytes: 8589934592,
         extentSizeBytes: 4194304,
         tags: [],
+        attr: 'wz--n-',
       },
       {
         name: 'vg-data',
@@ -37,6 +38,7 @@ describe('parseVgsReport', () => {
         freeBytes: 209715200,
         extentSizeBytes: 4194304,
         tags: ['ssd', 'lvstamp'],
+        attr: 'wz--n-',
       },
     ]);
   });

@@ -12,6 +12,7 @@ export const VG_REPORT_FIELDS = [
   'vg_free',
   'vg_extent_size',
   'vg_tags',
+  'vg_attr',
 ] as const;
 
 /**
@@ -54,6 +55,7 @@ export function parseVgsReport(stdout: string, argv: readonly string[]): VolumeG
     freeBytes: reader.bytes(row, 'vg_free'),
     extentSizeBytes: reader.positiveBytes(row, 'vg_extent_size'),
     tags: reader.tags(row, 'vg_tags'),
+    attr: reader.required(row, 'vg_attr'),
   }));
 }
 

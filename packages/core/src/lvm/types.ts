@@ -7,6 +7,8 @@ export interface VolumeGroup {
   /** Physical extent size in bytes; every LV size is a multiple of it. */
   readonly extentSizeBytes: number;
   readonly tags: readonly string[];
+  /** The raw `vg_attr` string (vgs(8)), e.g. `wz--n-`; `wz-pn-` is partial (a PV missing). */
+  readonly attr: string;
 }
 
 /**

@@ -1,0 +1,72 @@
+import {
+  CommandFailedError,
+  VolumeGroupUnusableError,
+  type VolumeGroupProblem,
+} from '../errors.js';
+
+/** Most of lvm's stderr kept in an error: 4 KiB, the end dropped. */
+export const MAX_LVM_MESSAGE_BYTES = 4096;
+
+/**
+ * The problems a `vg_attr` string shows (vgs(8) "vg_attr bits"): char 1
+ * `r` read-only, char 3 `x` exported, char 4 `p` partial (a PV is
+ * missing), char 6 `c` clustered or `s` shared. Healthy: `wz--n-` → [].
+ */
+export function problemsOfVgAttr(attr: string): VolumeGroupProblem[] {
+  const problems: VolumeGroupProblem[] = [];
+  if (attr[3] === 'p') problems.push('missing-pv');
+  if (attr[0] === 'r') problems.push('read-only');
+  if (attr[2] === 'x') problems.push('exported');
+  if (attr[5] === 'c' || attr[5] === 's') problems.push('shared');
+  return problems;
+}
+
+// lvm2 2.03.16's messages, as recorded in test-e2e/recorded (lvcreate-missing-pv,
+// lvcreate-duplicate-pv, lvcreate-readonly-pv, lvcreate-shared). First match wins.
+const FAILURES: readonly (readonly [VolumeGroupProblem, RegExp])[] = [
+  ['missing-pv', /Cannot change VG \S+ while PVs are missing|VG \S+ is missing PV /],
+  ['duplicate-pv', /Cannot update volume group \S+ with duplicate PV devices/],
+  ['shared', /Cannot access VG \S+ with lock type \S+ that requires lvmlockd|clustered/],
+  ['read-only', /Failed to write VG |Error writing device \S+|Read-only file system/],
+  ['exported', /Volume group \S+ is exported/],
+];
+
+/**
+ * The one place that reads lvm's failures as a broken volume group
+ * (docs/LVM-CONFIG.md, "Broken volume groups"): a failed lvm command whose
+ * stderr says a PV is missing, a PV is seen twice, the group is shared or
+ * clustered, or its metadata cannot be written (a read-only device) becomes
+ * a VolumeGroupUnusableError carrying lvm's whole message (bounded); any
+ * other failure is returned unchanged.
+ */
+export function classifyLvmFailure(vgName: string, error: unknown): unknown {
+  if (!(error instanceof CommandFailedError)) return error;
+  for (const [problem, pattern] of FAILURES) {
+    if (pattern.test(error.stderr)) {
+      return new VolumeGroupUnusableError(vgName, problem, lvmMessage(error.stderr), {
+        cause: error,
+      });
+    }
+  }
+  return error;
+}
+
+/**
+ * PV uuids that lvm warns are seen on more than one device ("WARNING: Not
+ * using device /dev/loop3 for PV <uuid>."), from a command's stderr.
+ */
+export function duplicatePvUuids(stderr: string): string[] {
+  return [...stderr.matchAll(/Not using device \S+ for PV (\S+?)\.?$/gm)].map((m) => m[1] ?? '');
+}
+
+/** lvm's stderr as one message: lines trimmed and joined, at most MAX_LVM_MESSAGE_BYTES. */
+export function lvmMessage(stderr: string): string {
+  const text = stderr
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '')
+    .join('\n');
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= MAX_LVM_MESSAGE_BYTES) return text;
+  return `${bytes.subarray(0, MAX_LVM_MESSAGE_BYTES).toString('utf8')}…`;
+}
