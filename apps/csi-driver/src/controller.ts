@@ -5,7 +5,9 @@ import {
   NotFoundError,
   roundUp,
   volumeIdForName,
+  VolumeGroupUnusableError,
   type Volume,
+  type VolumeGroupProblem,
 } from '@lvstamp/core';
 import {
   CONTROLLER_CAPABILITIES,
@@ -45,6 +47,22 @@ export interface ControllerDeps {
   readonly ownerId: string;
   readonly config: DriverConfig;
   readonly core: Pick<DriverCore, 'volumes' | 'lvm'>;
+  /**
+   * Told after each GetCapacity whether the class's volume group can take
+   * volumes (problem null) or not, and why (the log line and metric of
+   * docs/LVM-CONFIG.md "Broken volume groups").
+   */
+  readonly onVolumeGroupState?: (state: VolumeGroupState) => void;
+}
+
+/** What GetCapacity found about a device class's volume group. */
+export interface VolumeGroupState {
+  readonly deviceClass: string;
+  readonly volumeGroup: string;
+  /** null: usable. */
+  readonly problem: VolumeGroupProblem | null;
+  /** lvm's message when unusable. */
+  readonly message?: string;
 }
 
 /**
@@ -117,8 +135,8 @@ export function createControllerService(deps: ControllerDeps) {
      * CSI spec CreateVolume. Errors: missing name or capabilities, an
      * unsupported capability, parameter or content source → INVALID_ARGUMENT;
      * unsatisfiable capacity range (also after rounding up to whole extents,
-     * or above 2^53 − 1) → OUT_OF_RANGE; requisite topology without this node
-     * or a full volume group → RESOURCE_EXHAUSTED; same name with another
+     * or above 2^53 − 1) → OUT_OF_RANGE; requisite topology without this node,
+     * a full or a broken volume group (with lvm's message) → RESOURCE_EXHAUSTED; same name with another
      * size or class → ALREADY_EXISTS. Same name, compatible → the same volume.
      */
     CreateVolume: async (request: CreateVolumeRequest) => {
@@ -254,7 +272,9 @@ export function createControllerService(deps: ControllerDeps) {
      * `available_capacity` is the volume group's free bytes,
      * `maximum_volume_size` the largest volume that fits (free extents minus
      * the 1 MiB data offset). A topology other than this node, or a
-     * capability the class cannot serve, has 0 bytes.
+     * capability the class cannot serve, has 0 bytes; so has a broken volume
+     * group (a PV missing or seen twice, read-only, shared), reported through
+     * onVolumeGroupState (docs/LVM-CONFIG.md).
      */
     GetCapacity: async (request: GetCapacityRequest) => {
       requireControllerCapability('GET_CAPACITY');
@@ -265,7 +285,24 @@ export function createControllerService(deps: ControllerDeps) {
       for (const capability of request.volume_capabilities) {
         if ('unsupported' in readCapability(capability, deviceClass.fsTypes)) return none;
       }
-      const capacity = await core.lvm.capacity(deviceClass.volumeGroup);
+      const report = (problem: VolumeGroupProblem | null, message?: string) =>
+        deps.onVolumeGroupState?.({
+          deviceClass: deviceClass.name,
+          volumeGroup: deviceClass.volumeGroup,
+          problem,
+          ...(message === undefined ? {} : { message }),
+        });
+      let capacity;
+      try {
+        capacity = await core.lvm.capacity(deviceClass.volumeGroup);
+      } catch (error) {
+        // A broken group has no capacity until an operator repairs it; the provisioner then
+        // places claims elsewhere, and Probe stays ready (restarting the driver heals no disk).
+        if (!(error instanceof VolumeGroupUnusableError)) throw error;
+        report(error.problem, error.message);
+        return none;
+      }
+      report(null);
       return {
         available_capacity: writeBytes(capacity.freeBytes),
         maximum_volume_size: { value: writeBytes(capacity.maximumVolumeBytes) },

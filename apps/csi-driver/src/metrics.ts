@@ -1,8 +1,18 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { VolumeGroupProblem } from '@lvstamp/core';
 import type { DriverConfig } from './config.js';
 import { configuredVolumeGroups } from './config.js';
 import type { DriverCore } from './ports.js';
+
+/** Every VolumeGroupProblem, for the gauge's explicit zeros. */
+const VOLUME_GROUP_PROBLEMS: readonly VolumeGroupProblem[] = [
+  'missing-pv',
+  'duplicate-pv',
+  'read-only',
+  'shared',
+  'exported',
+];
 
 /**
  * Prometheus metrics of the driver (issue 3 §1): RPC count and latency by
@@ -13,6 +23,7 @@ export class DriverMetrics {
   readonly registry = new Registry();
   readonly #rpcs: Counter<'method' | 'code'>;
   readonly #latency: Histogram<'method' | 'code'>;
+  readonly #unusable: Gauge<'device_class' | 'volume_group' | 'problem'>;
 
   constructor(deps: { readonly config: DriverConfig; readonly core: Pick<DriverCore, 'lvm'> }) {
     this.#rpcs = new Counter({
@@ -26,6 +37,12 @@ export class DriverMetrics {
       help: 'CSI call latency in seconds, by method and gRPC code',
       labelNames: ['method', 'code'],
       buckets: [0.001, 0.005, 0.025, 0.1, 0.25, 1, 2.5, 10, 60],
+      registers: [this.registry],
+    });
+    this.#unusable = new Gauge({
+      name: 'lvstamp_volume_group_unusable',
+      help: 'Whether the volume group of a device class is broken (1) by this problem or not (0), as the last GetCapacity found it (docs/LVM-CONFIG.md)',
+      labelNames: ['device_class', 'volume_group', 'problem'],
       registers: [this.registry],
     });
     const groups = configuredVolumeGroups(deps.config);
@@ -67,6 +84,23 @@ export class DriverMetrics {
         }
       },
     });
+  }
+
+  /**
+   * Records what GetCapacity found about a device class's volume group:
+   * 1 for its problem, 0 for every other (all 0 when usable).
+   */
+  volumeGroupState(
+    deviceClass: string,
+    volumeGroup: string,
+    problem: VolumeGroupProblem | null,
+  ): void {
+    for (const each of VOLUME_GROUP_PROBLEMS) {
+      this.#unusable.set(
+        { device_class: deviceClass, volume_group: volumeGroup, problem: each },
+        each === problem ? 1 : 0,
+      );
+    }
   }
 
   /** Counts one call; `seconds` is its duration. */

@@ -1,5 +1,11 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import { isHexId, mountsAt, NotFoundError, type VolumeStatus } from '@lvstamp/core';
+import {
+  isHexId,
+  mountsAt,
+  NotFoundError,
+  VolumeGroupUnusableError,
+  type VolumeStatus,
+} from '@lvstamp/core';
 import {
   isReadOnlyMode,
   NODE_CAPABILITIES,
@@ -188,11 +194,14 @@ export function createNodeService(deps: NodeDeps) {
       } else {
         capacityBytes = volume.capacityBytes;
         const status = await core.volumes.status(request.volume_id);
+        const broken = await volumeGroupProblem(core, volume.vgName);
         if (status.dataDevice === null) {
           condition = {
             abnormal: true,
             message: `the data device of ${request.volume_id} is missing`,
           };
+        } else if (broken !== null) {
+          condition = { abnormal: true, message: broken };
         }
       }
       if (kind === 'block-device') {
@@ -268,4 +277,22 @@ export function createNodeService(deps: NodeDeps) {
         accessible_topology: nodeTopology(deps.nodeId),
       }),
   };
+}
+
+/**
+ * Why the volume group cannot be changed (a PV missing or seen twice,
+ * read-only, shared: docs/LVM-CONFIG.md), or null when it can: the volume
+ * still serves I/O, but cannot be expanded or deleted until it is repaired.
+ */
+async function volumeGroupProblem(
+  core: Pick<DriverCore, 'lvm'>,
+  vgName: string,
+): Promise<string | null> {
+  try {
+    await core.lvm.capacity(vgName);
+    return null;
+  } catch (error) {
+    if (error instanceof VolumeGroupUnusableError) return error.message;
+    throw error;
+  }
 }

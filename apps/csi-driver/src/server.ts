@@ -118,6 +118,12 @@ export function createServer(deps: ServerDeps): DriverServer {
       ownerId: deps.ownerId,
       config: deps.config,
       core: deps.core,
+      onVolumeGroupState: (state) => {
+        if (state.problem !== null) {
+          deps.logger.warn(state, 'volume group unusable: its device class reports 0 capacity');
+        }
+        deps.metrics?.volumeGroupState(state.deviceClass, state.volumeGroup, state.problem);
+      },
     }),
     { CreateVolume: nameKey, DeleteVolume: idKey, ControllerExpandVolume: idKey },
     mutex,

@@ -14,6 +14,7 @@ import {
   type VolumeGroup,
   type VolumeStatus,
 } from '@lvstamp/core';
+import type { DriverMetrics } from '../metrics.js';
 import { parseConfig, type DriverConfig } from '../config.js';
 import { createLogger } from '../log.js';
 import type { DriverCore, NodePaths, PathKind } from '../ports.js';
@@ -68,6 +69,7 @@ export class FakeCore implements DriverCore {
       freeBytes: 8 * GIB,
       extentSizeBytes: 4 * MIB,
       tags: [],
+      attr: 'wz--n-',
     },
     {
       name: 'vg1',
@@ -76,6 +78,7 @@ export class FakeCore implements DriverCore {
       freeBytes: 4 * GIB,
       extentSizeBytes: 4 * MIB,
       tags: [],
+      attr: 'wz--n-',
     },
   ];
   readonly store = new Map<string, { volume: Volume; name: string }>();
@@ -184,6 +187,7 @@ export class FakeCore implements DriverCore {
       return Promise.resolve(this.groups);
     },
     capacity: (vgName) => {
+      this.#maybeFail('capacity');
       const vg = this.groups.find((g) => g.name === vgName);
       if (vg === undefined)
         return Promise.reject(new NotFoundError(`volume group ${vgName} does not exist`));
@@ -311,7 +315,12 @@ export interface Harness {
 }
 
 export async function startHarness(
-  options: { endpoint?: string; core?: FakeCore; config?: DriverConfig } = {},
+  options: {
+    endpoint?: string;
+    core?: FakeCore;
+    config?: DriverConfig;
+    metrics?: DriverMetrics;
+  } = {},
 ): Promise<Harness> {
   const core = options.core ?? new FakeCore();
   const paths = new FakePaths();
@@ -326,6 +335,7 @@ export async function startHarness(
     core,
     paths,
     logger: createLogger('info', logs),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
   });
   const address = await server.start();
   const services = loadCsiServices();
