@@ -23,7 +23,12 @@ import { LvmManager } from './manager.js';
 
 // ---- exact argv, spelled out here on purpose (not imported from manager.ts) ----
 const REPORT = ['--reportformat', 'json', '--units', 'b', '--nosuffix'];
-const VGS = ['vgs', ...REPORT, '-o', 'vg_name,vg_uuid,vg_size,vg_free,vg_extent_size,vg_tags,vg_attr'];
+const VGS = [
+  'vgs',
+  ...REPORT,
+  '-o',
+  'vg_name,vg_uuid,vg_size,vg_free,vg_extent_size,vg_tags,vg_attr',
+];
 const LVS = [
   'lvs',
   ...REPORT,
