@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { IoTimeoutError, VolumeGroupUnusableError } from '@lvstamp/core';
+import { describeFailure, EXIT_FAILED } from './errors.js';
+
+describe('describeFailure', () => {
+  it('a device that does not answer: exit 1, naming the device', () => {
+    expect(
+      describeFailure(new IoTimeoutError('/dev/mapper/vg0-lvstamp_9a1c', 'read', 60000)),
+    ).toEqual({
+      exitCode: EXIT_FAILED,
+      message:
+        'read of /dev/mapper/vg0-lvstamp_9a1c did not finish within 60000 ms: the device does not answer',
+    });
+  });
+
+  it("a broken volume group: exit 1 with lvm's whole message on one line", () => {
+    const error = new VolumeGroupUnusableError(
+      'vg0',
+      'duplicate-pv',
+      'WARNING: Not using device /dev/loop3 for PV DMgc9Z.\nCannot update volume group vg0 with duplicate PV devices.',
+    );
+    expect(describeFailure(error)).toEqual({
+      exitCode: EXIT_FAILED,
+      message:
+        'volume group vg0 is unusable (duplicate-pv): WARNING: Not using device /dev/loop3 for PV DMgc9Z.; Cannot update volume group vg0 with duplicate PV devices.',
+    });
+  });
+});
