@@ -7,7 +7,9 @@ set -uo pipefail
 PKG=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$PKG/recorded
 if [ "${1:-}" != --guest ]; then
-  mkdir -p "$OUT" && rm -f "$OUT"/*.argv "$OUT"/*.stdout "$OUT"/*.stderr "$OUT"/*.exit
+  # stale cases go; the broken-group cases belong to measure-lvm-config.sh and stay
+  mkdir -p "$OUT" && find "$OUT" -maxdepth 1 -type f \( -name '*.argv' -o -name '*.stdout' -o -name '*.stderr' -o -name '*.exit' \) \
+    ! -name '*-healthy.*' ! -name '*-missing-pv.*' ! -name '*-duplicate-pv.*' ! -name '*-readonly-pv.*' ! -name '*-shared.*' -delete
   VM_RW="$OUT" exec "$PKG/vm/run-in-vm.sh" "bash $PKG/scripts/record-outputs.sh --guest"
 fi
 

@@ -120,7 +120,7 @@ export class DeviceIo {
         `${this.#stuckThreads} I/O threads are stuck on devices that do not answer (${[...this.#stuck.keys()].join(', ')}); refusing more I/O`,
       );
     }
-    const worker = this.#idle.pop() ?? spawnWorker();
+    const worker = this.#idle.pop() ?? this.#spawn();
     const started = Date.now();
     return new Promise<WireReply>((resolve, reject) => {
       let settled = false;
@@ -159,6 +159,18 @@ export class DeviceIo {
       worker.on('exit', onExit);
       worker.postMessage(message);
     });
+  }
+
+  /** A new I/O thread; one that ends while idle leaves the pool. */
+  #spawn(): Worker {
+    const worker = spawnWorker();
+    // An 'error' with no listener would end the process; a call in flight has its own listener.
+    worker.on('error', () => undefined);
+    worker.once('exit', () => {
+      const at = this.#idle.indexOf(worker);
+      if (at !== -1) this.#idle.splice(at, 1);
+    });
+    return worker;
   }
 
   /** Forgets a thread stuck in the kernel; it is freed when its call returns. */
