@@ -136,8 +136,9 @@ export function createControllerService(deps: ControllerDeps) {
      * unsupported capability, parameter or content source → INVALID_ARGUMENT;
      * unsatisfiable capacity range (also after rounding up to whole extents,
      * or above 2^53 − 1) → OUT_OF_RANGE; requisite topology without this node,
-     * a full or a broken volume group (with lvm's message) → RESOURCE_EXHAUSTED; same name with another
-     * size or class → ALREADY_EXISTS. Same name, compatible → the same volume.
+     * a full or a broken volume group (with lvm's message) →
+     * RESOURCE_EXHAUSTED; same name with another size or class →
+     * ALREADY_EXISTS. Same name, compatible → the same volume.
      */
     CreateVolume: async (request: CreateVolumeRequest) => {
       requireControllerCapability('CREATE_DELETE_VOLUME');

@@ -168,7 +168,8 @@ export function createNodeService(deps: NodeDeps) {
     /**
      * CSI spec NodeGetVolumeStats: bytes and inodes (statfs) for a mounted
      * filesystem, total bytes for a block volume; volume_condition abnormal
-     * with a message when the LV or its data device is missing. A path that
+     * with a message when the LV or its data device is missing, or its
+     * volume group is broken (docs/LVM-CONFIG.md). A path that
      * does not exist → NOT_FOUND.
      */
     NodeGetVolumeStats: async (request: NodeGetVolumeStatsRequest) => {
