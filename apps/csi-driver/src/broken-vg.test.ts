@@ -31,7 +31,7 @@ const missingPv = () =>
     }),
   ) as Error;
 const WHOLE_MESSAGE =
-  "volume group vg0 is unusable (missing-pv): WARNING: Couldn't find device with uuid uoW5Bd-wRrK-ST8d-SgBF-MwY0-U4aa-RVu9lK.; WARNING: VG vg0 is missing PV uoW5Bd-wRrK-ST8d-SgBF-MwY0-U4aa-RVu9lK (last written to /dev/loop2).; Cannot change VG vg0 while PVs are missing.; See vgreduce --removemissing and vgextend --restoremissing.; Cannot process volume group vg0";
+  "volume group vg0 is unusable (missing-pv): WARNING: Couldn't find device with uuid uoW5Bd-wRrK-ST8d-SgBF-MwY0-U4aa-RVu9lK. | WARNING: VG vg0 is missing PV uoW5Bd-wRrK-ST8d-SgBF-MwY0-U4aa-RVu9lK (last written to /dev/loop2). | Cannot change VG vg0 while PVs are missing. | See vgreduce --removemissing and vgextend --restoremissing. | Cannot process volume group vg0";
 
 let h: Harness;
 let metrics: DriverMetrics;

@@ -1,11 +1,10 @@
 import {
+  boundText,
   CommandFailedError,
+  STDERR_MESSAGE_BYTES,
   VolumeGroupUnusableError,
   type VolumeGroupProblem,
 } from '../errors.js';
-
-/** Most of lvm's stderr kept in an error: 4 KiB, the end dropped. */
-export const MAX_LVM_MESSAGE_BYTES = 4096;
 
 /**
  * The problems a `vg_attr` string shows (vgs(8) "vg_attr bits"): char 1
@@ -59,14 +58,16 @@ export function duplicatePvUuids(stderr: string): string[] {
   return [...stderr.matchAll(/Not using device \S+ for PV (\S+?)\.?$/gm)].map((m) => m[1] ?? '');
 }
 
-/** lvm's stderr as one message: lines trimmed and joined, at most MAX_LVM_MESSAGE_BYTES. */
+/**
+ * lvm's stderr as one line, as CommandFailedError.describe writes it: each
+ * non-empty line trimmed, joined with ` | `, bounded to STDERR_MESSAGE_BYTES
+ * (4 KiB; head and tail kept, the cut marked).
+ */
 export function lvmMessage(stderr: string): string {
   const text = stderr
     .split('\n')
     .map((line) => line.trim())
     .filter((line) => line !== '')
-    .join('\n');
-  const bytes = Buffer.from(text, 'utf8');
-  if (bytes.length <= MAX_LVM_MESSAGE_BYTES) return text;
-  return `${bytes.subarray(0, MAX_LVM_MESSAGE_BYTES).toString('utf8')}…`;
+    .join(' | ');
+  return boundText(text, STDERR_MESSAGE_BYTES);
 }
