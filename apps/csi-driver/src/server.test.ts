@@ -1,4 +1,4 @@
-import http2 from 'node:http2';
+import * as http2 from 'node:http2';
 import { connect, createServer as createNetServer } from 'node:net';
 import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,0 +1,207 @@
+#!/bin/bash
+# node-test.sh: inside the test VM (run by test-e2e/k8s/run.sh). Brings up the one-node cluster
+# (cluster.sh), deploys lvstamp the way README's "Deploying on a cluster" says (an overlay over
+# deploy/kubernetes that only sets the image names and the owner ID; kubectl apply -k), runs the
+# scenarios, tears everything down and ends with "N passed, N failed".
+# Env: REPO KBIN KUBELET PKI IMAGES LOGS OVERLAY (the rendered overlay dir) DISK (the VG's disk)
+set -u
+. "$(dirname "$0")/cluster.sh"
+T0=$(now)
+PASSED=0 FAILED=0 FAILS=()
+# check NAME FUNC: one scenario; its failure is counted and the next one still runs
+check() {
+  local name=$1 s; s=$(now); shift
+  log "=== $name"
+  if "$@"; then PASSED=$((PASSED + 1)); log "PASS $name ($(since $s) s)"
+  else FAILED=$((FAILED + 1)); FAILS+=("$name"); log "FAIL $name ($(since $s) s)"; fi
+}
+fail() { log "  FAIL: $*"; return 1; }
+finish() {
+  cluster_down
+  [ $FAILED = 0 ] || log "failed: $(printf '%s; ' "${FAILS[@]}")"
+  log "total $(since $T0) s"
+  echo "$PASSED passed, $FAILED failed"
+  [ $FAILED = 0 ] || exit 1
+}
+trap finish EXIT
+NS=lvstamp-system
+k() { kubectl "$@"; }
+jp() { kubectl get "$1" -o "jsonpath=$2" 2>/dev/null; } # jp OBJECT JSONPATH
+phase_is() { [ "$(jp "$1" '{.status.phase}')" = "$2" ]; }
+driver_pod() { kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].metadata.name}' 2>/dev/null; }
+lv_count() { lvs --noheadings -o lv_name lvstamp 2>/dev/null | grep -c "${1:-.}"; }
+volume_of() { jp "pv/$(jp "pvc/$1" '{.spec.volumeName}')" '{.spec.csi.volumeHandle}'; }
+
+pod() { # pod NAME PVC [block]: a busybox pod using the PVC at /data (or /dev/xvda)
+  local use="volumeMounts: [{name: v, mountPath: /data}]"
+  [ "${3:-}" = block ] && use="volumeDevices: [{name: v, devicePath: /dev/xvda}]"
+  kubectl apply -f - <<POD
+apiVersion: v1
+kind: Pod
+metadata: {name: $1}
+spec:
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: app
+      image: localhost/busybox:1.35
+      imagePullPolicy: Never
+      command: [sleep, '36000']
+      $use
+  volumes: [{name: v, persistentVolumeClaim: {claimName: $2}}]
+POD
+}
+pvc() { # pvc NAME CLASS SIZE [Block]
+  kubectl apply -f - <<PVC
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: $1}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: $2
+  volumeMode: ${4:-Filesystem}
+  resources: {requests: {storage: $3}}
+PVC
+}
+wait_running() { # wait_running POD [TIMEOUT]
+  wait_for "pod $1 Running" "${2:-600}" phase_is "pod/$1" Running ||
+    { kubectl describe pod "$1" | tail -20; tails kubelet; return 1; }
+}
+
+# --- the volume group the driver's default device class names, on the VM's own disk ---
+s_vg() {
+  pvcreate -q "$DISK" && vgcreate -q lvstamp "$DISK" || fail "vgcreate lvstamp $DISK"
+}
+
+s_cluster() {
+  log "kubelet: $("$KUBELET" --version) with the upstream CSI :authority fix (kubernetes#112597, test-e2e/k8s/kubelet-csi-authority.patch); Kubernetes < 1.26 needs it (docs/kubernetes.md)"
+  guest_prepare && containerd_up && control_plane_up && kubelet_up
+}
+
+s_deploy() {
+  kubectl apply -k "$OVERLAY" || fail "kubectl apply -k (driver overlay)" || return 1
+  wait_for "DaemonSet pod Running with 5/5 containers ready" 900 sh -c \
+    "kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].status.containerStatuses[*].ready}' | grep -qx 'true true true true true'" ||
+    { kubectl -n $NS describe pods | tail -40; tails kubelet; return 1; }
+  wait_for "CSINode $NODE lists lvstamp.io (registrar -> kubelet -> NodeGetInfo)" 300 sh -c \
+    "kubectl get csinode $NODE -o jsonpath='{.spec.drivers[*].name}' | grep -qw lvstamp.io" ||
+    { kubectl -n $NS logs "$(driver_pod)" -c node-driver-registrar | tail; tails kubelet; return 1; }
+  log "CSINode: $(kubectl get csinode $NODE -o jsonpath='{.spec.drivers[0]}')"
+}
+
+CAP0=
+capacity_of() { # capacity (bytes) the provisioner published for lvstamp-ext4 on this node
+  kubectl -n $NS get csistoragecapacities.v1alpha1.storage.k8s.io -o \
+    jsonpath='{range .items[?(@.storageClassName=="lvstamp-ext4")]}{.capacity}{"\n"}{end}' 2>/dev/null | head -1 |
+    numfmt --from=iec-i 2>/dev/null
+}
+s_capacity_published() {
+  wait_for "CSIStorageCapacity for lvstamp-ext4 published" 300 has_capacity ||
+    { kubectl -n $NS logs "$(driver_pod)" -c csi-provisioner | tail -20; return 1; }
+  CAP0=$(capacity_of)
+  kubectl -n $NS get csistoragecapacities.v1alpha1.storage.k8s.io \
+    -o custom-columns=NAME:.metadata.name,CLASS:.storageClassName,CAPACITY:.capacity,TOPOLOGY:.nodeTopology.matchLabels
+  [ "$CAP0" -gt $((7 * 1024 * 1024 * 1024)) ] || fail "capacity $CAP0 bytes, want > 7 GiB of the 8 GiB VG"
+}
+has_capacity() { [ -n "$(capacity_of)" ]; }
+capacity_below() { local c; c=$(capacity_of); [ -n "$c" ] && [ "$c" -lt "$1" ]; }
+
+s_volumes() {
+  pvc data-ext4 lvstamp-ext4 64Mi && pvc data-xfs lvstamp-xfs 320Mi && pvc data-block lvstamp-block 32Mi Block &&
+    pod app-ext4 data-ext4 && pod app-xfs data-xfs && pod app-block data-block block || return 1
+  local p ok=0
+  for p in app-ext4 app-xfs app-block; do wait_running $p 900 || ok=1; done
+  [ $ok = 0 ] || return 1
+  for p in ext4 xfs; do
+    kubectl exec app-$p -- sh -c "echo hello-$p > /data/hello && sync" || fail "write in app-$p" || return 1
+    [ "$(kubectl exec app-$p -- cat /data/hello)" = "hello-$p" ] || fail "read back in app-$p" || return 1
+    kubectl exec app-$p -- grep ' /data ' /proc/mounts | grep -q " $p " || fail "/data in app-$p is not $p" || return 1
+  done
+  kubectl exec app-block -- sh -c 'echo hello-block | dd of=/dev/xvda bs=512 conv=sync,fsync 2>/dev/null' || fail "write block" || return 1
+  [ "$(kubectl exec app-block -- sh -c 'dd if=/dev/xvda bs=512 count=1 2>/dev/null | head -n1')" = hello-block ] ||
+    fail "read back block" || return 1
+  log "$(kubectl get pvc -o custom-columns=PVC:.metadata.name,STATUS:.status.phase,CAPACITY:.status.capacity.storage,VOLUME:.spec.volumeName --no-headers | tr '\n' ';')"
+  [ "$(lv_count lvstamp_)" -ge 3 ] || fail "expected 3 lvstamp LVs, lvs shows: $(lvs --noheadings -o lv_name lvstamp)"
+}
+
+s_capacity_drops() {
+  [ -n "$CAP0" ] || fail "no capacity was published before the creates" || return 1
+  wait_for "published capacity below $CAP0 after the creates" 300 capacity_below "$CAP0" ||
+    fail "capacity still $(capacity_of)"
+}
+
+s_expand() {
+  local before after
+  before=$(kubectl exec app-ext4 -- df -k /data | awk 'NR==2{print $2}')
+  kubectl patch pvc data-ext4 -p '{"spec":{"resources":{"requests":{"storage":"160Mi"}}}}' || return 1
+  wait_for "filesystem in app-ext4 grew past $before KiB" 600 sh -c \
+    "[ \"\$(kubectl exec app-ext4 -- df -k /data | awk 'NR==2{print \$2}')\" -gt $((before + 65536)) ]" ||
+    { kubectl describe pvc data-ext4 | tail; return 1; }
+  after=$(kubectl exec app-ext4 -- df -k /data | awk 'NR==2{print $2}')
+  log "ext4 /data: $before KiB -> $after KiB; PVC capacity $(jp pvc/data-ext4 '{.status.capacity.storage}')"
+  [ "$(kubectl exec app-ext4 -- cat /data/hello)" = hello-ext4 ] || fail "data after expansion"
+}
+
+s_recreate_pod() {
+  kubectl delete pod app-ext4 --wait=true --timeout=600s || return 1
+  pod app-ext4 data-ext4 && wait_running app-ext4 || return 1
+  [ "$(kubectl exec app-ext4 -- cat /data/hello)" = hello-ext4 ] || fail "data gone after the pod was recreated"
+}
+
+s_driver_restart() {
+  local old new
+  old=$(driver_pod)
+  kubectl -n $NS delete pod "$old" --wait=true --timeout=300s || return 1
+  wait_for "a new driver pod with 5/5 containers ready" 600 sh -c \
+    "[ \"\$(kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].status.containerStatuses[*].ready}')\" = 'true true true true true' ]" ||
+    return 1
+  new=$(driver_pod)
+  [ "$new" != "$old" ] || fail "driver pod was not replaced"
+  kubectl exec app-xfs -- sh -c 'echo again > /data/again && cat /data/hello /data/again' | tr '\n' ' ' | grep -q 'hello-xfs again' ||
+    fail "volume in app-xfs not usable after the driver restart" || return 1
+  kubectl delete pod app-xfs --wait=true --timeout=600s || fail "unpublish (pod delete) after the driver restart" || return 1
+  local vol; vol=$(volume_of data-xfs)
+  ! grep -q "$vol" /proc/mounts || fail "mount of $vol left after the pod was deleted"
+}
+
+s_delete_pvc() {
+  local vol pv
+  vol=$(volume_of data-xfs); pv=$(jp pvc/data-xfs '{.spec.volumeName}')
+  [ -n "$vol" ] || fail "no volume for data-xfs" || return 1
+  [ "$(lv_count "$vol")" = 1 ] || fail "LV of $vol missing before the delete" || return 1
+  kubectl delete pvc data-xfs --wait=true --timeout=300s || return 1
+  wait_for "PV $pv gone" 300 sh -c "! kubectl get pv $pv" || return 1
+  [ "$(lv_count "$vol")" = 0 ] || fail "LV of $vol still in VG lvstamp: $(lvs --noheadings -o lv_name lvstamp)"
+}
+
+s_probe_metrics() {
+  local ip; ip=$(kubectl -n $NS get pod "$(driver_pod)" -o jsonpath='{.status.podIP}')
+  [ -n "$ip" ] || fail "driver pod has no IP" || return 1
+  curl -sf --max-time 60 "http://$ip:9808/healthz" | grep -qx ok || fail "livenessprobe http://$ip:9808/healthz" || return 1
+  curl -sf --max-time 60 "http://$ip:9810/healthz" >/dev/null || fail "registrar http://$ip:9810/healthz" || return 1
+  curl -sf --max-time 60 "http://$ip:9809/metrics" >$LOGS/metrics.txt || fail "metrics http://$ip:9809/metrics" || return 1
+  grep -m3 '^lvstamp_' $LOGS/metrics.txt || fail "no lvstamp_ metric on :9809"
+}
+
+s_cleanup() {
+  kubectl delete pod --all --wait=true --timeout=600s && kubectl delete pvc --all --wait=true --timeout=300s || return 1
+  wait_for "every PV gone" 300 sh -c '[ -z "$(kubectl get pv -o name)" ]' || return 1
+  [ "$(lv_count)" = 0 ] || fail "LVs left in VG lvstamp: $(lvs --noheadings -o lv_name lvstamp)" || return 1
+  ! dmsetup ls | grep -q '^lvstamp' || fail "device-mapper maps left: $(dmsetup ls)" || return 1
+  ! grep -q 'kubernetes.io~csi' /proc/mounts || fail "CSI mounts left: $(grep 'kubernetes.io~csi' /proc/mounts)"
+}
+
+check "volume group lvstamp on $DISK" s_vg
+check "one-node cluster up (etcd, API server, controller-manager, scheduler, containerd, kubelet)" s_cluster || exit 1
+[ $FAILED = 0 ] || exit 1
+check "kubectl apply -k: DaemonSet Running, driver registered with the kubelet" s_deploy
+[ $FAILED = 0 ] || exit 1
+check "CSIStorageCapacity published for the node" s_capacity_published
+check "ext4, xfs and raw-block PVCs (WaitForFirstConsumer): pods Running, data written and read back" s_volumes
+check "PVC expansion while the pod runs: the filesystem in the pod grows" s_expand
+check "pod deleted and recreated on the same PVC: data still there" s_recreate_pod
+check "driver pod deleted: the DaemonSet restarts it, the volume keeps working and unpublishes" s_driver_restart
+check "PVC deleted: PV and LV gone" s_delete_pvc
+check "published capacity drops after the creates" s_capacity_drops
+check "liveness probe, registrar health and metrics answer on the pod's ports" s_probe_metrics
+check "cleanup: no LV, map or mount left on the node" s_cleanup
