@@ -57,7 +57,7 @@ OWNER=$(openssl rand -hex 16)
   done
   echo "patches:"
   echo "  - target: {kind: ConfigMap, name: lvstamp-csi-config}"
-  echo "    patch: '[{op: replace, path: /data/owner-id, value: \"$OWNER\"}]'"
+  echo "    patch: '[{\"op\": \"replace\", \"path\": \"/data/owner-id\", \"value\": \"$OWNER\"}]'"
 } >$OVERLAY/kustomization.yaml
 kubectl kustomize $OVERLAY >/dev/null || die "kustomize of the overlay failed"
 
