@@ -37,9 +37,10 @@ have() {
   buildah inspect --type image "$2" >/dev/null 2>&1 || buildah pull -q "oci-archive:$3" >/dev/null
   echo "$1 $3"
 }
-push() { # push TAG ARCHIVE
+push() { # push TAG ARCHIVE: uncompressed layers (oci-uncompress.sh), for a fast import in the VM
   rm -f "$2.tmp"
-  buildah push -q --disable-compression "$1" "oci-archive:$2.tmp:$1" >/dev/null && mv "$2.tmp" "$2"
+  buildah push -q "$1" "oci-archive:$2.tmp:$1" >/dev/null && bash "$HERE/oci-uncompress.sh" "$2.tmp" &&
+    mv "$2.tmp" "$2"
 }
 
 node24() { # the Node.js 24 binary from npm (what scripts/test.sh uses for its Node 24 pass)

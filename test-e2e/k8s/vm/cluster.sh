@@ -8,7 +8,6 @@ STATE=/run/lvstamp-k8s
 NODE=vm
 NODE_IP=10.99.0.1
 TOKEN=lvstamp-k8s-admin-token
-PIDS=()
 
 now() { awk '{print $1}' /proc/uptime; }
 log() { echo "[$(now)s] $*"; }
@@ -23,7 +22,7 @@ wait_for() {
   done
 }
 # start NAME CMD...: a background process with its own log, stopped by cluster_down
-start() { local name=$1; shift; "$@" >"$LOGS/$name.log" 2>&1 & PIDS+=("$!"); echo $! >$STATE/$name.pid; }
+start() { local name=$1; shift; "$@" >"$LOGS/$name.log" 2>&1 & echo $! >$STATE/$name.pid; }
 tails() { local f; for f in "$@"; do echo "--- last lines of $f.log"; tail -n 25 "$LOGS/$f.log" 2>/dev/null; done; }
 alive() { kill -0 "$(cat $STATE/$1.pid)" 2>/dev/null || { log "$1 exited"; tails "$1"; return 1; }; }
 
@@ -168,23 +167,25 @@ KCONF
     { alive kcm; tails kcm; return 1; }
 }
 
-# cluster_down: stop every process this file started (pods first, through the kubelet's
-# runtime), unmount what the kubelet left, then the state tmpfs mounts
+# cluster_down: stop every process this file started (the pods' containers first, through
+# containerd), unmount what the kubelet left mounted
 cluster_down() {
-  local pid i
+  local pid f i live
   if [ -n "${KUBECONFIG:-}" ]; then
-    kubectl get pods,pvc,pv,csinode,csistoragecapacities -A -o wide >"$LOGS/final-objects.txt" 2>&1
+    kubectl get pods,pvc,pv,csinode -A -o wide >"$LOGS/final-objects.txt" 2>&1
     kubectl get events -A --sort-by=.lastTimestamp >"$LOGS/events.txt" 2>&1
   fi
   for pid in $(ctr -n k8s.io tasks ls -q 2>/dev/null); do ctr -n k8s.io tasks kill -s KILL "$pid" >/dev/null 2>&1; done
-  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill "${PIDS[i]}" 2>/dev/null; done
+  for f in kubelet scheduler kcm apiserver etcd containerd; do
+    [ -f $STATE/$f.pid ] && kill "$(cat $STATE/$f.pid)" 2>/dev/null
+  done
   for i in $(seq 1 20); do
-    pid=
-    for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && pid=$p; done
-    [ -z "$pid" ] && break
+    live=
+    for f in $STATE/*.pid; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && live=1; done
+    [ -z "$live" ] && break
     sleep 0.5
   done
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  for f in $STATE/*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
   awk '$2 ~ "^/var/lib/kubelet/|^/run/containerd/" {print $2}' /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
   dmesg >"$LOGS/dmesg.txt" 2>&1
 }

@@ -75,7 +75,14 @@ s_vg() {
 
 s_cluster() {
   log "kubelet: $("$KUBELET" --version) with the upstream CSI :authority fix (kubernetes#112597, test-e2e/k8s/kubelet-csi-authority.patch); Kubernetes < 1.26 needs it (docs/kubernetes.md)"
-  guest_prepare && containerd_up && control_plane_up && kubelet_up
+  guest_prepare || return 1
+  # the image import (I/O over 9p) overlaps the API server's start (CPU)
+  containerd_up >"$LOGS/containerd-up.log" 2>&1 &
+  local imports=$!
+  control_plane_up || return 1
+  wait $imports || { cat "$LOGS/containerd-up.log"; fail "containerd / image import"; return 1; }
+  cat "$LOGS/containerd-up.log"
+  kubelet_up
 }
 
 s_deploy() {
