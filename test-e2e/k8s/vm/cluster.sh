@@ -23,6 +23,22 @@ wait_for() {
 }
 # start NAME CMD...: a background process with its own log, stopped by cluster_down
 start() { local name=$1; shift; "$@" >"$LOGS/$name.log" 2>&1 & echo $! >$STATE/$name.pid; }
+# supervise NAME CMD...: like start, restarted when it exits (as a real node's init system does:
+# the controller-manager exits when API discovery times out, which a slow emulated VM sees)
+supervise() {
+  local name=$1; shift
+  (
+    trap 'kill $child 2>/dev/null; exit 0' TERM
+    while :; do
+      "$@" &
+      child=$!
+      wait $child
+      echo "== $name exited ($?); restarting in 2 s"
+      sleep 2
+    done
+  ) >"$LOGS/$name.log" 2>&1 &
+  echo $! >$STATE/$name.pid
+}
 tails() { local f; for f in "$@"; do echo "--- last lines of $f.log"; tail -n 25 "$LOGS/$f.log" 2>/dev/null; done; }
 alive() { kill -0 "$(cat $STATE/$1.pid)" 2>/dev/null || { log "$1 exited"; tails "$1"; return 1; }; }
 
@@ -127,11 +143,11 @@ users: [{name: admin, user: {token: $TOKEN}}]
 contexts: [{name: node, context: {cluster: node, user: admin}}]
 current-context: node
 KCF
-  start kcm "$KBIN/kube-controller-manager" --kubeconfig=$KUBECONFIG --leader-elect=false \
+  supervise kcm "$KBIN/kube-controller-manager" --kubeconfig=$KUBECONFIG --leader-elect=false \
     --service-account-private-key-file=$PKI/sa.key --root-ca-file=$PKI/ca.crt \
     --bind-address=127.0.0.1 --port=0 --cert-dir=$STATE/kcm-certs \
     --controllers='*,-nodeipam,-cloud-node-lifecycle' --feature-gates=CSIStorageCapacity=true --v=1
-  start scheduler "$KBIN/kube-scheduler" --kubeconfig=$KUBECONFIG --leader-elect=false \
+  supervise scheduler "$KBIN/kube-scheduler" --kubeconfig=$KUBECONFIG --leader-elect=false \
     --bind-address=127.0.0.1 --port=0 --cert-dir=$STATE/sched-certs --feature-gates=CSIStorageCapacity=true --v=1
 }
 
