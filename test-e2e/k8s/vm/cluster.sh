@@ -191,6 +191,7 @@ cluster_down() {
     kubectl get pods,pvc,pv,csinode -A -o wide >"$LOGS/final-objects.txt" 2>&1
     kubectl get events -A --sort-by=.lastTimestamp >"$LOGS/events.txt" 2>&1
   fi
+  cp -r /var/log/pods "$LOGS/pods" 2>/dev/null # the containers' logs, before the tmpfs goes
   for pid in $(ctr -n k8s.io tasks ls -q 2>/dev/null); do ctr -n k8s.io tasks kill -s KILL "$pid" >/dev/null 2>&1; done
   for f in kubelet scheduler kcm apiserver etcd containerd; do
     [ -f $STATE/$f.pid ] && kill "$(cat $STATE/$f.pid)" 2>/dev/null
