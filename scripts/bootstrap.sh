@@ -20,15 +20,11 @@ declare -A PKG=(
   [xfs_growfs]=xfsprogs [blkid]=util-linux [blockdev]=util-linux [flock]=util-linux [losetup]=mount
   [mount]=mount [qemu-system-x86_64]=qemu-system-x86 [xz]=xz-utils [cpio]=cpio [depmod]=kmod
   [gzip]=gzip [dpkg-deb]=dpkg [timeout]=coreutils [fio]=fio
-  # the Kubernetes tier (test-e2e/k8s): image builds on the host, containerd and CNI in the VM
-  [buildah]=buildah [debootstrap]=debootstrap [containerd]=containerd [runc]=runc
-  [iptables]=iptables [gcc]=gcc [patch]=patch [openssl]=openssl
 )
 missing=()
 for bin in "${!PKG[@]}"; do
   command -v "$bin" >/dev/null || PATH=$PATH:/sbin:/usr/sbin command -v "$bin" >/dev/null || missing+=("${PKG[$bin]}")
 done
-[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
 # the test VM downloads its kernel with apt-get download: that needs package lists
 need_lists=0
 if [ ! -s "$ROOT/test-e2e/vm/cache/initramfs.cpio.gz" ] &&

