@@ -188,8 +188,8 @@ KCONF
 cluster_down() {
   local pid f i live
   if [ -n "${KUBECONFIG:-}" ]; then
-    kubectl get pods,pvc,pv,csinode -A -o wide >"$LOGS/final-objects.txt" 2>&1
-    kubectl get events -A --sort-by=.lastTimestamp >"$LOGS/events.txt" 2>&1
+    kubectl --request-timeout=60s get pods,pvc,pv,csinode -A -o wide >"$LOGS/final-objects.txt" 2>&1
+    kubectl --request-timeout=60s get events -A --sort-by=.lastTimestamp >"$LOGS/events.txt" 2>&1
   fi
   cp -r /var/log/pods "$LOGS/pods" 2>/dev/null # the containers' logs, before the tmpfs goes
   for pid in $(ctr -n k8s.io tasks ls -q 2>/dev/null); do ctr -n k8s.io tasks kill -s KILL "$pid" >/dev/null 2>&1; done
