@@ -2,11 +2,13 @@ import {
   AlreadyExistsError,
   CommandFailedError,
   NotFoundError,
+  NotOwnedError,
   STANDALONE_OWNER_ID,
   volumeIdForName,
 } from '@lvstamp/core';
 import { describe, expect, it, vi } from 'vitest';
 import { parseLiveSet } from './commands/gc.js';
+import { FORCE_UNOWNED_SKIPS } from './commands/volume.js';
 import { runCli, type CliDeps } from './program.js';
 import type { CliServices } from './services.js';
 
@@ -129,11 +131,97 @@ describe('failures exit 1 with one line, no stack trace', () => {
   it('not found exits 1', async () => {
     const h = harness({
       volumes: {
+        discoverVolumeGroups: () => Promise.resolve(['vg0']),
         resolve: () => Promise.reject(new NotFoundError('no volume named x')),
       } as unknown as CliServices['volumes'],
     });
     expect(await h.run('attach', 'x')).toBe(1);
-    expect(h.stderr()).toBe('lvstamp: no volume named x\n');
+    expect(h.stderr()).toBe(
+      '… volume groups: vg0 (tagged lvstamp or holding lvstamp volumes; name one with --vg)\n' +
+        'lvstamp: no volume named x\n',
+    );
+  });
+});
+
+describe('delete: two ownership signals, and the explicit override', () => {
+  const ID = volumeIdForName('x');
+  const LV = `vg0/lvstamp_${ID}`;
+  const deleteHarness = (result: Promise<{ existed: boolean }>) => {
+    const del = vi.fn(() => result);
+    const h = harness({
+      volumes: {
+        discoverVolumeGroups: () => Promise.resolve(['vg0', 'vg1']),
+        resolve: () => Promise.resolve(ID),
+        delete: del,
+      } as unknown as CliServices['volumes'],
+    });
+    return { h, del };
+  };
+
+  it('an LV that fails a check: exit 1, one line naming the LV, the check and the override', async () => {
+    const { h, del } = deleteHarness(
+      Promise.reject(
+        new NotOwnedError(LV, 'tag', 'refusing to delete: it lacks the tag lvstamp (tags: none)'),
+      ),
+    );
+    expect(await h.run('delete', 'x', '--vg', 'vg0')).toBe(1);
+    expect(del).toHaveBeenCalledWith(
+      ID,
+      { vgNames: ['vg0'], source: '--vg', ownerId: STANDALONE_OWNER_ID },
+      { wipe: 'none', forceUnowned: false },
+    );
+    expect(h.stderr()).toBe(
+      '… volume group: vg0 (--vg)\n' +
+        '… deleting x\n' +
+        `lvstamp: ${LV} is not provably this installation's volume: refusing to delete: it lacks the tag lvstamp (tags: none); left untouched (lvstamp delete --force-unowned skips these checks)\n`,
+    );
+    expect(h.stdout()).toBe('');
+  });
+
+  it('--force-unowned passes the override and says exactly which checks it skipped', async () => {
+    const { h, del } = deleteHarness(Promise.resolve({ existed: true }));
+    expect(await h.run('--json', 'delete', 'x', '--force-unowned')).toBe(0);
+    expect(del).toHaveBeenCalledWith(
+      ID,
+      { vgNames: ['vg0', 'vg1'], source: 'discovered', ownerId: STANDALONE_OWNER_ID },
+      { wipe: 'none', forceUnowned: true },
+    );
+    expect(JSON.parse(h.stdout())).toEqual({
+      volumeId: ID,
+      existed: true,
+      volumeGroups: ['vg0', 'vg1'],
+      skippedChecks: FORCE_UNOWNED_SKIPS,
+    });
+    expect(h.stderr()).toContain(`… --force-unowned: not checking ${FORCE_UNOWNED_SKIPS}\n`);
+    expect(FORCE_UNOWNED_SKIPS).toBe(
+      'the lvstamp tag, the owner tag lvstamp.owner=<owner ID> and the sector-0 header (valid, with the volume ID of the name and this owner)',
+    );
+  });
+
+  it('the help of delete states what --force-unowned skips and what it never skips', async () => {
+    const h = harness();
+    expect(await h.run('delete', '--help')).toBe(0);
+    const help = h.stdout().replace(/\s+/g, ' ');
+    expect(help).toContain('--force-unowned');
+    expect(help).toContain('the lvstamp tag, the owner tag lvstamp.owner=<owner ID>');
+    expect(help).toContain(
+      'never the volume group scope, the lvstamp_ name or the "not open" check',
+    );
+  });
+});
+
+describe('list says which volume groups it looked in', () => {
+  it('in --json as volumeGroups', async () => {
+    const list = vi.fn(() => Promise.resolve([]));
+    const h = harness({
+      volumes: {
+        discoverVolumeGroups: () => Promise.resolve(['vg0']),
+        list,
+      } as unknown as CliServices['volumes'],
+    });
+    expect(await h.run('--json', 'list')).toBe(0);
+    expect(list).toHaveBeenCalledWith({ vgNames: ['vg0'], source: 'discovered' });
+    expect(JSON.parse(h.stdout())).toEqual({ volumeGroups: ['vg0'], volumes: [] });
   });
 });
 
@@ -148,7 +236,11 @@ describe('gc', () => {
 
   it('passes the parsed policy, dry run by default, and never applies a dry plan', async () => {
     const plan = vi.fn(() =>
-      Promise.resolve({ plan: { dryRun: true, capped: false, entries: [] } }),
+      Promise.resolve({
+        plan: { dryRun: true, capped: false, entries: [] },
+        vgNames: ['vg0'],
+        activated: [],
+      }),
     );
     const apply = vi.fn();
     const h = harness({ gc: { plan, apply } as unknown as CliServices['gc'] }, () =>

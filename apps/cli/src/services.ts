@@ -21,6 +21,7 @@ export interface CliServices {
     | 'expand'
     | 'delete'
     | 'defaultVolumeGroup'
+    | 'discoverVolumeGroups'
   >;
   readonly volumeGroups: Pick<VolumeGroupAdmin, 'list' | 'createOnLoop' | 'create' | 'remove'>;
   readonly gc: Pick<GcService, 'plan' | 'apply'>;

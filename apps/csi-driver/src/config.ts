@@ -1,7 +1,12 @@
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
-import { InvalidArgumentError, type FsType, type WipePolicy } from '@lvstamp/core';
+import {
+  InvalidArgumentError,
+  type FsType,
+  type VolumeScope,
+  type WipePolicy,
+} from '@lvstamp/core';
 
 // zod/mini carries no messages of its own: the English ones, as the full build has.
 z.config(en());
@@ -149,6 +154,15 @@ export function wipePolicyFor(config: DriverConfig, vgName: string): WipePolicy 
     (best, c) => (WIPE_STRENGTH[c.wipe] > WIPE_STRENGTH[best] ? c.wipe : best),
     'none',
   );
+}
+
+/**
+ * The driver's scope (DESIGN.md §2.3): the volume groups of its device
+ * classes, and its owner ID. It never looks in, or changes, any other
+ * volume group on the node.
+ */
+export function driverScope(config: DriverConfig, ownerId: string): VolumeScope {
+  return { vgNames: configuredVolumeGroups(config), ownerId };
 }
 
 /** Every volume group the configuration names, once each. */

@@ -1,5 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CommandFailedError, CommandTimeoutError, volumeIdForName } from '@lvstamp/core';
+import {
+  CommandFailedError,
+  CommandTimeoutError,
+  NotOwnedError,
+  volumeIdForName,
+} from '@lvstamp/core';
 import {
   codeOf,
   failureOf,
@@ -42,7 +47,13 @@ describe('CreateVolume', () => {
     });
     expect(h.core.calls[0]).toEqual([
       'create',
-      { name: 'pvc-1', requiredBytes: 203 * MIB, vgName: 'vg0', ownerId: OWNER_ID },
+      {
+        name: 'pvc-1',
+        requiredBytes: 203 * MIB,
+        vgName: 'vg0',
+        otherVgNames: ['vg0', 'vg1'],
+        ownerId: OWNER_ID,
+      },
     ]);
   });
 
@@ -221,6 +232,28 @@ describe('CreateVolume', () => {
 });
 
 describe('DeleteVolume', () => {
+  it('passes the configured volume groups and the owner ID as the scope', async () => {
+    const volume = h.core.add('pvc-1', GIB, 'vg1');
+    await h.call('Controller', 'DeleteVolume', { volume_id: volume.volumeId });
+    expect(h.core.scopes).toEqual([{ vgNames: ['vg0', 'vg1'], ownerId: OWNER_ID }]);
+  });
+
+  it('an LV that fails an ownership check is FAILED_PRECONDITION naming the LV and the check', async () => {
+    const volume = h.core.add('pvc-1', GIB, 'vg1');
+    const lv = `vg1/lvstamp_${volume.volumeId}`;
+    h.core.failNext.set(
+      'delete',
+      new NotOwnedError(lv, 'tag', 'refusing to delete: it lacks the tag lvstamp (tags: none)'),
+    );
+    expect(
+      await failureOf(h.call('Controller', 'DeleteVolume', { volume_id: volume.volumeId })),
+    ).toEqual({
+      code: 'FAILED_PRECONDITION',
+      details: `${lv} is not provably this installation's volume: refusing to delete: it lacks the tag lvstamp (tags: none); left untouched`,
+    });
+    expect(h.core.store.has(volume.volumeId)).toBe(true);
+  });
+
   it('deletes with the wipe policy of the volume group class', async () => {
     const volume = h.core.add('pvc-1', GIB, 'vg1');
     await h.call('Controller', 'DeleteVolume', { volume_id: volume.volumeId });

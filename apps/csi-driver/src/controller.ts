@@ -6,6 +6,7 @@ import {
   roundUp,
   volumeIdForName,
   VolumeGroupUnusableError,
+  type VgScope,
   type Volume,
   type VolumeGroupProblem,
 } from '@lvstamp/core';
@@ -16,7 +17,7 @@ import {
   requireControllerCapability,
 } from './capabilities.js';
 import type { DeviceClass, DriverConfig } from './config.js';
-import { configuredVolumeGroups, wipePolicyFor } from './config.js';
+import { driverScope, wipePolicyFor } from './config.js';
 import type {
   ControllerExpandVolumeRequest,
   CreateVolumeRequest,
@@ -125,7 +126,8 @@ export function createControllerService(deps: ControllerDeps) {
     volume_context: {},
     accessible_topology: topology,
   });
-  const groups = new Set(configuredVolumeGroups(config));
+  // Every look-up and act stays in the configured volume groups (DESIGN.md §2.3).
+  const scope = driverScope(config, deps.ownerId);
   // When every device class wipes alike, DeleteVolume needs no look-up to choose the policy.
   const wipes = new Set([...config.deviceClasses.values()].map((c) => c.wipe));
   const uniformWipe = wipes.size === 1 ? config.defaultClass.wipe : null;
@@ -170,6 +172,7 @@ export function createControllerService(deps: ControllerDeps) {
           requiredBytes,
           ...(range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {}),
           vgName: deviceClass.volumeGroup,
+          otherVgNames: scope.vgNames,
           ownerId: deps.ownerId,
         })
         .catch((error: unknown) => {
@@ -189,8 +192,12 @@ export function createControllerService(deps: ControllerDeps) {
      * success. The blocks are wiped with the policy of the volume group's
      * device class (config.wipePolicyFor); when all classes share one policy
      * it is used without looking the volume up first (one lvs fewer; the
-     * core's delete finds the LV itself). A mounted or open volume →
-     * FAILED_PRECONDITION; an lvm failure is an error, never "gone".
+     * core's delete finds the LV itself). Only the configured volume groups
+     * are searched. A mounted or open volume, or an LV that fails an
+     * ownership check (tags with this owner, header with its ID and owner:
+     * DESIGN.md §2.3, core NotOwnedError) → FAILED_PRECONDITION naming the
+     * LV and the check, the LV untouched; an lvm failure is an error, never
+     * "gone".
      */
     DeleteVolume: async (request: DeleteVolumeRequest) => {
       requireControllerCapability('CREATE_DELETE_VOLUME');
@@ -198,10 +205,10 @@ export function createControllerService(deps: ControllerDeps) {
       if (!isHexId(request.volume_id)) return {};
       let wipe = uniformWipe;
       if (wipe === null) {
-        const volume = await core.lvm.findVolume(request.volume_id);
+        const volume = await core.lvm.findVolume(request.volume_id, scope);
         wipe = volume === null ? 'none' : wipePolicyFor(config, volume.vgName);
       }
-      await core.volumes.delete(request.volume_id, { wipe });
+      await core.volumes.delete(request.volume_id, scope, { wipe });
       return {};
     },
 
@@ -215,7 +222,7 @@ export function createControllerService(deps: ControllerDeps) {
       if (request.volume_capabilities.length === 0) {
         throw invalidArgument('volume_capabilities is required');
       }
-      const volume = await findOwnVolume(core, request.volume_id, groups);
+      const volume = await findOwnVolume(core, request.volume_id, scope);
       if (volume === null)
         throw new CsiError(GrpcStatus.NOT_FOUND, `volume ${request.volume_id} does not exist`);
       let deviceClass: DeviceClass;
@@ -256,8 +263,8 @@ export function createControllerService(deps: ControllerDeps) {
           `starting_token "${token}" is not a token this driver issued`,
         );
       }
-      const volumes = (await core.lvm.listVolumes())
-        .filter((v) => !v.creating && groups.has(v.vgName))
+      const volumes = (await core.lvm.listVolumes(scope))
+        .filter((v) => !v.creating)
         .sort((a, b) => (a.volumeId < b.volumeId ? -1 : a.volumeId > b.volumeId ? 1 : 0))
         .filter((v) => token === '' || v.volumeId > token);
       const page = request.max_entries > 0 ? volumes.slice(0, request.max_entries) : volumes;
@@ -331,7 +338,7 @@ export function createControllerService(deps: ControllerDeps) {
         request.volume_capability === null || request.volume_capability === undefined
           ? null
           : requireCapability(request.volume_capability);
-      const volume = await findOwnVolume(core, request.volume_id, null);
+      const volume = await findOwnVolume(core, request.volume_id, scope);
       if (volume === null)
         throw new CsiError(GrpcStatus.NOT_FOUND, `volume ${request.volume_id} does not exist`);
       const vg = (await core.lvm.listVolumeGroups()).find((g) => g.name === volume.vgName);
@@ -348,6 +355,7 @@ export function createControllerService(deps: ControllerDeps) {
       const { status } = await core.volumes.expand(
         request.volume_id,
         range.requiredBytes,
+        scope,
         range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {},
       );
       return {
@@ -375,16 +383,14 @@ function unimplemented(capability: string): Promise<never> {
 }
 
 /**
- * The finished volume with this ID (optionally only in `groups`), or null
+ * The finished volume with this ID in the driver's volume groups, or null
  * for an unknown or malformed ID.
  */
 async function findOwnVolume(
   core: Pick<DriverCore, 'lvm'>,
   volumeId: string,
-  groups: ReadonlySet<string> | null,
+  scope: VgScope,
 ): Promise<Volume | null> {
   if (!isHexId(volumeId)) return null;
-  const volume = await core.lvm.findVolume(volumeId);
-  if (volume === null || (groups !== null && !groups.has(volume.vgName))) return null;
-  return volume;
+  return core.lvm.findVolume(volumeId, scope);
 }

@@ -10,6 +10,7 @@ import {
   KeyedMutex,
   LockTimeoutError,
   NotFoundError,
+  NotOwnedError,
   OutOfSpaceError,
   UnparseableOutputError,
   VolumeGroupUnusableError,
@@ -35,6 +36,11 @@ describe('toRpcFailure', () => {
       new FailedPreconditionError('mounted\nelsewhere'),
       status.FAILED_PRECONDITION,
       'mounted; elsewhere',
+    ],
+    [
+      new NotOwnedError('vg0/lvstamp_x', 'header', 'refusing to delete: its header is not-stamped'),
+      status.FAILED_PRECONDITION,
+      "vg0/lvstamp_x is not provably this installation's volume: refusing to delete: its header is not-stamped; left untouched",
     ],
     [new LockTimeoutError('busy'), status.ABORTED, 'busy'],
     [

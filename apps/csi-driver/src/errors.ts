@@ -51,6 +51,7 @@ export interface RpcFailure {
  * | OutOfSpaceError | RESOURCE_EXHAUSTED |
  * | VolumeGroupUnusableError | RESOURCE_EXHAUSTED, with lvm's whole message: a missing or duplicate PV, a read-only or shared group is not healed by retrying here, and the external-provisioner reschedules a claim on RESOURCE_EXHAUSTED (docs/LVM-CONFIG.md) |
  * | FailedPreconditionError | FAILED_PRECONDITION |
+ * | NotOwnedError (a FailedPreconditionError: an LV failed an ownership check, DESIGN.md §2.3) | FAILED_PRECONDITION, naming the LV and the check |
  * | LockTimeoutError | ABORTED (CSI spec "Concurrency": an operation on the volume is in progress) |
  * | IoTimeoutError | DEADLINE_EXCEEDED, naming the device that does not answer (docs/LVM-CONFIG.md "Hung I/O") |
  * | CommandTimeoutError | DEADLINE_EXCEEDED: the killed step's outcome is unknown and every operation converges when retried; the Kubernetes sidecars read it as "still in progress" and retry |

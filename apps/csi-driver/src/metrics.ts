@@ -75,7 +75,7 @@ export class DriverMetrics {
       labelNames: ['device_class'],
       registers: [this.registry],
       async collect() {
-        const volumes = await lvm.listVolumes();
+        const volumes = await lvm.listVolumes({ vgNames: groups });
         for (const deviceClass of deps.config.deviceClasses.values()) {
           const count = volumes.filter(
             (v) => v.vgName === deviceClass.volumeGroup && !v.creating,

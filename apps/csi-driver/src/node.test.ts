@@ -336,9 +336,9 @@ it('uses the same per-volume lock for node calls (ABORTED while one runs)', asyn
     release = resolve;
   });
   const original = h.core.volumes.attach;
-  (h.core.volumes as { attach: typeof original }).attach = async (volumeId) => {
+  (h.core.volumes as { attach: typeof original }).attach = async (volumeId, scope) => {
     await gate;
-    return original(volumeId);
+    return original(volumeId, scope);
   };
   const first = stage();
   await new Promise((resolve) => setTimeout(resolve, 20));

@@ -4,6 +4,7 @@ import {
   mountsAt,
   NotFoundError,
   VolumeGroupUnusableError,
+  type VolumeScope,
   type VolumeStatus,
 } from '@lvstamp/core';
 import {
@@ -30,6 +31,8 @@ export interface NodeDeps {
   readonly nodeId: string;
   readonly core: DriverCore;
   readonly paths: NodePaths;
+  /** The configured volume groups and the owner ID (config.driverScope). */
+  readonly scope: VolumeScope;
 }
 
 function required(value: string, field: string): void {
@@ -42,10 +45,14 @@ function requireVolumeIdShape(volumeId: string): void {
     throw new CsiError(GrpcStatus.NOT_FOUND, `volume ${volumeId} does not exist`);
 }
 
-async function statusOf(core: DriverCore, volumeId: string): Promise<VolumeStatus> {
+async function statusOf(
+  core: DriverCore,
+  volumeId: string,
+  scope: VolumeScope,
+): Promise<VolumeStatus> {
   requireVolumeIdShape(volumeId);
   try {
-    return await core.volumes.status(volumeId);
+    return await core.volumes.status(volumeId, scope);
   } catch (error) {
     if (error instanceof NotFoundError) throw new CsiError(GrpcStatus.NOT_FOUND, error.message);
     throw error;
@@ -59,7 +66,7 @@ async function statusOf(core: DriverCore, volumeId: string): Promise<VolumeStatu
  * (per-volume lock: lock.ts), look-up, action, response.
  */
 export function createNodeService(deps: NodeDeps) {
-  const { core, paths } = deps;
+  const { core, paths, scope } = deps;
 
   /** The data device is mounted (by major:minor, from mountinfo) at `path`. */
   const isStagedAt = async (status: VolumeStatus, path: string): Promise<boolean> => {
@@ -86,7 +93,8 @@ export function createNodeService(deps: NodeDeps) {
       requireVolumeIdShape(request.volume_id);
       // attach looks the volume up itself (one lvs): an unknown volume is its NotFoundError,
       // which errors.ts maps to NOT_FOUND; no separate status look-up (3 fewer commands).
-      const device = await core.volumes.attach(request.volume_id);
+      // Activates an inactive LV of this owner first (after a reboot without auto-activation).
+      const device = await core.volumes.attach(request.volume_id, scope);
       if (access.kind === 'block') return {};
       await core.filesystems.format(device.path, access.fsType);
       await paths.ensureDirectory(request.staging_target_path);
@@ -125,7 +133,7 @@ export function createNodeService(deps: NodeDeps) {
       required(request.staging_target_path, 'staging_target_path');
       if (!request.volume_capability) throw invalidArgument('volume_capability is required');
       const access = requireCapability(request.volume_capability);
-      const status = await statusOf(core, request.volume_id);
+      const status = await statusOf(core, request.volume_id, scope);
       const readonly = request.readonly || isReadOnlyMode(access.mode);
       if (access.kind === 'block') {
         if (status.dataDevice === null) {
@@ -184,7 +192,7 @@ export function createNodeService(deps: NodeDeps) {
           `volume path ${request.volume_path} does not exist`,
         );
       }
-      const volume = await core.lvm.findVolume(request.volume_id);
+      const volume = await core.lvm.findVolume(request.volume_id, scope);
       let condition = { abnormal: false, message: 'ok' };
       let capacityBytes: number | null = null;
       if (volume === null) {
@@ -194,7 +202,7 @@ export function createNodeService(deps: NodeDeps) {
         };
       } else {
         capacityBytes = volume.capacityBytes;
-        const status = await core.volumes.status(request.volume_id);
+        const status = await core.volumes.status(request.volume_id, scope);
         const broken = await volumeGroupProblem(core, volume.vgName);
         if (status.dataDevice === null) {
           condition = {
@@ -245,7 +253,7 @@ export function createNodeService(deps: NodeDeps) {
       required(request.volume_path, 'volume_path');
       if (request.volume_capability) requireCapability(request.volume_capability);
       const range = readCapacityRange(request.capacity_range);
-      const status = await statusOf(core, request.volume_id);
+      const status = await statusOf(core, request.volume_id, scope);
       if ((await paths.kind(request.volume_path)) === 'missing') {
         throw new CsiError(
           GrpcStatus.NOT_FOUND,
@@ -262,6 +270,7 @@ export function createNodeService(deps: NodeDeps) {
       const { status: after } = await core.volumes.expand(
         request.volume_id,
         Math.max(range.requiredBytes, current),
+        scope,
         range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {},
       );
       return { capacity_bytes: writeBytes(after.volume.capacityBytes) };

@@ -8,7 +8,7 @@ import {
   KeyedMutex,
   volumeIdForName,
 } from '@lvstamp/core';
-import type { DriverConfig } from './config.js';
+import { driverScope, type DriverConfig } from './config.js';
 import { createControllerService } from './controller.js';
 import type { Handler } from './csi-types.js';
 import { toRpcFailure } from './errors.js';
@@ -129,7 +129,12 @@ export function createServer(deps: ServerDeps): DriverServer {
     mutex,
   );
   const node = withVolumeLocks(
-    createNodeService({ nodeId: deps.nodeId, core: deps.core, paths: deps.paths ?? fsNodePaths }),
+    createNodeService({
+      nodeId: deps.nodeId,
+      core: deps.core,
+      paths: deps.paths ?? fsNodePaths,
+      scope: driverScope(deps.config, deps.ownerId),
+    }),
     {
       NodeStageVolume: idKey,
       NodeUnstageVolume: idKey,

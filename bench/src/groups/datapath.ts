@@ -34,8 +34,9 @@ export async function datapath(context: BenchContext): Promise<Metric[]> {
       ownerId: BENCH_OWNER_ID,
     });
     volumeId = created.volumeId;
-    const volume = await core.lvm.getVolume(created.volumeId);
-    const map = await core.volumes.attach(volume.volumeId);
+    const scope = { vgNames: [vg.name], ownerId: BENCH_OWNER_ID };
+    const volume = await core.lvm.getVolume(created.volumeId, scope);
+    const map = await core.volumes.attach(volume.volumeId, scope);
     if (volume.dmPath === null) throw new Error('the fio volume has no device path');
     const targets = {
       map: { filename: map.path, offset: 0 },

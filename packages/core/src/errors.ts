@@ -55,7 +55,32 @@ export class OutOfSpaceError extends LvstampError {
  * lacks device-mapper). Retrying without changing the state fails again.
  */
 export class FailedPreconditionError extends LvstampError {
-  readonly kind = 'failed-precondition';
+  readonly kind: string = 'failed-precondition';
+}
+
+/**
+ * Which ownership check an LV failed (DESIGN.md §2.3): the lvstamp tag, the
+ * owner tag of this installation, or the sector-0 header (missing or
+ * unreadable, another volume ID, another owner).
+ */
+export type OwnershipCheck = 'tag' | 'owner-tag' | 'header' | 'header-id' | 'header-owner';
+
+/**
+ * An LV with an lvstamp name failed an ownership check right before a
+ * destructive act (DESIGN.md §2.3); it was left untouched. A kind of failed
+ * precondition (CSI FAILED_PRECONDITION, CLI exit 1).
+ */
+export class NotOwnedError extends FailedPreconditionError {
+  override readonly kind = 'not-owned';
+  /** `vg/lv` of the LV. */
+  readonly lv: string;
+  readonly check: OwnershipCheck;
+
+  constructor(lv: string, check: OwnershipCheck, detail: string) {
+    super(`${lv} is not provably this installation's volume: ${detail}; left untouched`);
+    this.lv = lv;
+    this.check = check;
+  }
 }
 
 /** What a finished external command left behind. */

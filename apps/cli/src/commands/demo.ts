@@ -78,6 +78,8 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
       },
     );
 
+    // The demo's own volume group is the whole scope of every call (DESIGN.md §2.3).
+    const scope = { vgNames: [vgName], ownerId: opts.ownerId };
     const a = await step(
       'create volume pvc-demo-a (200Mi): lvcreate lvstamp_new_<id>, write the header, rename',
       () =>
@@ -88,7 +90,7 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
           ownerId: opts.ownerId,
         }),
     );
-    cleanup.unshift(() => s.volumes.delete(a.volume.volumeId, { wipe: 'none' }));
+    cleanup.unshift(() => s.volumes.delete(a.volume.volumeId, scope, { wipe: 'none' }));
     say(
       `${a.volume.lvName}: LV ${formatBytes(a.volume.sizeBytes)}, capacity ${formatBytes(a.volume.capacityBytes)}`,
     );
@@ -100,14 +102,14 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
         ownerId: opts.ownerId,
       }),
     );
-    cleanup.unshift(() => s.volumes.delete(b.volume.volumeId, { wipe: 'none' }));
+    cleanup.unshift(() => s.volumes.delete(b.volume.volumeId, scope, { wipe: 'none' }));
     say(
       `${b.volume.lvName}: LV ${formatBytes(b.volume.sizeBytes)}, capacity ${formatBytes(b.volume.capacityBytes)}`,
     );
 
     await step('read both headers back from sector 0', async () => {
       for (const v of [a, b]) {
-        const report = await s.inspector.inspect(v.volume.volumeId);
+        const report = await s.inspector.inspect(v.volume.volumeId, scope);
         const d = report.decode;
         say(
           d.status === 'ok'
@@ -119,7 +121,7 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
 
     const device = await step(
       'attach pvc-demo-a: a device-mapper linear map over the data area',
-      () => s.volumes.attach(a.volume.volumeId),
+      () => s.volumes.attach(a.volume.volumeId, scope),
     );
     cleanup.unshift(() => s.volumes.detach(a.volume.volumeId));
     say(`data device ${device.path}`);
@@ -146,7 +148,7 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
     });
 
     await step('grow pvc-demo-a online to 400Mi: lvextend, reload the map, resize2fs', async () => {
-      const r = await s.volumes.expand(a.volume.volumeId, 400 * MiB);
+      const r = await s.volumes.expand(a.volume.volumeId, 400 * MiB, scope);
       const u = await s.filesystems.usage(mountPoint);
       say(
         `capacity ${formatBytes(r.status.volume.capacityBytes)}; filesystem size now ${formatBytes(u.totalBytes)}`,
@@ -175,6 +177,7 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
           allowEmptyLiveSet: false,
           policy: { ownerId: opts.ownerId, minAgeMs: GRACE_MS, maxDeletions: 10, dryRun: !apply },
           nowMs: opts.now(),
+          vgNames: scope.vgNames,
         });
         for (const e of plan.entries) say(`${e.device}: ${e.action} (rule ${e.rule}): ${e.reason}`);
         if (apply) {
@@ -189,7 +192,7 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
         }
       });
     }
-    const remaining = await s.volumes.list(vgName);
+    const remaining = await s.volumes.list(scope);
     say(`volumes left: ${remaining.map((v) => v.name ?? v.volume.lvName).join(', ')}`);
   } catch (error) {
     failure = error;

@@ -11,6 +11,7 @@ import type { Command } from 'commander';
 import { ReportedFailure } from '../errors.js';
 import { progress, renderTable, writeJson, type Io } from '../output.js';
 import type { CommandContext } from '../program.js';
+import { describeScope } from '../scope.js';
 import { formatDuration, parseDuration } from '../quantity.js';
 
 interface GcOptions {
@@ -19,6 +20,7 @@ interface GcOptions {
   maxDelete: string;
   apply: boolean;
   allowEmptyLiveSet: boolean;
+  vg?: string;
 }
 
 /** `lvstamp gc`: plan (and with --apply, carry out) the removal of leaked volumes. */
@@ -34,11 +36,17 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
     .option('--max-delete <n>', 'remove at most N devices in this run', '10')
     .option('--apply', 'carry out the plan (default: print it only)', false)
     .option('--allow-empty-live-set', 'accept an empty live set while stamped volumes exist', false)
+    .option(
+      '--vg <vg>',
+      'look only in this volume group (default: those tagged lvstamp or holding lvstamp volumes)',
+    )
     .addHelpText(
       'after',
       '\nA device is removed only when its name has the lvstamp prefix AND its sector-0 header is valid,\n' +
         "matches the name and carries this installation's owner ID, it is not open, not in the live set,\n" +
         'and older than the grace period. Everything else is kept, with the reason printed.\n' +
+        'Only the volume groups named with --vg (or else those tagged lvstamp or holding lvstamp volumes)\n' +
+        "are scanned; inactive LVs with this owner's tags are activated (lvchange --activate y) to read them.\n" +
         '\nThe live set must hold every PV of the driver AND pvc-<uid> of every PVC: a claim being provisioned\n' +
         'has no PV yet, and a node clock that was behind makes its new volume look old (README).\n' +
         '\nExample:\n  lvstamp-gc live-set > live.txt && lvstamp gc --live live.txt --min-age 2h',
@@ -50,19 +58,33 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
         opts.live === undefined ? new Set<string>() : await readLiveSet(ctx, opts.live);
       const gc = ctx.services().gc;
       progress(io, 'taking inventory of volumes and data devices');
-      const { plan } = await gc.plan({
+      const { plan, vgNames, activated } = await gc.plan({
         liveSet,
         allowEmptyLiveSet: opts.allowEmptyLiveSet,
         policy: { ownerId: ctx.globals().ownerId, minAgeMs, maxDeletions, dryRun: !opts.apply },
         nowMs: ctx.deps.now(),
+        ...(opts.vg === undefined ? {} : { vgNames: [opts.vg] }),
       });
+      progress(
+        io,
+        describeScope({ vgNames, source: opts.vg === undefined ? 'discovered' : '--vg' }) +
+          (activated.length > 0 ? `; activated ${activated.join(', ')}` : ''),
+      );
       let outcomes: readonly GcOutcome[] = [];
       if (opts.apply && plan.entries.some((e) => e.action !== 'keep')) {
         progress(io, 'applying the plan (each device re-checked right before it is removed)');
         outcomes = await gc.apply(plan);
       }
       if (ctx.globals().json) {
-        writeJson(io, { dryRun: plan.dryRun, minAgeMs, maxDeletions, plan, outcomes });
+        writeJson(io, {
+          dryRun: plan.dryRun,
+          minAgeMs,
+          maxDeletions,
+          volumeGroups: vgNames,
+          activated,
+          plan,
+          outcomes,
+        });
       } else {
         printPlan(io, plan, minAgeMs, outcomes);
       }

@@ -1,8 +1,23 @@
-import { InvalidArgumentError, isHexId, type VolumeStatus, type WipePolicy } from '@lvstamp/core';
+import {
+  FailedPreconditionError,
+  InvalidArgumentError,
+  isHexId,
+  NotOwnedError,
+  type VolumeStatus,
+  type WipePolicy,
+} from '@lvstamp/core';
 import { Option, type Command } from 'commander';
 import { progress, renderTable, writeJson } from '../output.js';
 import type { CommandContext } from '../program.js';
 import { formatBytes, parseSize } from '../quantity.js';
+import { commandScope } from '../scope.js';
+
+const VG_HELP =
+  'look only in this volume group (default: those tagged lvstamp or holding lvstamp volumes)';
+
+/** What `delete --force-unowned` skips, word for word in its help and its output. */
+export const FORCE_UNOWNED_SKIPS =
+  'the lvstamp tag, the owner tag lvstamp.owner=<owner ID> and the sector-0 header (valid, with the volume ID of the name and this owner)';
 
 /** `lvstamp create|list|inspect|attach|detach|resize|delete`. */
 export function registerVolumeCommands(program: Command, ctx: CommandContext): void {
@@ -28,7 +43,7 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
         vgName,
         ownerId: ctx.globals().ownerId,
       });
-      if (json()) writeJson(io, statusJson(status));
+      if (json()) writeJson(io, { ...statusJson(status), volumeGroups: [vgName] });
       else
         io.stdout.write(
           `volume ${name} ready: id ${status.volume.volumeId}, ${formatBytes(status.volume.capacityBytes)} ` +
@@ -39,11 +54,13 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
   program
     .command('list')
     .description('list lvstamp volumes, including interrupted creates')
-    .option('--vg <vg>', 'only this volume group')
+    .option('--vg <vg>', VG_HELP)
     .action(async (opts: { vg?: string }) => {
-      const list = await ctx.services().volumes.list(opts.vg);
+      const volumes = ctx.services().volumes;
+      const scope = await commandScope(io, volumes, opts.vg);
+      const list = await volumes.list(scope);
       if (json()) {
-        writeJson(io, list.map(statusJson));
+        writeJson(io, { volumeGroups: scope.vgNames, volumes: list.map(statusJson) });
         return;
       }
       io.stdout.write(
@@ -69,8 +86,13 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
       'decode the sector-0 header of a volume (NAME or ID), a block device or an image file',
     )
     .argument('<target>', 'volume name, volume ID, device path or image file')
-    .action(async (target: string) => {
-      const report = await ctx.services().inspector.inspect(target);
+    .option('--vg <vg>', VG_HELP)
+    .action(async (target: string, opts: { vg?: string }) => {
+      const isPath = target.startsWith('/') || target.startsWith('.');
+      const scope = isPath
+        ? { vgNames: [] }
+        : await commandScope(io, ctx.services().volumes, opts.vg);
+      const report = await ctx.services().inspector.inspect(target, scope);
       if (json()) {
         writeJson(io, report);
         return;
@@ -99,10 +121,12 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
     .command('attach')
     .description('create the data device (device-mapper map over the data area) and print its path')
     .argument('<volume>', 'volume name or ID')
-    .action(async (ref: string) => {
+    .option('--vg <vg>', VG_HELP)
+    .action(async (ref: string, opts: { vg?: string }) => {
       const volumes = ctx.services().volumes;
-      const id = await volumes.resolve(ref);
-      const device = await volumes.attach(id);
+      const scope = await commandScope(io, volumes, opts.vg);
+      const id = await volumes.resolve(ref, scope);
+      const device = await volumes.attach(id, { ...scope, ownerId: ctx.globals().ownerId });
       if (json()) writeJson(io, device);
       else io.stdout.write(`${device.path}\n`);
     });
@@ -111,9 +135,11 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
     .command('detach')
     .description('remove the data device of a volume (refused while it is open or mounted)')
     .argument('<volume>', 'volume name or ID')
-    .action(async (ref: string) => {
+    .option('--vg <vg>', VG_HELP)
+    .action(async (ref: string, opts: { vg?: string }) => {
       const volumes = ctx.services().volumes;
-      const id = await volumes.resolve(ref);
+      const scope = await commandScope(io, volumes, opts.vg);
+      const id = await volumes.resolve(ref, scope);
       const result = await volumes.detach(id);
       if (json()) writeJson(io, result);
       else io.stdout.write(result.removed ? `detached ${ref}\n` : `${ref} was not attached\n`);
@@ -124,13 +150,20 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
     .description('grow a volume: the LV, its data device and a mounted filesystem (online)')
     .argument('<volume>', 'volume name or ID')
     .requiredOption('--size <size>', 'new capacity, e.g. 1Gi; volumes only grow')
-    .action(async (ref: string, opts: { size: string }) => {
+    .option('--vg <vg>', VG_HELP)
+    .action(async (ref: string, opts: { size: string; vg?: string }) => {
       const requiredBytes = parseSize(opts.size);
       const volumes = ctx.services().volumes;
-      const id = await volumes.resolve(ref);
-      const before = await volumes.status(id);
+      const scope = await commandScope(io, volumes, opts.vg);
+      const id = await volumes.resolve(ref, scope);
+      const before = await volumes.status(id, scope);
       if (before.volume.capacityBytes >= requiredBytes) {
-        if (json()) writeJson(io, { ...statusJson(before), filesystemGrown: null });
+        if (json())
+          writeJson(io, {
+            ...statusJson(before),
+            filesystemGrown: null,
+            volumeGroups: scope.vgNames,
+          });
         else
           io.stdout.write(
             `${ref} already has capacity ${formatBytes(before.volume.capacityBytes)} ≥ ${formatBytes(requiredBytes)}; ` +
@@ -139,9 +172,16 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
         return;
       }
       progress(io, `growing ${ref} to ${formatBytes(requiredBytes)}`);
-      const result = await volumes.expand(id, requiredBytes);
+      const result = await volumes.expand(id, requiredBytes, {
+        ...scope,
+        ownerId: ctx.globals().ownerId,
+      });
       if (json())
-        writeJson(io, { ...statusJson(result.status), filesystemGrown: result.filesystemGrown });
+        writeJson(io, {
+          ...statusJson(result.status),
+          filesystemGrown: result.filesystemGrown,
+          volumeGroups: scope.vgNames,
+        });
       else
         io.stdout.write(
           `${ref}: capacity ${formatBytes(result.status.volume.capacityBytes)}` +
@@ -153,7 +193,7 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
   program
     .command('delete')
     .description(
-      'delete a volume: its data device and LV (refused while open); deleting twice succeeds',
+      "delete a volume: its data device and LV (refused while open, or when the LV does not prove it is this owner's); deleting twice succeeds",
     )
     .argument('<volume>', 'volume name or ID')
     .addOption(
@@ -161,15 +201,50 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
         .choices(['none', 'discard', 'zero'])
         .default('none'),
     )
-    .action(async (ref: string, opts: { wipe: WipePolicy }) => {
+    .option('--vg <vg>', VG_HELP)
+    .option(
+      '--force-unowned',
+      `delete even when the LV does not prove it is this owner's: skips the checks of ${FORCE_UNOWNED_SKIPS}; never the volume group scope, the lvstamp_ name or the "not open" check`,
+      false,
+    )
+    .addHelpText(
+      'after',
+      '\nBefore removing, every LV of the volume must carry the lvstamp tag and lvstamp.owner=<owner ID>,\n' +
+        'and the finished LV a valid header with its volume ID and this owner (an lvstamp_new_ leftover of\n' +
+        'an interrupted create has no header yet: tags only). A failed check removes nothing and exits 1.',
+    )
+    .action(async (ref: string, opts: { wipe: WipePolicy; vg?: string; forceUnowned: boolean }) => {
       const volumes = ctx.services().volumes;
-      const id = await volumes.resolve(ref);
+      const scope = await commandScope(io, volumes, opts.vg);
+      const id = await volumes.resolve(ref, scope);
+      if (opts.forceUnowned) progress(io, `--force-unowned: not checking ${FORCE_UNOWNED_SKIPS}`);
       progress(io, `deleting ${ref}`);
-      const result = await volumes.delete(id, { wipe: opts.wipe });
-      if (json()) writeJson(io, { volumeId: id, ...result });
+      const result = await volumes
+        .delete(
+          id,
+          { ...scope, ownerId: ctx.globals().ownerId },
+          { wipe: opts.wipe, forceUnowned: opts.forceUnowned },
+        )
+        .catch((error: unknown) => {
+          if (error instanceof NotOwnedError) {
+            throw new FailedPreconditionError(
+              `${error.message} (lvstamp delete --force-unowned skips these checks)`,
+            );
+          }
+          throw error;
+        });
+      if (json())
+        writeJson(io, {
+          volumeId: id,
+          ...result,
+          volumeGroups: scope.vgNames,
+          skippedChecks: opts.forceUnowned ? FORCE_UNOWNED_SKIPS : null,
+        });
       else
         io.stdout.write(
-          result.existed ? `deleted ${ref}\n` : `${ref} did not exist (nothing to do)\n`,
+          (result.existed ? `deleted ${ref}` : `${ref} did not exist (nothing to do)`) +
+            (opts.forceUnowned ? ` (--force-unowned: not checked: ${FORCE_UNOWNED_SKIPS})` : '') +
+            '\n',
         );
     });
 }

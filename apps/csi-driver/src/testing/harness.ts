@@ -89,6 +89,8 @@ export class FakeCore implements DriverCore {
   createGate: Promise<void> | null = null;
   /** Thrown by the next call of the named method. */
   failNext = new Map<string, Error>();
+  /** The scope (volume groups and owner) each call that takes one received, in order. */
+  readonly scopes: unknown[] = [];
 
   #maybeFail(method: string): void {
     const error = this.failNext.get(method);
@@ -116,13 +118,15 @@ export class FakeCore implements DriverCore {
   }
 
   readonly volumes: DriverCore['volumes'] = {
-    status: (volumeId) => {
+    status: (volumeId, scope) => {
+      this.scopes.push(scope);
       const entry = this.store.get(volumeId);
       if (entry === undefined)
         return Promise.reject(new NotFoundError(`volume ${volumeId} does not exist`));
       return Promise.resolve(this.#status(entry.volume));
     },
-    attach: (volumeId) => {
+    attach: (volumeId, scope) => {
+      this.scopes.push(scope);
       // as the core: the volume is looked up first, an unknown one is NotFoundError
       if (!this.store.has(volumeId))
         return Promise.reject(new NotFoundError(`volume ${volumeId} does not exist`));
@@ -135,7 +139,8 @@ export class FakeCore implements DriverCore {
       this.calls.push(['detach', volumeId]);
       return Promise.resolve({ removed: this.devices.delete(volumeId) });
     },
-    expand: (volumeId, requiredBytes, options) => {
+    expand: (volumeId, requiredBytes, scope, options) => {
+      this.scopes.push(scope);
       this.calls.push(['expand', volumeId, requiredBytes, options]);
       const entry = this.store.get(volumeId);
       if (entry === undefined)
@@ -144,7 +149,8 @@ export class FakeCore implements DriverCore {
       entry.volume = { ...entry.volume, capacityBytes, sizeBytes: capacityBytes + MIB };
       return Promise.resolve({ status: this.#status(entry.volume), filesystemGrown: null });
     },
-    delete: (volumeId, options) => {
+    delete: (volumeId, scope, options) => {
+      this.scopes.push(scope);
       this.calls.push(['delete', volumeId, options]);
       this.#maybeFail('delete');
       return Promise.resolve({ existed: this.store.delete(volumeId) });
@@ -198,11 +204,20 @@ export class FakeCore implements DriverCore {
         maximumVolumeBytes: vg.freeBytes - MIB,
       });
     },
-    findVolume: (volumeId) => {
+    // As the core: only the scope's volume groups are searched.
+    findVolume: (volumeId, scope) => {
       this.#maybeFail('findVolume');
-      return Promise.resolve(this.store.get(volumeId)?.volume ?? null);
+      const volume = this.store.get(volumeId)?.volume;
+      return Promise.resolve(
+        volume !== undefined && scope.vgNames.includes(volume.vgName) ? volume : null,
+      );
     },
-    listVolumes: () => Promise.resolve([...this.store.values()].map((e) => e.volume)),
+    listVolumes: (scope) =>
+      Promise.resolve(
+        [...this.store.values()]
+          .map((e) => e.volume)
+          .filter((v) => scope.vgNames.includes(v.vgName)),
+      ),
   };
 
   readonly filesystems: DriverCore['filesystems'] = {

@@ -99,7 +99,11 @@ export class FakeNode {
   ports(): GcExecutorPorts {
     return {
       lvm: {
-        listVolumes: () => Promise.resolve([...this.volumes]),
+        listVolumes: (scope) =>
+          Promise.resolve(this.volumes.filter((v) => scope.vgNames.includes(v.vgName))),
+        // The fake's volumes live in vg0 and are all active.
+        discoverVolumeGroups: () => Promise.resolve(['vg0']),
+        activateOwnedVolumes: () => Promise.resolve([]),
         removeLogicalVolume: (ref: LvRef) => {
           if (!this.#lockHeld)
             return Promise.reject(new Error('removeLogicalVolume without the host lock'));

@@ -19,6 +19,7 @@ import type { GcOutcome, GcPlan } from './types.js';
 
 const OWNER = '0123456789abcdef0123456789abcdef';
 const NOW = Date.parse('2025-06-01T12:00:00.000Z');
+const SCOPE = { vgNames: ['vg0'] };
 const HOUR = 3_600_000;
 const ORPHAN = 'a'.repeat(32); // old, stamped, attached, not live
 const NEW = 'b'.repeat(32); // interrupted create: no header, owner tag
@@ -96,12 +97,20 @@ class FakeNode {
 
   readonly ports: GcExecutorPorts = {
     lvm: {
-      listVolumes: () => this.step('listVolumes', () => [...this.volumes]),
+      listVolumes: (scope) =>
+        this.step(`listVolumes ${scope.vgNames.join(',')}`, () =>
+          this.volumes.filter((v) => scope.vgNames.includes(v.vgName)),
+        ),
+      activateOwnedVolumes: () => this.step('activateOwnedVolumes', () => []),
+      discoverVolumeGroups: () => this.step('discoverVolumeGroups', () => ['vg0']),
       removeLogicalVolume: (ref) =>
-        this.step(`removeLogicalVolume ${ref.vgName}/${ref.lvName} ${ref.lvUuid}`, () => {
-          this.volumes = this.volumes.filter((v) => v.lvUuid !== ref.lvUuid);
-          this.dmMaps = this.dmMaps.filter((m) => m.uuid !== `LVM-${ref.lvUuid}`);
-        }),
+        this.step(
+          `removeLogicalVolume ${ref.vgName}/${ref.lvName} ${ref.lvUuid} ${ref.ownerId}`,
+          () => {
+            this.volumes = this.volumes.filter((v) => v.lvUuid !== ref.lvUuid);
+            this.dmMaps = this.dmMaps.filter((m) => m.uuid !== `LVM-${ref.lvUuid}`);
+          },
+        ),
     },
     headers: {
       readHeader: (path) =>
@@ -170,7 +179,7 @@ async function planned(dryRun = false): Promise<{ node: FakeNode; plan: GcPlan }
   node.addVolume(NEW, true, null);
   node.addVolume(LIVE, false, okHeader(LIVE), true);
   node.addMap(STALE, { major: 7, minor: 3 });
-  const inventory = await takeInventory(node.ports, DEFAULT_NAMING, () => NOW);
+  const inventory = await takeInventory(node.ports, SCOPE, DEFAULT_NAMING, () => NOW);
   const plan = planGc(
     inventory,
     new Set([LIVE]),
@@ -218,16 +227,16 @@ describe('applyGcPlan', () => {
       `remove ${STALE}`,
       'unlock',
       `lock gc: remove volume ${orphanLv}`,
-      'listVolumes',
+      'listVolumes vg0',
       `readHeader /dev/mapper/vg0-lvstamp_${ORPHAN}`,
       'listAll',
-      `removeLogicalVolume ${orphanLv} uuid-lvstamp_${ORPHAN}-1`,
+      `removeLogicalVolume ${orphanLv} uuid-lvstamp_${ORPHAN}-1 ${OWNER}`,
       'unlock',
       `lock gc: remove volume ${newLv}`,
-      'listVolumes',
+      'listVolumes vg0',
       `readHeader /dev/mapper/vg0-lvstamp_new_${NEW}`,
       'listAll',
-      `removeLogicalVolume ${newLv} uuid-lvstamp_new_${NEW}-1`,
+      `removeLogicalVolume ${newLv} uuid-lvstamp_new_${NEW}-1 ${OWNER}`,
       'unlock',
     ]);
     expect(summary(outcomes)).toEqual([
@@ -250,12 +259,12 @@ describe('applyGcPlan', () => {
     const outcomes = await applyGcPlan(volumeOnly, node.ports);
     expect(node.calls).toEqual([
       `lock gc: remove volume ${orphanLv}`,
-      'listVolumes',
+      'listVolumes vg0',
       `readHeader /dev/mapper/vg0-lvstamp_${ORPHAN}`,
       'listAll',
       `table ${ORPHAN}`,
       `remove ${ORPHAN}`,
-      `removeLogicalVolume ${orphanLv} uuid-lvstamp_${ORPHAN}-1`,
+      `removeLogicalVolume ${orphanLv} uuid-lvstamp_${ORPHAN}-1 ${OWNER}`,
       'unlock',
     ]);
     expect(summary(outcomes)).toEqual([
@@ -275,7 +284,7 @@ describe('applyGcPlan', () => {
     ]);
     expect(node.calls).not.toContain(`remove ${ORPHAN}`);
     expect(node.calls.filter((c) => c.startsWith('removeLogicalVolume'))).toEqual([
-      `removeLogicalVolume ${newLv} uuid-lvstamp_new_${NEW}-1`,
+      `removeLogicalVolume ${newLv} uuid-lvstamp_new_${NEW}-1 ${OWNER}`,
     ]);
   });
 
@@ -284,7 +293,9 @@ describe('applyGcPlan', () => {
     node.setOpen(`vg0-lvstamp_new_${NEW}`, 1);
     const outcomes = await applyGcPlan(plan, node.ports);
     expect(summary(outcomes)[3]).toBe(`${newLv}: skipped: LV ${newLv} is open now (open count 1)`);
-    expect(node.calls).not.toContain(`removeLogicalVolume ${newLv} uuid-lvstamp_new_${NEW}-1`);
+    expect(node.calls).not.toContain(
+      `removeLogicalVolume ${newLv} uuid-lvstamp_new_${NEW}-1 ${OWNER}`,
+    );
   });
 
   it('skips an LV that was recreated with another lv_uuid', async () => {
@@ -379,7 +390,7 @@ describe('applyGcPlan', () => {
       stdout: '',
       stderr: `Logical volume ${orphanLv} contains a filesystem in use.`,
     });
-    node.failures.set(`removeLogicalVolume ${orphanLv} uuid-lvstamp_${ORPHAN}-1`, failure);
+    node.failures.set(`removeLogicalVolume ${orphanLv} uuid-lvstamp_${ORPHAN}-1 ${OWNER}`, failure);
     const outcomes = await applyGcPlan(plan, node.ports);
     expect(summary(outcomes).slice(2)).toEqual([
       `${orphanLv}: failed: lvremove --yes ${orphanLv} exited 5: Logical volume ${orphanLv} contains a filesystem in use.`,
@@ -429,7 +440,7 @@ describe('applyGcPlan', () => {
     const node = new FakeNode();
     node.addVolume(NEW, false, okHeader(NEW), true); // lvstamp_<id>, attached, live
     node.addVolume(NEW, true, null); // a leftover lvstamp_new_<id>
-    const inventory = await takeInventory(node.ports, DEFAULT_NAMING, () => NOW);
+    const inventory = await takeInventory(node.ports, SCOPE, DEFAULT_NAMING, () => NOW);
     const plan = planGc(
       inventory,
       new Set(),

@@ -33,7 +33,8 @@ export interface GcApplyOptions {
  *   still not stamped and still tagged with the owner); it is not open
  *   besides its own data device, and that data device is not open → remove
  *   the data device `lvstamp-<id>` when it targets this LV, then
- *   `lvm.removeLogicalVolume({vgName, lvName, lvUuid})`.
+ *   `lvm.removeLogicalVolume({vgName, lvName, lvUuid, ownerId})`, which
+ *   re-checks the lvstamp tag and the owner tag.
  * Whether the volume is still not live is the caller's concern.
  *
  * A changed device is `skipped` with the reason. Any thrown error (lock
@@ -103,7 +104,8 @@ async function removeVolume(
   entry: GcVolumeEntry,
   ports: GcExecutorPorts,
 ): Promise<Step> {
-  const lv = (await ports.lvm.listVolumes()).find(
+  // The plan's own volume group is the whole scope of this re-check.
+  const lv = (await ports.lvm.listVolumes({ vgNames: [entry.vgName] })).find(
     (v) => v.vgName === entry.vgName && v.lvName === entry.lvName,
   );
   if (lv === undefined) return skipped(`LV ${entry.device} no longer exists`);
@@ -156,7 +158,12 @@ async function removeVolume(
   }
 
   if (ownMap !== null) await ports.devices.remove(entry.volumeId);
-  await ports.lvm.removeLogicalVolume({ vgName: lv.vgName, lvName: lv.lvName, lvUuid: lv.lvUuid });
+  await ports.lvm.removeLogicalVolume({
+    vgName: lv.vgName,
+    lvName: lv.lvName,
+    lvUuid: lv.lvUuid,
+    ownerId: plan.ownerId,
+  });
   return {
     outcome: 'removed',
     detail:

@@ -25,6 +25,7 @@ const NODE = JSON.parse(
 
 const OWNER = '0123456789abcdef0123456789abcdef';
 const NOW = Date.parse('2025-06-01T12:00:00.000Z');
+const SCOPE = { vgNames: ['vg0'] };
 const ATTACHED = 'd4474bdba216931568549c19afdc2dc8';
 const INACTIVE = 'd788625e0724821518e3e4af9d567e2f';
 const UNREADABLE = 'f04e50c6c822bc74a77bbf16fac02405';
@@ -68,7 +69,7 @@ function fakePorts(node: NodePorts = NODE) {
 describe('takeInventory', () => {
   it('lists every prefixed LV and LVSTAMP- map with header, open counts and targets', async () => {
     const { ports, calls } = fakePorts();
-    const inventory = await takeInventory(ports, DEFAULT_NAMING, () => NOW);
+    const inventory = await takeInventory(ports, SCOPE, DEFAULT_NAMING, () => NOW);
 
     expect(calls).toEqual([
       'listVolumes',
@@ -186,7 +187,7 @@ describe('takeInventory', () => {
   });
 
   it('feeds a plan that a person can check device by device', async () => {
-    const inventory = await takeInventory(fakePorts().ports, DEFAULT_NAMING, () => NOW);
+    const inventory = await takeInventory(fakePorts().ports, SCOPE, DEFAULT_NAMING, () => NOW);
     const plan = planGc(
       inventory,
       new Set([ATTACHED]),
@@ -218,7 +219,7 @@ describe('takeInventory', () => {
         m.major === 253 && m.minor === 3 ? { ...m, name: 'renamed', openCount: 2 } : m,
       ),
     };
-    const inventory = await takeInventory(fakePorts(node).ports, DEFAULT_NAMING, () => NOW);
+    const inventory = await takeInventory(fakePorts(node).ports, SCOPE, DEFAULT_NAMING, () => NOW);
     expect(inventory.volumes.find((v) => v.volumeId === ATTACHED)?.openCount).toBe(1);
   });
 
@@ -227,7 +228,7 @@ describe('takeInventory', () => {
       ...NODE,
       dmMaps: NODE.dmMaps.filter((m) => !(m.major === 253 && m.minor === 4)),
     };
-    const inventory = await takeInventory(fakePorts(node).ports, DEFAULT_NAMING, () => NOW);
+    const inventory = await takeInventory(fakePorts(node).ports, SCOPE, DEFAULT_NAMING, () => NOW);
     expect(inventory.volumes.find((v) => v.volumeId === UNREADABLE)?.openCount).toBeNull();
   });
 
@@ -238,7 +239,7 @@ describe('takeInventory', () => {
         m.major === 253 && m.minor === 3 ? { ...m, openCount: 0 } : m,
       ),
     };
-    const inventory = await takeInventory(fakePorts(node).ports, DEFAULT_NAMING, () => NOW);
+    const inventory = await takeInventory(fakePorts(node).ports, SCOPE, DEFAULT_NAMING, () => NOW);
     expect(inventory.volumes.find((v) => v.volumeId === ATTACHED)?.openCount).toBeNull();
   });
 
@@ -250,7 +251,7 @@ describe('takeInventory', () => {
         .map((v) => ({ ...v, dmPath: null })),
     };
     const { ports, calls } = fakePorts(node);
-    const inventory = await takeInventory(ports, DEFAULT_NAMING, () => NOW);
+    const inventory = await takeInventory(ports, SCOPE, DEFAULT_NAMING, () => NOW);
     expect(inventory.volumes[0]?.header).toEqual({
       status: 'unreadable',
       reason: 'lvm reported no device path for the active LV',
@@ -271,7 +272,7 @@ describe('takeInventory', () => {
       ...ports,
       lvm: { listVolumes: () => Promise.reject(failure) },
     };
-    await expect(takeInventory(broken, DEFAULT_NAMING, () => NOW)).rejects.toBe(failure);
+    await expect(takeInventory(broken, SCOPE, DEFAULT_NAMING, () => NOW)).rejects.toBe(failure);
     expect(calls).toEqual([]);
   });
 
@@ -281,7 +282,7 @@ describe('takeInventory', () => {
       ...ports,
       devices: { ...ports.devices, listAll: () => Promise.reject(failure) },
     };
-    await expect(takeInventory(broken, DEFAULT_NAMING, () => NOW)).rejects.toBe(failure);
+    await expect(takeInventory(broken, SCOPE, DEFAULT_NAMING, () => NOW)).rejects.toBe(failure);
   });
 
   it('propagates a failed table read', async () => {
@@ -290,13 +291,13 @@ describe('takeInventory', () => {
       ...ports,
       devices: { ...ports.devices, tables: () => Promise.reject(failure) },
     };
-    await expect(takeInventory(broken, DEFAULT_NAMING, () => NOW)).rejects.toBe(failure);
+    await expect(takeInventory(broken, SCOPE, DEFAULT_NAMING, () => NOW)).rejects.toBe(failure);
   });
 
   it('uses the configured UUID prefix', async () => {
     const naming = { ...DEFAULT_NAMING, dmUuidPrefix: 'OTHER-' };
     const { ports, calls } = fakePorts();
-    const inventory = await takeInventory(ports, naming, () => NOW);
+    const inventory = await takeInventory(ports, SCOPE, naming, () => NOW);
     expect(inventory.maps).toEqual([]);
     expect(calls.filter((c) => c.startsWith('tables'))).toEqual(['tables ']);
   });
@@ -361,6 +362,7 @@ describe('takeInventory: commands started', () => {
           readHeader: () => Promise.resolve({ status: 'not-stamped', reason: 'magic absent' }),
         },
       },
+      SCOPE,
       DEFAULT_NAMING,
       () => NOW,
     );

@@ -1,5 +1,5 @@
 import type { DeviceNumber, DmMap } from '../device/types.js';
-import type { Volume } from '../lvm/types.js';
+import type { VgScope, Volume } from '../lvm/types.js';
 import { DEFAULT_NAMING, parseDmUuid, type Naming } from '../naming.js';
 import type { GcHeaderPort, GcInventoryPorts, GcLinearTarget } from './ports.js';
 import { compareText, describeError, kernelNumber, lvDevice, numberKey } from './util.js';
@@ -7,12 +7,13 @@ import type { Inventory, InventoryHeader, InventoryMap, InventoryVolume } from '
 
 /**
  * Takes the GC inventory of this node (DESIGN.md §6): every LV with the
- * lvstamp prefix (finished and `lvstamp_new_*`) with its decoded header,
+ * lvstamp prefix (finished and `lvstamp_new_*`) in the scope's volume
+ * groups (never any other, DESIGN.md §2.3) with its decoded header,
  * size, lvm creation time and effective open count, and every
  * device-mapper map whose UUID starts with `naming.dmUuidPrefix`, with its
  * open count and linear target.
  *
- * Calls, in order: `lvm.listVolumes()`, `devices.listAll()`, one
+ * Calls, in order: `lvm.listVolumes(scope)`, `devices.listAll()`, one
  * `devices.tables(ids)` for the volume IDs of every lvstamp map (so the
  * commands started do not grow with the number of maps: one `lvs`, one
  * `dmsetup info`, one `dmsetup table`), then `headers.readHeader(lv.dmPath)`
@@ -28,11 +29,12 @@ import type { Inventory, InventoryHeader, InventoryMap, InventoryVolume } from '
  */
 export async function takeInventory(
   ports: GcInventoryPorts,
+  scope: VgScope,
   naming: Naming = DEFAULT_NAMING,
   clock: () => number = Date.now,
 ): Promise<Inventory> {
   const takenAtMs = clock();
-  const lvs = await ports.lvm.listVolumes();
+  const lvs = await ports.lvm.listVolumes(scope);
   const dmMaps = await ports.devices.listAll();
 
   const lvByNumber = new Map<string, Volume>();

@@ -6,17 +6,30 @@
  */
 import type { DecodeResult } from '../header/types.js';
 import type { DmMap } from '../device/types.js';
-import type { Volume } from '../lvm/types.js';
+import type { VgScope, Volume, VolumeScope } from '../lvm/types.js';
 
 /** Lists lvstamp volumes (LvmManager). */
 export interface GcLvmPort {
   /**
    * Every LV whose name carries the lvstamp prefix, finished and
-   * `lvstamp_new_*`, in every volume group lvstamp uses: one `lvs` report.
-   * Throws (CommandFailedError, UnparseableOutputError, …) when lvm fails; a
-   * failure is never an empty list.
+   * `lvstamp_new_*`, in the scope's volume groups only (DESIGN.md §2.3).
+   * Throws (CommandFailedError, UnparseableOutputError, FailedPrecondition-
+   * Error for two VGs of one name, …) when lvm fails; a failure is never an
+   * empty list.
    */
-  listVolumes(): Promise<readonly Volume[]>;
+  listVolumes(scope: VgScope): Promise<readonly Volume[]>;
+}
+
+/** Activates this owner's inactive volumes and finds the volume groups to scan (LvmManager). */
+export interface GcScopePort {
+  /**
+   * Activates each inactive lvstamp LV of the scope that carries the lvstamp
+   * tag and this owner's tag (`lvchange --activate y <vg>/<lv>` under the
+   * host lock), so that its header can be read; returns `vg/lv` of each.
+   */
+  activateOwnedVolumes(scope: VolumeScope): Promise<readonly string[]>;
+  /** Volume groups tagged `lvstamp` or holding lvstamp-tagged LVs. */
+  discoverVolumeGroups(): Promise<readonly string[]>;
 }
 
 /** Identifies one LV exactly, for removal. */
@@ -25,6 +38,8 @@ export interface LvRef {
   readonly lvName: string;
   /** lvm's `lv_uuid`; the remover must act on this LV only (e.g. `lvremove -S lv_uuid=…`). */
   readonly lvUuid: string;
+  /** The LV must carry the lvstamp tag and `lvstamp.owner=<ownerId>` (DESIGN.md §2.3). */
+  readonly ownerId: string;
 }
 
 /** Removes one LV (LvmManager or an adapter over it). */
@@ -32,7 +47,9 @@ export interface GcLvRemoverPort {
   /**
    * Removes exactly the LV `ref` names (`lvremove --yes`), nothing else: not
    * the data device map (the executor removes it first), not another LV with
-   * the same volume ID. Throws CommandFailedError on failure.
+   * the same volume ID. Re-checks its uuid, name and tags first. Throws
+   * CommandFailedError on failure, FailedPreconditionError when a re-check
+   * fails.
    */
   removeLogicalVolume(ref: LvRef): Promise<void>;
 }
@@ -103,7 +120,7 @@ export interface GcInventoryPorts {
 
 /** What `applyGcPlan` reads and changes. */
 export interface GcExecutorPorts {
-  readonly lvm: GcLvmPort & GcLvRemoverPort;
+  readonly lvm: GcLvmPort & GcLvRemoverPort & GcScopePort;
   readonly headers: GcHeaderPort;
   readonly devices: GcDevicePort & GcDeviceRemoverPort;
   readonly hostLock: GcHostLockPort;

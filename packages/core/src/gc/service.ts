@@ -19,6 +19,11 @@ export interface GcPlanRequest {
   readonly policy: GcPolicy;
   /** Unix milliseconds. */
   readonly nowMs: number;
+  /**
+   * The volume groups to scan (DESIGN.md §2.3); default: those tagged
+   * `lvstamp` or holding lvstamp-tagged LVs (`discoverVolumeGroups`).
+   */
+  readonly vgNames?: readonly string[];
 }
 
 /**
@@ -38,13 +43,26 @@ export class GcService {
   }
 
   /**
-   * Takes the inventory and plans. Changes nothing.
+   * Activates this owner's inactive volumes of the scope (their headers must
+   * be read; `activateOwnedVolumes`), takes the inventory and plans. Removes
+   * nothing.
+   * @returns also the volume groups scanned and the LVs activated.
    * @throws FailedPreconditionError for an empty live set while stamped
    *   volumes exist (unless allowed); InvalidArgumentError for a bad policy;
    *   any inventory failure (an lvm or dmsetup error aborts the run).
    */
-  async plan(request: GcPlanRequest): Promise<{ inventory: Inventory; plan: GcPlan }> {
-    const inventory = await takeInventory(this.#ports, this.#naming, this.#clock);
+  async plan(request: GcPlanRequest): Promise<{
+    inventory: Inventory;
+    plan: GcPlan;
+    vgNames: readonly string[];
+    activated: readonly string[];
+  }> {
+    const vgNames = request.vgNames ?? (await this.#ports.lvm.discoverVolumeGroups());
+    const activated = await this.#ports.lvm.activateOwnedVolumes({
+      vgNames,
+      ownerId: request.policy.ownerId,
+    });
+    const inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
     const stamped = inventory.volumes.filter((v) => v.header.status === 'ok').length;
     if (request.liveSet.size === 0 && stamped > 0 && !request.allowEmptyLiveSet) {
       throw new FailedPreconditionError(
@@ -52,7 +70,8 @@ export class GcService {
           '(an empty list is more often a failed one); allow it explicitly if nothing is really in use',
       );
     }
-    return { inventory, plan: planGc(inventory, request.liveSet, request.policy, request.nowMs) };
+    const plan = planGc(inventory, request.liveSet, request.policy, request.nowMs);
+    return { inventory, plan, vgNames, activated };
   }
 
   /** Applies a plan (nothing when it is a dry run); one outcome per removal. */

@@ -8,6 +8,7 @@ import {
   CommandTimeoutError,
   FailedPreconditionError,
   InvalidArgumentError,
+  NotOwnedError,
   OutOfRangeError,
   NotFoundError,
   OutOfSpaceError,
@@ -60,8 +61,31 @@ const sharedVgStep = (vg: string): ReplayStep => ({
   argv: ['vgs', '--shared', ...VGS.slice(1), '-S', `vg_name="${vg}"`],
   stdoutFile: 'lvm/vgs-empty.json',
 });
-const lookupStep = (id: string, file: string, extra: Partial<ReplayStep> = {}): ReplayStep => ({
-  argv: [...LVS, '-S', `lv_name="lvstamp_${id}" || lv_name="lvstamp_new_${id}"`],
+// The scope of most tests: both VGs the fixtures use (DESIGN.md §2.3: never every VG).
+const SCOPE_VGS = ['vg0', 'vg-data'];
+const SCOPE = { vgNames: SCOPE_VGS, ownerId: OWNER };
+const inScope = (vgNames: readonly string[]): string =>
+  vgNames.map((vg) => `vg_name="${vg}"`).join(' || ');
+const scopeStep = (
+  file = 'vgs-two.json',
+  vgNames: readonly string[] = SCOPE_VGS,
+  extra: Partial<ReplayStep> = {},
+): ReplayStep => ({
+  argv: [...VGS, '-S', inScope(vgNames)],
+  stdoutFile: `lvm/${file}`,
+  ...extra,
+});
+const lookupStep = (
+  id: string,
+  file: string,
+  extra: Partial<ReplayStep> = {},
+  vgNames: readonly string[] = SCOPE_VGS,
+): ReplayStep => ({
+  argv: [
+    ...LVS,
+    '-S',
+    `(${inScope(vgNames)}) && (lv_name="lvstamp_${id}" || lv_name="lvstamp_new_${id}")`,
+  ],
   stdoutFile: `lvm/${file}`,
   ...extra,
 });
@@ -69,10 +93,17 @@ const readBackStep = (vg: string, lv: string, file: string): ReplayStep => ({
   argv: [...LVS, '-S', `lv_name="${lv}"`, vg],
   stdoutFile: `lvm/${file}`,
 });
-const listStep = (file: string, vg?: string, extra: Partial<ReplayStep> = {}): ReplayStep => ({
-  argv: [...LVS, '-S', 'lv_name=~"^lvstamp_"', ...(vg === undefined ? [] : [vg])],
+const listStep = (
+  file: string,
+  vgNames: readonly string[] = SCOPE_VGS,
+  extra: Partial<ReplayStep> = {},
+): ReplayStep => ({
+  argv: [...LVS, '-S', `(${inScope(vgNames)}) && (lv_name=~"^lvstamp_")`],
   stdoutFile: `lvm/${file}`,
   ...extra,
+});
+const activateStep = (vg: string, lv: string): ReplayStep => ({
+  argv: ['lvchange', '--activate', 'y', `${vg}/${lv}`],
 });
 const lvcreateArgv = (id: string, bytes: number, vg = 'vg0'): string[] => [
   'lvcreate',
@@ -129,9 +160,15 @@ class FakeHeaderIo implements HeaderIo {
   }
 }
 
+const DEL_PATH = `/dev/mapper/vg--data-lvstamp_${ID_DEL}`;
+const GROW_PATH = `/dev/mapper/vg0-lvstamp_${ID_GROW}`;
+
 function setup(steps: ReplayStep[], hostRoot = '/nonexistent-host-root') {
   const runner = new ReplayRunner(steps);
   const headerIo = new FakeHeaderIo();
+  // The delete and expand fixtures' LVs carry valid headers unless a test says otherwise.
+  headerIo.headers.set(DEL_PATH, okHeader('pvc-del', ID_DEL));
+  headerIo.headers.set(GROW_PATH, okHeader('pvc-grow', ID_GROW));
   const hostLock = new NoopHostLock();
   const warnings: [string, unknown][] = [];
   const manager = new LvmManager({
@@ -171,8 +208,8 @@ function okHeader(name: string, volumeId: string, ownerId = OWNER): DecodeResult
 
 describe('inputs that broke other LVM tools', () => {
   it('1. an inactive LV with lv_kernel_major/minor "-1" is listed as inactive, never as device -1', async () => {
-    const { runner, manager } = setup([listStep('lvs-inactive.json')]);
-    const volumes = await manager.listVolumes();
+    const { runner, manager } = setup([scopeStep(), listStep('lvs-inactive.json')]);
+    const volumes = await manager.listVolumes(SCOPE);
     runner.assertDone();
     expect(volumes.map((v) => [v.lvName, v.active, v.open, v.kernelMajor, v.kernelMinor])).toEqual([
       [`lvstamp_${ID_INACTIVE}`, false, false, null, null],
@@ -188,28 +225,34 @@ describe('inputs that broke other LVM tools', () => {
   it('2a. a warning on stderr with exit 0 and valid JSON: success, and the warning is logged', async () => {
     const stderr =
       '  WARNING: Device /dev/sdb has size of 62914560 sectors which is smaller than corresponding PV size.\n';
-    const { manager, warnings } = setup([listStep('lvs-203-final.json', undefined, { stderr })]);
-    const volumes = await manager.listVolumes();
+    const { manager, warnings } = setup([
+      scopeStep(),
+      listStep('lvs-203-final.json', undefined, { stderr }),
+    ]);
+    const volumes = await manager.listVolumes(SCOPE);
     expect(volumes.map((v) => v.volumeId)).toEqual([ID_203]);
     expect(warnings).toEqual([
       [
         'command succeeded with output on stderr',
-        { argv: [...LVS, '-S', 'lv_name=~"^lvstamp_"'], stderr },
+        { argv: [...LVS, '-S', `(${inScope(SCOPE_VGS)}) && (lv_name=~"^lvstamp_")`], stderr },
       ],
     ]);
   });
 
   it('2b. a notice line on stdout inside the report is UnparseableOutputError, never an empty list', async () => {
-    const { manager } = setup([listStep('lvs-archive-notice.json')]);
-    const error = await caught(manager.listVolumes());
+    const { manager } = setup([scopeStep(), listStep('lvs-archive-notice.json')]);
+    const error = await caught(manager.listVolumes(SCOPE));
     expect(error).toBeInstanceOf(UnparseableOutputError);
     expect((error as Error).message).toMatch(/stdout is not one JSON document/);
   });
 
   it('3. lvs exit 5 with a valid empty report and "Global lock failed" is an error, not "no volumes"', async () => {
     const stderr = '  Global lock failed: check that global lockspace is started\n';
-    const { manager } = setup([listStep('lvs-empty.json', undefined, { exitCode: 5, stderr })]);
-    const error = await caught(manager.listVolumes());
+    const { manager } = setup([
+      scopeStep(),
+      listStep('lvs-empty.json', undefined, { exitCode: 5, stderr }),
+    ]);
+    const error = await caught(manager.listVolumes(SCOPE));
     expect(error).toBeInstanceOf(CommandFailedError);
     expect(error).not.toBeInstanceOf(UnparseableOutputError);
     expect(error).toMatchObject({ exitCode: 5, stderr });
@@ -227,8 +270,11 @@ describe('inputs that broke other LVM tools', () => {
   });
 
   it('4. a listing with per-segment rows returns the LV once, its size not doubled', async () => {
-    const { manager } = setup([listStep('lvs-per-segment.json', 'vg0')]);
-    const volumes = await manager.listVolumes({ vgName: 'vg0' });
+    const { manager } = setup([
+      scopeStep('vgs-one.json', ['vg0']),
+      listStep('lvs-per-segment.json', ['vg0']),
+    ]);
+    const volumes = await manager.listVolumes({ vgNames: ['vg0'] });
     expect(volumes).toHaveLength(1);
     expect(volumes[0]).toMatchObject({
       volumeId: ID_SEG,
@@ -244,8 +290,8 @@ describe('inputs that broke other LVM tools', () => {
     ['lvs-size-empty.json', ''],
     ['lvs-size-float.json', '1.5e9'],
   ])('5. size %s ("%s") is a typed parse error naming field and value', async (file, value) => {
-    const { manager } = setup([listStep(file)]);
-    const error = await caught(manager.listVolumes());
+    const { manager } = setup([scopeStep(), listStep(file)]);
+    const error = await caught(manager.listVolumes(SCOPE));
     expect(error).toBeInstanceOf(UnparseableOutputError);
     expect((error as Error).message).toContain(
       `field lv_size = "${value}" is not a plain byte count`,
@@ -253,8 +299,8 @@ describe('inputs that broke other LVM tools', () => {
   });
 
   it('5b. a size beyond 2^53 is a typed parse error, not a rounded number', async () => {
-    const { manager } = setup([listStep('lvs-size-huge.json')]);
-    const error = await caught(manager.listVolumes());
+    const { manager } = setup([scopeStep(), listStep('lvs-size-huge.json')]);
+    const error = await caught(manager.listVolumes(SCOPE));
     expect(error).toBeInstanceOf(UnparseableOutputError);
     expect((error as Error).message).toContain(
       'field lv_size = "18446744073709551616" is not a safe integer',
@@ -262,8 +308,8 @@ describe('inputs that broke other LVM tools', () => {
   });
 
   it('5c. empty optional fields become null, not 0', async () => {
-    const { manager } = setup([listStep('lvs-optional-empty.json')]);
-    const [volume] = await manager.listVolumes();
+    const { manager } = setup([scopeStep(), listStep('lvs-optional-empty.json')]);
+    const [volume] = await manager.listVolumes(SCOPE);
     expect(volume).toMatchObject({
       kernelMajor: null,
       kernelMinor: null,
@@ -276,7 +322,8 @@ describe('inputs that broke other LVM tools', () => {
   it('6. 202 MiB in a VG with 4 MiB extents is a 204 MiB LV with 203 MiB capacity; asking again returns it', async () => {
     const { runner, manager, headerIo, hostLock } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_202, 'lvs-empty.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_202, 'lvs-empty.json', {}, ['vg0']),
       {
         argv: lvcreateArgv(ID_202, 204 * MiB),
         stderr: '  Logical volume "lvstamp_new_d2847872107920e672ceacc67767131e" created.\n',
@@ -285,7 +332,8 @@ describe('inputs that broke other LVM tools', () => {
       renameStep(ID_202),
       // the same request again: one VG check, one look-up, one header read; no lvcreate, no write
       vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_202, 'lvs-202-final.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_202, 'lvs-202-final.json', {}, ['vg0']),
     ]);
     const request = { name: 'pvc-202', requiredBytes: 202 * MiB, vgName: 'vg0', ownerId: OWNER };
     const first = await manager.createVolume(request);
@@ -327,7 +375,8 @@ describe('inputs that broke other LVM tools', () => {
   it('6b. 203 MiB (203 + 1 MiB already whole extents) is a 204 MiB LV reported as 203 MiB capacity', async () => {
     const { runner, manager } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_203, 'lvs-empty.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
       { argv: lvcreateArgv(ID_203, 204 * MiB) },
       readBackStep('vg0', `lvstamp_new_${ID_203}`, 'lvs-203-new.json'),
       renameStep(ID_203),
@@ -345,11 +394,13 @@ describe('inputs that broke other LVM tools', () => {
   it('7. a timed-out lvcreate throws CommandTimeoutError; the retry removes the leftover and converges', async () => {
     const { runner, manager, headerIo } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_203, 'lvs-empty.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
       { argv: lvcreateArgv(ID_203, 204 * MiB), timeout: true },
       // retry
       vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_203, 'lvs-203-leftover.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-203-leftover.json', {}, ['vg0']),
       { argv: ['lvremove', '--yes', `vg0/lvstamp_new_${ID_203}`] },
       { argv: lvcreateArgv(ID_203, 204 * MiB) },
       readBackStep('vg0', `lvstamp_new_${ID_203}`, 'lvs-203-new.json'),
@@ -369,7 +420,8 @@ describe('inputs that broke other LVM tools', () => {
   it('7b. lvcreate runs with --yes and explicit wipe flags, so a "Wipe it? [y/n]" prompt cannot hang', async () => {
     const { runner, manager } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_203, 'lvs-empty.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
       {
         argv: lvcreateArgv(ID_203, 204 * MiB),
         stderr:
@@ -387,7 +439,7 @@ describe('inputs that broke other LVM tools', () => {
     );
     runner.assertDone();
     expect(error).toBeInstanceOf(CommandFailedError);
-    const argv = runner.calls[2]?.argv ?? [];
+    const argv = runner.calls[3]?.argv ?? [];
     expect(argv.slice(0, 8)).toEqual([
       'lvcreate',
       '--yes',
@@ -402,11 +454,12 @@ describe('inputs that broke other LVM tools', () => {
 
   it('8. wipes through the device path lvm reports (dm doubles the hyphen of vg-data), never a built path', async () => {
     const { runner, manager } = setup([
+      scopeStep(),
       lookupStep(ID_DEL, 'lvs-del-final.json'),
       { argv: ['blkdiscard', `/dev/mapper/vg--data-lvstamp_${ID_DEL}`] },
       { argv: ['lvremove', '--yes', `vg-data/lvstamp_${ID_DEL}`] },
     ]);
-    const result = await manager.deleteVolume(ID_DEL, { wipe: 'discard' });
+    const result = await manager.deleteVolume(ID_DEL, SCOPE, { wipe: 'discard' });
     runner.assertDone();
     expect(result).toEqual({ existed: true, removed: [`vg-data/lvstamp_${ID_DEL}`] });
   });
@@ -452,8 +505,8 @@ describe('LvmManager: volume groups', () => {
 
 describe('LvmManager: listing and look-up', () => {
   it('lists volumes of one VG, finished and in-progress, with capacity = size - 1 MiB', async () => {
-    const { runner, manager } = setup([listStep('lvs-del-both.json', 'vg-data')]);
-    const volumes = await manager.listVolumes({ vgName: 'vg-data' });
+    const { runner, manager } = setup([scopeStep(), listStep('lvs-del-both.json')]);
+    const volumes = await manager.listVolumes(SCOPE);
     runner.assertDone();
     expect(volumes.map((v) => [v.lvName, v.volumeId, v.creating, v.capacityBytes])).toEqual([
       [`lvstamp_${ID_DEL}`, ID_DEL, false, 103 * MiB],
@@ -462,34 +515,36 @@ describe('LvmManager: listing and look-up', () => {
   });
 
   it('findVolume searches every VG with one selection and returns null for an empty one', async () => {
-    const { runner, manager } = setup([lookupStep(ID_203, 'lvs-empty.json')]);
-    expect(await manager.findVolume(ID_203)).toBeNull();
+    const { runner, manager } = setup([scopeStep(), lookupStep(ID_203, 'lvs-empty.json')]);
+    expect(await manager.findVolume(ID_203, SCOPE)).toBeNull();
     runner.assertDone();
   });
 
   it('findVolume does not count an interrupted create as the volume', async () => {
-    const { manager } = setup([lookupStep(ID_203, 'lvs-203-leftover.json')]);
-    expect(await manager.findVolume(ID_203)).toBeNull();
+    const { manager } = setup([scopeStep(), lookupStep(ID_203, 'lvs-203-leftover.json')]);
+    expect(await manager.findVolume(ID_203, SCOPE)).toBeNull();
   });
 
   it('getVolume returns the volume, or NotFoundError', async () => {
     const { manager } = setup([
+      scopeStep(),
       lookupStep(ID_203, 'lvs-203-final.json'),
+      scopeStep(),
       lookupStep(ID_203, 'lvs-empty.json'),
     ]);
-    expect(await manager.getVolume(ID_203)).toMatchObject({
+    expect(await manager.getVolume(ID_203, SCOPE)).toMatchObject({
       volumeId: ID_203,
       capacityBytes: 203 * MiB,
     });
-    await expect(manager.getVolume(ID_203)).rejects.toThrow(
+    await expect(manager.getVolume(ID_203, SCOPE)).rejects.toThrow(
       new NotFoundError(`volume ${ID_203} does not exist`),
     );
   });
 
   it('refuses a malformed volume ID', async () => {
     const { runner, manager } = setup([]);
-    await expect(manager.findVolume('ABC')).rejects.toBeInstanceOf(InvalidArgumentError);
-    await expect(manager.findVolume(ID_203.toUpperCase())).rejects.toBeInstanceOf(
+    await expect(manager.findVolume('ABC', SCOPE)).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(manager.findVolume(ID_203.toUpperCase(), SCOPE)).rejects.toBeInstanceOf(
       InvalidArgumentError,
     );
     expect(runner.calls).toEqual([]);
@@ -517,7 +572,8 @@ describe('LvmManager: createVolume', () => {
   it('NotFoundError when the VG does not exist', async () => {
     const { runner, manager } = setup([
       vgStep('vg0', 'vgs-empty.json'),
-      lookupStep(ID_203, 'lvs-empty.json'),
+      scopeStep('vgs-empty.json', ['vg0']),
+      lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
       sharedVgStep('vg0'),
     ]);
     await expect(manager.createVolume(request)).rejects.toBeInstanceOf(NotFoundError);
@@ -527,7 +583,8 @@ describe('LvmManager: createVolume', () => {
   it('AlreadyExistsError when the volume exists with a smaller capacity', async () => {
     const { runner, manager, headerIo } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_203, 'lvs-203-final.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-203-final.json', {}, ['vg0']),
     ]);
     headerIo.headers.set(`/dev/mapper/vg0-lvstamp_${ID_203}`, okHeader('pvc-203', ID_203));
     const error = await caught(manager.createVolume({ ...request, requiredBytes: 300 * MiB }));
@@ -541,7 +598,8 @@ describe('LvmManager: createVolume', () => {
   it('AlreadyExistsError when the existing capacity is above limitBytes', async () => {
     const { manager, headerIo } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_203, 'lvs-203-final.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-203-final.json', {}, ['vg0']),
     ]);
     headerIo.headers.set(`/dev/mapper/vg0-lvstamp_${ID_203}`, okHeader('pvc-203', ID_203));
     await expect(
@@ -552,9 +610,11 @@ describe('LvmManager: createVolume', () => {
   it('AlreadyExistsError when the volume exists in another VG', async () => {
     const { manager, headerIo } = setup([
       vgStep('vg-data', 'vgs-one.json'),
-      lookupStep(ID_203, 'lvs-203-final.json'),
+      scopeStep('vgs-two.json', ['vg-data', 'vg0']),
+      lookupStep(ID_203, 'lvs-203-final.json', {}, ['vg-data', 'vg0']),
     ]);
-    await expect(manager.createVolume({ ...request, vgName: 'vg-data' })).rejects.toThrow(
+    const inVgData = { ...request, vgName: 'vg-data', otherVgNames: ['vg0'] };
+    await expect(manager.createVolume(inVgData)).rejects.toThrow(
       new AlreadyExistsError(
         `volume "pvc-203" (${ID_203}) exists in volume group vg0, not vg-data`,
       ),
@@ -565,7 +625,8 @@ describe('LvmManager: createVolume', () => {
   it('AlreadyExistsError when the existing header names another owner', async () => {
     const { manager, headerIo } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_203, 'lvs-203-final.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-203-final.json', {}, ['vg0']),
     ]);
     headerIo.headers.set(
       `/dev/mapper/vg0-lvstamp_${ID_203}`,
@@ -577,7 +638,8 @@ describe('LvmManager: createVolume', () => {
   it('FailedPreconditionError when the existing LV has no valid header', async () => {
     const { manager } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_203, 'lvs-203-final.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-203-final.json', {}, ['vg0']),
     ]);
     await expect(manager.createVolume(request)).rejects.toThrow(
       new FailedPreconditionError(
@@ -589,7 +651,8 @@ describe('LvmManager: createVolume', () => {
   it('OutOfSpaceError with bytes needed and free, before lvcreate', async () => {
     const { runner, manager } = setup([
       vgStep('vg0', 'vgs-vg0-nearly-full.json'),
-      lookupStep(ID_203, 'lvs-empty.json'),
+      vgStep('vg0', 'vgs-vg0-nearly-full.json'),
+      lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
     ]);
     await expect(manager.createVolume(request)).rejects.toThrow(
       new OutOfSpaceError(
@@ -603,7 +666,8 @@ describe('LvmManager: createVolume', () => {
     const stderr = '  Volume group "vg0" has insufficient free space (50 extents): 51 required.\n';
     const { manager } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_203, 'lvs-empty.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
       { argv: lvcreateArgv(ID_203, 204 * MiB), exitCode: 5, stderr },
     ]);
     const error = await caught(manager.createVolume(request));
@@ -614,7 +678,8 @@ describe('LvmManager: createVolume', () => {
   it('OutOfRangeError (an InvalidArgumentError) when extent rounding cannot stay within limitBytes', async () => {
     const { manager } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_202, 'lvs-empty.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_202, 'lvs-empty.json', {}, ['vg0']),
     ]);
     const error = await caught(
       manager.createVolume({
@@ -635,7 +700,8 @@ describe('LvmManager: createVolume', () => {
   it('OutOfRangeError when the LV size would pass 2^53 − 1 bytes', async () => {
     const { manager } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_202, 'lvs-empty.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_202, 'lvs-empty.json', {}, ['vg0']),
     ]);
     await expect(
       manager.createVolume({
@@ -650,7 +716,8 @@ describe('LvmManager: createVolume', () => {
   it('runs the VG report and the look-up at once, not one after the other', async () => {
     const replay = new ReplayRunner([
       vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_202, 'lvs-empty.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_202, 'lvs-empty.json', {}, ['vg0']),
       { argv: lvcreateArgv(ID_202, 204 * MiB) },
       readBackStep('vg0', `lvstamp_new_${ID_202}`, 'lvs-202-new.json'),
       renameStep(ID_202),
@@ -682,12 +749,14 @@ describe('LvmManager: createVolume', () => {
   it('serialises two concurrent creates of one volume: the second finds the first', async () => {
     const { runner, manager } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_203, 'lvs-empty.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
       { argv: lvcreateArgv(ID_203, 204 * MiB), delayMs: 20 },
       readBackStep('vg0', `lvstamp_new_${ID_203}`, 'lvs-203-new.json'),
       renameStep(ID_203),
       vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_203, 'lvs-203-final.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-203-final.json', {}, ['vg0']),
     ]);
     const [a, b] = await Promise.all([
       manager.createVolume(request),
@@ -700,19 +769,23 @@ describe('LvmManager: createVolume', () => {
 
 describe('LvmManager: deleteVolume', () => {
   it('an unknown volume is success with existed: false', async () => {
-    const { runner, manager, hostLock } = setup([lookupStep(ID_DEL, 'lvs-empty.json')]);
-    expect(await manager.deleteVolume(ID_DEL)).toEqual({ existed: false, removed: [] });
+    const { runner, manager, hostLock } = setup([
+      scopeStep(),
+      lookupStep(ID_DEL, 'lvs-empty.json'),
+    ]);
+    expect(await manager.deleteVolume(ID_DEL, SCOPE)).toEqual({ existed: false, removed: [] });
     runner.assertDone();
     expect(hostLock.reasons).toEqual([`delete ${ID_DEL}`]);
   });
 
   it('removes the volume and a leftover lvstamp_new_ with lvremove --yes', async () => {
     const { runner, manager } = setup([
+      scopeStep(),
       lookupStep(ID_DEL, 'lvs-del-both.json'),
       { argv: ['lvremove', '--yes', `vg-data/lvstamp_${ID_DEL}`] },
       { argv: ['lvremove', '--yes', `vg-data/lvstamp_new_${ID_DEL}`] },
     ]);
-    expect(await manager.deleteVolume(ID_DEL)).toEqual({
+    expect(await manager.deleteVolume(ID_DEL, SCOPE)).toEqual({
       existed: true,
       removed: [`vg-data/lvstamp_${ID_DEL}`, `vg-data/lvstamp_new_${ID_DEL}`],
     });
@@ -721,14 +794,15 @@ describe('LvmManager: deleteVolume', () => {
 
   it('zero wipe runs blkdiscard --zeroout on the reported path, only on the finished LV', async () => {
     const { runner, manager } = setup([
+      scopeStep(),
       lookupStep(ID_DEL, 'lvs-del-both.json'),
       { argv: ['blkdiscard', '--zeroout', `/dev/mapper/vg--data-lvstamp_${ID_DEL}`] },
       { argv: ['lvremove', '--yes', `vg-data/lvstamp_${ID_DEL}`] },
       { argv: ['lvremove', '--yes', `vg-data/lvstamp_new_${ID_DEL}`] },
     ]);
-    await manager.deleteVolume(ID_DEL, { wipe: 'zero' });
+    await manager.deleteVolume(ID_DEL, SCOPE, { wipe: 'zero' });
     runner.assertDone();
-    expect(runner.calls[1]?.options).toEqual({ timeoutMs: 3_600_000 });
+    expect(runner.calls[2]?.options).toEqual({ timeoutMs: 3_600_000 });
   });
 
   it('refuses an open LV with FailedPreconditionError naming its holder, and removes nothing', async () => {
@@ -741,8 +815,11 @@ describe('LvmManager: deleteVolume', () => {
       mkdirSync(join(root, 'sys/block/dm-12/dm'), { recursive: true });
       writeFileSync(join(root, 'sys/block/dm-12/dm/name'), 'tenant-map\n');
       symlinkSync('../../dm-12', join(root, 'sys/block/dm-9/holders/dm-12'));
-      const { runner, manager } = setup([lookupStep(ID_DEL, 'lvs-del-open.json')], root);
-      await expect(manager.deleteVolume(ID_DEL, { wipe: 'zero' })).rejects.toThrow(
+      const { runner, manager } = setup(
+        [scopeStep(), lookupStep(ID_DEL, 'lvs-del-open.json')],
+        root,
+      );
+      await expect(manager.deleteVolume(ID_DEL, SCOPE, { wipe: 'zero' })).rejects.toThrow(
         new FailedPreconditionError(
           `vg-data/lvstamp_${ID_DEL} is open (held by dm-12 (tenant-map)); unmount and detach it first`,
         ),
@@ -755,54 +832,59 @@ describe('LvmManager: deleteVolume', () => {
 
   it('a failed look-up is an error, not "already gone"', async () => {
     const { manager } = setup([
+      scopeStep(),
       lookupStep(ID_DEL, 'lvs-empty.json', { exitCode: 5, stderr: '  Global lock failed\n' }),
     ]);
-    await expect(manager.deleteVolume(ID_DEL)).rejects.toBeInstanceOf(CommandFailedError);
+    await expect(manager.deleteVolume(ID_DEL, SCOPE)).rejects.toBeInstanceOf(CommandFailedError);
   });
 });
 
 describe('LvmManager: expandVolume', () => {
   it('lvextend --yes to required + 1 MiB rounded up to extents, then reads the real size back', async () => {
     const { runner, manager, hostLock } = setup([
+      scopeStep(),
       lookupStep(ID_GROW, 'lvs-grow-before.json'),
       vgStep('vg0', 'vgs-one.json'),
       { argv: ['lvextend', '--yes', '-L', `${1028 * MiB}b`, `vg0/lvstamp_${ID_GROW}`] },
       readBackStep('vg0', `lvstamp_${ID_GROW}`, 'lvs-grow-after.json'),
     ]);
-    const volume = await manager.expandVolume(ID_GROW, 1024 * MiB);
+    const volume = await manager.expandVolume(ID_GROW, 1024 * MiB, SCOPE);
     runner.assertDone();
     expect(volume).toMatchObject({ sizeBytes: 1028 * MiB, capacityBytes: 1027 * MiB });
     expect(hostLock.reasons).toEqual([`expand ${ID_GROW}`]);
   });
 
   it('does nothing when the capacity is already large enough', async () => {
-    const { runner, manager } = setup([lookupStep(ID_GROW, 'lvs-grow-before.json')]);
-    expect(await manager.expandVolume(ID_GROW, 100 * MiB)).toMatchObject({
+    const { runner, manager } = setup([scopeStep(), lookupStep(ID_GROW, 'lvs-grow-before.json')]);
+    expect(await manager.expandVolume(ID_GROW, 100 * MiB, SCOPE)).toMatchObject({
       capacityBytes: 103 * MiB,
     });
     runner.assertDone();
   });
 
   it('refuses to shrink below the current capacity (limitBytes) with InvalidArgumentError', async () => {
-    const { runner, manager } = setup([lookupStep(ID_GROW, 'lvs-grow-before.json')]);
+    const { runner, manager } = setup([scopeStep(), lookupStep(ID_GROW, 'lvs-grow-before.json')]);
     await expect(
-      manager.expandVolume(ID_GROW, 50 * MiB, { limitBytes: 60 * MiB }),
+      manager.expandVolume(ID_GROW, 50 * MiB, SCOPE, { limitBytes: 60 * MiB }),
     ).rejects.toBeInstanceOf(InvalidArgumentError);
     runner.assertDone();
   });
 
   it('OutOfSpaceError when the VG lacks the extents', async () => {
     const { runner, manager } = setup([
+      scopeStep(),
       lookupStep(ID_GROW, 'lvs-grow-before.json'),
       vgStep('vg0', 'vgs-vg0-nearly-full.json'),
     ]);
-    await expect(manager.expandVolume(ID_GROW, 1024 * MiB)).rejects.toBeInstanceOf(OutOfSpaceError);
+    await expect(manager.expandVolume(ID_GROW, 1024 * MiB, SCOPE)).rejects.toBeInstanceOf(
+      OutOfSpaceError,
+    );
     runner.assertDone();
   });
 
   it('NotFoundError for an unknown volume', async () => {
-    const { manager } = setup([lookupStep(ID_GROW, 'lvs-empty.json')]);
-    await expect(manager.expandVolume(ID_GROW, MiB)).rejects.toBeInstanceOf(NotFoundError);
+    const { manager } = setup([scopeStep(), lookupStep(ID_GROW, 'lvs-empty.json')]);
+    await expect(manager.expandVolume(ID_GROW, MiB, SCOPE)).rejects.toBeInstanceOf(NotFoundError);
   });
 });
 
@@ -811,6 +893,7 @@ describe('LvmManager: removeLogicalVolume (the GC remover)', () => {
     vgName: 'vg-data',
     lvName: `lvstamp_${ID_DEL}`,
     lvUuid: 'Mn8b7V-6c5X-4z3L-2k1J-0h9G-8f7D-6s5AqP',
+    ownerId: OWNER,
   };
   const byUuid = (file: string): ReplayStep => ({
     argv: [...LVS, '-S', 'lv_uuid="Mn8b7V-6c5X-4z3L-2k1J-0h9G-8f7D-6s5AqP"'],
@@ -843,6 +926,15 @@ describe('LvmManager: removeLogicalVolume (the GC remover)', () => {
     runner.assertDone();
   });
 
+  it('leaves an LV without the owner tag alone (NotOwnedError), no lvremove', async () => {
+    const { runner, manager } = setup([byUuid('lvs-del-other-owner.json')]);
+    await expect(manager.removeLogicalVolume(ref)).rejects.toMatchObject({
+      check: 'owner-tag',
+      lv: `vg-data/lvstamp_${ID_DEL}`,
+    });
+    runner.assertDone();
+  });
+
   it('leaves an LV whose uuid now carries another name alone', async () => {
     const { manager } = setup([byUuid('lvs-del-final.json')]);
     await expect(
@@ -855,8 +947,261 @@ describe('LvmManager: input checks of deleteVolume', () => {
   it('refuses an unknown wipe policy before running anything', async () => {
     const { runner, manager } = setup([]);
     await expect(
-      manager.deleteVolume(ID_DEL, { wipe: 'shred' as unknown as 'zero' }),
+      manager.deleteVolume(ID_DEL, SCOPE, { wipe: 'shred' as unknown as 'zero' }),
     ).rejects.toThrow(new InvalidArgumentError('unknown wipe policy "shred"'));
     expect(runner.calls).toEqual([]);
+  });
+});
+
+describe('LvmManager: scope (DESIGN.md §2.3)', () => {
+  it('looks only in the scope: vgs and lvs selected by the scope, never every VG', async () => {
+    const { runner, manager } = setup([
+      scopeStep('vgs-one.json', ['vg0']),
+      lookupStep(ID_203, 'lvs-203-final.json', {}, ['vg0']),
+    ]);
+    expect(await manager.findVolume(ID_203, { vgNames: ['vg0'] })).toMatchObject({
+      vgName: 'vg0',
+    });
+    runner.assertDone();
+  });
+
+  it('an empty scope holds nothing and runs nothing', async () => {
+    const { runner, manager } = setup([]);
+    expect(await manager.listVolumes({ vgNames: [] })).toEqual([]);
+    expect(await manager.findVolume(ID_203, { vgNames: [] })).toBeNull();
+    expect(runner.calls).toEqual([]);
+  });
+
+  it('two VGs with one name (lvm2 lists both): FailedPrecondition naming both uuids, nothing removed', async () => {
+    const { runner, manager } = setup([
+      scopeStep('vgs-dup.json'),
+      lookupStep(ID_DEL, 'lvs-del-final.json'),
+    ]);
+    const error = await caught(manager.deleteVolume(ID_DEL, SCOPE));
+    expect(error).toBeInstanceOf(FailedPreconditionError);
+    expect((error as Error).message).toBe(
+      'lvm sees 2 volume groups named vg0 (vg_uuid yKUTHd-tI0y-OEnM-fff5-ApJs-M2dx-ZXYmQR and ' +
+        'h7z2M6-fwYA-N10L-EvAY-IRiU-oFpK-5KBgwS): a copy, or a volume group inside a volume; ' +
+        'lvstamp acts on neither until lvm sees one (an lvm device filter, docs/DESIGN.md §2.3)',
+    );
+    runner.assertDone();
+  });
+
+  it('discoverVolumeGroups: VGs tagged lvstamp and VGs holding lvstamp-tagged LVs', async () => {
+    const { runner, manager } = setup([
+      { argv: VGS, stdoutFile: 'lvm/vgs-two.json' },
+      { argv: [...LVS, '-S', 'lv_name=~"^lvstamp_"'], stdoutFile: 'lvm/lvs-inactive.json' },
+    ]);
+    expect(await manager.discoverVolumeGroups()).toEqual(['vg-data', 'vg0']);
+    runner.assertDone();
+  });
+});
+
+describe('LvmManager: ownership before a delete (DESIGN.md §2.3)', () => {
+  const refused = async (file: string, check: string, message: string) => {
+    const { runner, manager } = setup([scopeStep(), lookupStep(ID_DEL, file)]);
+    const error = await caught(manager.deleteVolume(ID_DEL, SCOPE, { wipe: 'zero' }));
+    runner.assertDone(); // no blkdiscard, no lvremove, no lvchange
+    expect(error).toBeInstanceOf(NotOwnedError);
+    expect(error).toBeInstanceOf(FailedPreconditionError);
+    expect(error).toMatchObject({ check, lv: `vg-data/lvstamp_${ID_DEL}` });
+    expect((error as Error).message).toBe(message);
+  };
+  const lv = `vg-data/lvstamp_${ID_DEL}`;
+
+  it('an LV with the name but no tags is refused and left untouched', async () => {
+    await refused(
+      'lvs-del-untagged.json',
+      'tag',
+      `${lv} is not provably this installation's volume: refusing to delete: it lacks the tag lvstamp (tags: none); left untouched`,
+    );
+  });
+
+  it('an LV tagged for another owner is refused', async () => {
+    await refused(
+      'lvs-del-other-owner.json',
+      'owner-tag',
+      `${lv} is not provably this installation's volume: refusing to delete: it lacks the owner tag lvstamp.owner=${OWNER} (tags: lvstamp,lvstamp.owner=${OTHER_OWNER}); left untouched`,
+    );
+  });
+
+  it('an LV with the tags but no header is refused', async () => {
+    const { runner, manager, headerIo } = setup([
+      scopeStep(),
+      lookupStep(ID_DEL, 'lvs-del-final.json'),
+    ]);
+    headerIo.headers.delete(DEL_PATH);
+    const error = await caught(manager.deleteVolume(ID_DEL, SCOPE));
+    runner.assertDone();
+    expect(error).toMatchObject({ check: 'header' });
+    expect((error as Error).message).toBe(
+      `${lv} is not provably this installation's volume: refusing to delete: its header is not-stamped; left untouched`,
+    );
+  });
+
+  it('a header of another volume, or of another owner, is refused', async () => {
+    for (const [header, check] of [
+      [okHeader('pvc-203', ID_203), 'header-id'],
+      [okHeader('pvc-del', ID_DEL, OTHER_OWNER), 'header-owner'],
+    ] as const) {
+      const { runner, manager, headerIo } = setup([
+        scopeStep(),
+        lookupStep(ID_DEL, 'lvs-del-final.json'),
+      ]);
+      headerIo.headers.set(DEL_PATH, header);
+      await expect(manager.deleteVolume(ID_DEL, SCOPE)).rejects.toMatchObject({ check });
+      runner.assertDone();
+    }
+  });
+
+  it('a leftover lvstamp_new_ needs the tags (no header yet), and nothing is removed when it lacks them', async () => {
+    const { runner, manager } = setup([
+      scopeStep(),
+      lookupStep(ID_DEL, 'lvs-del-new-untagged.json'),
+    ]);
+    await expect(manager.deleteVolume(ID_DEL, SCOPE)).rejects.toMatchObject({
+      lv: `vg-data/lvstamp_new_${ID_DEL}`,
+      check: 'tag',
+    });
+    runner.assertDone();
+  });
+
+  it('forceUnowned skips tags and header, still removes only in the scope', async () => {
+    const { runner, manager, headerIo } = setup([
+      scopeStep(),
+      lookupStep(ID_DEL, 'lvs-del-untagged.json'),
+      { argv: ['lvremove', '--yes', lv] },
+    ]);
+    headerIo.headers.delete(DEL_PATH);
+    expect(await manager.deleteVolume(ID_DEL, SCOPE, { forceUnowned: true })).toEqual({
+      existed: true,
+      removed: [lv],
+    });
+    runner.assertDone();
+    expect(headerIo.reads).toEqual([]);
+  });
+
+  it('forceUnowned still refuses an open LV', async () => {
+    const { runner, manager } = setup([scopeStep(), lookupStep(ID_DEL, 'lvs-del-open.json')]);
+    await expect(
+      manager.deleteVolume(ID_DEL, SCOPE, { forceUnowned: true }),
+    ).rejects.toBeInstanceOf(FailedPreconditionError);
+    runner.assertDone();
+  });
+});
+
+describe('LvmManager: inactive LVs are activated, one LV at a time, only when owned', () => {
+  const lv = `vg-data/lvstamp_${ID_DEL}`;
+
+  it('delete with a wipe: lvchange --activate y VG/LV, read back, header, wipe, lvremove', async () => {
+    const { runner, manager, hostLock } = setup([
+      scopeStep(),
+      lookupStep(ID_DEL, 'lvs-del-inactive.json'),
+      activateStep('vg-data', `lvstamp_${ID_DEL}`),
+      readBackStep('vg-data', `lvstamp_${ID_DEL}`, 'lvs-del-final.json'),
+      { argv: ['blkdiscard', '--zeroout', DEL_PATH] },
+      { argv: ['lvremove', '--yes', lv] },
+    ]);
+    expect(await manager.deleteVolume(ID_DEL, SCOPE, { wipe: 'zero' })).toEqual({
+      existed: true,
+      removed: [lv],
+    });
+    runner.assertDone();
+    expect(hostLock.reasons).toEqual([`delete ${ID_DEL}`]);
+  });
+
+  it('an inactive LV without the tags is never activated', async () => {
+    const { runner, manager } = setup([
+      scopeStep(),
+      lookupStep(ID_DEL, 'lvs-del-inactive-untagged.json'),
+    ]);
+    await expect(manager.deleteVolume(ID_DEL, SCOPE)).rejects.toMatchObject({ check: 'tag' });
+    runner.assertDone();
+  });
+
+  it('expand activates an inactive volume before its header check and lvextend', async () => {
+    const { runner, manager } = setup([
+      scopeStep(),
+      lookupStep(ID_GROW, 'lvs-grow-inactive.json'),
+      activateStep('vg0', `lvstamp_${ID_GROW}`),
+      readBackStep('vg0', `lvstamp_${ID_GROW}`, 'lvs-grow-before.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      { argv: ['lvextend', '--yes', '-L', `${1028 * MiB}b`, `vg0/lvstamp_${ID_GROW}`] },
+      readBackStep('vg0', `lvstamp_${ID_GROW}`, 'lvs-grow-after.json'),
+    ]);
+    await manager.expandVolume(ID_GROW, 1024 * MiB, SCOPE);
+    runner.assertDone();
+  });
+
+  it('expand refuses a volume without a header before lvextend', async () => {
+    const { runner, manager, headerIo } = setup([
+      scopeStep(),
+      lookupStep(ID_GROW, 'lvs-grow-before.json'),
+    ]);
+    headerIo.headers.delete(GROW_PATH);
+    await expect(manager.expandVolume(ID_GROW, 1024 * MiB, SCOPE)).rejects.toMatchObject({
+      check: 'header',
+      lv: `vg0/lvstamp_${ID_GROW}`,
+    });
+    runner.assertDone();
+  });
+
+  it('a create retry adopts an inactive volume: activates it, then checks its header', async () => {
+    const { runner, manager, headerIo } = setup([
+      vgStep('vg0', 'vgs-one.json'),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-203-inactive.json', {}, ['vg0']),
+      activateStep('vg0', `lvstamp_${ID_203}`),
+      readBackStep('vg0', `lvstamp_${ID_203}`, 'lvs-203-final.json'),
+    ]);
+    headerIo.headers.set(`/dev/mapper/vg0-lvstamp_${ID_203}`, okHeader('pvc-203', ID_203));
+    const created = await manager.createVolume({
+      name: 'pvc-203',
+      requiredBytes: 203 * MiB,
+      vgName: 'vg0',
+      ownerId: OWNER,
+    });
+    runner.assertDone();
+    expect(created).toMatchObject({ volumeId: ID_203, capacityBytes: 203 * MiB });
+  });
+
+  it('activateVolume (stage): activates under the host lock after a re-check', async () => {
+    const { runner, manager, hostLock } = setup([
+      scopeStep(),
+      lookupStep(ID_DEL, 'lvs-del-inactive.json'),
+      scopeStep(),
+      lookupStep(ID_DEL, 'lvs-del-inactive.json'),
+      activateStep('vg-data', `lvstamp_${ID_DEL}`),
+      readBackStep('vg-data', `lvstamp_${ID_DEL}`, 'lvs-del-final.json'),
+    ]);
+    expect(await manager.activateVolume(ID_DEL, SCOPE)).toMatchObject({ active: true });
+    runner.assertDone();
+    expect(hostLock.reasons).toEqual([`activate ${ID_DEL}`]);
+  });
+
+  it('activateVolume of an active volume runs one look-up and no lvchange', async () => {
+    const { runner, manager } = setup([scopeStep(), lookupStep(ID_DEL, 'lvs-del-final.json')]);
+    await manager.activateVolume(ID_DEL, SCOPE);
+    runner.assertDone();
+  });
+
+  it("activateOwnedVolumes (GC): only the inactive LVs with this owner's tags, one lvchange each", async () => {
+    const { runner, manager } = setup([
+      scopeStep(),
+      listStep('lvs-inactive.json'),
+      scopeStep(),
+      listStep('lvs-inactive.json'),
+      activateStep('vg0', `lvstamp_${ID_INACTIVE}`),
+    ]);
+    expect(await manager.activateOwnedVolumes(SCOPE)).toEqual([`vg0/lvstamp_${ID_INACTIVE}`]);
+    runner.assertDone();
+  });
+
+  it('activateOwnedVolumes of another owner activates nothing', async () => {
+    const { runner, manager } = setup([scopeStep(), listStep('lvs-inactive.json')]);
+    expect(
+      await manager.activateOwnedVolumes({ vgNames: SCOPE_VGS, ownerId: OTHER_OWNER }),
+    ).toEqual([]);
+    runner.assertDone();
   });
 });

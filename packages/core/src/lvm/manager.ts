@@ -3,7 +3,9 @@ import {
   CommandFailedError,
   FailedPreconditionError,
   InvalidArgumentError,
+  NotOwnedError,
   OutOfRangeError,
+  type OwnershipCheck,
   NotFoundError,
   OutOfSpaceError,
   UnparseableOutputError,
@@ -34,8 +36,10 @@ import type {
   LogicalVolume,
   CreatedVolume,
   Volume,
+  VgScope,
   VolumeGroup,
   VolumeGroupCapacity,
+  VolumeScope,
   WipePolicy,
 } from './types.js';
 
@@ -85,8 +89,25 @@ export interface CreateVolumeRequest {
   /** Largest acceptable capacity in bytes; ≥ requiredBytes when given. */
   readonly limitBytes?: number;
   readonly vgName: string;
+  /**
+   * Further volume groups searched for an existing LV of this volume (the
+   * driver's other device classes), so that a create never makes a second
+   * copy; `vgName` is always searched. Default: none.
+   */
+  readonly otherVgNames?: readonly string[];
   /** 32 hex digits; STANDALONE_OWNER_ID for standalone use. */
   readonly ownerId: string;
+}
+
+/** Options of deleteVolume. */
+export interface DeleteVolumeOptions {
+  readonly wipe?: WipePolicy;
+  /**
+   * Skip the ownership checks (lvstamp tag, owner tag, header with matching
+   * ID and owner): an operator's explicit override (`--force-unowned`). The
+   * scope, the name prefix and the "not open" check still apply.
+   */
+  readonly forceUnowned?: boolean;
 }
 
 /** What deleteVolume found and did. */
@@ -223,29 +244,31 @@ export class LvmManager {
 
   /**
    * Every LV whose name starts with the lvstamp prefix, well-formed or not
-   * (the GC reports the malformed ones). One `lvs` report selected with
-   * `lv_name=~"^<prefix>"`, in `vgName` or in every VG.
+   * (the GC reports the malformed ones), in the volume groups of `scope`
+   * only (DESIGN.md §2.3): one `vgs` and one `lvs` selected with
+   * `(vg_name="a" || …) && lv_name=~"^<prefix>"`, run at once. A scope VG
+   * that does not exist holds nothing.
    * @throws InvalidArgumentError for a bad VG name.
-   * @throws CommandFailedError (also for a missing VG: lvs exits 5),
-   *   CommandTimeoutError, UnparseableOutputError.
+   * @throws FailedPreconditionError when lvm sees two volume groups with one
+   *   of the names (a copy, or a volume group nested in a volume), naming
+   *   both vg_uuids.
+   * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError.
    */
-  async listPrefixedLogicalVolumes(
-    options: { readonly vgName?: string } = {},
-  ): Promise<LogicalVolume[]> {
-    if (options.vgName !== undefined) validateVgName(options.vgName);
+  async listPrefixedLogicalVolumes(scope: VgScope): Promise<LogicalVolume[]> {
     const selection = `lv_name=~"^${escapeRegex(commonPrefix(this.#naming))}"`;
-    const lvs = await this.#lvs(selection, options.vgName ?? null);
+    const { lvs } = await this.#lvsInScope(scope.vgNames, selection);
     const { lvPrefix, newLvPrefix } = this.#naming;
     return lvs.filter((lv) => lv.lvName.startsWith(lvPrefix) || lv.lvName.startsWith(newLvPrefix));
   }
 
   /**
-   * lvstamp volumes: LVs named `lvstamp_<id>` and `lvstamp_new_<id>`
-   * (creating = true), capacity = LV size − data offset.
+   * lvstamp volumes in the scope's volume groups: LVs named `lvstamp_<id>`
+   * and `lvstamp_new_<id>` (creating = true), capacity = LV size − data
+   * offset.
    * @throws as listPrefixedLogicalVolumes.
    */
-  async listVolumes(options: { readonly vgName?: string } = {}): Promise<Volume[]> {
-    const lvs = await this.listPrefixedLogicalVolumes(options);
+  async listVolumes(scope: VgScope): Promise<Volume[]> {
+    const lvs = await this.listPrefixedLogicalVolumes(scope);
     return lvs.flatMap((lv) => {
       const volume = this.#toVolume(lv);
       return volume === null ? [] : [volume];
@@ -253,26 +276,96 @@ export class LvmManager {
   }
 
   /**
-   * The finished volume `lvstamp_<volumeId>` in any VG, or null. An
-   * interrupted create (`lvstamp_new_<id>` only) is not a volume: null.
-   * @throws InvalidArgumentError when volumeId is not 32 lowercase hex digits.
-   * @throws FailedPreconditionError when several VGs hold the volume.
+   * The volume groups the CLI and the GC job look in when none is named
+   * (DESIGN.md §2.3): those tagged `lvstamp` and those holding an LV tagged
+   * `lvstamp` with the lvstamp name prefix, sorted, each once. Read-only:
+   * one `vgs` and one `lvs` over every volume group, at once.
    * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError.
    */
-  async findVolume(volumeId: string): Promise<Volume | null> {
+  async discoverVolumeGroups(): Promise<string[]> {
+    const prefix = `lv_name=~"^${escapeRegex(commonPrefix(this.#naming))}"`;
+    const [vgs, lvs] = await Promise.all([this.#vgs(null), this.#lvs(prefix, null)]);
+    const tag = this.#naming.tag;
+    const names = new Set([
+      ...vgs.filter((vg) => vg.tags.includes(tag)).map((vg) => vg.name),
+      ...lvs.filter((lv) => lv.tags.includes(tag)).map((lv) => lv.vgName),
+    ]);
+    return [...names].sort();
+  }
+
+  /**
+   * The finished volume `lvstamp_<volumeId>` in the scope's volume groups,
+   * or null. An interrupted create (`lvstamp_new_<id>` only) is not a
+   * volume: null.
+   * @throws InvalidArgumentError when volumeId is not 32 lowercase hex digits.
+   * @throws FailedPreconditionError when several VGs hold the volume, or
+   *   lvm sees two volume groups with one name.
+   * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError.
+   */
+  async findVolume(volumeId: string, scope: VgScope): Promise<Volume | null> {
     validateVolumeId(volumeId);
-    const { finished } = await this.#lookup(volumeId);
+    const { finished } = await this.#lookup(volumeId, scope.vgNames);
     return this.#single(volumeId, finished);
   }
 
   /**
    * As findVolume, but a missing volume is an error.
-   * @throws NotFoundError when no VG holds `lvstamp_<volumeId>`.
+   * @throws NotFoundError when no VG of the scope holds `lvstamp_<volumeId>`.
    */
-  async getVolume(volumeId: string): Promise<Volume> {
-    const volume = await this.findVolume(volumeId);
+  async getVolume(volumeId: string, scope: VgScope): Promise<Volume> {
+    const volume = await this.findVolume(volumeId, scope);
     if (volume === null) throw new NotFoundError(`volume ${volumeId} does not exist`);
     return volume;
+  }
+
+  /**
+   * The finished volume, active: an inactive LV (a reboot without
+   * auto-activation, an admin's `vgchange -an`) is activated with
+   * `lvchange --activate y <vg>/<lv>` (lvchange(8)), only this LV and only
+   * after its tags prove it is this owner's (DESIGN.md §2.3), under the
+   * host lock. The header is the caller's to check.
+   * @throws NotFoundError when the scope holds no such volume.
+   * @throws NotOwnedError when an inactive LV lacks the tags.
+   * @throws as findVolume; CommandFailedError, LockTimeoutError.
+   */
+  async activateVolume(volumeId: string, scope: VolumeScope): Promise<Volume> {
+    const volume = await this.getVolume(volumeId, scope);
+    if (isActive(volume)) return volume;
+    const ownerId = parseOwnerId(scope.ownerId);
+    return this.#volumeLocks.run(volumeId, () =>
+      this.#hostLock.withLock(`activate ${volumeId}`, async () => {
+        const again = await this.getVolume(volumeId, scope);
+        return this.#activateOwned(again, ownerId);
+      }),
+    );
+  }
+
+  /**
+   * Activates every inactive lvstamp LV of the scope that carries the
+   * lvstamp tag and this owner's tag (the GC inventory needs to read their
+   * headers): one `lvchange --activate y <vg>/<lv>` per LV under the host
+   * lock; never a VG-wide activation. LVs without the tags stay inactive.
+   * @returns `vg/lv` of each LV activated.
+   * @throws as listVolumes; CommandFailedError, LockTimeoutError.
+   */
+  async activateOwnedVolumes(scope: VolumeScope): Promise<string[]> {
+    const ownerId = parseOwnerId(scope.ownerId);
+    const inactive = (await this.listVolumes(scope)).filter(
+      (v) => !isActive(v) && this.#ownershipByTags(v, ownerId) === null,
+    );
+    if (inactive.length === 0) return [];
+    return this.#hostLock.withLock('activate inactive lvstamp volumes', async () => {
+      // Re-listed under the lock: act only on what is inactive and owned right now.
+      const now = (await this.listVolumes(scope)).filter(
+        (v) => !isActive(v) && this.#ownershipByTags(v, ownerId) === null,
+      );
+      const activated: string[] = [];
+      for (const volume of now) {
+        await this.#lvm(['lvchange', '--activate', 'y', `${volume.vgName}/${volume.lvName}`]);
+        activated.push(`${volume.vgName}/${volume.lvName}`);
+      }
+      return activated;
+    });
   }
 
   // ---- create ---------------------------------------------------------------
@@ -328,11 +421,12 @@ export class LvmManager {
     volumeId: string,
     ownerId: string,
   ): Promise<CreatedVolume> {
-    // Two read-only reports, run at once (lvm takes shared locks for both): the VG's extent size
-    // and free space, and the volume's LVs in every VG.
+    // Two read-only reports, run at once (lvm takes shared locks for both): the VGs' extent size
+    // and free space, and the volume's LVs in the VGs searched.
+    const vgNames = [request.vgName, ...(request.otherVgNames ?? [])];
     const [vg, { finished, pending }] = await Promise.all([
       this.getVolumeGroup(request.vgName),
-      this.#lookup(volumeId),
+      this.#lookup(volumeId, vgNames),
     ]);
     const existing = this.#single(volumeId, finished);
     if (existing !== null) {
@@ -352,6 +446,7 @@ export class LvmManager {
         );
         continue;
       }
+      this.#requireOwned(leftover, ownerId, 'remove');
       await this.#lvm(['lvremove', '--yes', `${leftover.vgName}/${leftover.lvName}`]);
       freeBytes += leftover.sizeBytes;
     }
@@ -421,12 +516,12 @@ export class LvmManager {
         `volume "${request.name}" (${volumeId}) exists in volume group ${existing.vgName}, not ${request.vgName}`,
       );
     }
-    if (existing.dmPath === null || !existing.active) {
-      throw new FailedPreconditionError(
-        `${where} exists but is not active; cannot read its header`,
-      );
+    // A retried create after a reboot without auto-activation: activate it (tags first).
+    const active = await this.#activateOwned(existing, ownerId);
+    if (active.dmPath === null) {
+      throw new FailedPreconditionError(`${where} is active but lvm reports no device path`);
     }
-    const decoded = await this.#headerIo.readHeader(existing.dmPath);
+    const decoded = await this.#headerIo.readHeader(active.dmPath);
     if (decoded.status !== 'ok') {
       throw new FailedPreconditionError(
         `${where} exists but its header is ${decoded.status}: ${decoded.reason}`,
@@ -453,52 +548,69 @@ export class LvmManager {
         `volume "${request.name}" exists with a different size: capacity ${existing.capacityBytes} bytes, requested ${range}`,
       );
     }
-    return existing;
+    return active;
   }
 
   // ---- delete ---------------------------------------------------------------
 
   /**
-   * Removes `lvstamp_<id>` and any `lvstamp_new_<id>` (in every VG); a
-   * volume already gone is success with `existed: false` (DESIGN.md §5).
+   * Removes `lvstamp_<id>` and any `lvstamp_new_<id>` in the scope's volume
+   * groups; a volume already gone is success with `existed: false`
+   * (DESIGN.md §5). Right before acting, under the host lock, every LV must
+   * prove it is this owner's (DESIGN.md §2.3): the lvstamp tag and
+   * `lvstamp.owner=<ownerId>`, and for the finished LV a valid header whose
+   * volume ID matches the name and whose owner is `ownerId` (an inactive LV
+   * is activated for that, `lvchange --activate y <vg>/<lv>`, after its tags
+   * passed). A leftover `lvstamp_new_<id>` has no header yet (§5): tags only.
    * With wipe `discard` (`blkdiscard`) or `zero` (`blkdiscard --zeroout`)
    * the finished LV's blocks are wiped first, through the device path lvm
    * reports. The data-device map must already be removed by the caller.
-   * @throws InvalidArgumentError for a malformed volume ID or wipe policy.
-   * @throws FailedPreconditionError when an LV is open, or inactive while a
-   *   wipe is asked for; nothing is removed then.
+   * Every check runs before the first act: a refusal removes nothing.
+   * @param options.forceUnowned skips the tag, owner and header checks (never
+   *   the scope, the name or the open check).
+   * @throws InvalidArgumentError for a malformed volume ID, owner ID or wipe
+   *   policy.
+   * @throws NotOwnedError (a FailedPreconditionError) naming the LV and the
+   *   failed check.
+   * @throws FailedPreconditionError when an LV is open.
    * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError,
    *   LockTimeoutError.
    */
   async deleteVolume(
     volumeId: string,
-    options: { readonly wipe?: WipePolicy } = {},
+    scope: VolumeScope,
+    options: DeleteVolumeOptions = {},
   ): Promise<DeleteVolumeResult> {
     validateVolumeId(volumeId);
+    const ownerId = parseOwnerId(scope.ownerId);
     const wipe = options.wipe ?? 'none';
     if (!WIPE_POLICIES.includes(wipe)) {
       throw new InvalidArgumentError(`unknown wipe policy "${wipe}"`);
     }
+    const force = options.forceUnowned === true;
     return this.#volumeLocks.run(volumeId, () =>
       this.#hostLock.withLock(`delete ${volumeId}`, async () => {
-        const { finished, pending } = await this.#lookup(volumeId);
-        const all = [...finished, ...pending];
-        if (all.length === 0) return { existed: false, removed: [] };
-        for (const lv of all) {
+        const { finished, pending } = await this.#lookup(volumeId, scope.vgNames);
+        if (finished.length + pending.length === 0) return { existed: false, removed: [] };
+        for (const lv of [...finished, ...pending]) {
           if (lv.open) {
             throw new FailedPreconditionError(
               `${await this.#openText(lv)}; unmount and detach it first`,
             );
           }
-          if (wipe !== 'none' && finished.includes(lv) && (lv.dmPath === null || !lv.active)) {
-            throw new FailedPreconditionError(
-              `${lv.vgName}/${lv.lvName} is not active; cannot wipe it`,
-            );
-          }
+          if (!force) this.#requireOwned(lv, ownerId, 'delete');
+        }
+        // The finished LV's header (and a wipe) need it active; activation changes no data.
+        const ready: Volume[] = [];
+        for (const lv of finished) {
+          const needsActive = !force || wipe !== 'none';
+          const active = needsActive ? await this.#activateOwned(lv, ownerId, force) : lv;
+          if (!force) await this.#requireHeader(active, ownerId, 'delete');
+          ready.push(active);
         }
         const removed: string[] = [];
-        for (const lv of all) {
-          if (wipe !== 'none' && finished.includes(lv) && lv.dmPath !== null) {
+        for (const lv of [...ready, ...pending]) {
+          if (wipe !== 'none' && !lv.creating && lv.dmPath !== null) {
             const argv =
               wipe === 'zero' ? ['blkdiscard', '--zeroout', lv.dmPath] : ['blkdiscard', lv.dmPath];
             await this.#run(argv, { timeoutMs: this.#wipeTimeoutMs });
@@ -515,12 +627,14 @@ export class LvmManager {
   /**
    * Removes exactly one LV, named by VG, name and `lv_uuid` (the GC's
    * remover port, DESIGN.md §6): under the host lock, one `lvs` selected by
-   * `lv_uuid` re-checks it, then `lvremove --yes <vg>/<lv>`. An LV already
-   * gone is success (false); true when it was removed. The data-device map
-   * must already be gone.
-   * @throws InvalidArgumentError for a bad VG name or an empty uuid.
+   * `lv_uuid` re-checks it (same VG and name, not open, and the lvstamp tag
+   * and `lvstamp.owner=<ownerId>`, DESIGN.md §2.3), then `lvremove --yes
+   * <vg>/<lv>`. An LV already gone is success. The header is the GC
+   * executor's to re-check. The data-device map must already be gone.
+   * @throws InvalidArgumentError for a bad VG name, an empty uuid or a bad
+   *   owner ID.
    * @throws FailedPreconditionError when the uuid now has another name or VG,
-   *   or the LV is open.
+   *   or the LV is open; NotOwnedError when it lacks the tags.
    * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError,
    *   LockTimeoutError.
    */
@@ -528,8 +642,10 @@ export class LvmManager {
     readonly vgName: string;
     readonly lvName: string;
     readonly lvUuid: string;
+    readonly ownerId: string;
   }): Promise<void> {
     validateVgName(ref.vgName);
+    const ownerId = parseOwnerId(ref.ownerId);
     if (!LV_UUID.test(ref.lvUuid))
       throw new InvalidArgumentError(`"${ref.lvUuid}" is not an lvm uuid`);
     return this.#hostLock.withLock(`remove ${ref.vgName}/${ref.lvName}`, async () => {
@@ -541,6 +657,7 @@ export class LvmManager {
         );
       }
       if (lv.open) throw new FailedPreconditionError(`${await this.#openText(lv)}; left alone`);
+      this.#requireOwned(lv, ownerId, 'remove');
       await this.#lvm(['lvremove', '--yes', `${lv.vgName}/${lv.lvName}`]);
     });
   }
@@ -551,7 +668,11 @@ export class LvmManager {
    * Grows a volume so that its capacity is at least `requiredBytes`:
    * `lvextend --yes -L <bytes>b` to requiredBytes + data offset rounded up to
    * the extent size, then reads it back. A volume already large enough is
-   * returned unchanged (CSI ControllerExpandVolume is idempotent).
+   * returned unchanged (CSI ControllerExpandVolume is idempotent). Looks in
+   * the scope's volume groups only; before acting, under the host lock, the
+   * LV proves it is this owner's (tags, then a valid header with its ID and
+   * owner, DESIGN.md §2.3; an inactive LV is activated for that).
+   * @throws NotOwnedError when a check fails; nothing is changed.
    * @throws InvalidArgumentError for a malformed ID or size, or when the
    *   capacity is (or would after rounding be) above `limitBytes`: lvstamp
    *   never shrinks.
@@ -563,9 +684,11 @@ export class LvmManager {
   async expandVolume(
     volumeId: string,
     requiredBytes: number,
+    scope: VolumeScope,
     options: { readonly limitBytes?: number } = {},
   ): Promise<Volume> {
     validateVolumeId(volumeId);
+    const ownerId = parseOwnerId(scope.ownerId);
     validateBytes('requiredBytes', requiredBytes);
     const { limitBytes } = options;
     if (limitBytes !== undefined) {
@@ -578,9 +701,11 @@ export class LvmManager {
     }
     return this.#volumeLocks.run(volumeId, () =>
       this.#hostLock.withLock(`expand ${volumeId}`, async () => {
-        const { finished } = await this.#lookup(volumeId);
-        const volume = this.#single(volumeId, finished);
-        if (volume === null) throw new NotFoundError(`volume ${volumeId} does not exist`);
+        const { finished } = await this.#lookup(volumeId, scope.vgNames);
+        const found = this.#single(volumeId, finished);
+        if (found === null) throw new NotFoundError(`volume ${volumeId} does not exist`);
+        const volume = await this.#activateOwned(found, ownerId);
+        await this.#requireHeader(volume, ownerId, 'resize');
         if (limitBytes !== undefined && volume.capacityBytes > limitBytes) {
           throw new InvalidArgumentError(
             `volume ${volumeId} has ${volume.capacityBytes} bytes, above limitBytes ${limitBytes}; volumes never shrink`,
@@ -612,8 +737,12 @@ export class LvmManager {
   // ---- helpers --------------------------------------------------------------
 
   async #vgs(vgName: string | null): Promise<VolumeGroup[]> {
+    return this.#vgsSelected(vgName === null ? null : `vg_name="${vgName}"`);
+  }
+
+  async #vgsSelected(selection: string | null): Promise<VolumeGroup[]> {
     const argv = ['vgs', ...REPORT_OPTIONS, '-o', VG_REPORT_FIELDS.join(',')];
-    if (vgName !== null) argv.push('-S', `vg_name="${vgName}"`);
+    if (selection !== null) argv.push('-S', selection);
     const result = await this.#lvm(argv);
     return parseVgsReport(result.stdout, result.argv);
   }
@@ -644,16 +773,105 @@ export class LvmManager {
     return parseLvsReport(result.stdout, result.argv);
   }
 
-  /** Both LVs a volume ID can have, in every VG, with one report. */
-  async #lookup(volumeId: string): Promise<{ finished: Volume[]; pending: Volume[] }> {
+  /**
+   * The VGs of the scope that exist (`vgs -S 'vg_name="a" || …'`) and the
+   * LVs matching `selection` in them (`lvs -S '(vg_name="a" || …) &&
+   * (<selection>)'`), both at once. lvm2 lists two volume groups that share
+   * a name side by side (a copy, or a tenant's VG nested in a volume when no
+   * device filter hides it): lvstamp then acts on neither.
+   */
+  async #lvsInScope(
+    vgNames: readonly string[],
+    selection: string,
+  ): Promise<{ groups: VolumeGroup[]; lvs: LogicalVolume[] }> {
+    for (const name of vgNames) validateVgName(name);
+    const names = [...new Set(vgNames)];
+    if (names.length === 0) return { groups: [], lvs: [] };
+    const inGroups = names.map((name) => `vg_name="${name}"`).join(' || ');
+    const [vgs, lvs] = await Promise.all([
+      this.#vgsSelected(inGroups),
+      this.#lvs(`(${inGroups}) && (${selection})`, null),
+    ]);
+    for (const name of names) {
+      const same = vgs.filter((vg) => vg.name === name);
+      if (same.length > 1) {
+        throw new FailedPreconditionError(
+          `lvm sees ${same.length} volume groups named ${name} (vg_uuid ${same.map((vg) => vg.uuid).join(' and ')}): ` +
+            'a copy, or a volume group inside a volume; lvstamp acts on neither until lvm sees one (an lvm device filter, docs/DESIGN.md §2.3)',
+        );
+      }
+    }
+    const found = new Set(vgs.map((vg) => vg.name));
+    return { groups: vgs, lvs: lvs.filter((lv) => found.has(lv.vgName)) };
+  }
+
+  /** Both LVs a volume ID can have, in the scope's VGs, and those VGs. */
+  async #lookup(
+    volumeId: string,
+    vgNames: readonly string[],
+  ): Promise<{ finished: Volume[]; pending: Volume[]; groups: VolumeGroup[] }> {
     const finalName = lvNameFor(volumeId, this.#naming);
     const newName = newLvNameFor(volumeId, this.#naming);
-    const lvs = await this.#lvs(`lv_name="${finalName}" || lv_name="${newName}"`, null);
+    const { groups, lvs } = await this.#lvsInScope(
+      vgNames,
+      `lv_name="${finalName}" || lv_name="${newName}"`,
+    );
     const volumes = lvs.map((lv) => this.#volumeOrThrow(lv));
     return {
       finished: volumes.filter((v) => v.lvName === finalName),
       pending: volumes.filter((v) => v.lvName === newName),
+      groups,
     };
+  }
+
+  /** Null when the LV carries the lvstamp tag and this owner's tag, else the failed check. */
+  #ownershipByTags(lv: LogicalVolume, ownerId: string): [OwnershipCheck, string] | null {
+    const tags = lv.tags.length === 0 ? 'none' : lv.tags.join(',');
+    if (!lv.tags.includes(this.#naming.tag))
+      return ['tag', `it lacks the tag ${this.#naming.tag} (tags: ${tags})`];
+    const ownerTag = ownerTagFor(ownerId, this.#naming);
+    if (!lv.tags.includes(ownerTag))
+      return ['owner-tag', `it lacks the owner tag ${ownerTag} (tags: ${tags})`];
+    return null;
+  }
+
+  /** Throws NotOwnedError unless the LV carries the lvstamp tag and this owner's tag. */
+  #requireOwned(lv: LogicalVolume, ownerId: string, act: string): void {
+    const failed = this.#ownershipByTags(lv, ownerId);
+    if (failed !== null) {
+      const [check, detail] = failed;
+      throw new NotOwnedError(`${lv.vgName}/${lv.lvName}`, check, `refusing to ${act}: ${detail}`);
+    }
+  }
+
+  /**
+   * Throws NotOwnedError unless the active LV holds a valid header whose
+   * volume ID matches its name and whose owner is `ownerId`.
+   */
+  async #requireHeader(volume: Volume, ownerId: string, act: string): Promise<void> {
+    const where = `${volume.vgName}/${volume.lvName}`;
+    const refuse = (check: OwnershipCheck, detail: string): never => {
+      throw new NotOwnedError(where, check, `refusing to ${act}: ${detail}`);
+    };
+    if (!isActive(volume) || volume.dmPath === null) refuse('header', 'its header cannot be read');
+    const decoded = await this.#headerIo.readHeader(volume.dmPath ?? '');
+    if (decoded.status !== 'ok') refuse('header', `its header is ${decoded.status}`);
+    else if (decoded.header.volumeId !== volume.volumeId)
+      refuse('header-id', `its header belongs to volume ${decoded.header.volumeId}`);
+    else if (decoded.header.ownerId !== ownerId)
+      refuse('header-owner', `its header names owner ${decoded.header.ownerId}, not ${ownerId}`);
+  }
+
+  /**
+   * The LV, active: an inactive one is activated with `lvchange --activate y
+   * <vg>/<lv>` (lvchange(8); this LV only) once its tags prove it is
+   * `ownerId`'s (or when `force`), then read back. Caller holds the host lock.
+   */
+  async #activateOwned(volume: Volume, ownerId: string, force = false): Promise<Volume> {
+    if (isActive(volume)) return volume;
+    if (!force) this.#requireOwned(volume, ownerId, 'activate');
+    await this.#lvm(['lvchange', '--activate', 'y', `${volume.vgName}/${volume.lvName}`]);
+    return this.#readBack(volume.vgName, volume.lvName);
   }
 
   /** The one LV named `lvName` in `vgName`, right after a change. */
@@ -728,6 +946,11 @@ export class LvmManager {
     }
     return result;
   }
+}
+
+/** Active in the kernel with a device lvm reports (an inactive LV keeps its lv_dm_path). */
+function isActive(lv: LogicalVolume): boolean {
+  return lv.active && lv.kernelMajor !== null;
 }
 
 // lvm uuids: 32 alphanumerics in groups joined by '-'.

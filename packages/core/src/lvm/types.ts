@@ -73,5 +73,19 @@ export interface VolumeGroupCapacity {
   readonly maximumVolumeBytes: number;
 }
 
+/**
+ * Where a call may look and whose LVs it may change (DESIGN.md §2.3): the
+ * volume groups by name (never every volume group on the node) and the owner
+ * ID of this installation (32 hex digits), which an LV's
+ * `lvstamp.owner=<ownerId>` tag and its header must carry.
+ */
+export interface VolumeScope {
+  readonly vgNames: readonly string[];
+  readonly ownerId: string;
+}
+
+/** The volume groups a look-up searches (DESIGN.md §2.3). */
+export type VgScope = Pick<VolumeScope, 'vgNames'>;
+
 /** How a deleted volume's blocks are treated before the LV is removed. */
 export type WipePolicy = 'none' | 'discard' | 'zero';

@@ -54,7 +54,7 @@ const LOOKUP = [
   '-o',
   'vg_name,lv_name,lv_uuid,lv_size,lv_attr,lv_kernel_major,lv_kernel_minor,lv_dm_path,lv_time,lv_tags',
   '-S',
-  `lv_name="lvstamp_${ID}" || lv_name="lvstamp_new_${ID}"`,
+  `(vg_name="${VG}") && (lv_name="lvstamp_${ID}" || lv_name="lvstamp_new_${ID}")`,
 ];
 const LVCREATE = [
   'lvcreate',
@@ -234,6 +234,7 @@ describe('LvmManager on a broken volume group', () => {
   it('read-only PVs: vgs sees nothing wrong, lvcreate fails and is classified', async () => {
     const { runner, manager } = setup([
       step(VGS, 'vgs-readonly-pv'),
+      step(VGS, 'vgs-readonly-pv'), // the look-up's scope report
       { argv: LOOKUP, stdout: EMPTY_LVS },
       step(LVCREATE, 'lvcreate-readonly-pv'),
     ]);
@@ -246,6 +247,7 @@ describe('LvmManager on a broken volume group', () => {
   it('"insufficient free space" stays OutOfSpaceError', async () => {
     const { manager } = setup([
       step(VGS, 'vgs-healthy'),
+      step(VGS, 'vgs-healthy'), // the look-up's scope report
       { argv: LOOKUP, stdout: EMPTY_LVS },
       {
         argv: LVCREATE,

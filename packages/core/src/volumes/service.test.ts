@@ -22,31 +22,33 @@ function serviceWith(existingIds: readonly string[]): VolumeService {
   });
 }
 
+const SCOPE = { vgNames: ['vg0'] };
+
 describe('VolumeService.resolve', () => {
   const idLike = '2e7d2c03a9507ae265ecf5b5356885a5';
 
   it('derives the ID of a plain name without asking lvm', async () => {
-    expect(await serviceWith([]).resolve('pvc-a')).toBe(volumeIdForName('pvc-a'));
+    expect(await serviceWith([]).resolve('pvc-a', SCOPE)).toBe(volumeIdForName('pvc-a'));
   });
 
   it('takes an existing volume ID as that volume', async () => {
-    expect(await serviceWith([idLike]).resolve(idLike)).toBe(idLike);
+    expect(await serviceWith([idLike]).resolve(idLike, SCOPE)).toBe(idLike);
   });
 
   it('takes a 32-hex ref that is only a name as the name', async () => {
-    expect(await serviceWith([volumeIdForName(idLike)]).resolve(idLike)).toBe(
+    expect(await serviceWith([volumeIdForName(idLike)]).resolve(idLike, SCOPE)).toBe(
       volumeIdForName(idLike),
     );
-    expect(await serviceWith([]).resolve(idLike)).toBe(volumeIdForName(idLike));
+    expect(await serviceWith([]).resolve(idLike, SCOPE)).toBe(volumeIdForName(idLike));
   });
 
   it('refuses a ref that is both an existing ID and the name of another volume', async () => {
-    await expect(serviceWith([idLike, volumeIdForName(idLike)]).resolve(idLike)).rejects.toThrow(
-      InvalidArgumentError,
-    );
+    await expect(
+      serviceWith([idLike, volumeIdForName(idLike)]).resolve(idLike, SCOPE),
+    ).rejects.toThrow(InvalidArgumentError);
   });
 
   it('refuses an invalid name', async () => {
-    await expect(serviceWith([]).resolve('')).rejects.toThrow(InvalidArgumentError);
+    await expect(serviceWith([]).resolve('', SCOPE)).rejects.toThrow(InvalidArgumentError);
   });
 });

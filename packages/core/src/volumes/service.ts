@@ -7,8 +7,8 @@ import { FS_TYPES, type FsType, type MountInfoEntry } from '../fs/types.js';
 import { describeDecode } from '../header/codec.js';
 import type { DecodeResult, HeaderFields } from '../header/types.js';
 import type { HeaderIo } from '../lvm/header-io.js';
-import type { CreateVolumeRequest, LvmManager } from '../lvm/manager.js';
-import type { Volume, WipePolicy } from '../lvm/types.js';
+import type { CreateVolumeRequest, DeleteVolumeOptions, LvmManager } from '../lvm/manager.js';
+import type { VgScope, Volume, VolumeScope } from '../lvm/types.js';
 import { KeyedMutex } from '../lock/keyed-mutex.js';
 import { DEFAULT_NAMING, isHexId, volumeIdForName, type Naming } from '../naming.js';
 
@@ -65,16 +65,16 @@ export class VolumeService {
    * derived, DESIGN.md §3), or the ID of an existing volume (32 hex digits).
    * A ref that is both an existing volume's ID and the name of another
    * existing volume is refused rather than guessed (a delete must never hit
-   * the wrong volume).
+   * the wrong volume). Looks in the scope's volume groups only.
    * @throws InvalidArgumentError when it is neither a valid ID nor a valid
    *   name, or when it is ambiguous.
    */
-  async resolve(ref: string): Promise<string> {
+  async resolve(ref: string, scope: VgScope): Promise<string> {
     const byName = volumeIdForName(ref);
     if (!isHexId(ref) || ref === byName) return byName;
     const [asId, asName] = await Promise.all([
-      this.#lvm.findVolume(ref),
-      this.#lvm.findVolume(byName),
+      this.#lvm.findVolume(ref, scope),
+      this.#lvm.findVolume(byName, scope),
     ]);
     if (asId !== null && asName !== null) {
       throw new InvalidArgumentError(
@@ -109,22 +109,30 @@ export class VolumeService {
   }
 
   /**
-   * Every lvstamp volume (optionally of one VG) with its header, data device
-   * and mount points: one `lvs`, one `dmsetup info`, one mountinfo read, and
-   * one sector-0 read per active volume.
+   * The volume groups to look in when the operator names none (DESIGN.md
+   * §2.3): those tagged `lvstamp` or holding lvstamp-tagged LVs.
    */
-  async list(vgName?: string): Promise<VolumeStatus[]> {
-    const volumes = await this.#lvm.listVolumes(vgName === undefined ? {} : { vgName });
+  async discoverVolumeGroups(): Promise<string[]> {
+    return this.#lvm.discoverVolumeGroups();
+  }
+
+  /**
+   * Every lvstamp volume in the scope's volume groups with its header, data
+   * device and mount points: one `vgs` and one `lvs`, one `dmsetup info`,
+   * one mountinfo read, and one sector-0 read per active volume.
+   */
+  async list(scope: VgScope): Promise<VolumeStatus[]> {
+    const volumes = await this.#lvm.listVolumes(scope);
     const [maps, mounts] = await Promise.all([this.#maps.list(), this.#fs.mounts()]);
     return Promise.all(volumes.map((v) => this.#status(v, maps, mounts)));
   }
 
   /**
    * One volume's status.
-   * @throws NotFoundError when no finished volume has this ID.
+   * @throws NotFoundError when no finished volume in the scope has this ID.
    */
-  async status(volumeId: string): Promise<VolumeStatus> {
-    const volume = await this.#lvm.getVolume(volumeId);
+  async status(volumeId: string, scope: VgScope): Promise<VolumeStatus> {
+    const volume = await this.#lvm.getVolume(volumeId, scope);
     const [maps, mounts] = await Promise.all([this.#maps.list(), this.#fs.mounts()]);
     return this.#status(volume, maps, mounts);
   }
@@ -137,20 +145,25 @@ export class VolumeService {
    */
   async create(request: CreateVolumeRequest): Promise<VolumeStatus> {
     const volume = await this.#lvm.createVolume(request);
-    return this.status(volume.volumeId);
+    return this.status(volume.volumeId, {
+      vgNames: [request.vgName, ...(request.otherVgNames ?? [])],
+    });
   }
 
   /**
    * Creates (or keeps) the data device: the linear map over the data area
    * behind the header. Both ownership signals are checked first: the LV
-   * name and a valid header whose ID matches it (DESIGN.md §2.3).
+   * name and a valid header whose ID matches it (DESIGN.md §2.3). An
+   * inactive LV is activated first when its tags carry the scope's owner
+   * (LvmManager.activateVolume).
    * @returns the `/dev/mapper` node and its device number.
-   * @throws NotFoundError, FailedPreconditionError (inactive LV, header not
-   *   ok or not matching), CommandFailedError.
+   * @throws NotFoundError, NotOwnedError (inactive LV without the tags),
+   *   FailedPreconditionError (header not ok or not matching),
+   *   CommandFailedError.
    */
-  async attach(volumeId: string): Promise<DataDevice> {
+  async attach(volumeId: string, scope: VolumeScope): Promise<DataDevice> {
     return this.#locks.run(volumeId, async () => {
-      const volume = await this.#lvm.getVolume(volumeId);
+      const volume = await this.#lvm.activateVolume(volumeId, scope);
       const header = await this.#verifiedHeader(volume);
       return this.#maps.create(volumeId, volume, header.dataOffsetBytes);
     });
@@ -175,17 +188,19 @@ export class VolumeService {
    * Grows a volume to at least `requiredBytes` of capacity, online:
    * `lvextend`, then the data device's table is reloaded, then a filesystem
    * mounted from it is grown (resize2fs / xfs_growfs). Never shrinks.
+   * The LV proves ownership first (LvmManager.expandVolume).
    * @returns the new status and the mount point whose filesystem was grown.
    * @throws InvalidArgumentError, NotFoundError, OutOfSpaceError,
-   *   FailedPreconditionError, CommandFailedError.
+   *   NotOwnedError, FailedPreconditionError, CommandFailedError.
    */
   async expand(
     volumeId: string,
     requiredBytes: number,
+    scope: VolumeScope,
     options: { readonly limitBytes?: number } = {},
   ): Promise<{ status: VolumeStatus; filesystemGrown: string | null }> {
     return this.#locks.run(volumeId, async () => {
-      const grown = await this.#lvm.expandVolume(volumeId, requiredBytes, options);
+      const grown = await this.#lvm.expandVolume(volumeId, requiredBytes, scope, options);
       const map = (await this.#maps.list()).find((m) => m.volumeId === volumeId);
       let filesystemGrown: string | null = null;
       if (map !== undefined) {
@@ -204,19 +219,22 @@ export class VolumeService {
           filesystemGrown = mount.mountPoint;
         }
       }
-      return { status: await this.status(volumeId), filesystemGrown };
+      return { status: await this.status(volumeId, scope), filesystemGrown };
     });
   }
 
   /**
    * Deletes a volume: its data device (refused while mounted or open), then
-   * every LV of its ID (`lvstamp_<id>` and a leftover `lvstamp_new_<id>`),
-   * wiping first per `wipe`. A volume already gone is success.
-   * @throws FailedPreconditionError, CommandFailedError, LockTimeoutError.
+   * every LV of its ID in the scope (`lvstamp_<id>` and a leftover
+   * `lvstamp_new_<id>`), each proving ownership first, wiping per `wipe`
+   * (LvmManager.deleteVolume). A volume already gone is success.
+   * @throws NotOwnedError, FailedPreconditionError, CommandFailedError,
+   *   LockTimeoutError.
    */
   async delete(
     volumeId: string,
-    options: { readonly wipe?: WipePolicy } = {},
+    scope: VolumeScope,
+    options: DeleteVolumeOptions = {},
   ): Promise<{ existed: boolean }> {
     if (!isHexId(volumeId))
       throw new InvalidArgumentError(`"${volumeId}" is not a volume ID (32 hex digits)`);
@@ -226,7 +244,7 @@ export class VolumeService {
         await this.#refuseIfMounted(map);
         await this.#maps.remove(volumeId);
       }
-      const result = await this.#lvm.deleteVolume(volumeId, options);
+      const result = await this.#lvm.deleteVolume(volumeId, scope, options);
       return { existed: result.existed || map !== undefined };
     });
   }
@@ -339,16 +357,17 @@ export class InspectService {
 
   /**
    * @param target a path (anything that exists on the file system, or starts
-   *   with `/` or `.`), else a volume ID or name.
+   *   with `/` or `.`), else a volume ID or name, looked up in the scope's
+   *   volume groups.
    * @throws NotFoundError when it is neither an existing path nor a volume.
    */
-  async inspect(target: string): Promise<InspectReport> {
+  async inspect(target: string, scope: VgScope): Promise<InspectReport> {
     if (target.startsWith('/') || target.startsWith('.') || (await exists(target))) {
       const decode = await this.#headers.readHeader(target);
       return { target, devicePath: target, decode, explanation: explain(decode, null) };
     }
-    const volumeId = await this.#volumes.resolve(target);
-    const volume = await this.#lvm.findVolume(volumeId);
+    const volumeId = await this.#volumes.resolve(target, scope);
+    const volume = await this.#lvm.findVolume(volumeId, scope);
     if (volume === null)
       throw new NotFoundError(`no volume named or with ID "${target}", and no such file`);
     const decode = await this.#volumes.readHeader(volume);
