@@ -45,7 +45,10 @@ describe('lvstamp CLI on a loop-backed volume group', () => {
     });
 
     const listed = await runCliJson(['list', '--vg', vgName]);
-    expect(listed.json).toEqual([expect.objectContaining({ name: 'pvc-e2e-smoke' })]);
+    expect(listed.json).toEqual({
+      volumeGroups: [vgName],
+      volumes: [expect.objectContaining({ name: 'pvc-e2e-smoke' })],
+    });
 
     const inspected = await runCli(['inspect', 'pvc-e2e-smoke']);
     expect(inspected.exitCode).toBe(0);
@@ -55,7 +58,10 @@ describe('lvstamp CLI on a loop-backed volume group', () => {
     expect(first.exitCode).toBe(0);
     const second = await runCli(['delete', 'pvc-e2e-smoke']);
     expect(second.exitCode).toBe(0);
-    expect((await runCliJson(['list', '--vg', vgName])).json).toEqual([]);
+    expect((await runCliJson(['list', '--vg', vgName])).json).toEqual({
+      volumeGroups: [vgName],
+      volumes: [],
+    });
 
     const removed = await runCli(['vg', 'remove', vgName]);
     expect(removed.exitCode).toBe(0);

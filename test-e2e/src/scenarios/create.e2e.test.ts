@@ -112,7 +112,11 @@ describe('create interrupted after lvcreate, before the rename', () => {
       expect(row.lv_tags.split(',').sort()).toEqual(['lvstamp', ownerTag]);
       expect(row.lv_size).toBe(String(20 * MiB));
     }
-    const listed = await cliJson<VolumeJson[]>(['list', '--vg', vg.vgName]);
+    const { volumes: listed } = await cliJson<{ volumes: VolumeJson[] }>([
+      'list',
+      '--vg',
+      vg.vgName,
+    ]);
     expect(listed.map((v) => [v.lv, v.creating]).sort()).toEqual(
       [
         [`lvstamp_new_${abandoned.id}`, true],

@@ -88,7 +88,7 @@ describe('life cycle through the CLI', () => {
     expect(lv.lv_tags.split(',').sort()).toEqual(['lvstamp', `lvstamp.owner=${STANDALONE}`]);
     expect((await readBytes(lv.lv_dm_path, 0, 8)).toString('latin1')).toBe('LVSTAMP\0');
 
-    const listed = await cliJson<VolumeJson[]>(['list', '--vg', vgName]);
+    const { volumes: listed } = await cliJson<{ volumes: VolumeJson[] }>(['list', '--vg', vgName]);
     expect(listed).toEqual([
       {
         name,

@@ -43,7 +43,7 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
         vgName,
         ownerId: ctx.globals().ownerId,
       });
-      if (json()) writeJson(io, { ...statusJson(status), volumeGroups: [vgName] });
+      if (json()) writeJson(io, statusJson(status));
       else
         io.stdout.write(
           `volume ${name} ready: id ${status.volume.volumeId}, ${formatBytes(status.volume.capacityBytes)} ` +

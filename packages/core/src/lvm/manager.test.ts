@@ -991,8 +991,19 @@ describe('LvmManager: scope (DESIGN.md §2.3)', () => {
     const { runner, manager } = setup([
       { argv: VGS, stdoutFile: 'lvm/vgs-two.json' },
       { argv: [...LVS, '-S', 'lv_name=~"^lvstamp_"'], stdoutFile: 'lvm/lvs-inactive.json' },
+      { argv: ['pvs', ...REPORT, '-o', 'pv_name,vg_name'], stdoutFile: 'lvm/pvs-two.json' },
     ]);
     expect(await manager.discoverVolumeGroups()).toEqual(['vg-data', 'vg0']);
+    runner.assertDone();
+  });
+
+  it('discoverVolumeGroups leaves out a VG on an lvstamp data device (a tenant VG nested in a volume)', async () => {
+    const { runner, manager } = setup([
+      { argv: VGS, stdoutFile: 'lvm/vgs-two.json' },
+      { argv: [...LVS, '-S', 'lv_name=~"^lvstamp_"'], stdoutFile: 'lvm/lvs-inactive.json' },
+      { argv: ['pvs', ...REPORT, '-o', 'pv_name,vg_name'], stdoutFile: 'lvm/pvs-nested.json' },
+    ]);
+    expect(await manager.discoverVolumeGroups()).toEqual(['vg-data']);
     runner.assertDone();
   });
 });

@@ -30,7 +30,14 @@ import {
   type Naming,
 } from '../naming.js';
 import type { HeaderIo } from './header-io.js';
-import { LV_REPORT_FIELDS, parseLvsReport, parseVgsReport, VG_REPORT_FIELDS } from './report.js';
+import {
+  LV_REPORT_FIELDS,
+  parseLvsReport,
+  parsePvsReport,
+  parseVgsReport,
+  PV_REPORT_FIELDS,
+  VG_REPORT_FIELDS,
+} from './report.js';
 import { classifyLvmFailure, duplicatePvUuids, lvmMessage, problemsOfVgAttr } from './vg-state.js';
 import type {
   LogicalVolume,
@@ -278,19 +285,32 @@ export class LvmManager {
   /**
    * The volume groups the CLI and the GC job look in when none is named
    * (DESIGN.md §2.3): those tagged `lvstamp` and those holding an LV tagged
-   * `lvstamp` with the lvstamp name prefix, sorted, each once. Read-only:
-   * one `vgs` and one `lvs` over every volume group, at once.
+   * `lvstamp` with the lvstamp name prefix, sorted, each once; minus every
+   * volume group with a physical volume on an lvstamp data device
+   * (`/dev/mapper/<dmNamePrefix>…`: a tenant's LVM inside a volume, seen when
+   * no device filter hides it). Read-only: one `vgs`, one `lvs` and one
+   * `pvs` over every volume group, at once.
    * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError.
    */
   async discoverVolumeGroups(): Promise<string[]> {
     const prefix = `lv_name=~"^${escapeRegex(commonPrefix(this.#naming))}"`;
-    const [vgs, lvs] = await Promise.all([this.#vgs(null), this.#lvs(prefix, null)]);
+    const pvsArgv = ['pvs', ...REPORT_OPTIONS, '-o', PV_REPORT_FIELDS.join(',')];
+    const [vgs, lvs, pvs] = await Promise.all([
+      this.#vgs(null),
+      this.#lvs(prefix, null),
+      this.#lvm(pvsArgv).then((result) => parsePvsReport(result.stdout, result.argv)),
+    ]);
     const tag = this.#naming.tag;
+    const nested = new Set(
+      pvs
+        .filter((pv) => pv.pvName.startsWith(`/dev/mapper/${this.#naming.dmNamePrefix}`))
+        .map((pv) => pv.vgName),
+    );
     const names = new Set([
       ...vgs.filter((vg) => vg.tags.includes(tag)).map((vg) => vg.name),
       ...lvs.filter((lv) => lv.tags.includes(tag)).map((lv) => lv.vgName),
     ]);
-    return [...names].sort();
+    return [...names].filter((name) => !nested.has(name)).sort();
   }
 
   /**

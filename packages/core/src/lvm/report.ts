@@ -105,6 +105,25 @@ export function parseLvsReport(stdout: string, argv: readonly string[]): Logical
   return [...byUuid.values()];
 }
 
+/** Fields requested from `pvs` when discovering volume groups: where each PV lives. */
+export const PV_REPORT_FIELDS = ['pv_name', 'vg_name'] as const;
+
+/**
+ * Parses the stdout of `pvs --reportformat json -o pv_name,vg_name`:
+ * `{"report":[{"pv":[{...}]}]}`. A PV in no volume group has `vgName` null.
+ * @throws UnparseableOutputError on anything else.
+ */
+export function parsePvsReport(
+  stdout: string,
+  argv: readonly string[],
+): { pvName: string; vgName: string | null }[] {
+  const reader = new FieldReader(stdout, argv);
+  return reader.rows('pv').map((row) => ({
+    pvName: reader.required(row, 'pv_name'),
+    vgName: reader.optional(row, 'vg_name'),
+  }));
+}
+
 const BYTES = /^\d+$/;
 const DEVICE_NUMBER = /^\d+$/;
 const UNIX_SECONDS = /^\d+$/;
@@ -129,7 +148,7 @@ class FieldReader {
   }
 
   /** The rows of the single `{"report":[{"<kind>":[...]}]}` section. */
-  rows(kind: 'vg' | 'lv'): Row[] {
+  rows(kind: 'vg' | 'lv' | 'pv'): Row[] {
     let document: unknown;
     try {
       document = JSON.parse(this.#stdout);
