@@ -3,6 +3,7 @@ import {
   AlreadyExistsError,
   CommandFailedError,
   FailedPreconditionError,
+  NotOwnedError,
   volumeIdForName,
 } from '@lvstamp/core';
 import {
@@ -11,6 +12,7 @@ import {
   GIB,
   mountEntry,
   NODE_ID,
+  OWNER_ID,
   startHarness,
   type Harness,
 } from './testing/harness.js';
@@ -65,6 +67,24 @@ describe('NodeStageVolume', () => {
   it('only attaches a block volume', async () => {
     await stage({ volume_capability: BLOCK });
     expect(h.core.calls).toEqual([['attach', id]]);
+  });
+
+  it('attaches within the configured volume groups and owner (the core activates an inactive LV of that owner)', async () => {
+    await stage({ volume_capability: BLOCK });
+    expect(h.core.scopes).toEqual([{ vgNames: ['vg0', 'vg1'], ownerId: OWNER_ID }]);
+  });
+
+  it("an inactive LV without this owner's tags: FAILED_PRECONDITION naming it, nothing attached", async () => {
+    const lv = `vg0/lvstamp_${id}`;
+    h.core.failNext.set(
+      'attach',
+      new NotOwnedError(lv, 'owner-tag', 'refusing to activate: it lacks the owner tag'),
+    );
+    expect(await failureOf(stage({ volume_capability: BLOCK }))).toEqual({
+      code: 'FAILED_PRECONDITION',
+      details: `${lv} is not provably this installation's volume: refusing to activate: it lacks the owner tag; left untouched`,
+    });
+    expect(h.core.devices.size).toBe(0);
   });
 
   it('refuses another filesystem with FAILED_PRECONDITION, never formatting', async () => {

@@ -127,6 +127,7 @@ export class FakeCore implements DriverCore {
     },
     attach: (volumeId, scope) => {
       this.scopes.push(scope);
+      this.#maybeFail('attach');
       // as the core: the volume is looked up first, an unknown one is NotFoundError
       if (!this.store.has(volumeId))
         return Promise.reject(new NotFoundError(`volume ${volumeId} does not exist`));
