@@ -109,7 +109,7 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
 
     await step('read both headers back from sector 0', async () => {
       for (const v of [a, b]) {
-        const report = await s.inspector.inspect(v.volume.volumeId, scope);
+        const report = await s.inspector.inspect(v.volume.volumeId, () => Promise.resolve(scope));
         const d = report.decode;
         say(
           d.status === 'ok'

@@ -88,11 +88,9 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
     .argument('<target>', 'volume name, volume ID, device path or image file')
     .option('--vg <vg>', VG_HELP)
     .action(async (target: string, opts: { vg?: string }) => {
-      const isPath = target.startsWith('/') || target.startsWith('.');
-      const scope = isPath
-        ? { vgNames: [] }
-        : await commandScope(io, ctx.services().volumes, opts.vg);
-      const report = await ctx.services().inspector.inspect(target, scope);
+      const report = await ctx
+        .services()
+        .inspector.inspect(target, () => commandScope(io, ctx.services().volumes, opts.vg));
       if (json()) {
         writeJson(io, report);
         return;

@@ -357,15 +357,17 @@ export class InspectService {
 
   /**
    * @param target a path (anything that exists on the file system, or starts
-   *   with `/` or `.`), else a volume ID or name, looked up in the scope's
-   *   volume groups.
+   *   with `/` or `.`), else a volume ID or name, looked up in the volume
+   *   groups `scope` returns (called only for a volume, so that a file needs
+   *   no lvm).
    * @throws NotFoundError when it is neither an existing path nor a volume.
    */
-  async inspect(target: string, scope: VgScope): Promise<InspectReport> {
+  async inspect(target: string, scopeOf: () => Promise<VgScope>): Promise<InspectReport> {
     if (target.startsWith('/') || target.startsWith('.') || (await exists(target))) {
       const decode = await this.#headers.readHeader(target);
       return { target, devicePath: target, decode, explanation: explain(decode, null) };
     }
+    const scope = await scopeOf();
     const volumeId = await this.#volumes.resolve(target, scope);
     const volume = await this.#lvm.findVolume(volumeId, scope);
     if (volume === null)

@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import type { VgScope, VolumeScope } from '../lvm/types.js';
+import { GcService } from './service.js';
+import type { GcExecutorPorts } from './ports.js';
+
+const OWNER = '0123456789abcdef0123456789abcdef';
+
+/** Ports of an empty node that record the scope of each call. */
+function ports(calls: string[]): GcExecutorPorts {
+  return {
+    lvm: {
+      discoverVolumeGroups: () => {
+        calls.push('discoverVolumeGroups');
+        return Promise.resolve(['vg-a', 'vg-b']);
+      },
+      activateOwnedVolumes: (scope: VolumeScope) => {
+        calls.push(`activateOwnedVolumes ${scope.vgNames.join(',')} ${scope.ownerId}`);
+        return Promise.resolve(['vg-a/lvstamp_x']);
+      },
+      listVolumes: (scope: VgScope) => {
+        calls.push(`listVolumes ${scope.vgNames.join(',')}`);
+        return Promise.resolve([]);
+      },
+      removeLogicalVolume: () => Promise.reject(new Error('not expected')),
+    },
+    headers: { readHeader: () => Promise.reject(new Error('not expected')) },
+    devices: {
+      listAll: () => Promise.resolve([]),
+      table: () => Promise.resolve(null),
+      tables: () => Promise.resolve(new Map()),
+      remove: () => Promise.reject(new Error('not expected')),
+    },
+    hostLock: { withLock: (_reason, fn) => fn() },
+  };
+}
+
+const request = {
+  liveSet: new Set<string>(),
+  allowEmptyLiveSet: false,
+  policy: { ownerId: OWNER, minAgeMs: 0, maxDeletions: 1, dryRun: true },
+  nowMs: 0,
+};
+
+describe('GcService.plan: scope and activation (DESIGN.md §2.3, §6)', () => {
+  it("scans the named volume groups only: activates this owner's inactive LVs there, then takes the inventory", async () => {
+    const calls: string[] = [];
+    const result = await new GcService({ ports: ports(calls) }).plan({
+      ...request,
+      vgNames: ['vg-a'],
+    });
+    expect(calls).toEqual([`activateOwnedVolumes vg-a ${OWNER}`, 'listVolumes vg-a']);
+    expect(result.vgNames).toEqual(['vg-a']);
+    expect(result.activated).toEqual(['vg-a/lvstamp_x']);
+  });
+
+  it('without volume groups, discovers them (never every volume group)', async () => {
+    const calls: string[] = [];
+    const result = await new GcService({ ports: ports(calls) }).plan(request);
+    expect(calls).toEqual([
+      'discoverVolumeGroups',
+      `activateOwnedVolumes vg-a,vg-b ${OWNER}`,
+      'listVolumes vg-a,vg-b',
+    ]);
+    expect(result.vgNames).toEqual(['vg-a', 'vg-b']);
+  });
+});
