@@ -6,7 +6,7 @@
 // the operator's --force-unowned; (c) after `vgchange -an` of our group, a create retry,
 // NodeStage, expansion, GC and a delete with a wipe each activate what they need and work.
 import { randomBytes } from 'node:crypto';
-import { open, writeFile } from 'node:fs/promises';
+import { open, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -36,12 +36,25 @@ installCleanupHooks();
 
 const OWNER_ID = randomBytes(16).toString('hex');
 const LONG = 600_000;
+/** The test VM's lvm configuration; its global_filter hides lvstamp data devices (docs/LVM-CONFIG.md). */
+const LVMLOCAL = '/etc/lvm/lvmlocal.conf';
 
 let vgName = '';
 let dir = '';
 let csi: CsiClient;
 
 beforeAll(async () => {
+  // lvstamp must be safe without the device filter too: this file runs with it taken out (the
+  // VM's root is a throwaway overlay; the original is put back after the file).
+  const original = await readFile(LVMLOCAL, 'utf8');
+  cleanups.add('restore lvmlocal.conf', () => writeFile(LVMLOCAL, original));
+  await writeFile(
+    LVMLOCAL,
+    original
+      .split('\n')
+      .filter((line) => !line.includes('global_filter'))
+      .join('\n'),
+  );
   const vg = await createLoopVg({ sizeBytes: 512 * MiB });
   vgName = vg.vgName;
   dir = await driverDir();
