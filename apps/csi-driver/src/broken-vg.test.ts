@@ -8,6 +8,7 @@ import {
   failureOf,
   FakeCore,
   GIB,
+  OWNER_ID,
   startHarness,
   testConfig,
   type Harness,
@@ -92,7 +93,7 @@ describe('a broken volume group', () => {
 
   it('NodeGetVolumeStats: the volume condition is abnormal with the reason', async () => {
     const volume = h.core.add('pvc-1', GIB);
-    await h.core.volumes.attach(volume.volumeId);
+    await h.core.volumes.attach(volume.volumeId, { vgNames: ['vg0'], ownerId: OWNER_ID });
     h.paths.kinds.set('/var/lib/kubelet/dev/pvc-1', 'block-device');
     h.core.failNext.set('capacity', missingPv());
     const response = await h.call('Node', 'NodeGetVolumeStats', {
