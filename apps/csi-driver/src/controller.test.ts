@@ -1,5 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CommandFailedError, CommandTimeoutError, volumeIdForName } from '@lvstamp/core';
+import {
+  CommandFailedError,
+  CommandTimeoutError,
+  FILESYSTEM_MINIMUM_BYTES,
+  volumeIdForName,
+} from '@lvstamp/core';
 import {
   codeOf,
   failureOf,
@@ -31,10 +36,10 @@ const create = (request: object) =>
   h.call('Controller', 'CreateVolume', { name: 'pvc-1', volume_capabilities: [MOUNT], ...request });
 
 describe('CreateVolume', () => {
-  it('creates in the default class with the node topology and the rounded capacity', async () => {
-    const response = await create({ capacity_range: { required_bytes: String(203 * MIB) } });
+  it('creates in the default class with the node topology and exactly the capacity asked for', async () => {
+    const response = await create({ capacity_range: { required_bytes: String(202 * MIB) } });
     expect(response.volume).toEqual({
-      capacity_bytes: String(203 * MIB),
+      capacity_bytes: String(202 * MIB),
       volume_id: volumeIdForName('pvc-1'),
       volume_context: {},
       content_source: null,
@@ -42,8 +47,79 @@ describe('CreateVolume', () => {
     });
     expect(h.core.calls[0]).toEqual([
       'create',
-      { name: 'pvc-1', requiredBytes: 203 * MIB, vgName: 'vg0', ownerId: OWNER_ID },
+      {
+        name: 'pvc-1',
+        requiredBytes: 202 * MIB,
+        minimumBytes: FILESYSTEM_MINIMUM_BYTES.ext4,
+        vgName: 'vg0',
+        ownerId: OWNER_ID,
+      },
     ]);
+  });
+
+  it.each([
+    [
+      'required == limit, an odd whole-4 KiB size',
+      { required_bytes: '40964096', limit_bytes: '40964096' },
+      '40964096',
+    ],
+    ['required rounded up to whole 4 KiB blocks', { required_bytes: '40960001' }, '40964096'],
+    [
+      'only a limit: the limit, rounded down to whole 4 KiB blocks',
+      { limit_bytes: '40967000' },
+      '40964096',
+    ],
+  ])('capacity_bytes: %s', async (_label, capacity_range, expected) => {
+    const response = await create({ capacity_range });
+    expect((response.volume as { capacity_bytes: string }).capacity_bytes).toBe(expected);
+  });
+
+  it('raises an xfs volume below the mkfs.xfs minimum to it, and says so in capacity_bytes', async () => {
+    const response = await create({
+      capacity_range: { required_bytes: String(16 * MIB) },
+      volume_capabilities: [{ ...MOUNT, mount: { fs_type: 'xfs', mount_flags: [] } }],
+    });
+    expect((response.volume as { capacity_bytes: string }).capacity_bytes).toBe(
+      String(FILESYSTEM_MINIMUM_BYTES.xfs),
+    );
+    expect(h.core.calls[0]?.[1]).toMatchObject({
+      requiredBytes: 16 * MIB,
+      minimumBytes: FILESYSTEM_MINIMUM_BYTES.xfs,
+    });
+  });
+
+  it('answers OUT_OF_RANGE, creating nothing, when the limit forbids the filesystem minimum', async () => {
+    expect(
+      await failureOf(
+        create({
+          capacity_range: { required_bytes: String(16 * MIB), limit_bytes: String(16 * MIB) },
+          volume_capabilities: [{ ...MOUNT, mount: { fs_type: 'xfs', mount_flags: [] } }],
+        }),
+      ),
+    ).toEqual({
+      code: 'OUT_OF_RANGE',
+      details: `the filesystem needs at least ${FILESYSTEM_MINIMUM_BYTES.xfs} bytes, above limitBytes ${16 * MIB}`,
+    });
+    expect(h.core.store.size).toBe(0);
+  });
+
+  it("a raw block volume has no filesystem minimum; mount and block together take the filesystem's", async () => {
+    await create({ capacity_range: { required_bytes: String(MIB) }, volume_capabilities: [BLOCK] });
+    expect(h.core.calls[0]?.[1]).toMatchObject({ minimumBytes: 0 });
+    await create({
+      name: 'pvc-2',
+      capacity_range: { required_bytes: String(MIB) },
+      volume_capabilities: [BLOCK, { ...MOUNT, mount: { fs_type: 'xfs', mount_flags: [] } }],
+    });
+    expect(h.core.calls[1]?.[1]).toMatchObject({ minimumBytes: FILESYSTEM_MINIMUM_BYTES.xfs });
+  });
+
+  it('refuses a limit below the requirement with OUT_OF_RANGE, creating nothing', async () => {
+    const request = {
+      capacity_range: { required_bytes: String(2 * GIB), limit_bytes: String(GIB) },
+    };
+    expect(await codeOf(create(request))).toBe('OUT_OF_RANGE');
+    expect(h.core.store.size).toBe(0);
   });
 
   it('is idempotent: the same name and size returns the same volume', async () => {
@@ -106,11 +182,6 @@ describe('CreateVolume', () => {
     ],
     ['a negative size', { capacity_range: { required_bytes: '-1' } }, 'INVALID_ARGUMENT'],
     [
-      'a limit below the requirement',
-      { capacity_range: { required_bytes: String(2 * GIB), limit_bytes: String(GIB) } },
-      'OUT_OF_RANGE',
-    ],
-    [
       'a size above 2^53 - 1',
       { capacity_range: { required_bytes: '9007199254740993' } },
       'OUT_OF_RANGE',
@@ -147,19 +218,19 @@ describe('CreateVolume', () => {
     expect(h.core.store.size).toBe(1);
   });
 
-  it('answers OUT_OF_RANGE when the core cannot round to whole extents within the limit', async () => {
+  it('answers OUT_OF_RANGE when whole 4 KiB blocks cannot stay within the limit', async () => {
     expect(
       await failureOf(
         create({
           capacity_range: {
-            required_bytes: String(202 * MIB),
-            limit_bytes: String(202 * MIB + 1),
+            required_bytes: String(202 * MIB + 1),
+            limit_bytes: String(202 * MIB + 2),
           },
         }),
       ),
     ).toEqual({
       code: 'OUT_OF_RANGE',
-      details: `rounded to 4194304-byte extents the capacity would be ${203 * MIB} bytes, above limitBytes ${202 * MIB + 1}`,
+      details: `whole 4096-byte blocks make ${202 * MIB + 4096} bytes, above limitBytes ${202 * MIB + 2}`,
     });
     expect(h.core.store.size).toBe(0);
   });
@@ -175,9 +246,7 @@ describe('CreateVolume', () => {
 
   it('uses the configured default capacity (1 GiB) when no size is given', async () => {
     const response = await create({});
-    expect((response.volume as { capacity_bytes: string }).capacity_bytes).toBe(
-      String(GIB + 3 * MIB),
-    );
+    expect((response.volume as { capacity_bytes: string }).capacity_bytes).toBe(String(GIB));
   });
 
   it('keeps 64-bit sizes exact: 2^40 round trip', async () => {
@@ -185,9 +254,7 @@ describe('CreateVolume', () => {
     const response = await create({
       capacity_range: { required_bytes: String(2 ** 40), limit_bytes: String(2 ** 40 + 3 * MIB) },
     });
-    expect((response.volume as { capacity_bytes: string }).capacity_bytes).toBe(
-      String(2 ** 40 + 3 * MIB),
-    );
+    expect((response.volume as { capacity_bytes: string }).capacity_bytes).toBe(String(2 ** 40));
     expect(h.core.calls[0]?.[1]).toMatchObject({
       requiredBytes: 2 ** 40,
       limitBytes: 2 ** 40 + 3 * MIB,

@@ -289,8 +289,13 @@ describe('NodeExpandVolume', () => {
 
   it('converges without a size: keeps the current capacity', async () => {
     h.paths.kinds.set(TARGET, 'directory');
-    await h.call('Node', 'NodeExpandVolume', { volume_id: id, volume_path: TARGET });
-    expect(h.core.calls).toEqual([['expand', id, GIB, {}]]);
+    const response = await h.call('Node', 'NodeExpandVolume', {
+      volume_id: id,
+      volume_path: TARGET,
+    });
+    // at least one byte: the core keeps the capacity, still reloads the map and grows the filesystem
+    expect(h.core.calls).toEqual([['expand', id, 1, {}]]);
+    expect(response).toEqual({ capacity_bytes: String(GIB) });
   });
 
   it.each([

@@ -236,8 +236,9 @@ export function createNodeService(deps: NodeDeps) {
      * CSI spec NodeExpandVolume: lvextend to the requested size when needed,
      * data-device reload, online filesystem grow where it is mounted (all in
      * the core, each step idempotent, so repeated calls converge). Returns
-     * the real capacity. Unknown volume or path → NOT_FOUND; a limit below
-     * the size → OUT_OF_RANGE.
+     * the capacity (core volumeSize; without required_bytes the current
+     * one, so a repeated call still reloads and grows). Unknown volume or
+     * path → NOT_FOUND; a limit below the capacity → OUT_OF_RANGE.
      */
     NodeExpandVolume: async (request: NodeExpandVolumeRequest) => {
       requireNodeCapability('EXPAND_VOLUME');
@@ -252,19 +253,13 @@ export function createNodeService(deps: NodeDeps) {
           `volume path ${request.volume_path} does not exist`,
         );
       }
-      const current = status.volume.capacityBytes;
-      if (range.limitBytes > 0 && current > range.limitBytes) {
-        throw new CsiError(
-          GrpcStatus.OUT_OF_RANGE,
-          `volume ${request.volume_id} has ${current} bytes, above limit_bytes ${range.limitBytes}; volumes never shrink`,
-        );
-      }
+      // No required bytes: at least one byte, so the core keeps the capacity and converges.
       const { status: after } = await core.volumes.expand(
-        request.volume_id,
-        Math.max(range.requiredBytes, current),
+        status.volume.volumeId,
+        Math.max(range.requiredBytes, 1),
         range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {},
       );
-      return { capacity_bytes: writeBytes(after.volume.capacityBytes) };
+      return { capacity_bytes: writeBytes(after.volume.capacityBytes ?? 0) };
     },
 
     NodeGetCapabilities: () =>

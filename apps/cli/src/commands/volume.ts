@@ -2,7 +2,7 @@ import { InvalidArgumentError, isHexId, type VolumeStatus, type WipePolicy } fro
 import { Option, type Command } from 'commander';
 import { progress, renderTable, writeJson } from '../output.js';
 import type { CommandContext } from '../program.js';
-import { formatBytes, parseSize } from '../quantity.js';
+import { formatBytes, formatCapacity, parseSize } from '../quantity.js';
 
 /** `lvstamp create|list|inspect|attach|detach|resize|delete`. */
 export function registerVolumeCommands(program: Command, ctx: CommandContext): void {
@@ -31,7 +31,7 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
       if (json()) writeJson(io, statusJson(status));
       else
         io.stdout.write(
-          `volume ${name} ready: id ${status.volume.volumeId}, ${formatBytes(status.volume.capacityBytes)} ` +
+          `volume ${name} ready: id ${status.volume.volumeId}, ${formatCapacity(status.volume.capacityBytes)} ` +
             `usable on ${status.volume.vgName}/${status.volume.lvName} (${formatBytes(status.volume.sizeBytes)} LV)\n`,
         );
     });
@@ -53,7 +53,7 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
             s.name ?? '-',
             s.volume.volumeId,
             s.volume.vgName,
-            formatBytes(s.volume.capacityBytes),
+            formatCapacity(s.volume.capacityBytes),
             s.volume.creating ? 'creating' : s.volume.active ? 'active' : 'inactive',
             s.header.status,
             s.dataDevice?.path ?? '-',
@@ -129,11 +129,11 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
       const volumes = ctx.services().volumes;
       const id = await volumes.resolve(ref);
       const before = await volumes.status(id);
-      if (before.volume.capacityBytes >= requiredBytes) {
+      if (before.volume.capacityBytes !== null && before.volume.capacityBytes >= requiredBytes) {
         if (json()) writeJson(io, { ...statusJson(before), filesystemGrown: null });
         else
           io.stdout.write(
-            `${ref} already has capacity ${formatBytes(before.volume.capacityBytes)} ≥ ${formatBytes(requiredBytes)}; ` +
+            `${ref} already has capacity ${formatCapacity(before.volume.capacityBytes)} ≥ ${formatBytes(requiredBytes)}; ` +
               'volumes never shrink, nothing done\n',
           );
         return;
@@ -144,7 +144,7 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
         writeJson(io, { ...statusJson(result.status), filesystemGrown: result.filesystemGrown });
       else
         io.stdout.write(
-          `${ref}: capacity ${formatBytes(result.status.volume.capacityBytes)}` +
+          `${ref}: capacity ${formatCapacity(result.status.volume.capacityBytes)}` +
             (result.filesystemGrown ? `; filesystem on ${result.filesystemGrown} grown` : '') +
             '\n',
         );

@@ -48,7 +48,8 @@ export function encodeHeader(
   fields: HeaderFields,
   version: HeaderVersion = HEADER_VERSION,
 ): Buffer {
-  if (version !== 1 && version !== 2) {
+  // plain JavaScript callers may pass anything
+  if (!([1, 2] as readonly number[]).includes(version)) {
     throw new InvalidArgumentError(`header version must be 1 or 2, got ${String(version)}`);
   }
   if (!isHexId(fields.volumeId)) {
