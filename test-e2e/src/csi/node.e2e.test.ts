@@ -294,7 +294,7 @@ describe('life cycles', () => {
     expect(head.every((b) => b === 0)).toBe(true);
 
     const payload = randomBytes(8192);
-    const atEnd = 19 * MiB - payload.length;
+    const atEnd = 16 * MiB - payload.length;
     const device = await open(target, 'r+');
     try {
       await device.write(payload, 0, payload.length, 0);
@@ -329,7 +329,7 @@ describe('life cycles', () => {
       volume_path: target,
     });
     expect(stats).toEqual({
-      usage: [{ unit: 'BYTES', total: String(19 * MiB), available: '0', used: '0' }],
+      usage: [{ unit: 'BYTES', total: String(16 * MiB), available: '0', used: '0' }],
       volume_condition: { abnormal: false, message: 'ok' },
     });
 
