@@ -7,7 +7,12 @@ import { randomBytes } from 'node:crypto';
 import { open, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
-import { encodeHeader, FILESYSTEM_MINIMUM_BYTES, writeHeaderBlock } from '@lvstamp/core';
+import {
+  clearDataAreaSignatures,
+  encodeHeader,
+  FILESYSTEM_MINIMUM_BYTES,
+  writeHeaderBlock,
+} from '@lvstamp/core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createLoopVg, createTempDir, installCleanupHooks, sh, shOk } from '../harness/index.js';
 import {
@@ -212,7 +217,8 @@ describe('a v1 volume made the old way', () => {
   it('keeps its whole-LV capacity, stages with its data, and becomes exact (v2) when expanded', async () => {
     const name = unique('old-v1');
     const id = idOf(name);
-    // what lvstamp before header v2 made of a 20 MiB request: a 24 MiB LV, a v1 header
+    // what lvstamp before header v2 made of a 20 MiB request: a 24 MiB LV whose whole data area's
+    // first and last MiB are zeroed (the extents held deleted volumes), a v1 header
     await shOk([
       'lvcreate',
       '--yes',
@@ -242,6 +248,7 @@ describe('a v1 volume made the old way', () => {
       requestedBytes: 20 * MiB,
       name,
     };
+    await clearDataAreaSignatures(lv.lv_dm_path, { dataOffsetBytes: MiB, sizeBytes: 24 * MiB });
     await writeHeaderBlock(lv.lv_dm_path, encodeHeader(fields, 1));
     expect(await headerVersion(lv.lv_dm_path)).toBe(1);
 
