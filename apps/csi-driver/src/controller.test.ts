@@ -144,6 +144,8 @@ describe('CreateVolume', () => {
 
   it.each([
     ['no name', { name: '' }, 'INVALID_ARGUMENT'],
+    ['a name with a newline', { name: 'pvc-1\nforged log line' }, 'INVALID_ARGUMENT'],
+    ['a name with an escape sequence', { name: 'pvc-\u001b[31m' }, 'INVALID_ARGUMENT'],
     ['no capabilities', { volume_capabilities: [] }, 'INVALID_ARGUMENT'],
     [
       'a multi-node access mode',
@@ -318,10 +320,17 @@ describe('DeleteVolume', () => {
     ]);
   });
 
-  it('requires a volume ID', async () => {
+  it('requires a volume ID, and refuses one with control characters, deleting nothing', async () => {
     expect(await codeOf(h.call('Controller', 'DeleteVolume', { volume_id: '' }))).toBe(
       'INVALID_ARGUMENT',
     );
+    expect(
+      await failureOf(h.call('Controller', 'DeleteVolume', { volume_id: `${'f'.repeat(32)}\n` })),
+    ).toEqual({
+      code: 'INVALID_ARGUMENT',
+      details: 'volume_id must not contain control characters (found U+000A)',
+    });
+    expect(h.core.calls).toEqual([]);
   });
 
   it('reports an lvm failure as INTERNAL with one line, never as gone', async () => {
@@ -382,6 +391,7 @@ describe('ValidateVolumeCapabilities', () => {
 
   it.each([
     [{ volume_id: '', volume_capabilities: [MOUNT] }, 'INVALID_ARGUMENT'],
+    [{ volume_id: '\t', volume_capabilities: [MOUNT] }, 'INVALID_ARGUMENT'],
     [{ volume_id: 'f'.repeat(32), volume_capabilities: [] }, 'INVALID_ARGUMENT'],
     [{ volume_id: 'f'.repeat(32), volume_capabilities: [MOUNT] }, 'NOT_FOUND'],
     [{ volume_id: 'bogus', volume_capabilities: [MOUNT] }, 'NOT_FOUND'],
@@ -474,6 +484,7 @@ describe('ControllerExpandVolume and capabilities', () => {
 
   it.each([
     [{ volume_id: '', capacity_range: { required_bytes: '1' } }, 'INVALID_ARGUMENT'],
+    [{ volume_id: 'a\nb', capacity_range: { required_bytes: '1' } }, 'INVALID_ARGUMENT'],
     [{ volume_id: 'f'.repeat(32) }, 'INVALID_ARGUMENT'],
     [{ volume_id: 'f'.repeat(32), capacity_range: { required_bytes: String(GIB) } }, 'NOT_FOUND'],
   ])('answers %j with %s', async (request, code) => {

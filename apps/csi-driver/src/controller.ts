@@ -3,6 +3,7 @@ import {
   FILESYSTEM_MINIMUM_BYTES,
   isHexId,
   NotFoundError,
+  requireNoControlCharacters,
   volumeIdForName,
   VolumeGroupUnusableError,
   type Volume,
@@ -27,6 +28,7 @@ import type {
   VolumeCapabilityMsg,
   VolumeMsg,
 } from './csi-types.js';
+import { requireVolumeIdArg } from './args.js';
 import { CsiError, invalidArgument } from './errors.js';
 import type { DriverCore } from './ports.js';
 import { readCapacityRange, writeBytes } from './sizes.js';
@@ -149,7 +151,8 @@ export function createControllerService(deps: ControllerDeps) {
      * (required_bytes, else limit_bytes, else the configured default) in
      * whole 4 KiB blocks, raised to the minimum of the capabilities'
      * filesystem (core volumeSize; DESIGN.md §4 "Capacity"). Errors:
-     * missing name or capabilities, an unsupported capability, parameter or
+     * missing name or capabilities, a name with control characters (refused
+     * as the CLI refuses it), an unsupported capability, parameter or
      * content source → INVALID_ARGUMENT; unsatisfiable capacity range
      * (limit below required, below 4 KiB blocks or the filesystem minimum,
      * or above 2^53 − 1) → OUT_OF_RANGE; requisite topology without this
@@ -160,6 +163,7 @@ export function createControllerService(deps: ControllerDeps) {
     CreateVolume: async (request: CreateVolumeRequest) => {
       requireControllerCapability('CREATE_DELETE_VOLUME');
       if (request.name === '') throw invalidArgument('name is required');
+      requireNoControlCharacters(request.name, 'name');
       const volumeId = volumeIdForName(request.name);
       const deviceClass = readParameters(config, request.parameters);
       const minimumBytes = requireCapabilities(request.volume_capabilities, deviceClass);
@@ -205,7 +209,7 @@ export function createControllerService(deps: ControllerDeps) {
 
     /**
      * CSI spec DeleteVolume: an unknown (also a malformed) volume ID is
-     * success. The blocks are wiped with the policy of the volume group's
+     * success; one with control characters → INVALID_ARGUMENT. The blocks are wiped with the policy of the volume group's
      * device class (config.wipePolicyFor); when all classes share one policy
      * it is used without looking the volume up first (one lvs fewer; the
      * core's delete finds the LV itself). A mounted or open volume →
@@ -213,7 +217,7 @@ export function createControllerService(deps: ControllerDeps) {
      */
     DeleteVolume: async (request: DeleteVolumeRequest) => {
       requireControllerCapability('CREATE_DELETE_VOLUME');
-      if (request.volume_id === '') throw invalidArgument('volume_id is required');
+      requireVolumeIdArg(request.volume_id);
       if (!isHexId(request.volume_id)) return {};
       let wipe = uniformWipe;
       if (wipe === null) {
@@ -230,7 +234,7 @@ export function createControllerService(deps: ControllerDeps) {
      * when every capability (and parameter) is supported, else a message.
      */
     ValidateVolumeCapabilities: async (request: ValidateVolumeCapabilitiesRequest) => {
-      if (request.volume_id === '') throw invalidArgument('volume_id is required');
+      requireVolumeIdArg(request.volume_id);
       if (request.volume_capabilities.length === 0) {
         throw invalidArgument('volume_capabilities is required');
       }
@@ -344,7 +348,7 @@ export function createControllerService(deps: ControllerDeps) {
      */
     ControllerExpandVolume: async (request: ControllerExpandVolumeRequest) => {
       requireControllerCapability('EXPAND_VOLUME');
-      if (request.volume_id === '') throw invalidArgument('volume_id is required');
+      requireVolumeIdArg(request.volume_id);
       const range = readCapacityRange(request.capacity_range);
       if (range.requiredBytes === 0)
         throw invalidArgument('capacity_range.required_bytes is required');

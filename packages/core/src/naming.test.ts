@@ -24,12 +24,16 @@ describe('control characters', () => {
   });
 
   it('refuses with InvalidArgumentError naming the role and the character', () => {
-    expect(() => requireNoControlCharacters('a\nb', 'volume name')).toThrow(
+    expect(() => {
+      requireNoControlCharacters('a\nb', 'volume name');
+    }).toThrow(
       new InvalidArgumentError(
         'volume name must not contain control characters (newline, tab, …; found U+000A)',
       ),
     );
-    expect(() => requireNoControlCharacters('pvc-1', 'volume name')).not.toThrow();
+    expect(() => {
+      requireNoControlCharacters('pvc-1', 'volume name');
+    }).not.toThrow();
   });
 });
 
@@ -73,7 +77,11 @@ describe('volume group names and the device-mapper name limit', () => {
   });
 
   it('requireVgNameFitsDm throws InvalidArgumentError', () => {
-    expect(() => requireVgNameFitsDm(a(81))).toThrow(InvalidArgumentError);
-    expect(() => requireVgNameFitsDm('lvstamp-demo')).not.toThrow();
+    expect(() => {
+      requireVgNameFitsDm(a(81));
+    }).toThrow(InvalidArgumentError);
+    expect(() => {
+      requireVgNameFitsDm('lvstamp-demo');
+    }).not.toThrow();
   });
 });

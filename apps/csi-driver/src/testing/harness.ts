@@ -11,6 +11,7 @@ import {
   volumeIdForName,
   volumeSize,
   type DataDevice,
+  type DeviceNumber,
   type MountInfoEntry,
   type Volume,
   type VolumeGroup,
@@ -284,9 +285,19 @@ export function mountEntry(
 /** NodePaths over a map of path → kind, recording what was made and removed. */
 export class FakePaths implements NodePaths {
   readonly kinds = new Map<string, PathKind>();
+  /** st_rdev of block device nodes, by path. */
+  readonly devices = new Map<string, DeviceNumber>();
+  /** Symlinks: path → what realpath(3) makes of it. */
+  readonly links = new Map<string, string>();
   readonly log: string[] = [];
   kind(path: string): Promise<PathKind> {
     return Promise.resolve(this.kinds.get(path) ?? 'missing');
+  }
+  canonical(path: string): Promise<string> {
+    return Promise.resolve(this.links.get(path) ?? path);
+  }
+  blockDeviceNumber(path: string): Promise<DeviceNumber | null> {
+    return Promise.resolve(this.devices.get(path) ?? null);
   }
   ensureDirectory(path: string): Promise<void> {
     this.log.push(`mkdir ${path}`);
