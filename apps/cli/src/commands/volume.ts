@@ -1,4 +1,10 @@
-import { InvalidArgumentError, isHexId, type VolumeStatus, type WipePolicy } from '@lvstamp/core';
+import {
+  InvalidArgumentError,
+  isHexId,
+  requireNoControlCharacters,
+  type VolumeStatus,
+  type WipePolicy,
+} from '@lvstamp/core';
 import { Option, type Command } from 'commander';
 import { progress, renderTable, writeJson } from '../output.js';
 import type { CommandContext } from '../program.js';
@@ -121,30 +127,30 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
 
   program
     .command('resize')
-    .description('grow a volume: the LV, its data device and a mounted filesystem (online)')
+    .description(
+      'grow a volume: the LV, its data device and a mounted filesystem (online); ' +
+        'at a size it already has, finishes an interrupted resize (map reload, filesystem grow)',
+    )
     .argument('<volume>', 'volume name or ID')
     .requiredOption('--size <size>', 'new capacity, e.g. 1Gi; volumes only grow')
     .action(async (ref: string, opts: { size: string }) => {
       const requiredBytes = parseSize(opts.size);
       const volumes = ctx.services().volumes;
       const id = await volumes.resolve(ref);
-      const before = await volumes.status(id);
-      if (before.volume.capacityBytes !== null && before.volume.capacityBytes >= requiredBytes) {
-        if (json()) writeJson(io, { ...statusJson(before), filesystemGrown: null });
-        else
-          io.stdout.write(
-            `${ref} already has capacity ${formatCapacity(before.volume.capacityBytes)} ≥ ${formatBytes(requiredBytes)}; ` +
-              'volumes never shrink, nothing done\n',
-          );
-        return;
-      }
       progress(io, `growing ${ref} to ${formatBytes(requiredBytes)}`);
+      // Always through expand, as NodeExpandVolume: when the LV already has the size (an
+      // interrupted resize, an lvextend by hand) the map is still reloaded and a mounted
+      // filesystem still grown, so every earlier partial attempt converges (DESIGN.md §2.2).
       const result = await volumes.expand(id, requiredBytes);
+      const capacity = result.status.volume.capacityBytes;
       if (json())
         writeJson(io, { ...statusJson(result.status), filesystemGrown: result.filesystemGrown });
       else
         io.stdout.write(
-          `${ref}: capacity ${formatCapacity(result.status.volume.capacityBytes)}` +
+          `${ref}: capacity ${formatCapacity(capacity)}` +
+            (capacity !== null && capacity > requiredBytes
+              ? ` (≥ ${formatBytes(requiredBytes)}; volumes never shrink)`
+              : '') +
             (result.filesystemGrown ? `; filesystem on ${result.filesystemGrown} grown` : '') +
             '\n',
         );
@@ -202,11 +208,7 @@ export function statusJson(s: VolumeStatus): Record<string, unknown> {
  * @throws InvalidArgumentError naming the problem.
  */
 export function checkNewVolumeName(name: string): void {
-  if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) {
-    throw new InvalidArgumentError(
-      'volume name must not contain control characters (newline, tab, …)',
-    );
-  }
+  requireNoControlCharacters(name, 'volume name');
   if (name !== name.trim())
     throw new InvalidArgumentError('volume name must not start or end with white space');
   if (isHexId(name)) {
