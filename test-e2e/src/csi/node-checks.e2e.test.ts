@@ -221,14 +221,20 @@ describe('two copies of one filesystem on a node', () => {
       'status=none',
     ]);
     await unstage(origin);
-    await unstage(copy);
     const uuid = async (id: string): Promise<string> =>
       (
         await shOk(['blkid', '-p', '-s', 'UUID', '-o', 'value', `/dev/mapper/lvstamp-${id}`])
       ).stdout.trim();
 
     await stage(origin, xfs);
-    await stage(copy, xfs); // without nouuid: "Filesystem has duplicate UUID ... can't mount"
+    // the failure this prevents: a plain xfs mount of the copy next to its mounted origin
+    const plain = join(dir, 'plain-xfs-mount');
+    await mkdir(plain, { recursive: true });
+    const refused = await sh(['mount', '-t', 'xfs', `/dev/mapper/lvstamp-${copy}`, plain]);
+    expect(refused.exitCode).not.toBe(0);
+    expect(await mountsAt(plain)).toEqual([]);
+    await unstage(copy);
+    await stage(copy, xfs); // with nouuid
     expect(await uuid(copy)).toBe(await uuid(origin));
     expect(await mountsAt(stagingOf(origin))).toHaveLength(1);
     expect(await mountsAt(stagingOf(copy))).toHaveLength(1);

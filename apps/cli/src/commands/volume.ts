@@ -142,15 +142,11 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
       // interrupted resize, an lvextend by hand) the map is still reloaded and a mounted
       // filesystem still grown, so every earlier partial attempt converges (DESIGN.md §2.2).
       const result = await volumes.expand(id, requiredBytes);
-      const capacity = result.status.volume.capacityBytes;
       if (json())
         writeJson(io, { ...statusJson(result.status), filesystemGrown: result.filesystemGrown });
       else
         io.stdout.write(
-          `${ref}: capacity ${formatCapacity(capacity)}` +
-            (capacity !== null && capacity > requiredBytes
-              ? ` (≥ ${formatBytes(requiredBytes)}; volumes never shrink)`
-              : '') +
+          `${ref}: capacity ${formatCapacity(result.status.volume.capacityBytes)}` +
             (result.filesystemGrown ? `; filesystem on ${result.filesystemGrown} grown` : '') +
             '\n',
         );
