@@ -220,21 +220,28 @@ describe('two copies of one filesystem on a node', () => {
       'conv=fsync',
       'status=none',
     ]);
-    await unstage(origin);
     const uuid = async (id: string): Promise<string> =>
       (
         await shOk(['blkid', '-p', '-s', 'UUID', '-o', 'value', `/dev/mapper/lvstamp-${id}`])
       ).stdout.trim();
 
-    await stage(origin, xfs);
-    // the failure this prevents: a plain xfs mount of the copy next to its mounted origin
-    const plain = join(dir, 'plain-xfs-mount');
-    await mkdir(plain, { recursive: true });
-    const refused = await sh(['mount', '-t', 'xfs', `/dev/mapper/lvstamp-${copy}`, plain]);
+    // the failure nouuid prevents: XFS refuses a plain mount of a filesystem whose UUID is
+    // already mounted (a mount with nouuid does not register its UUID, so the origin is
+    // mounted plainly here, as a tool or an older driver would)
+    const plainOrigin = join(dir, 'plain-origin');
+    const plainCopy = join(dir, 'plain-copy');
+    await mkdir(plainOrigin, { recursive: true });
+    await mkdir(plainCopy, { recursive: true });
+    await shOk(['mount', '-t', 'xfs', `/dev/mapper/lvstamp-${origin}`, plainOrigin]);
+    const refused = await sh(['mount', '-t', 'xfs', `/dev/mapper/lvstamp-${copy}`, plainCopy]);
     expect(refused.exitCode).not.toBe(0);
-    expect(await mountsAt(plain)).toEqual([]);
-    await unstage(copy);
-    await stage(copy, xfs); // with nouuid
+    expect(await mountsAt(plainCopy)).toEqual([]);
+
+    // lvstamp stages the copy next to it, and then the origin next to the copy
+    await stage(copy, xfs);
+    await shOk(['umount', plainOrigin]);
+    await unstage(origin);
+    await stage(origin, xfs);
     expect(await uuid(copy)).toBe(await uuid(origin));
     expect(await mountsAt(stagingOf(origin))).toHaveLength(1);
     expect(await mountsAt(stagingOf(copy))).toHaveLength(1);
