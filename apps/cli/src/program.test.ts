@@ -38,6 +38,39 @@ function harness(services: Partial<CliServices> = {}, readText?: CliDeps['readTe
   };
 }
 
+describe('resize', () => {
+  // an lvextend by hand, or a resize interrupted after lvextend: the LV already has the size,
+  // but the map and the filesystem do not; the same resize again must finish the job
+  it('at the size the volume already has still runs expand (map reload, filesystem grow)', async () => {
+    const id = volumeIdForName('data');
+    const expand = vi.fn(() =>
+      Promise.resolve({
+        status: {
+          volume: { volumeId: id, capacityBytes: 200 * 1024 * 1024 },
+          header: { status: 'unreadable', reason: 'test' },
+          name: 'data',
+          dataDevice: null,
+          mountPoints: ['/mnt/data'],
+        },
+        filesystemGrown: '/mnt/data',
+      }),
+    );
+    const h = harness({
+      volumes: {
+        resolve: () => Promise.resolve(id),
+        expand,
+      } as unknown as CliServices['volumes'],
+    });
+    expect(await h.run('resize', 'data', '--size', '200Mi', '--vg', 'vg0')).toBe(0);
+    expect(expand).toHaveBeenCalledWith(id, 200 * 1024 * 1024, {
+      vgNames: ['vg0'],
+      source: '--vg',
+      ownerId: STANDALONE_OWNER_ID,
+    });
+    expect(h.stdout()).toBe('data: capacity 200 MiB; filesystem on /mnt/data grown\n');
+  });
+});
+
 describe('usage errors exit 2 with a one-line message and touch nothing', () => {
   it.each([
     [['create', 'x']], // missing --size

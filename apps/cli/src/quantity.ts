@@ -121,6 +121,11 @@ export function formatBytes(bytes: number): string {
   return `${shown} ${IEC[unit] ?? 'B'}`;
 }
 
+/** A volume's capacity for people: formatBytes, or `unknown` when its header could not be read. */
+export function formatCapacity(bytes: number | null): string {
+  return bytes === null ? 'unknown' : formatBytes(bytes);
+}
+
 /** Formats milliseconds for people: `1h 30m`, `45s`, `0s`. */
 export function formatDuration(ms: number): string {
   const parts: string[] = [];

@@ -95,6 +95,8 @@ describe('a broken volume group', () => {
     const volume = h.core.add('pvc-1', GIB);
     await h.core.volumes.attach(volume.volumeId, { vgNames: ['vg0'], ownerId: OWNER_ID });
     h.paths.kinds.set('/var/lib/kubelet/dev/pvc-1', 'block-device');
+    // the published node of its data device (the fake attaches it as 253:7)
+    h.paths.devices.set('/var/lib/kubelet/dev/pvc-1', { major: 253, minor: 7 });
     h.core.failNext.set('capacity', missingPv());
     const response = await h.call('Node', 'NodeGetVolumeStats', {
       volume_id: volume.volumeId,

@@ -49,6 +49,14 @@ describe('parseConfig', () => {
       'c.yaml: deviceClasses.a.volumeGroup: volumeGroup is not a valid volume group name',
     ],
     [
+      `deviceClasses: { a: { volumeGroup: ${'v'.repeat(81)}, wipe: none, default: true } }`,
+      `c.yaml: deviceClasses.a.volumeGroup: volume group name "${'v'.repeat(81)}" (81 bytes) is too long for lvstamp's LV names (44 bytes): lvm2 refuses an LV when VG name + LV name + 3 reaches 128 bytes (NAME_LEN); here 128; use at most 80 bytes, and at most 82 counting each "-" twice`,
+    ],
+    [
+      `deviceClasses: { a: { volumeGroup: ${'v'.repeat(74)}-b-c-d, wipe: none, default: true } }`,
+      "above the kernel's limit of 127 (DM_NAME_LEN 128 with the NUL)",
+    ],
+    [
       'deviceClasses: { a: { volumeGroup: vg0, wipe: none, default: true, fsTypes: [btrfs] } }',
       'c.yaml: deviceClasses.a.fsTypes.0: fsTypes entries must be ext4 or xfs',
     ],
@@ -73,6 +81,15 @@ describe('parseConfig', () => {
     }
     expect(thrown).toBeInstanceOf(InvalidArgumentError);
     expect((thrown as Error).message).toContain(message);
+  });
+
+  it('accepts the longest volume group names lvm can hold lvstamp LVs in', () => {
+    for (const vg of ['v'.repeat(80), `${'v'.repeat(76)}-b-c`]) {
+      const config = parseConfig(
+        `deviceClasses: { a: { volumeGroup: ${vg}, wipe: none, default: true } }`,
+      );
+      expect(config.defaultClass.volumeGroup).toBe(vg);
+    }
   });
 
   it('picks the strongest wipe policy of the classes on a volume group', () => {

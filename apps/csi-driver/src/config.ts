@@ -3,6 +3,7 @@ import * as z from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
 import {
   InvalidArgumentError,
+  vgNameProblem,
   type FsType,
   type VolumeScope,
   type WipePolicy,
@@ -86,7 +87,9 @@ const configSchema = z.strictObject({
  * defaultCapacityBytes: 1073741824   # optional; 1 GiB
  * ```
  *
- * Rules: at least one device class; exactly one with `default: true`; wipe
+ * Rules: at least one device class; exactly one with `default: true`; a
+ * volumeGroup name that lvm can hold lvstamp's LV names in (core
+ * `vgNameProblem`: lvm2 NAME_LEN and the kernel's DM_NAME_LEN); wipe
  * one of none | discard | zero; fsTypes (default both) ext4 and/or xfs; no
  * unknown keys.
  * @param source where the text came from, for messages.
@@ -120,6 +123,11 @@ export function parseConfig(text: string, source = 'config'): DriverConfig {
       fsTypes: value.fsTypes ?? ['ext4', 'xfs'],
     });
   }
+  const tooLong = [...classes.values()].flatMap((c) => {
+    const problem = vgNameProblem(c.volumeGroup);
+    return problem === null ? [] : [`${source}: deviceClasses.${c.name}.volumeGroup: ${problem}`];
+  });
+  if (tooLong.length > 0) throw new InvalidArgumentError(tooLong.join('\n'));
   if (classes.size === 0) {
     throw new InvalidArgumentError(`${source}: deviceClasses: name at least one device class`);
   }

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   CommandFailedError,
   CommandTimeoutError,
+  FILESYSTEM_MINIMUM_BYTES,
   NotOwnedError,
   volumeIdForName,
 } from '@lvstamp/core';
@@ -36,10 +37,10 @@ const create = (request: object) =>
   h.call('Controller', 'CreateVolume', { name: 'pvc-1', volume_capabilities: [MOUNT], ...request });
 
 describe('CreateVolume', () => {
-  it('creates in the default class with the node topology and the rounded capacity', async () => {
-    const response = await create({ capacity_range: { required_bytes: String(203 * MIB) } });
+  it('creates in the default class with the node topology and exactly the capacity asked for', async () => {
+    const response = await create({ capacity_range: { required_bytes: String(202 * MIB) } });
     expect(response.volume).toEqual({
-      capacity_bytes: String(203 * MIB),
+      capacity_bytes: String(202 * MIB),
       volume_id: volumeIdForName('pvc-1'),
       volume_context: {},
       content_source: null,
@@ -49,12 +50,78 @@ describe('CreateVolume', () => {
       'create',
       {
         name: 'pvc-1',
-        requiredBytes: 203 * MIB,
+        requiredBytes: 202 * MIB,
+        minimumBytes: FILESYSTEM_MINIMUM_BYTES.ext4,
         vgName: 'vg0',
         otherVgNames: ['vg0', 'vg1'],
         ownerId: OWNER_ID,
       },
     ]);
+  });
+
+  it.each([
+    [
+      'required == limit, an odd whole-4 KiB size',
+      { required_bytes: '40964096', limit_bytes: '40964096' },
+      '40964096',
+    ],
+    ['required rounded up to whole 4 KiB blocks', { required_bytes: '40960001' }, '40964096'],
+    [
+      'only a limit: the limit, rounded down to whole 4 KiB blocks',
+      { limit_bytes: '40967000' },
+      '40964096',
+    ],
+  ])('capacity_bytes: %s', async (_label, capacity_range, expected) => {
+    const response = await create({ capacity_range });
+    expect((response.volume as { capacity_bytes: string }).capacity_bytes).toBe(expected);
+  });
+
+  it('raises an xfs volume below the mkfs.xfs minimum to it, and says so in capacity_bytes', async () => {
+    const response = await create({
+      capacity_range: { required_bytes: String(16 * MIB) },
+      volume_capabilities: [{ ...MOUNT, mount: { fs_type: 'xfs', mount_flags: [] } }],
+    });
+    expect((response.volume as { capacity_bytes: string }).capacity_bytes).toBe(
+      String(FILESYSTEM_MINIMUM_BYTES.xfs),
+    );
+    expect(h.core.calls[0]?.[1]).toMatchObject({
+      requiredBytes: 16 * MIB,
+      minimumBytes: FILESYSTEM_MINIMUM_BYTES.xfs,
+    });
+  });
+
+  it('answers OUT_OF_RANGE, creating nothing, when the limit forbids the filesystem minimum', async () => {
+    expect(
+      await failureOf(
+        create({
+          capacity_range: { required_bytes: String(16 * MIB), limit_bytes: String(16 * MIB) },
+          volume_capabilities: [{ ...MOUNT, mount: { fs_type: 'xfs', mount_flags: [] } }],
+        }),
+      ),
+    ).toEqual({
+      code: 'OUT_OF_RANGE',
+      details: `the filesystem needs at least ${FILESYSTEM_MINIMUM_BYTES.xfs} bytes, above limitBytes ${16 * MIB}`,
+    });
+    expect(h.core.store.size).toBe(0);
+  });
+
+  it("a raw block volume has no filesystem minimum; mount and block together take the filesystem's", async () => {
+    await create({ capacity_range: { required_bytes: String(MIB) }, volume_capabilities: [BLOCK] });
+    expect(h.core.calls[0]?.[1]).toMatchObject({ minimumBytes: 0 });
+    await create({
+      name: 'pvc-2',
+      capacity_range: { required_bytes: String(MIB) },
+      volume_capabilities: [BLOCK, { ...MOUNT, mount: { fs_type: 'xfs', mount_flags: [] } }],
+    });
+    expect(h.core.calls[1]?.[1]).toMatchObject({ minimumBytes: FILESYSTEM_MINIMUM_BYTES.xfs });
+  });
+
+  it('refuses a limit below the requirement with OUT_OF_RANGE, creating nothing', async () => {
+    const request = {
+      capacity_range: { required_bytes: String(2 * GIB), limit_bytes: String(GIB) },
+    };
+    expect(await codeOf(create(request))).toBe('OUT_OF_RANGE');
+    expect(h.core.store.size).toBe(0);
   });
 
   it('is idempotent: the same name and size returns the same volume', async () => {
@@ -79,6 +146,8 @@ describe('CreateVolume', () => {
 
   it.each([
     ['no name', { name: '' }, 'INVALID_ARGUMENT'],
+    ['a name with a newline', { name: 'pvc-1\nforged log line' }, 'INVALID_ARGUMENT'],
+    ['a name with an escape sequence', { name: 'pvc-\u001b[31m' }, 'INVALID_ARGUMENT'],
     ['no capabilities', { volume_capabilities: [] }, 'INVALID_ARGUMENT'],
     [
       'a multi-node access mode',
@@ -117,11 +186,6 @@ describe('CreateVolume', () => {
     ],
     ['a negative size', { capacity_range: { required_bytes: '-1' } }, 'INVALID_ARGUMENT'],
     [
-      'a limit below the requirement',
-      { capacity_range: { required_bytes: String(2 * GIB), limit_bytes: String(GIB) } },
-      'OUT_OF_RANGE',
-    ],
-    [
       'a size above 2^53 - 1',
       { capacity_range: { required_bytes: '9007199254740993' } },
       'OUT_OF_RANGE',
@@ -158,19 +222,19 @@ describe('CreateVolume', () => {
     expect(h.core.store.size).toBe(1);
   });
 
-  it('answers OUT_OF_RANGE when the core cannot round to whole extents within the limit', async () => {
+  it('answers OUT_OF_RANGE when whole 4 KiB blocks cannot stay within the limit', async () => {
     expect(
       await failureOf(
         create({
           capacity_range: {
-            required_bytes: String(202 * MIB),
-            limit_bytes: String(202 * MIB + 1),
+            required_bytes: String(202 * MIB + 1),
+            limit_bytes: String(202 * MIB + 2),
           },
         }),
       ),
     ).toEqual({
       code: 'OUT_OF_RANGE',
-      details: `rounded to 4194304-byte extents the capacity would be ${203 * MIB} bytes, above limitBytes ${202 * MIB + 1}`,
+      details: `whole 4096-byte blocks make ${202 * MIB + 4096} bytes, above limitBytes ${202 * MIB + 2}`,
     });
     expect(h.core.store.size).toBe(0);
   });
@@ -186,9 +250,7 @@ describe('CreateVolume', () => {
 
   it('uses the configured default capacity (1 GiB) when no size is given', async () => {
     const response = await create({});
-    expect((response.volume as { capacity_bytes: string }).capacity_bytes).toBe(
-      String(GIB + 3 * MIB),
-    );
+    expect((response.volume as { capacity_bytes: string }).capacity_bytes).toBe(String(GIB));
   });
 
   it('keeps 64-bit sizes exact: 2^40 round trip', async () => {
@@ -196,9 +258,7 @@ describe('CreateVolume', () => {
     const response = await create({
       capacity_range: { required_bytes: String(2 ** 40), limit_bytes: String(2 ** 40 + 3 * MIB) },
     });
-    expect((response.volume as { capacity_bytes: string }).capacity_bytes).toBe(
-      String(2 ** 40 + 3 * MIB),
-    );
+    expect((response.volume as { capacity_bytes: string }).capacity_bytes).toBe(String(2 ** 40));
     expect(h.core.calls[0]?.[1]).toMatchObject({
       requiredBytes: 2 ** 40,
       limitBytes: 2 ** 40 + 3 * MIB,
@@ -284,10 +344,17 @@ describe('DeleteVolume', () => {
     ]);
   });
 
-  it('requires a volume ID', async () => {
+  it('requires a volume ID, and refuses one with control characters, deleting nothing', async () => {
     expect(await codeOf(h.call('Controller', 'DeleteVolume', { volume_id: '' }))).toBe(
       'INVALID_ARGUMENT',
     );
+    expect(
+      await failureOf(h.call('Controller', 'DeleteVolume', { volume_id: `${'f'.repeat(32)}\n` })),
+    ).toEqual({
+      code: 'INVALID_ARGUMENT',
+      details: 'volume_id must not contain control characters (found U+000A)',
+    });
+    expect(h.core.calls).toEqual([]);
   });
 
   it('reports an lvm failure as INTERNAL with one line, never as gone', async () => {
@@ -348,6 +415,7 @@ describe('ValidateVolumeCapabilities', () => {
 
   it.each([
     [{ volume_id: '', volume_capabilities: [MOUNT] }, 'INVALID_ARGUMENT'],
+    [{ volume_id: '\t', volume_capabilities: [MOUNT] }, 'INVALID_ARGUMENT'],
     [{ volume_id: 'f'.repeat(32), volume_capabilities: [] }, 'INVALID_ARGUMENT'],
     [{ volume_id: 'f'.repeat(32), volume_capabilities: [MOUNT] }, 'NOT_FOUND'],
     [{ volume_id: 'bogus', volume_capabilities: [MOUNT] }, 'NOT_FOUND'],
@@ -440,6 +508,7 @@ describe('ControllerExpandVolume and capabilities', () => {
 
   it.each([
     [{ volume_id: '', capacity_range: { required_bytes: '1' } }, 'INVALID_ARGUMENT'],
+    [{ volume_id: 'a\nb', capacity_range: { required_bytes: '1' } }, 'INVALID_ARGUMENT'],
     [{ volume_id: 'f'.repeat(32) }, 'INVALID_ARGUMENT'],
     [{ volume_id: 'f'.repeat(32), capacity_range: { required_bytes: String(GIB) } }, 'NOT_FOUND'],
   ])('answers %j with %s', async (request, code) => {

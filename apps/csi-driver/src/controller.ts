@@ -1,9 +1,9 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import {
-  DATA_OFFSET_BYTES,
+  FILESYSTEM_MINIMUM_BYTES,
   isHexId,
   NotFoundError,
-  roundUp,
+  requireNoControlCharacters,
   volumeIdForName,
   VolumeGroupUnusableError,
   type VgScope,
@@ -29,6 +29,7 @@ import type {
   VolumeCapabilityMsg,
   VolumeMsg,
 } from './csi-types.js';
+import { requireVolumeIdArg } from './args.js';
 import { CsiError, invalidArgument } from './errors.js';
 import type { DriverCore } from './ports.js';
 import { readCapacityRange, writeBytes } from './sizes.js';
@@ -102,12 +103,25 @@ export function readParameters(config: DriverConfig, parameters: StringMap): Dev
   return deviceClass;
 }
 
+/**
+ * Checks the capabilities of a CreateVolume request.
+ * @returns the smallest capacity every filesystem among them can be made
+ *   on (FILESYSTEM_MINIMUM_BYTES), in bytes; 0 for raw block only.
+ * @throws CsiError INVALID_ARGUMENT for none or an unsupported one.
+ */
 function requireCapabilities(
   capabilities: readonly VolumeCapabilityMsg[],
   deviceClass: DeviceClass,
-): void {
+): number {
   if (capabilities.length === 0) throw invalidArgument('volume_capabilities is required');
-  for (const capability of capabilities) requireCapability(capability, deviceClass.fsTypes);
+  let minimumBytes = 0;
+  for (const capability of capabilities) {
+    const access = requireCapability(capability, deviceClass.fsTypes);
+    if (access.kind === 'mount') {
+      minimumBytes = Math.max(minimumBytes, FILESYSTEM_MINIMUM_BYTES[access.fsType]);
+    }
+  }
+  return minimumBytes;
 }
 
 /**
@@ -120,8 +134,9 @@ function requireCapabilities(
 export function createControllerService(deps: ControllerDeps) {
   const { config, core, nodeId } = deps;
   const topology = [nodeTopology(nodeId)];
-  const toVolumeMsg = (volumeId: string, capacityBytes: number): VolumeMsg => ({
-    capacity_bytes: writeBytes(capacityBytes),
+  // capacity 0: unknown (CSI spec Volume.capacity_bytes), e.g. a volume whose header is unreadable
+  const toVolumeMsg = (volumeId: string, capacityBytes: number | null): VolumeMsg => ({
+    capacity_bytes: writeBytes(capacityBytes ?? 0),
     volume_id: volumeId,
     volume_context: {},
     accessible_topology: topology,
@@ -134,20 +149,26 @@ export function createControllerService(deps: ControllerDeps) {
 
   return {
     /**
-     * CSI spec CreateVolume. Errors: missing name or capabilities, an
-     * unsupported capability, parameter or content source → INVALID_ARGUMENT;
-     * unsatisfiable capacity range (also after rounding up to whole extents,
-     * or above 2^53 − 1) → OUT_OF_RANGE; requisite topology without this node,
-     * a full or a broken volume group (with lvm's message) →
+     * CSI spec CreateVolume. The capacity is what was asked for
+     * (required_bytes, else limit_bytes, else the configured default) in
+     * whole 4 KiB blocks, raised to the minimum of the capabilities'
+     * filesystem (core volumeSize; DESIGN.md §4 "Capacity"). Errors:
+     * missing name or capabilities, a name with control characters (refused
+     * as the CLI refuses it), an unsupported capability, parameter or
+     * content source → INVALID_ARGUMENT; unsatisfiable capacity range
+     * (limit below required, below 4 KiB blocks or the filesystem minimum,
+     * or above 2^53 − 1) → OUT_OF_RANGE; requisite topology without this
+     * node, a full or a broken volume group (with lvm's message) →
      * RESOURCE_EXHAUSTED; same name with another size or class →
      * ALREADY_EXISTS. Same name, compatible → the same volume.
      */
     CreateVolume: async (request: CreateVolumeRequest) => {
       requireControllerCapability('CREATE_DELETE_VOLUME');
       if (request.name === '') throw invalidArgument('name is required');
+      requireNoControlCharacters(request.name, 'name');
       const volumeId = volumeIdForName(request.name);
       const deviceClass = readParameters(config, request.parameters);
-      requireCapabilities(request.volume_capabilities, deviceClass);
+      const minimumBytes = requireCapabilities(request.volume_capabilities, deviceClass);
       if (request.volume_content_source?.type !== undefined) {
         throw invalidArgument(
           'volume_content_source is not supported: lvstamp has no snapshots or clones (no CREATE_DELETE_SNAPSHOT or CLONE_VOLUME capability)',
@@ -161,15 +182,17 @@ export function createControllerService(deps: ControllerDeps) {
         );
       }
       const range = readCapacityRange(request.capacity_range);
+      // Nothing asked: the default. A lone limit is what was asked for (the core's size rule).
       const requiredBytes =
-        range.requiredBytes > 0
-          ? range.requiredBytes
-          : Math.min(config.defaultCapacityBytes, range.limitBytes || Infinity);
-      // The core checks the volume group, rounds to whole extents and checks the limit (one vgs).
+        range.requiredBytes === 0 && range.limitBytes === 0
+          ? config.defaultCapacityBytes
+          : range.requiredBytes;
+      // The core applies the size rule (OUT_OF_RANGE before any lvm command) and checks the VG.
       const created = await core.lvm
         .createVolume({
           name: request.name,
           requiredBytes,
+          minimumBytes,
           ...(range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {}),
           vgName: deviceClass.volumeGroup,
           otherVgNames: scope.vgNames,
@@ -189,7 +212,7 @@ export function createControllerService(deps: ControllerDeps) {
 
     /**
      * CSI spec DeleteVolume: an unknown (also a malformed) volume ID is
-     * success. The blocks are wiped with the policy of the volume group's
+     * success; one with control characters → INVALID_ARGUMENT. The blocks are wiped with the policy of the volume group's
      * device class (config.wipePolicyFor); when all classes share one policy
      * it is used without looking the volume up first (one lvs fewer; the
      * core's delete finds the LV itself). Only the configured volume groups
@@ -201,7 +224,7 @@ export function createControllerService(deps: ControllerDeps) {
      */
     DeleteVolume: async (request: DeleteVolumeRequest) => {
       requireControllerCapability('CREATE_DELETE_VOLUME');
-      if (request.volume_id === '') throw invalidArgument('volume_id is required');
+      requireVolumeIdArg(request.volume_id);
       if (!isHexId(request.volume_id)) return {};
       let wipe = uniformWipe;
       if (wipe === null) {
@@ -218,7 +241,7 @@ export function createControllerService(deps: ControllerDeps) {
      * when every capability (and parameter) is supported, else a message.
      */
     ValidateVolumeCapabilities: async (request: ValidateVolumeCapabilitiesRequest) => {
-      if (request.volume_id === '') throw invalidArgument('volume_id is required');
+      requireVolumeIdArg(request.volume_id);
       if (request.volume_capabilities.length === 0) {
         throw invalidArgument('volume_capabilities is required');
       }
@@ -321,16 +344,18 @@ export function createControllerService(deps: ControllerDeps) {
       Promise.resolve({ capabilities: CONTROLLER_CAPABILITIES.map((type) => ({ rpc: { type } })) }),
 
     /**
-     * CSI spec ControllerExpandVolume: lvextend (and, when the data device
-     * exists, map reload and online filesystem grow) through the core.
-     * Unknown volume → NOT_FOUND; missing capacity → INVALID_ARGUMENT;
-     * above the limit after rounding → OUT_OF_RANGE; VG full →
+     * CSI spec ControllerExpandVolume: lvextend, the header's new capacity
+     * (and, when the data device exists, map reload and online filesystem
+     * grow) through the core; the new capacity is required_bytes in whole
+     * 4 KiB blocks (core volumeSize). Unknown volume → NOT_FOUND; missing
+     * capacity → INVALID_ARGUMENT; a range the size rule cannot meet, or a
+     * capacity already above the limit → OUT_OF_RANGE; VG full →
      * RESOURCE_EXHAUSTED. node_expansion_required is true for mount volumes
      * (and when the capability is not given): NodeExpandVolume converges.
      */
     ControllerExpandVolume: async (request: ControllerExpandVolumeRequest) => {
       requireControllerCapability('EXPAND_VOLUME');
-      if (request.volume_id === '') throw invalidArgument('volume_id is required');
+      requireVolumeIdArg(request.volume_id);
       const range = readCapacityRange(request.capacity_range);
       if (range.requiredBytes === 0)
         throw invalidArgument('capacity_range.required_bytes is required');
@@ -341,17 +366,6 @@ export function createControllerService(deps: ControllerDeps) {
       const volume = await findOwnVolume(core, request.volume_id, scope);
       if (volume === null)
         throw new CsiError(GrpcStatus.NOT_FOUND, `volume ${request.volume_id} does not exist`);
-      const vg = (await core.lvm.listVolumeGroups()).find((g) => g.name === volume.vgName);
-      if (vg !== undefined && range.limitBytes > 0) {
-        const rounded =
-          roundUp(range.requiredBytes + DATA_OFFSET_BYTES, vg.extentSizeBytes) - DATA_OFFSET_BYTES;
-        if (Math.max(rounded, volume.capacityBytes) > range.limitBytes) {
-          throw new CsiError(
-            GrpcStatus.OUT_OF_RANGE,
-            `volume ${volume.volumeId} would have ${Math.max(rounded, volume.capacityBytes)} bytes, above limit_bytes ${range.limitBytes}`,
-          );
-        }
-      }
       const { status } = await core.volumes.expand(
         request.volume_id,
         range.requiredBytes,
@@ -359,7 +373,7 @@ export function createControllerService(deps: ControllerDeps) {
         range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {},
       );
       return {
-        capacity_bytes: writeBytes(status.volume.capacityBytes),
+        capacity_bytes: writeBytes(status.volume.capacityBytes ?? 0),
         node_expansion_required: access === null || access.kind === 'mount',
       };
     },

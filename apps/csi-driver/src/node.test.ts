@@ -232,14 +232,20 @@ describe('NodeUnpublishVolume', () => {
 });
 
 describe('NodeGetVolumeStats', () => {
-  it('reports bytes and inodes of a filesystem, exact above 2^32', async () => {
+  const stats = (extra: object = {}) =>
+    h.call('Node', 'NodeGetVolumeStats', { volume_id: id, volume_path: TARGET, ...extra });
+
+  /** Staged and published as kubelet does: the data device (253:7) on STAGING, bound on TARGET. */
+  const published = async () => {
     await stage();
+    h.core.mountTable.push(mountEntry(TARGET, 253, 7, false));
     h.paths.kinds.set(TARGET, 'directory');
-    const response = await h.call('Node', 'NodeGetVolumeStats', {
-      volume_id: id,
-      volume_path: TARGET,
-    });
-    expect(response).toEqual({
+    h.core.calls.length = 0;
+  };
+
+  it('reports bytes and inodes of the volume mounted at volume_path, exact above 2^32', async () => {
+    await published();
+    expect(await stats()).toEqual({
       usage: [
         {
           unit: 'BYTES',
@@ -251,37 +257,103 @@ describe('NodeGetVolumeStats', () => {
       ],
       volume_condition: { abnormal: false, message: 'ok' },
     });
+    expect(h.core.calls).toEqual([['usage', TARGET]]);
   });
 
-  it('reports the capacity of a block volume', async () => {
+  it('compares the mount table with the path as mountinfo shows it (symlinks resolved)', async () => {
+    await published();
+    h.paths.kinds.set('/link/volume', 'directory');
+    h.paths.links.set('/link/volume', TARGET);
+    expect((await stats({ volume_path: '/link/volume' })).volume_condition).toEqual({
+      abnormal: false,
+      message: 'ok',
+    });
+  });
+
+  it('reports the capacity of its published block device (st_rdev of the node)', async () => {
     await stage({ volume_capability: BLOCK });
     h.paths.kinds.set(TARGET, 'block-device');
-    const response = await h.call('Node', 'NodeGetVolumeStats', {
-      volume_id: id,
-      volume_path: TARGET,
-    });
-    expect(response.usage).toEqual([
+    h.paths.devices.set(TARGET, { major: 253, minor: 7 });
+    expect((await stats()).usage).toEqual([
       { unit: 'BYTES', total: String(GIB), available: '0', used: '0' },
     ]);
   });
 
-  it('says abnormal when the data device or the LV is missing', async () => {
+  it('says abnormal, without numbers, for its mount that cannot be read (a corrupted mount)', async () => {
+    await published();
+    h.paths.kinds.set(TARGET, 'unreadable');
+    expect(await stats()).toEqual({
+      usage: [],
+      volume_condition: {
+        abnormal: true,
+        message: `the filesystem mounted at ${TARGET} cannot be read (a corrupted mount)`,
+      },
+    });
+    expect(h.core.calls).toEqual([]);
+  });
+
+  it('says abnormal when the LV is not active', async () => {
+    await published();
+    const entry = h.core.store.get(id);
+    if (entry === undefined) throw new Error('no volume');
+    entry.volume = { ...entry.volume, active: false };
+    expect((await stats()).volume_condition).toEqual({
+      abnormal: true,
+      message: `the logical volume of ${id} is not active`,
+    });
+  });
+
+  // never the numbers of another filesystem reported as healthy (CSI spec: NOT_FOUND)
+  it.each<[string, () => void, string]>([
+    ['a path that does not exist', () => undefined, 'it does not exist'],
+    [
+      'an unmounted directory (statfs would report the parent filesystem)',
+      () => h.paths.kinds.set(TARGET, 'directory'),
+      'nothing is mounted there',
+    ],
+    [
+      "another volume's mount",
+      () => {
+        h.paths.kinds.set(TARGET, 'directory');
+        h.core.mountTable.push(mountEntry(TARGET, 253, 9, false));
+      },
+      '/dev/mapper/x (253:9) is mounted there, not its data device (253:7)',
+    ],
+    [
+      "another volume's block device",
+      () => {
+        h.paths.kinds.set(TARGET, 'block-device');
+        h.paths.devices.set(TARGET, { major: 253, minor: 9 });
+      },
+      'it is block device 253:9, not its data device (253:7)',
+    ],
+    ['a regular file', () => h.paths.kinds.set(TARGET, 'file'), 'it is a regular file'],
+  ])('answers NOT_FOUND for %s', async (_label, arrange, why) => {
+    await stage();
+    h.core.mountTable = h.core.mountTable.filter((m) => m.mountPoint !== TARGET);
+    arrange();
+    h.core.calls.length = 0;
+    expect(await failureOf(stats())).toEqual({
+      code: 'NOT_FOUND',
+      details: `${TARGET} is not a volume path of volume ${id}: ${why}`,
+    });
+    expect(h.core.calls).toEqual([]);
+  });
+
+  it('answers NOT_FOUND when the volume is not staged (no data device)', async () => {
     h.paths.kinds.set(TARGET, 'directory');
-    const noMap = await h.call('Node', 'NodeGetVolumeStats', {
-      volume_id: id,
-      volume_path: TARGET,
+    h.core.mountTable.push(mountEntry(TARGET, 253, 7, false));
+    expect(await failureOf(stats())).toEqual({
+      code: 'NOT_FOUND',
+      details: `${TARGET} is not a volume path of volume ${id}: the volume is not staged on this node (no data device)`,
     });
-    expect(noMap.volume_condition).toEqual({
-      abnormal: true,
-      message: `the data device of ${id} is missing`,
-    });
-    const gone = await h.call('Node', 'NodeGetVolumeStats', {
-      volume_id: 'f'.repeat(32),
-      volume_path: TARGET,
-    });
-    expect(gone.volume_condition).toEqual({
-      abnormal: true,
-      message: `the logical volume of ${'f'.repeat(32)} is missing`,
+  });
+
+  it('answers NOT_FOUND for an unknown volume, even at a mounted path', async () => {
+    await published();
+    expect(await failureOf(stats({ volume_id: 'f'.repeat(32) }))).toEqual({
+      code: 'NOT_FOUND',
+      details: `volume ${'f'.repeat(32)} does not exist`,
     });
   });
 
@@ -296,21 +368,45 @@ describe('NodeGetVolumeStats', () => {
 });
 
 describe('NodeExpandVolume', () => {
-  it('grows through the core and returns the real capacity', async () => {
+  const expand = (extra: object = {}) =>
+    h.call('Node', 'NodeExpandVolume', { volume_id: id, volume_path: TARGET, ...extra });
+
+  beforeEach(async () => {
+    await stage();
+    h.core.mountTable.push(mountEntry(TARGET, 253, 7, false));
     h.paths.kinds.set(TARGET, 'directory');
-    const response = await h.call('Node', 'NodeExpandVolume', {
-      volume_id: id,
-      volume_path: TARGET,
-      capacity_range: { required_bytes: String(2 * GIB) },
-    });
+    h.core.calls.length = 0;
+  });
+
+  it('grows through the core and returns the real capacity', async () => {
+    const response = await expand({ capacity_range: { required_bytes: String(2 * GIB) } });
     expect(response).toEqual({ capacity_bytes: String(2 * GIB) });
     expect(h.core.calls).toEqual([['expand', id, 2 * GIB, {}]]);
   });
 
   it('converges without a size: keeps the current capacity', async () => {
-    h.paths.kinds.set(TARGET, 'directory');
-    await h.call('Node', 'NodeExpandVolume', { volume_id: id, volume_path: TARGET });
-    expect(h.core.calls).toEqual([['expand', id, GIB, {}]]);
+    const response = await expand();
+    // at least one byte: the core keeps the capacity, still reloads the map and grows the filesystem
+    expect(h.core.calls).toEqual([['expand', id, 1, {}]]);
+    expect(response).toEqual({ capacity_bytes: String(GIB) });
+  });
+
+  it('grows a raw block volume published at volume_path', async () => {
+    h.paths.kinds.set('/dev/block-target', 'block-device');
+    h.paths.devices.set('/dev/block-target', { major: 253, minor: 7 });
+    await expand({ volume_path: '/dev/block-target' });
+    expect(h.core.calls).toEqual([['expand', id, 1, {}]]);
+  });
+
+  it.each<[string, () => void]>([
+    ['an unmounted directory', () => (h.core.mountTable = h.core.mountTable.slice(0, 1))],
+    ["another volume's mount", () => (h.core.mountTable[1] = mountEntry(TARGET, 253, 9, false))],
+  ])('answers NOT_FOUND for %s and grows nothing', async (_label, arrange) => {
+    arrange();
+    expect(await codeOf(expand({ capacity_range: { required_bytes: String(2 * GIB) } }))).toBe(
+      'NOT_FOUND',
+    );
+    expect(h.core.calls).toEqual([]);
   });
 
   it.each([
@@ -320,12 +416,138 @@ describe('NodeExpandVolume', () => {
     [{ volume_path: '/nowhere' }, 'NOT_FOUND'],
     [{ capacity_range: { required_bytes: '1', limit_bytes: '2' } }, 'OUT_OF_RANGE'],
   ])('answers %j with %s', async (request, code) => {
-    h.paths.kinds.set(TARGET, 'directory');
+    expect(await codeOf(expand(request))).toBe(code);
+  });
+});
+
+describe('path and ID arguments of every Node RPC, checked before any side effect', () => {
+  const rpcs: [string, (extra: object) => object][] = [
+    [
+      'NodeStageVolume',
+      (x) => ({ volume_id: id, staging_target_path: STAGING, volume_capability: MOUNT, ...x }),
+    ],
+    ['NodeUnstageVolume', (x) => ({ volume_id: id, staging_target_path: STAGING, ...x })],
+    [
+      'NodePublishVolume',
+      (x) => ({
+        volume_id: id,
+        staging_target_path: STAGING,
+        target_path: TARGET,
+        volume_capability: MOUNT,
+        ...x,
+      }),
+    ],
+    ['NodeUnpublishVolume', (x) => ({ volume_id: id, target_path: TARGET, ...x })],
+    ['NodeGetVolumeStats', (x) => ({ volume_id: id, volume_path: TARGET, ...x })],
+    ['NodeExpandVolume', (x) => ({ volume_id: id, volume_path: TARGET, ...x })],
+  ];
+  const fieldsOf: Record<string, string[]> = {
+    NodeStageVolume: ['staging_target_path'],
+    NodeUnstageVolume: ['staging_target_path'],
+    NodePublishVolume: ['staging_target_path', 'target_path'],
+    NodeUnpublishVolume: ['target_path'],
+    NodeGetVolumeStats: ['volume_path', 'staging_target_path'],
+    NodeExpandVolume: ['volume_path', 'staging_target_path'],
+  };
+  const bad: [string, string, string][] = [
+    ['relative', 'var/lib/kubelet/x', 'must be an absolute path, got "var/lib/kubelet/x"'],
+    ['..', '/var/lib/kubelet/../../etc', 'must not contain "." or ".." segments'],
+    ['.', '/var/lib/kubelet/./x', 'must not contain "." or ".." segments'],
+    ['newline', '/var/lib/kubelet/x\ny', 'must not contain control characters (found U+000A)'],
+    ['NUL', '/var/lib/kubelet/x\0y', 'must not contain control characters (found U+0000)'],
+  ];
+  for (const [rpc, request] of rpcs) {
+    for (const field of fieldsOf[rpc] ?? []) {
+      it.each(bad)(
+        `${rpc}: a %s ${field} → INVALID_ARGUMENT, nothing done`,
+        async (_l, path, why) => {
+          const failure = await failureOf(h.call('Node', rpc, request({ [field]: path })));
+          expect(failure.code).toBe('INVALID_ARGUMENT');
+          expect(failure.details).toContain(`${field} ${why}`);
+          expect(h.core.calls).toEqual([]);
+          expect(h.paths.log).toEqual([]);
+        },
+      );
+    }
+    it(`${rpc}: a volume ID with a control character → INVALID_ARGUMENT`, async () => {
+      expect(await failureOf(h.call('Node', rpc, request({ volume_id: `${id}\n` })))).toEqual({
+        code: 'INVALID_ARGUMENT',
+        details: 'volume_id must not contain control characters (found U+000A)',
+      });
+      expect(h.core.calls).toEqual([]);
+    });
+  }
+
+  it.each<[string, 'file' | 'block-device' | 'other']>([
+    ['a regular file', 'file'],
+    ['a block device', 'block-device'],
+    ['neither a file nor a directory (a symlink, socket or FIFO)', 'other'],
+  ])(
+    'NodeStageVolume: a staging path that is %s → INVALID_ARGUMENT, nothing attached or formatted',
+    async (what, kind) => {
+      h.paths.kinds.set(STAGING, kind);
+      for (const volume_capability of [MOUNT, BLOCK]) {
+        expect(await failureOf(stage({ volume_capability }))).toEqual({
+          code: 'INVALID_ARGUMENT',
+          details: `staging_target_path ${STAGING} is ${what}; expected a directory`,
+        });
+      }
+      expect(h.core.calls).toEqual([]);
+      expect(h.paths.log).toEqual([]);
+    },
+  );
+
+  it('NodeUnstageVolume: a staging path that is a regular file → INVALID_ARGUMENT, nothing unmounted or detached', async () => {
+    h.paths.kinds.set(STAGING, 'file');
     expect(
       await codeOf(
-        h.call('Node', 'NodeExpandVolume', { volume_id: id, volume_path: TARGET, ...request }),
+        h.call('Node', 'NodeUnstageVolume', { volume_id: id, staging_target_path: STAGING }),
       ),
-    ).toBe(code);
+    ).toBe('INVALID_ARGUMENT');
+    expect(h.core.calls).toEqual([]);
+  });
+
+  it('NodeUnstageVolume: a corrupted staging mount is still unmounted', async () => {
+    h.paths.kinds.set(STAGING, 'unreadable');
+    await h.call('Node', 'NodeUnstageVolume', { volume_id: id, staging_target_path: STAGING });
+    expect(h.core.calls).toEqual([
+      ['unmount', STAGING],
+      ['detach', id],
+    ]);
+  });
+
+  it('NodePublishVolume: a mount target that is a file, a block target that is a directory → INVALID_ARGUMENT', async () => {
+    await stage();
+    h.core.calls.length = 0;
+    h.paths.kinds.set(TARGET, 'file');
+    expect(await failureOf(publish())).toEqual({
+      code: 'INVALID_ARGUMENT',
+      details: `target_path ${TARGET} is a regular file; expected a directory`,
+    });
+    h.paths.kinds.set(TARGET, 'directory');
+    expect(await failureOf(publish({ volume_capability: BLOCK }))).toEqual({
+      code: 'INVALID_ARGUMENT',
+      details: `target_path ${TARGET} is a directory; expected a regular file or a block device`,
+    });
+    expect(h.core.calls).toEqual([]);
+    expect(h.paths.log).toEqual([`mkdir ${STAGING}`]);
+  });
+
+  it('NodePublishVolume: a block target that already shows the device node publishes again', async () => {
+    await stage({ volume_capability: BLOCK });
+    h.paths.kinds.set(TARGET, 'block-device');
+    h.core.calls.length = 0;
+    await publish({ volume_capability: BLOCK });
+    expect(h.core.calls).toEqual([['bindMount', device, TARGET, { readonly: false }]]);
+  });
+
+  it('NodeUnpublishVolume: a symlink as target → INVALID_ARGUMENT, nothing removed', async () => {
+    h.paths.kinds.set(TARGET, 'other');
+    expect(
+      await codeOf(h.call('Node', 'NodeUnpublishVolume', { volume_id: id, target_path: TARGET })),
+    ).toBe('INVALID_ARGUMENT');
+    expect(h.core.calls).toEqual([]);
+    expect(h.paths.log).toEqual([]);
   });
 });
 

@@ -1,8 +1,9 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import {
-  isHexId,
+  formatDeviceNumber,
   mountsAt,
   NotFoundError,
+  sameDevice,
   VolumeGroupUnusableError,
   type VolumeScope,
   type VolumeStatus,
@@ -22,6 +23,12 @@ import type {
   NodeUnstageVolumeRequest,
 } from './csi-types.js';
 import { CsiError, invalidArgument } from './errors.js';
+import {
+  requirePathArg,
+  requirePathKind,
+  requireVolumeIdArg,
+  requireVolumeIdShape,
+} from './args.js';
 import type { DriverCore, NodePaths } from './ports.js';
 import { readCapacityRange, writeBytes } from './sizes.js';
 import { nodeTopology } from './topology.js';
@@ -33,16 +40,6 @@ export interface NodeDeps {
   readonly paths: NodePaths;
   /** The configured volume groups and the owner ID (config.driverScope). */
   readonly scope: VolumeScope;
-}
-
-function required(value: string, field: string): void {
-  if (value === '') throw invalidArgument(`${field} is required`);
-}
-
-/** A malformed volume ID names no volume: NOT_FOUND (CSI spec, node RPC errors). */
-function requireVolumeIdShape(volumeId: string): void {
-  if (!isHexId(volumeId))
-    throw new CsiError(GrpcStatus.NOT_FOUND, `volume ${volumeId} does not exist`);
 }
 
 async function statusOf(
@@ -59,6 +56,9 @@ async function statusOf(
   }
 }
 
+/** How a verified volume_path shows the volume. */
+type VolumePathKind = 'filesystem' | 'block' | 'unreadable-filesystem';
+
 /**
  * The CSI Node service (CSI spec "Node Service RPC"). State comes only from
  * LVM, device-mapper and mountinfo (through the core), so a restarted driver
@@ -72,8 +72,49 @@ export function createNodeService(deps: NodeDeps) {
   const isStagedAt = async (status: VolumeStatus, path: string): Promise<boolean> => {
     const device = status.dataDevice;
     if (device === null) return false;
-    const top = mountsAt(await core.filesystems.mounts(), path).at(-1);
-    return top !== undefined && top.major === device.major && top.minor === device.minor;
+    const top = mountsAt(await core.filesystems.mounts(), await paths.canonical(path)).at(-1);
+    return top !== undefined && sameDevice(top, device);
+  };
+
+  /**
+   * What `path` (a volume_path of NodeGetVolumeStats or NodeExpandVolume)
+   * is for this volume: a mount of its data device (the top mount at the
+   * path in mountinfo has the data device's major:minor; never stat device
+   * numbers, which cannot tell bind mounts apart), or its data device node
+   * as published for raw block (st_rdev). Anything else, also a path of
+   * another volume or an unmounted directory, is NOT_FOUND (CSI spec
+   * NodeGetVolumeStats / NodeExpandVolume errors: "volume does not exist at
+   * the specified volume_path").
+   */
+  const volumePathKind = async (status: VolumeStatus, path: string): Promise<VolumePathKind> => {
+    const id = status.volume.volumeId;
+    const kind = await paths.kind(path);
+    const notFound = (why: string): CsiError =>
+      new CsiError(GrpcStatus.NOT_FOUND, `${path} is not a volume path of volume ${id}: ${why}`);
+    if (kind === 'missing') throw notFound('it does not exist');
+    const device = status.dataDevice;
+    if (device === null) throw notFound('the volume is not staged on this node (no data device)');
+    const own = formatDeviceNumber(device);
+    if (kind === 'directory' || kind === 'unreadable') {
+      const top = mountsAt(await core.filesystems.mounts(), await paths.canonical(path)).at(-1);
+      if (top === undefined) throw notFound('nothing is mounted there');
+      if (!sameDevice(top, device)) {
+        throw notFound(
+          `${top.source} (${formatDeviceNumber(top)}) is mounted there, not its data device (${own})`,
+        );
+      }
+      return kind === 'directory' ? 'filesystem' : 'unreadable-filesystem';
+    }
+    if (kind === 'block-device') {
+      const rdev = await paths.blockDeviceNumber(path);
+      if (rdev === null || !sameDevice(rdev, device)) {
+        throw notFound(
+          `it is block device ${rdev === null ? '?' : formatDeviceNumber(rdev)}, not its data device (${own})`,
+        );
+      }
+      return 'block';
+    }
+    throw notFound(`it is a ${kind === 'file' ? 'regular file' : 'special file'}`);
   };
 
   return {
@@ -82,15 +123,23 @@ export function createNodeService(deps: NodeDeps) {
      * signals are checked first); for a mount volume formats it only when
      * blkid says blank and it reads (never another filesystem:
      * FAILED_PRECONDITION) and mounts it at the staging path. Idempotent.
-     * Unknown or malformed volume ID → NOT_FOUND (CSI spec NodeStageVolume errors).
+     * A malformed path, or a staging path that exists but is no directory →
+     * INVALID_ARGUMENT before anything is attached or probed; unknown or
+     * malformed volume ID → NOT_FOUND (CSI spec NodeStageVolume errors).
      */
     NodeStageVolume: async (request: NodeStageVolumeRequest) => {
       requireNodeCapability('STAGE_UNSTAGE_VOLUME');
-      required(request.volume_id, 'volume_id');
-      required(request.staging_target_path, 'staging_target_path');
+      requireVolumeIdArg(request.volume_id);
+      requirePathArg(request.staging_target_path, 'staging_target_path');
       if (!request.volume_capability) throw invalidArgument('volume_capability is required');
       const access = requireCapability(request.volume_capability);
       requireVolumeIdShape(request.volume_id);
+      // kubelet makes the staging directory, for block volumes too; anything else there is refused
+      // before the data device is made or a filesystem is probed
+      await requirePathKind(paths, request.staging_target_path, 'staging_target_path', [
+        'missing',
+        'directory',
+      ]);
       // attach looks the volume up itself (one lvs): an unknown volume is its NotFoundError,
       // which errors.ts maps to NOT_FOUND; no separate status look-up (3 fewer commands).
       // Activates an inactive LV of this owner first (after a reboot without auto-activation).
@@ -112,9 +161,14 @@ export function createNodeService(deps: NodeDeps) {
      */
     NodeUnstageVolume: async (request: NodeUnstageVolumeRequest) => {
       requireNodeCapability('STAGE_UNSTAGE_VOLUME');
-      required(request.volume_id, 'volume_id');
-      required(request.staging_target_path, 'staging_target_path');
+      requireVolumeIdArg(request.volume_id);
+      requirePathArg(request.staging_target_path, 'staging_target_path');
       requireVolumeIdShape(request.volume_id);
+      await requirePathKind(paths, request.staging_target_path, 'staging_target_path', [
+        'missing',
+        'directory',
+        'unreadable',
+      ]);
       await core.filesystems.unmount(request.staging_target_path);
       await core.volumes.detach(request.volume_id);
       return {};
@@ -125,14 +179,29 @@ export function createNodeService(deps: NodeDeps) {
      * directory (mount) or the data device node on a target file (block),
      * read-only when asked or for SINGLE_NODE_READER_ONLY. The same publish
      * again succeeds without a second mount; other options on the same
-     * target → ALREADY_EXISTS; not staged → FAILED_PRECONDITION.
+     * target → ALREADY_EXISTS; not staged → FAILED_PRECONDITION; a
+     * malformed path or one of the wrong kind (a mount target that is a
+     * file, a block target that is a directory) → INVALID_ARGUMENT before
+     * anything is created.
      */
     NodePublishVolume: async (request: NodePublishVolumeRequest) => {
-      required(request.volume_id, 'volume_id');
-      required(request.target_path, 'target_path');
-      required(request.staging_target_path, 'staging_target_path');
+      requireVolumeIdArg(request.volume_id);
+      requirePathArg(request.target_path, 'target_path');
+      requirePathArg(request.staging_target_path, 'staging_target_path');
       if (!request.volume_capability) throw invalidArgument('volume_capability is required');
       const access = requireCapability(request.volume_capability);
+      requireVolumeIdShape(request.volume_id);
+      await requirePathKind(paths, request.staging_target_path, 'staging_target_path', [
+        'missing',
+        'directory',
+      ]);
+      // a block target is a file (or, once published, the bound device node); a mount target a directory
+      await requirePathKind(
+        paths,
+        request.target_path,
+        'target_path',
+        access.kind === 'block' ? ['missing', 'file', 'block-device'] : ['missing', 'directory'],
+      );
       const status = await statusOf(core, request.volume_id, scope);
       const readonly = request.readonly || isReadOnlyMode(access.mode);
       if (access.kind === 'block') {
@@ -165,55 +234,57 @@ export function createNodeService(deps: NodeDeps) {
      * fails (the umount error), never reported as success.
      */
     NodeUnpublishVolume: async (request: NodeUnpublishVolumeRequest) => {
-      required(request.volume_id, 'volume_id');
-      required(request.target_path, 'target_path');
+      requireVolumeIdArg(request.volume_id);
+      requirePathArg(request.target_path, 'target_path');
       requireVolumeIdShape(request.volume_id);
+      await requirePathKind(paths, request.target_path, 'target_path', [
+        'missing',
+        'directory',
+        'file',
+        'block-device',
+        'unreadable',
+      ]);
       await core.filesystems.unmount(request.target_path);
       await paths.remove(request.target_path);
       return {};
     },
 
     /**
-     * CSI spec NodeGetVolumeStats: bytes and inodes (statfs) for a mounted
-     * filesystem, total bytes for a block volume; volume_condition abnormal
-     * with a message when the LV or its data device is missing, or its
-     * volume group is broken (docs/LVM-CONFIG.md). A path that
-     * does not exist → NOT_FOUND.
+     * CSI spec NodeGetVolumeStats: bytes and inodes (statfs) of the
+     * volume's mounted filesystem, total bytes of its published block
+     * device. volume_path must be one of those (see volumePathKind): an
+     * unmounted path, another volume's path or an unknown volume →
+     * NOT_FOUND, never another filesystem's numbers. A mount of the volume
+     * that cannot be read (a corrupted mount) → no usage, condition abnormal;
+     * an inactive LV or a broken volume group (docs/LVM-CONFIG.md) →
+     * condition abnormal with the reason.
      */
     NodeGetVolumeStats: async (request: NodeGetVolumeStatsRequest) => {
       requireNodeCapability('GET_VOLUME_STATS');
-      required(request.volume_id, 'volume_id');
-      required(request.volume_path, 'volume_path');
-      requireVolumeIdShape(request.volume_id);
-      const kind = await paths.kind(request.volume_path);
-      if (kind === 'missing') {
-        throw new CsiError(
-          GrpcStatus.NOT_FOUND,
-          `volume path ${request.volume_path} does not exist`,
-        );
-      }
-      const volume = await core.lvm.findVolume(request.volume_id, scope);
-      let condition = { abnormal: false, message: 'ok' };
-      let capacityBytes: number | null = null;
-      if (volume === null) {
-        condition = {
-          abnormal: true,
-          message: `the logical volume of ${request.volume_id} is missing`,
-        };
-      } else {
-        capacityBytes = volume.capacityBytes;
-        const status = await core.volumes.status(request.volume_id, scope);
-        const broken = await volumeGroupProblem(core, volume.vgName);
-        if (status.dataDevice === null) {
-          condition = {
+      requireVolumeIdArg(request.volume_id);
+      requirePathArg(request.volume_path, 'volume_path');
+      if (request.staging_target_path !== '')
+        requirePathArg(request.staging_target_path, 'staging_target_path');
+      const status = await statusOf(core, request.volume_id, scope);
+      const kind = await volumePathKind(status, request.volume_path);
+      const broken = await volumeGroupProblem(core, status.volume.vgName);
+      const condition = !status.volume.active
+        ? { abnormal: true, message: `the logical volume of ${request.volume_id} is not active` }
+        : broken !== null
+          ? { abnormal: true, message: broken }
+          : { abnormal: false, message: 'ok' };
+      if (kind === 'unreadable-filesystem') {
+        return {
+          usage: [],
+          volume_condition: {
             abnormal: true,
-            message: `the data device of ${request.volume_id} is missing`,
-          };
-        } else if (broken !== null) {
-          condition = { abnormal: true, message: broken };
-        }
+            message: `the filesystem mounted at ${request.volume_path} cannot be read (a corrupted mount)`,
+          },
+        };
       }
-      if (kind === 'block-device') {
+      if (kind === 'block') {
+        // A capacity that cannot be read from the header is unknown: no number rather than a guess.
+        const { capacityBytes } = status.volume;
         const usage =
           capacityBytes === null
             ? []
@@ -244,36 +315,30 @@ export function createNodeService(deps: NodeDeps) {
      * CSI spec NodeExpandVolume: lvextend to the requested size when needed,
      * data-device reload, online filesystem grow where it is mounted (all in
      * the core, each step idempotent, so repeated calls converge). Returns
-     * the real capacity. Unknown volume or path → NOT_FOUND; a limit below
-     * the size → OUT_OF_RANGE.
+     * the capacity (core volumeSize; without required_bytes the current
+     * one, so a repeated call still reloads and grows). An unknown volume, or a
+     * volume_path that is not the volume's mount or published block device
+     * (volumePathKind) → NOT_FOUND before anything grows; a limit below the
+     * capacity → OUT_OF_RANGE.
      */
     NodeExpandVolume: async (request: NodeExpandVolumeRequest) => {
       requireNodeCapability('EXPAND_VOLUME');
-      required(request.volume_id, 'volume_id');
-      required(request.volume_path, 'volume_path');
+      requireVolumeIdArg(request.volume_id);
+      requirePathArg(request.volume_path, 'volume_path');
+      if (request.staging_target_path !== '')
+        requirePathArg(request.staging_target_path, 'staging_target_path');
       if (request.volume_capability) requireCapability(request.volume_capability);
       const range = readCapacityRange(request.capacity_range);
       const status = await statusOf(core, request.volume_id, scope);
-      if ((await paths.kind(request.volume_path)) === 'missing') {
-        throw new CsiError(
-          GrpcStatus.NOT_FOUND,
-          `volume path ${request.volume_path} does not exist`,
-        );
-      }
-      const current = status.volume.capacityBytes;
-      if (range.limitBytes > 0 && current > range.limitBytes) {
-        throw new CsiError(
-          GrpcStatus.OUT_OF_RANGE,
-          `volume ${request.volume_id} has ${current} bytes, above limit_bytes ${range.limitBytes}; volumes never shrink`,
-        );
-      }
+      await volumePathKind(status, request.volume_path);
+      // No required bytes: at least one byte, so the core keeps the capacity and converges.
       const { status: after } = await core.volumes.expand(
-        request.volume_id,
-        Math.max(range.requiredBytes, current),
+        status.volume.volumeId,
+        Math.max(range.requiredBytes, 1),
         scope,
         range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {},
       );
-      return { capacity_bytes: writeBytes(after.volume.capacityBytes) };
+      return { capacity_bytes: writeBytes(after.volume.capacityBytes ?? 0) };
     },
 
     NodeGetCapabilities: () =>

@@ -1,6 +1,15 @@
-import { lstat, mkdir, rmdir, unlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, realpath, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { splitDeviceNumber, type DeviceNumber } from '@lvstamp/core';
 import type { NodePaths, PathKind } from './ports.js';
+
+/** lstat errors of a corrupted mount (kubernetes/mount-utils `IsCorruptedMnt`). */
+const CORRUPTED_MOUNT_ERRORS: ReadonlySet<string> = new Set([
+  'ENOTCONN',
+  'ESTALE',
+  'EIO',
+  'EHOSTDOWN',
+]);
 
 function errorCode(error: unknown): string | undefined {
   return error instanceof Error && 'code' in error && typeof error.code === 'string'
@@ -18,7 +27,25 @@ export const fsNodePaths: NodePaths = {
       if (st.isFile()) return 'file';
       return 'other';
     } catch (error) {
-      if (errorCode(error) === 'ENOENT') return 'missing';
+      const code = errorCode(error);
+      if (code === 'ENOENT') return 'missing';
+      if (code !== undefined && CORRUPTED_MOUNT_ERRORS.has(code)) return 'unreadable';
+      throw error;
+    }
+  },
+  async canonical(path: string): Promise<string> {
+    try {
+      return await realpath(path);
+    } catch {
+      return path;
+    }
+  },
+  async blockDeviceNumber(path: string): Promise<DeviceNumber | null> {
+    try {
+      const st = await stat(path, { bigint: true });
+      return st.isBlockDevice() ? splitDeviceNumber(st.rdev) : null;
+    } catch (error) {
+      if (errorCode(error) === 'ENOENT') return null;
       throw error;
     }
   },

@@ -1,4 +1,4 @@
-import type { FilesystemManager, LvmManager, VolumeService } from '@lvstamp/core';
+import type { DeviceNumber, FilesystemManager, LvmManager, VolumeService } from '@lvstamp/core';
 
 /**
  * The part of the core the driver calls (tests fake it at this interface).
@@ -21,8 +21,12 @@ export interface DriverCore {
   >;
 }
 
-/** What a path on the node is, for publish and stats. */
-export type PathKind = 'missing' | 'directory' | 'block-device' | 'file' | 'other';
+/**
+ * What a path on the node is (lstat(2): a symlink is `other`). `unreadable`:
+ * lstat failed as on a corrupted mount (ENOTCONN, ESTALE, EIO, EHOSTDOWN:
+ * kubernetes/mount-utils `IsCorruptedMnt`), which still counts as mounted.
+ */
+export type PathKind = 'missing' | 'directory' | 'block-device' | 'file' | 'other' | 'unreadable';
 
 /**
  * Plain file operations on the node's paths (kubelet's staging and target
@@ -30,6 +34,13 @@ export type PathKind = 'missing' | 'directory' | 'block-device' | 'file' | 'othe
  */
 export interface NodePaths {
   kind(path: string): Promise<PathKind>;
+  /**
+   * The path as mountinfo shows it (symlinks resolved, realpath(3)); the
+   * path itself when it cannot be resolved (missing, unreadable).
+   */
+  canonical(path: string): Promise<string>;
+  /** The device number (st_rdev) of a block device node; null when it is none or missing. */
+  blockDeviceNumber(path: string): Promise<DeviceNumber | null>;
   /** mkdir -p. */
   ensureDirectory(path: string): Promise<void>;
   /** Creates an empty file (and its parent directories) unless it exists. */

@@ -141,5 +141,15 @@ describe('runDriver', () => {
     ];
     expect(await runDriver(args, owner.value)).toBe(2);
     expect(owner.errors.join('')).toContain('owner ID must be 32 hex digits');
+    const node = deps(CONFIG_YAML, never);
+    expect(
+      await runDriver(
+        ['--endpoint', 'tcp://127.0.0.1:0', '--node-id', 'n1\n', '--config', 'c.yaml'],
+        node.value,
+      ),
+    ).toBe(2);
+    expect(node.errors.join('')).toBe(
+      'lvstamp-csi: --node-id must not contain control characters (newline, tab, …; found U+000A)\n',
+    );
   });
 });

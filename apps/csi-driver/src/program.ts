@@ -1,5 +1,5 @@
 import { Command, CommanderError, Option } from 'commander';
-import { parseOwnerId, STANDALONE_OWNER_ID } from '@lvstamp/core';
+import { parseOwnerId, requireNoControlCharacters, STANDALONE_OWNER_ID } from '@lvstamp/core';
 import { parseConfig } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { DriverMetrics } from './metrics.js';
@@ -99,6 +99,7 @@ export async function runDriver(argv: readonly string[], deps: DriverDeps): Prom
   try {
     parseEndpoint(options.endpoint);
     ownerId = parseOwnerId(options.ownerId);
+    requireNoControlCharacters(options.nodeId, '--node-id');
     config = parseConfig(await deps.readText(options.config), options.config);
   } catch (error) {
     deps.stderr.write(`lvstamp-csi: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -34,18 +34,12 @@ export interface ByteRange {
 
 /**
  * Reads a CapacityRange (CSI spec: both fields optional, 0 = unspecified).
- * @throws CsiError as readBytes; OUT_OF_RANGE when limit < required (CSI
- *   spec CreateVolume errors: "Unsupported capacity_range").
+ * Whether the range can be met is the core's size rule (volumeSize).
+ * @throws CsiError as readBytes.
  */
 export function readCapacityRange(range: CapacityRangeMsg | null | undefined): ByteRange {
   const requiredBytes = readBytes('capacity_range.required_bytes', range?.required_bytes);
   const limitBytes = readBytes('capacity_range.limit_bytes', range?.limit_bytes);
-  if (limitBytes !== 0 && requiredBytes > limitBytes) {
-    throw new CsiError(
-      GrpcStatus.OUT_OF_RANGE,
-      `capacity_range.limit_bytes ${limitBytes} is below required_bytes ${requiredBytes}`,
-    );
-  }
   return { requiredBytes, limitBytes };
 }
 

@@ -135,12 +135,24 @@ describe('Controller argument checks (nothing is created)', () => {
           capacity_range: { required_bytes: String(8 * MiB), limit_bytes: String(4 * MiB) },
         },
       ],
-      // 5 MiB + 1 MiB header rounds up to 8 MiB (4 MiB extents): 7 MiB usable, above the limit
+      // 5 MiB + 1 byte is 5 MiB + 4 KiB in whole 4 KiB blocks, above the limit
       [
         status.OUT_OF_RANGE,
         {
           ...base,
-          capacity_range: { required_bytes: String(5 * MiB), limit_bytes: String(5 * MiB) },
+          capacity_range: {
+            required_bytes: String(5 * MiB + 1),
+            limit_bytes: String(5 * MiB + 100),
+          },
+        },
+      ],
+      // mkfs.xfs never formats 16 MiB, and the limit forbids its 300 MiB minimum
+      [
+        status.OUT_OF_RANGE,
+        {
+          ...base,
+          capacity_range: { required_bytes: String(16 * MiB), limit_bytes: String(16 * MiB) },
+          volume_capabilities: [mountCapability('xfs')],
         },
       ],
       [status.OUT_OF_RANGE, { ...base, capacity_range: { required_bytes: String(2 ** 60) } }],
@@ -234,10 +246,10 @@ describe('Controller idempotency', () => {
     expect(Number(before.maximum_volume_size.value)).toBe(Number(before.available_capacity) - MiB);
 
     const first = await create(name, 20 * MiB);
-    // 20 MiB + 1 MiB header -> 24 MiB LV (4 MiB extents) -> 23 MiB usable
+    // exactly 20 MiB (DESIGN.md §4 "Capacity"); 1 MiB header + 20 MiB -> 24 MiB LV (4 MiB extents)
     expect(first).toEqual({
       volume_id: id,
-      capacity_bytes: String(23 * MiB),
+      capacity_bytes: String(20 * MiB),
       volume_context: {},
       content_source: null,
       accessible_topology: [{ segments: { [TOPOLOGY_KEY]: NODE_ID } }],
@@ -270,7 +282,7 @@ describe('Controller idempotency', () => {
     });
     await sleep(50);
     expect(await create(name, 20 * MiB)).toEqual(first);
-    // a compatible range (the existing 23 MiB lies inside) is the same volume too
+    // a compatible range (the existing 20 MiB lies inside) is the same volume too
     expect(
       await create(name, 16 * MiB, {
         capacity_range: { required_bytes: String(16 * MiB), limit_bytes: String(32 * MiB) },
@@ -337,8 +349,8 @@ describe('Controller concurrency', () => {
       }>('Controller', 'ListVolumes', { max_entries: 5, starting_token: token });
       pages.push(page.entries.length);
       for (const entry of page.entries) {
-        // 4 MiB + 1 MiB header -> 8 MiB LV -> 7 MiB usable
-        expect(entry.volume.capacity_bytes).toBe(String(7 * MiB));
+        // exactly 4 MiB, from each volume's header (an 8 MiB LV)
+        expect(entry.volume.capacity_bytes).toBe(String(4 * MiB));
         expect(entry.volume.accessible_topology).toEqual([
           { segments: { [TOPOLOGY_KEY]: NODE_ID } },
         ]);

@@ -262,8 +262,8 @@ describe('life cycles', () => {
     const cap = blockCapability();
     const { staging, target } = pathsFor(id);
     const volume = await create(name, 16 * MiB, cap);
-    // 16 MiB + 1 MiB header -> 20 MiB LV -> 19 MiB usable
-    expect(volume.capacity_bytes).toBe(String(19 * MiB));
+    // exactly what was asked for (DESIGN.md §4 "Capacity"); 1 MiB header + 16 MiB -> 20 MiB LV
+    expect(volume.capacity_bytes).toBe(String(16 * MiB));
     await stage(id, staging, cap);
     await stage(id, staging, cap);
     expect(await mapExists(id)).toBe(true);
@@ -278,7 +278,7 @@ describe('life cycles', () => {
     await csi.ok('Node', 'NodePublishVolume', publish);
     await csi.ok('Node', 'NodePublishVolume', publish);
     expect(await mountsAt(target)).toHaveLength(1);
-    expect((await sh(['blockdev', '--getsize64', target])).stdout.trim()).toBe(String(19 * MiB));
+    expect((await sh(['blockdev', '--getsize64', target])).stdout.trim()).toBe(String(16 * MiB));
     // The LV sits on extents that the deleted ext4 and xfs volumes used (wipe: none): a new
     // volume still shows no filesystem (CSI spec CreateVolume without volume_content_source;
     // DESIGN.md §5): its data area's first and last MiB are zeroed before the header is written.
@@ -294,7 +294,7 @@ describe('life cycles', () => {
     expect(head.every((b) => b === 0)).toBe(true);
 
     const payload = randomBytes(8192);
-    const atEnd = 19 * MiB - payload.length;
+    const atEnd = 16 * MiB - payload.length;
     const device = await open(target, 'r+');
     try {
       await device.write(payload, 0, payload.length, 0);
@@ -329,7 +329,7 @@ describe('life cycles', () => {
       volume_path: target,
     });
     expect(stats).toEqual({
-      usage: [{ unit: 'BYTES', total: String(19 * MiB), available: '0', used: '0' }],
+      usage: [{ unit: 'BYTES', total: String(16 * MiB), available: '0', used: '0' }],
       volume_condition: { abnormal: false, message: 'ok' },
     });
 
@@ -394,8 +394,8 @@ describe('driver restart, then expansion and stats of the published volume', () 
         volume_capability: cap,
       },
     );
-    // 128 MiB + 1 MiB header -> 132 MiB LV -> 131 MiB usable
-    expect(expanded).toEqual({ capacity_bytes: String(131 * MiB), node_expansion_required: true });
+    // exactly what was asked for; 1 MiB header + 128 MiB -> 132 MiB LV
+    expect(expanded).toEqual({ capacity_bytes: String(128 * MiB), node_expansion_required: true });
     const nodeExpanded = {
       volume_id: id,
       volume_path: target,
@@ -403,10 +403,10 @@ describe('driver restart, then expansion and stats of the published volume', () 
       volume_capability: cap,
     };
     expect(await csi.ok('Node', 'NodeExpandVolume', nodeExpanded)).toEqual({
-      capacity_bytes: String(131 * MiB),
+      capacity_bytes: String(128 * MiB),
     });
     expect(await csi.ok('Node', 'NodeExpandVolume', nodeExpanded)).toEqual({
-      capacity_bytes: String(131 * MiB),
+      capacity_bytes: String(128 * MiB),
     });
     const after = await statfs(target);
     expect(after.blocks * after.bsize).toBeGreaterThan(before.blocks * before.bsize + 70 * MiB);

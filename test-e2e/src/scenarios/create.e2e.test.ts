@@ -56,9 +56,9 @@ describe('create is idempotent', () => {
     const args = ['create', name, '--size', '48Mi', '--vg', vg.vgName];
 
     const first = await cli(args, 0);
-    // 48 MiB + 1 MiB header area -> 52 MiB LV (4 MiB extents), 51 MiB usable
+    // exactly 48 MiB usable; 1 MiB header area + 48 MiB -> 52 MiB LV (4 MiB extents)
     expect(first.stdout).toBe(
-      `volume ${name} ready: id ${id}, 51 MiB usable on ${vg.vgName}/lvstamp_${id} (52 MiB LV)`,
+      `volume ${name} ready: id ${id}, 48 MiB usable on ${vg.vgName}/lvstamp_${id} (52 MiB LV)`,
     );
     const lvBefore = await lvRow(vg.vgName, `lvstamp_${id}`);
     const headerBefore = await headerOf(name);
@@ -75,7 +75,7 @@ describe('create is idempotent', () => {
     expect(bigger.stdout).toBe('');
     expect(bigger.stderr).toBe(
       `… creating volume ${name} (96 MiB) in ${vg.vgName}\n` +
-        `lvstamp: volume "${name}" exists with a different size: capacity ${51 * MiB} bytes, requested ${96 * MiB}..unlimited`,
+        `lvstamp: volume "${name}" exists with a different size: capacity ${48 * MiB} bytes, requested ${96 * MiB}..unlimited`,
     );
     expect(await lvsRows(vg.vgName)).toEqual([lvBefore]);
     expect(await headerOf(name)).toEqual(headerBefore);
@@ -131,7 +131,7 @@ describe('create interrupted after lvcreate, before the rename', () => {
       0,
     );
     expect(retry.stdout).toBe(
-      `volume ${retried.name} ready: id ${retried.id}, 19 MiB usable on ${vg.vgName}/lvstamp_${retried.id} (20 MiB LV)`,
+      `volume ${retried.name} ready: id ${retried.id}, 16 MiB usable on ${vg.vgName}/lvstamp_${retried.id} (20 MiB LV)`,
     );
     expect(await lvNames(vg.vgName)).toEqual(
       [`lvstamp_${retried.id}`, `lvstamp_new_${abandoned.id}`].sort(),

@@ -29,16 +29,33 @@ async function dfBytes(mountPoint: string): Promise<number> {
   return Number(df.stdout.trim().split('\n')[1]);
 }
 
-/** Cases: mkfs.xfs refuses filesystems below 300 MiB (xfsprogs 6.1), hence the larger xfs volume. */
+/**
+ * Cases: mkfs.xfs refuses filesystems below 300 MiB (xfsprogs 6.1), hence the larger xfs volume.
+ * Capacities are exactly the sizes asked for; LVs hold 1 MiB more, rounded up to 4 MiB extents.
+ */
 const RESIZE_CASES = [
-  { fsType: 'ext4', size: '64Mi', capacity: 67 * MiB, grown: '160Mi', grownCapacity: 163 * MiB },
-  { fsType: 'xfs', size: '300Mi', capacity: 303 * MiB, grown: '400Mi', grownCapacity: 403 * MiB },
+  {
+    fsType: 'ext4',
+    size: '64Mi',
+    capacity: 64 * MiB,
+    grown: '160Mi',
+    grownCapacity: 160 * MiB,
+    grownLv: 164 * MiB,
+  },
+  {
+    fsType: 'xfs',
+    size: '300Mi',
+    capacity: 300 * MiB,
+    grown: '400Mi',
+    grownCapacity: 400 * MiB,
+    grownLv: 404 * MiB,
+  },
 ] as const;
 
 describe('online resize of a mounted filesystem (and mkfs leaves the header alone)', () => {
   it.each(RESIZE_CASES)(
     '$fsType: mkfs keeps the header; $size -> $grown, df grows, data intact',
-    async ({ fsType, size, capacity, grown, grownCapacity }) => {
+    async ({ fsType, size, capacity, grown, grownCapacity, grownLv }) => {
       const vg = await createLoopVg({ sizeBytes: 1024 * MiB });
       const name = `grow-${fsType}-${suffix()}`;
       const id = idOf(name);
@@ -64,9 +81,7 @@ describe('online resize of a mounted filesystem (and mkfs leaves the header alon
       expect(resized.stdout).toBe(
         `${name}: capacity ${grownCapacity / MiB} MiB; filesystem on ${mountPoint} grown`,
       );
-      expect((await lvRow(vg.vgName, `lvstamp_${id}`)).lv_size).toBe(
-        String(grownCapacity + DATA_OFFSET),
-      );
+      expect((await lvRow(vg.vgName, `lvstamp_${id}`)).lv_size).toBe(String(grownLv));
       expect(await deviceBytes(dataDevice)).toBe(grownCapacity);
       const dfAfter = await dfBytes(mountPoint);
       // the filesystem grew by (nearly) all of the added capacity
@@ -74,11 +89,11 @@ describe('online resize of a mounted filesystem (and mkfs leaves the header alon
       expect((await readFile(join(mountPoint, 'payload.bin'))).equals(payload)).toBe(true);
       const mounted = await shOk(['findmnt', '-n', '-o', 'SOURCE,FSTYPE', mountPoint]);
       expect(mounted.stdout.trim().split(/\s+/)).toEqual([dataDevice, fsType]);
-      // after the resize, inspect (through the CLI) still reads the same header
+      // after the resize, inspect (through the CLI) reads the same header with the new capacity
       expect((await cliJson<InspectJson>(['inspect', name])).decode).toEqual({
         status: 'ok',
-        version: 1,
-        header,
+        version: 2,
+        header: { ...header, requestedBytes: grownCapacity },
       });
     },
   );
@@ -96,7 +111,7 @@ describe('the header survives what users do to the data device', () => {
     const headerArea = await readBytes(lv.lv_dm_path, 0, DATA_OFFSET);
 
     const dataDevice = (await cli(['attach', name], 0)).stdout;
-    const capacity = 35 * MiB; // 32 MiB + 1 MiB -> 36 MiB LV
+    const capacity = 32 * MiB; // exactly as asked; 1 MiB + 32 MiB -> 36 MiB LV, 3 MiB slack
     expect(await deviceBytes(dataDevice)).toBe(capacity);
     await shOk(['mkfs.ext4', '-q', dataDevice]);
     expect((await shOk(['blkid', '-p', '-o', 'value', '-s', 'TYPE', dataDevice])).stdout).toBe(
@@ -111,8 +126,8 @@ describe('the header survives what users do to the data device', () => {
     );
     expect(dd.exitCode).toBe(1);
     expect(dd.stderr).toBe(`dd: error writing '${dataDevice}': No space left on device\n`);
-    // the data device is the LV behind the first MiB: its last MiB is the LV's last MiB
-    const lvTail = await readBytes(lv.lv_dm_path, capacity, MiB);
+    // the data device is the LV behind the first MiB: its last MiB is the LV's MiB before the slack
+    const lvTail = await readBytes(lv.lv_dm_path, DATA_OFFSET + capacity - MiB, MiB);
     expect((await readBytes(dataDevice, capacity - MiB, MiB)).equals(lvTail)).toBe(true);
     expect(
       (await readBytes(dataDevice, 0, 4096)).equals(
@@ -120,6 +135,9 @@ describe('the header survives what users do to the data device', () => {
       ),
     ).toBe(true);
     expect(lvTail.equals(Buffer.alloc(MiB))).toBe(false);
+    // the extent slack behind the capacity is never mapped: dd did not reach it (fresh sparse VG)
+    const slack = await readBytes(lv.lv_dm_path, DATA_OFFSET + capacity, 3 * MiB);
+    expect(slack.equals(Buffer.alloc(3 * MiB))).toBe(true);
 
     const after = await cliJson<InspectJson>(['inspect', name]);
     expect(after.decode).toEqual(before.decode);

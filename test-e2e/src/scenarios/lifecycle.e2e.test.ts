@@ -59,9 +59,9 @@ async function cliLoopVg(vgName: string, size: string) {
   return { vgName, file, loopDevice, dir };
 }
 
-/** The dm table lvstamp must load for a volume: data area of the LV, behind the 1 MiB header area. */
-function expectedTable(lvMajorMinor: string, lvBytes: number): string {
-  return `0 ${(lvBytes - DATA_OFFSET) / 512} linear ${lvMajorMinor} ${DATA_OFFSET / 512}\n`;
+/** The dm table lvstamp must load for a volume: exactly its capacity, behind the 1 MiB header area. */
+function expectedTable(lvMajorMinor: string, capacityBytes: number): string {
+  return `0 ${capacityBytes / 512} linear ${lvMajorMinor} ${DATA_OFFSET / 512}\n`;
 }
 
 describe('life cycle through the CLI', () => {
@@ -71,12 +71,12 @@ describe('life cycle through the CLI', () => {
     const id = idOf(name);
     const lvName = `lvstamp_${id}`;
 
-    // create: 64 MiB + 1 MiB header area, rounded up to 4 MiB extents = 68 MiB LV, 67 MiB usable
+    // create: exactly 64 MiB usable; 1 MiB header area + 64 MiB, rounded up to 4 MiB extents = 68 MiB LV
     const before = Date.now();
     const created = await cli(['create', name, '--size', '64Mi', '--vg', vgName], 0);
     const after = Date.now();
     expect(created.stdout).toBe(
-      `volume ${name} ready: id ${id}, 67 MiB usable on ${vgName}/${lvName} (68 MiB LV)`,
+      `volume ${name} ready: id ${id}, 64 MiB usable on ${vgName}/${lvName} (68 MiB LV)`,
     );
     expect(created.stderr).toBe(`… creating volume ${name} (64 MiB) in ${vgName}`);
     const rows = await lvsRows(vgName);
@@ -96,7 +96,7 @@ describe('life cycle through the CLI', () => {
         vg: vgName,
         lv: lvName,
         lvSizeBytes: 68 * MiB,
-        capacityBytes: 67 * MiB,
+        capacityBytes: 64 * MiB,
         creating: false,
         active: true,
         header: 'ok',
@@ -111,7 +111,7 @@ describe('life cycle through the CLI', () => {
     expect(inspected.devicePath).toBe(lv.lv_dm_path);
     expect(inspected.decode).toEqual({
       status: 'ok',
-      version: 1,
+      version: 2,
       header: {
         volumeId: id,
         ownerId: STANDALONE,
@@ -136,9 +136,9 @@ describe('life cycle through the CLI', () => {
     expect(map).toEqual({ device: await nodeDevice(dataDevice), open: 0, uuid: `LVSTAMP-${id}` });
     const lvDevice = `${lv.lv_kernel_major}:${lv.lv_kernel_minor}`;
     expect((await shOk(['dmsetup', 'table', mapName])).stdout).toBe(
-      expectedTable(lvDevice, 68 * MiB),
+      expectedTable(lvDevice, 64 * MiB),
     );
-    expect(await deviceBytes(dataDevice)).toBe(67 * MiB);
+    expect(await deviceBytes(dataDevice)).toBe(64 * MiB);
 
     // a filesystem on the data device
     const mountPoint = await formatAndMount(dataDevice, 'ext4', dir);
@@ -146,13 +146,13 @@ describe('life cycle through the CLI', () => {
     await writeFile(join(mountPoint, 'data.txt'), payload);
     const sizeBefore = await filesystemBytes(mountPoint);
 
-    // resize online: 200 MiB + 1 MiB -> 204 MiB LV, 203 MiB usable; the mounted ext4 grows
+    // resize online: exactly 200 MiB usable, a 204 MiB LV; the mounted ext4 grows
     const resized = await cli(['resize', name, '--size', '200Mi'], 0);
-    expect(resized.stdout).toBe(`${name}: capacity 203 MiB; filesystem on ${mountPoint} grown`);
+    expect(resized.stdout).toBe(`${name}: capacity 200 MiB; filesystem on ${mountPoint} grown`);
     expect((await lvRow(vgName, lvName)).lv_size).toBe(String(204 * MiB));
-    expect(await deviceBytes(dataDevice)).toBe(203 * MiB);
+    expect(await deviceBytes(dataDevice)).toBe(200 * MiB);
     expect((await shOk(['dmsetup', 'table', mapName])).stdout).toBe(
-      expectedTable(lvDevice, 204 * MiB),
+      expectedTable(lvDevice, 200 * MiB),
     );
     const sizeAfter = await filesystemBytes(mountPoint);
     expect(sizeAfter).toBeGreaterThan(sizeBefore + 100 * MiB);
@@ -166,8 +166,8 @@ describe('life cycle through the CLI', () => {
     expect(await dmInfo(mapName)).toBeNull();
     expect(existsSync(dataDevice)).toBe(false);
 
-    // the header is still the one written at create
-    expect(await okHeaderOnDisk(lv.lv_dm_path)).toEqual(header);
+    // the header is the one written at create, with the new capacity (DESIGN.md §5 Expand)
+    expect(await okHeaderOnDisk(lv.lv_dm_path)).toEqual({ ...header, requestedBytes: 200 * MiB });
 
     // delete, then delete again (scenario 4)
     const deleted = await cli(['delete', name], 0);
@@ -212,7 +212,7 @@ describe('a volume group with hyphens in its name (dm names double them)', () =>
     expect((await cli(['attach', name], 0)).stdout).toBe(dataDevice);
     const lvDevice = `${lv.lv_kernel_major}:${lv.lv_kernel_minor}`;
     expect((await shOk(['dmsetup', 'table', `lvstamp-${id}`])).stdout).toBe(
-      expectedTable(lvDevice, 36 * MiB),
+      expectedTable(lvDevice, 32 * MiB),
     );
     expect((await dmInfo(`lvstamp-${id}`))?.device).toBe(await nodeDevice(dataDevice));
 
@@ -220,9 +220,9 @@ describe('a volume group with hyphens in its name (dm names double them)', () =>
     await writeFile(join(mountPoint, 'kept.txt'), 'kept\n');
     const sizeBefore = await filesystemBytes(mountPoint);
     const resized = await cli(['resize', id, '--size', '96Mi'], 0);
-    expect(resized.stdout).toBe(`${id}: capacity 99 MiB; filesystem on ${mountPoint} grown`);
+    expect(resized.stdout).toBe(`${id}: capacity 96 MiB; filesystem on ${mountPoint} grown`);
     expect((await lvRow(vgName, lvName)).lv_size).toBe(String(100 * MiB));
-    expect(await deviceBytes(dataDevice)).toBe(99 * MiB);
+    expect(await deviceBytes(dataDevice)).toBe(96 * MiB);
     expect(await filesystemBytes(mountPoint)).toBeGreaterThan(sizeBefore + 50 * MiB);
     expect(await readFile(join(mountPoint, 'kept.txt'), 'utf8')).toBe('kept\n');
 

@@ -332,7 +332,7 @@ export async function killCreateAfterLvcreate(options: {
   );
 }
 
-/** Header v1 fields as DESIGN.md §4 lays them out (same shape as `inspect --json`'s `decode.header`). */
+/** Header v1/v2 fields as DESIGN.md §4 lays them out (same shape as `inspect --json`'s `decode.header`). */
 export interface OnDiskHeader {
   readonly volumeId: string;
   readonly ownerId: string;
@@ -357,7 +357,8 @@ export async function headerOnDisk(
     return { status: 'not-stamped', why: 'no magic' };
   if (crc32(b.subarray(0, 508)) !== b.readUInt32LE(508))
     return { status: 'corrupt', why: 'checksum' };
-  if (b.readUInt16LE(8) !== 1 || b.readUInt16LE(10) !== 512 || b.readUInt32LE(12) !== 0)
+  const version = b.readUInt16LE(8);
+  if ((version !== 1 && version !== 2) || b.readUInt16LE(10) !== 512 || b.readUInt32LE(12) !== 0)
     return { status: 'corrupt', why: 'version, size or flags' };
   const nameLength = b.readUInt16LE(72);
   if (nameLength < 1 || nameLength > 256) return { status: 'corrupt', why: 'name length' };

@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { ReportedFailure } from '../errors.js';
 import type { Io } from '../output.js';
 import type { CommandContext } from '../program.js';
-import { formatBytes, formatDuration } from '../quantity.js';
+import { formatBytes, formatCapacity, formatDuration } from '../quantity.js';
 import type { CliServices } from '../services.js';
 
 const MiB = 1024 * 1024;
@@ -92,7 +92,7 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
     );
     cleanup.unshift(() => s.volumes.delete(a.volume.volumeId, scope, { wipe: 'none' }));
     say(
-      `${a.volume.lvName}: LV ${formatBytes(a.volume.sizeBytes)}, capacity ${formatBytes(a.volume.capacityBytes)}`,
+      `${a.volume.lvName}: LV ${formatBytes(a.volume.sizeBytes)}, capacity ${formatCapacity(a.volume.capacityBytes)}`,
     );
     const b = await step('create volume pvc-demo-b (64Mi)', () =>
       s.volumes.create({
@@ -104,7 +104,7 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
     );
     cleanup.unshift(() => s.volumes.delete(b.volume.volumeId, scope, { wipe: 'none' }));
     say(
-      `${b.volume.lvName}: LV ${formatBytes(b.volume.sizeBytes)}, capacity ${formatBytes(b.volume.capacityBytes)}`,
+      `${b.volume.lvName}: LV ${formatBytes(b.volume.sizeBytes)}, capacity ${formatCapacity(b.volume.capacityBytes)}`,
     );
 
     await step('read both headers back from sector 0', async () => {
@@ -151,7 +151,7 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
       const r = await s.volumes.expand(a.volume.volumeId, 400 * MiB, scope);
       const u = await s.filesystems.usage(mountPoint);
       say(
-        `capacity ${formatBytes(r.status.volume.capacityBytes)}; filesystem size now ${formatBytes(u.totalBytes)}`,
+        `capacity ${formatCapacity(r.status.volume.capacityBytes)}; filesystem size now ${formatBytes(u.totalBytes)}`,
       );
       const back = await readFile(join(mountPoint, 'hello.txt'), 'utf8');
       say(`file still reads: ${back.trim()}`);

@@ -3,13 +3,14 @@ import {
   InvalidArgumentError,
   isHexId,
   NotOwnedError,
+  requireNoControlCharacters,
   type VolumeStatus,
   type WipePolicy,
 } from '@lvstamp/core';
 import { Option, type Command } from 'commander';
 import { progress, renderTable, writeJson } from '../output.js';
 import type { CommandContext } from '../program.js';
-import { formatBytes, parseSize } from '../quantity.js';
+import { formatBytes, formatCapacity, parseSize } from '../quantity.js';
 import { commandScope } from '../scope.js';
 
 const VG_HELP =
@@ -46,7 +47,7 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
       if (json()) writeJson(io, statusJson(status));
       else
         io.stdout.write(
-          `volume ${name} ready: id ${status.volume.volumeId}, ${formatBytes(status.volume.capacityBytes)} ` +
+          `volume ${name} ready: id ${status.volume.volumeId}, ${formatCapacity(status.volume.capacityBytes)} ` +
             `usable on ${status.volume.vgName}/${status.volume.lvName} (${formatBytes(status.volume.sizeBytes)} LV)\n`,
         );
     });
@@ -70,7 +71,7 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
             s.name ?? '-',
             s.volume.volumeId,
             s.volume.vgName,
-            formatBytes(s.volume.capacityBytes),
+            formatCapacity(s.volume.capacityBytes),
             s.volume.creating ? 'creating' : s.volume.active ? 'active' : 'inactive',
             s.header.status,
             s.dataDevice?.path ?? '-',
@@ -145,7 +146,10 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
 
   program
     .command('resize')
-    .description('grow a volume: the LV, its data device and a mounted filesystem (online)')
+    .description(
+      'grow a volume: the LV, its data device and a mounted filesystem (online); ' +
+        'at a size it already has, finishes an interrupted resize (map reload, filesystem grow)',
+    )
     .argument('<volume>', 'volume name or ID')
     .requiredOption('--size <size>', 'new capacity, e.g. 1Gi; volumes only grow')
     .option('--vg <vg>', VG_HELP)
@@ -154,22 +158,10 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
       const volumes = ctx.services().volumes;
       const scope = await commandScope(io, volumes, opts.vg);
       const id = await volumes.resolve(ref, scope);
-      const before = await volumes.status(id, scope);
-      if (before.volume.capacityBytes >= requiredBytes) {
-        if (json())
-          writeJson(io, {
-            ...statusJson(before),
-            filesystemGrown: null,
-            volumeGroups: scope.vgNames,
-          });
-        else
-          io.stdout.write(
-            `${ref} already has capacity ${formatBytes(before.volume.capacityBytes)} ≥ ${formatBytes(requiredBytes)}; ` +
-              'volumes never shrink, nothing done\n',
-          );
-        return;
-      }
       progress(io, `growing ${ref} to ${formatBytes(requiredBytes)}`);
+      // Always through expand, as NodeExpandVolume: when the LV already has the size (an
+      // interrupted resize, an lvextend by hand) the map is still reloaded and a mounted
+      // filesystem still grown, so every earlier partial attempt converges (DESIGN.md §2.2).
       const result = await volumes.expand(id, requiredBytes, {
         ...scope,
         ownerId: ctx.globals().ownerId,
@@ -182,7 +174,7 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
         });
       else
         io.stdout.write(
-          `${ref}: capacity ${formatBytes(result.status.volume.capacityBytes)}` +
+          `${ref}: capacity ${formatCapacity(result.status.volume.capacityBytes)}` +
             (result.filesystemGrown ? `; filesystem on ${result.filesystemGrown} grown` : '') +
             '\n',
         );
@@ -275,11 +267,7 @@ export function statusJson(s: VolumeStatus): Record<string, unknown> {
  * @throws InvalidArgumentError naming the problem.
  */
 export function checkNewVolumeName(name: string): void {
-  if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) {
-    throw new InvalidArgumentError(
-      'volume name must not contain control characters (newline, tab, …)',
-    );
-  }
+  requireNoControlCharacters(name, 'volume name');
   if (name !== name.trim())
     throw new InvalidArgumentError('volume name must not start or end with white space');
   if (isHexId(name)) {

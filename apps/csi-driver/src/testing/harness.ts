@@ -6,9 +6,12 @@ import {
   AlreadyExistsError,
   FailedPreconditionError,
   NotFoundError,
+  CAPACITY_BLOCK_BYTES,
   OutOfRangeError,
   volumeIdForName,
+  volumeSize,
   type DataDevice,
+  type DeviceNumber,
   type MountInfoEntry,
   type Volume,
   type VolumeGroup,
@@ -36,13 +39,17 @@ export function testConfig(): DriverConfig {
   return parseConfig(CONFIG_YAML);
 }
 
-export function makeVolume(name: string, capacityBytes: number, vgName = 'vg0'): Volume {
+export function makeVolume(
+  name: string,
+  capacityBytes: number,
+  vgName = 'vg0',
+): Volume & { readonly capacityBytes: number } {
   const volumeId = volumeIdForName(name);
   return {
     vgName,
     lvName: `lvstamp_${volumeId}`,
     lvUuid: 'uuid-1',
-    sizeBytes: capacityBytes + MIB,
+    sizeBytes: volumeSize({ requiredBytes: capacityBytes, extentSizeBytes: 4 * MIB }).lvSizeBytes,
     attr: '-wi-a-----',
     active: true,
     open: false,
@@ -111,7 +118,7 @@ export class FakeCore implements DriverCore {
     };
   }
 
-  add(name: string, capacityBytes: number, vgName = 'vg0'): Volume {
+  add(name: string, capacityBytes: number, vgName = 'vg0'): Volume & { capacityBytes: number } {
     const volume = makeVolume(name, capacityBytes, vgName);
     this.store.set(volume.volumeId, { volume, name });
     return volume;
@@ -146,8 +153,24 @@ export class FakeCore implements DriverCore {
       const entry = this.store.get(volumeId);
       if (entry === undefined)
         return Promise.reject(new NotFoundError(`volume ${volumeId} does not exist`));
-      const capacityBytes = Math.max(entry.volume.capacityBytes, requiredBytes);
-      entry.volume = { ...entry.volume, capacityBytes, sizeBytes: capacityBytes + MIB };
+      // as the core: the one size rule, never shrinking
+      const limitBytes = options?.limitBytes;
+      const current = entry.volume.capacityBytes ?? 0;
+      if (limitBytes !== undefined && current > limitBytes) {
+        return Promise.reject(
+          new OutOfRangeError(
+            `volume ${volumeId} has ${current} bytes, above limitBytes ${limitBytes}`,
+          ),
+        );
+      }
+      if (current < requiredBytes) {
+        const size = volumeSize({ requiredBytes, limitBytes, extentSizeBytes: 4 * MIB });
+        entry.volume = {
+          ...entry.volume,
+          capacityBytes: size.capacityBytes,
+          sizeBytes: size.lvSizeBytes,
+        };
+      }
       return Promise.resolve({ status: this.#status(entry.volume), filesystemGrown: null });
     },
     delete: (volumeId, scope, options) => {
@@ -167,27 +190,23 @@ export class FakeCore implements DriverCore {
       if (!this.groups.some((g) => g.name === request.vgName)) {
         throw new NotFoundError(`volume group ${request.vgName} does not exist`);
       }
+      // as the core: the one size rule, then the existing-volume look-up
+      const { capacityBytes } = volumeSize({ ...request, extentSizeBytes: 4 * MIB });
       const id = volumeIdForName(request.name);
       const existing = this.store.get(id);
-      const extent = 4 * MIB;
-      const capacity = Math.ceil((request.requiredBytes + MIB) / extent) * extent - MIB;
       if (existing !== undefined) {
         const v = existing.volume;
+        const capacity = v.capacityBytes ?? 0;
         if (
           v.vgName !== request.vgName ||
-          v.capacityBytes < request.requiredBytes ||
-          (request.limitBytes !== undefined && v.capacityBytes > request.limitBytes)
+          capacity < request.requiredBytes ||
+          (request.limitBytes !== undefined && capacity > request.limitBytes)
         ) {
           throw new AlreadyExistsError(`volume "${request.name}" exists with a different size`);
         }
-        return v;
+        return { ...v, capacityBytes: capacity };
       }
-      if (request.limitBytes !== undefined && capacity > request.limitBytes) {
-        throw new OutOfRangeError(
-          `rounded to ${extent}-byte extents the capacity would be ${capacity} bytes, above limitBytes ${request.limitBytes}`,
-        );
-      }
-      return this.add(request.name, capacity, request.vgName);
+      return this.add(request.name, capacityBytes, request.vgName);
     },
     listVolumeGroups: () => {
       this.#maybeFail('listVolumeGroups');
@@ -202,7 +221,8 @@ export class FakeCore implements DriverCore {
         vgName,
         totalBytes: vg.sizeBytes,
         freeBytes: vg.freeBytes,
-        maximumVolumeBytes: vg.freeBytes - MIB,
+        maximumVolumeBytes:
+          Math.floor((vg.freeBytes - MIB) / CAPACITY_BLOCK_BYTES) * CAPACITY_BLOCK_BYTES,
       });
     },
     // As the core: only the scope's volume groups are searched.
@@ -281,9 +301,19 @@ export function mountEntry(
 /** NodePaths over a map of path → kind, recording what was made and removed. */
 export class FakePaths implements NodePaths {
   readonly kinds = new Map<string, PathKind>();
+  /** st_rdev of block device nodes, by path. */
+  readonly devices = new Map<string, DeviceNumber>();
+  /** Symlinks: path → what realpath(3) makes of it. */
+  readonly links = new Map<string, string>();
   readonly log: string[] = [];
   kind(path: string): Promise<PathKind> {
     return Promise.resolve(this.kinds.get(path) ?? 'missing');
+  }
+  canonical(path: string): Promise<string> {
+    return Promise.resolve(this.links.get(path) ?? path);
+  }
+  blockDeviceNumber(path: string): Promise<DeviceNumber | null> {
+    return Promise.resolve(this.devices.get(path) ?? null);
   }
   ensureDirectory(path: string): Promise<void> {
     this.log.push(`mkdir ${path}`);

@@ -112,6 +112,24 @@ describe('linearTableFor', () => {
     expect(() => linearTableFor({ ...LV, sizeBytes }, offset)).toThrow(InvalidArgumentError);
   });
 
+  it('maps exactly the capacity when given, leaving the extent slack behind it unmapped', () => {
+    const lv = { ...LV, sizeBytes: GiB + 4 * MiB };
+    expect(formatLinearTable(linearTableFor(lv, MiB, GiB))).toBe('0 2097152 linear 253:0 2048');
+    expect(formatLinearTable(linearTableFor(lv, MiB, GiB + 3 * MiB))).toBe(
+      '0 2103296 linear 253:0 2048',
+    );
+  });
+
+  it.each<[string, number]>([
+    ['a capacity beyond the LV', GiB + 3 * MiB + 4096],
+    ['a capacity of 0', 0],
+    ['a capacity that is not whole sectors', GiB + 100],
+  ])('refuses %s with InvalidArgumentError', (_label, dataBytes) => {
+    expect(() => linearTableFor({ ...LV, sizeBytes: GiB + 4 * MiB }, MiB, dataBytes)).toThrow(
+      InvalidArgumentError,
+    );
+  });
+
   it('refuses an inactive LV with FailedPreconditionError', () => {
     expect(() => linearTableFor({ ...LV, kernelMajor: null, kernelMinor: null }, MiB)).toThrow(
       FailedPreconditionError,

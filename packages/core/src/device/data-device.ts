@@ -115,14 +115,16 @@ export class DataDeviceManager {
    * example after the LV grew) is reloaded and resumed.
    *
    * Runs `dmsetup create lvstamp-<id> --uuid LVSTAMP-<id> --noudevsync
-   * --table "0 <dataSectors> linear <major>:<minor> <dataOffset/512>"`, then
+   * --table "0 <dataBytes/512> linear <major>:<minor> <dataOffset/512>"`, then
    * `dmsetup mknodes lvstamp-<id>` when the node is missing or stale.
    *
    * @param lv the LV's device number and size in bytes (must be active).
    * @param dataOffsetBytes bytes from LV start to the data area; default 1 MiB.
+   * @param dataBytes the data device's length (the volume's capacity,
+   *   DESIGN.md §4 "Capacity"); default the rest of the LV.
    * @returns the node path and the map's major:minor, checked to agree.
    * @throws InvalidArgumentError for a malformed ID or a data area that is
-   *   empty or not a whole number of 512-byte sectors.
+   *   empty, beyond the LV or not a whole number of 512-byte sectors.
    * @throws FailedPreconditionError when the LV is inactive, a map of that
    *   name has another UUID (or the UUID another name), or the node does not
    *   match the map after `mknodes`.
@@ -132,8 +134,9 @@ export class DataDeviceManager {
     volumeId: string,
     lv: DataDeviceSource,
     dataOffsetBytes: number = DATA_OFFSET_BYTES,
+    dataBytes?: number,
   ): Promise<DataDevice> {
-    const wanted = linearTableFor(lv, dataOffsetBytes);
+    const wanted = linearTableFor(lv, dataOffsetBytes, dataBytes);
     const name = dmNameFor(requireVolumeId(volumeId), this.#naming);
     const uuid = dmUuidFor(volumeId, this.#naming);
     let map = this.#own(await this.listAll(), volumeId);
@@ -161,8 +164,9 @@ export class DataDeviceManager {
   }
 
   /**
-   * Loads the table for the LV's current size into an existing map and
-   * resumes it (after `lvextend`; DESIGN.md §4 "Growing a volume"):
+   * Loads the table for the volume's current capacity (`dataBytes`, default
+   * the rest of the LV) into an existing map and resumes it (after
+   * `lvextend` and the header rewrite; DESIGN.md §4 "Growing a volume"):
    * `dmsetup reload lvstamp-<id> --table "..."` then `dmsetup resume
    * --noudevsync lvstamp-<id>`. A map that already has this table is left
    * alone.
@@ -174,8 +178,9 @@ export class DataDeviceManager {
     volumeId: string,
     lv: DataDeviceSource,
     dataOffsetBytes: number = DATA_OFFSET_BYTES,
+    dataBytes?: number,
   ): Promise<DataDevice> {
-    const wanted = linearTableFor(lv, dataOffsetBytes);
+    const wanted = linearTableFor(lv, dataOffsetBytes, dataBytes);
     const name = dmNameFor(requireVolumeId(volumeId), this.#naming);
     const map = this.#own(await this.listAll(), volumeId);
     if (map === null) throw new NotFoundError(`data device ${name} does not exist`);
@@ -352,13 +357,18 @@ export class DataDeviceManager {
 
 /**
  * The linear table of a data device over `lv` (DESIGN.md §4):
- * `0 <(sizeBytes − dataOffsetBytes)/512> linear <major>:<minor> <dataOffsetBytes/512>`.
+ * `0 <dataBytes/512> linear <major>:<minor> <dataOffsetBytes/512>`, where
+ * dataBytes defaults to sizeBytes − dataOffsetBytes (a v1 volume).
  * @throws InvalidArgumentError when the data offset is not a positive whole
- *   number of 512-byte sectors, or the data area is empty, negative or not a
- *   whole number of sectors.
+ *   number of 512-byte sectors, or the data area is empty, negative, beyond
+ *   the LV's end or not a whole number of sectors.
  * @throws FailedPreconditionError when the LV is inactive (no device number).
  */
-export function linearTableFor(lv: DataDeviceSource, dataOffsetBytes: number): LinearTable {
+export function linearTableFor(
+  lv: DataDeviceSource,
+  dataOffsetBytes: number,
+  dataBytes: number = lv.sizeBytes - dataOffsetBytes,
+): LinearTable {
   if (
     !Number.isSafeInteger(dataOffsetBytes) ||
     dataOffsetBytes <= 0 ||
@@ -371,10 +381,14 @@ export function linearTableFor(lv: DataDeviceSource, dataOffsetBytes: number): L
   if (!Number.isSafeInteger(lv.sizeBytes)) {
     throw new InvalidArgumentError(`LV size must be a whole number of bytes, got ${lv.sizeBytes}`);
   }
-  const dataBytes = lv.sizeBytes - dataOffsetBytes;
-  if (dataBytes <= 0) {
+  if (!Number.isSafeInteger(dataBytes) || dataBytes <= 0) {
     throw new InvalidArgumentError(
-      `LV of ${lv.sizeBytes} bytes has no data area after the ${dataOffsetBytes}-byte offset`,
+      `LV of ${lv.sizeBytes} bytes has no data area of ${dataBytes} bytes after the ${dataOffsetBytes}-byte offset`,
+    );
+  }
+  if (dataOffsetBytes + dataBytes > lv.sizeBytes) {
+    throw new InvalidArgumentError(
+      `a data area of ${dataBytes} bytes at ${dataOffsetBytes} bytes does not fit the LV of ${lv.sizeBytes} bytes`,
     );
   }
   if (dataBytes % SECTOR_BYTES !== 0) {

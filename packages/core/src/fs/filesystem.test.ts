@@ -207,6 +207,23 @@ describe('mount', () => {
     ).toEqual({ changed: true });
   });
 
+  it('mounts xfs with nouuid, so a copy of a mounted xfs (same UUID) stages too', async () => {
+    const { manager } = setup([{ argv: ['mount', '-t', 'xfs', '-o', 'nouuid', DEV, target] }], {
+      mount: [mountLine(target, { fs: 'xfs' })],
+    });
+    expect(await manager.mount(DEV, target, { fsType: 'xfs' })).toEqual({ changed: true });
+  });
+
+  it('adds nouuid after the caller options of an xfs mount, once', async () => {
+    const { manager } = setup(
+      [{ argv: ['mount', '-t', 'xfs', '-o', 'ro,noatime,nouuid', DEV, target] }],
+      { mount: [mountLine(target, { fs: 'xfs', ro: true })] },
+    );
+    expect(
+      await manager.mount(DEV, target, { fsType: 'xfs', readonly: true, options: ['noatime'] }),
+    ).toEqual({ changed: true });
+  });
+
   it('is a no-op when the same device is mounted there the same way', async () => {
     await writeMountInfo([mountLine(target)]);
     const { manager } = setup([]);

@@ -28,6 +28,17 @@ import {
 /** Deadline of mkfs, resize2fs and xfs_growfs, in milliseconds: 10 minutes. */
 export const DEFAULT_FS_COMMAND_TIMEOUT_MS = 600_000;
 
+/**
+ * Mount option of every xfs mount. XFS refuses to mount a second filesystem
+ * with the UUID of one already mounted (xfs(5) `nouuid`), and two copies of
+ * one filesystem meet on a node whenever a volume was copied (a restored
+ * backup, a clone, a `dd` of a volume): without it the second copy can never
+ * be staged. The kernel still keeps one device from being mounted twice as
+ * two filesystems, so the check only ever refused copies. ext4 mounts
+ * duplicate UUIDs as it is. docs/node-service.md "Copies of a filesystem".
+ */
+export const XFS_NOUUID = 'nouuid';
+
 /** Bytes read in-process to prove a device readable before calling it blank. */
 const READ_CHECK_BYTES = 4096;
 
@@ -141,7 +152,8 @@ export class FilesystemManager {
 
   /**
    * Mounts the filesystem on `device` at `target` (`mount -t <fsType> [-o
-   * ro,<options>] <device> <target>`), idempotently: when mountinfo shows
+   * ro,<options>] <device> <target>`; xfs always with `nouuid`, see
+   * XFS_NOUUID), idempotently: when mountinfo shows
    * the same device (major:minor of the entry against the device node's
    * rdev), root `/`, type and read-only flag on top of `target`, nothing
    * happens. Mountinfo is read again afterwards to confirm the mount.
@@ -179,7 +191,11 @@ export class FilesystemManager {
         `${place.path} is a corrupted mount (${place.code}); unmount it first`,
       );
     }
-    const flags = readonly ? ['ro', ...extra] : [...extra];
+    const flags = [
+      ...(readonly ? ['ro'] : []),
+      ...extra,
+      ...(options.fsType === 'xfs' && !extra.includes(XFS_NOUUID) ? [XFS_NOUUID] : []),
+    ];
     await this.#runner.run([
       'mount',
       '-t',

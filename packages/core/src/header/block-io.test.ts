@@ -205,7 +205,7 @@ describe('clearDataAreaSignatures', () => {
     const io: HeaderIo = new BlockHeaderIo();
     await io.writeHeader(lv, fields);
     await io.clearDataArea(lv, { dataOffsetBytes: MiB, sizeBytes: 4 * MiB });
-    expect(await io.readHeader(lv)).toEqual({ status: 'ok', version: 1, header: fields });
+    expect(await io.readHeader(lv)).toEqual({ status: 'ok', version: 2, header: fields });
     const after = await readFile(lv);
     expect(isZero(after.subarray(MiB, 2 * MiB))).toBe(true);
     expect(isPattern(after.subarray(2 * MiB, 3 * MiB))).toBe(true);
@@ -244,8 +244,8 @@ describe('readHeader / BlockHeaderIo', () => {
   it('round-trips through an image file, as the LVM manager and the GC use it', async () => {
     const io: HeaderIo & GcHeaderPort = new BlockHeaderIo();
     await io.writeHeader(image, fields);
-    expect(await io.readHeader(image)).toEqual({ status: 'ok', version: 1, header: fields });
-    expect(await readHeader(image)).toEqual({ status: 'ok', version: 1, header: fields });
+    expect(await io.readHeader(image)).toEqual({ status: 'ok', version: 2, header: fields });
+    expect(await readHeader(image)).toEqual({ status: 'ok', version: 2, header: fields });
   });
 
   it('reports an unstamped image as not-stamped without throwing', async () => {

@@ -176,7 +176,10 @@ export const SIGNATURE_AREA_BYTES = 1048576;
 export interface DataArea {
   /** Bytes from LV start to the data area (DESIGN.md §4; 1 MiB in v1); > 0. */
   readonly dataOffsetBytes: number;
-  /** Size of the whole LV in bytes, as lvm reports it; > dataOffsetBytes. */
+  /**
+   * End of the data area in bytes from LV start: data offset + capacity
+   * (DESIGN.md §4 "Capacity"; the LV size for a v1 volume); > dataOffsetBytes.
+   */
   readonly sizeBytes: number;
 }
 

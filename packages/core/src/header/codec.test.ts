@@ -79,11 +79,24 @@ describe('crc32', () => {
 describe('encodeHeader', () => {
   it('writes the golden bytes of DESIGN.md §4 exactly', () => {
     expect(golden.bytes.length).toBe(HEADER_SIZE);
-    expect(encodeHeader(golden.fields).toString('hex')).toBe(golden.bytes.toString('hex'));
+    expect(encodeHeader(golden.fields, 1).toString('hex')).toBe(golden.bytes.toString('hex'));
+  });
+
+  it('writes version 2 by default, the v1 layout with only the version changed', () => {
+    const v2 = encodeHeader(golden.fields);
+    const v1 = Buffer.from(golden.bytes);
+    expect(v2.readUInt16LE(8)).toBe(2);
+    expect(v2.subarray(10, 508).equals(v1.subarray(10, 508))).toBe(true);
+    expect(v2.readUInt32LE(508)).toBe(zlib.crc32(v2.subarray(0, 508)));
+    expect(decodeHeader(v2)).toEqual({ status: 'ok', version: 2, header: golden.fields });
+  });
+
+  it('refuses a version other than 1 or 2', () => {
+    expect(() => encodeHeader(golden.fields, 3 as 2)).toThrow(InvalidArgumentError);
   });
 
   it('lays out every field at its offset, little-endian', () => {
-    const b = encodeHeader(sample);
+    const b = encodeHeader(sample, 1);
     expect(b.length).toBe(512);
     expect(b.subarray(0, 8).toString('latin1')).toBe('LVSTAMP\0');
     expect(Buffer.from(HEADER_MAGIC).toString('latin1')).toBe('LVSTAMP\0');
@@ -105,7 +118,7 @@ describe('encodeHeader', () => {
     const name = 'é'.repeat(128);
     const b = encodeHeader({ ...sample, name });
     expect(b.readUInt16LE(72)).toBe(256);
-    expect(decodeHeader(b)).toEqual({ status: 'ok', version: 1, header: { ...sample, name } });
+    expect(decodeHeader(b)).toEqual({ status: 'ok', version: 2, header: { ...sample, name } });
   });
 
   it.each<[string, Partial<HeaderFields>]>([
@@ -157,14 +170,14 @@ describe('decodeHeader', () => {
     expect(decodeHeader(input)).toEqual({ status: 'not-stamped', reason: why });
   });
 
-  it('says unsupported for version 2 whatever follows', () => {
+  it('says unsupported for version 3 whatever follows', () => {
     const b = Buffer.alloc(16);
     b.set(HEADER_MAGIC, 0);
-    b.writeUInt16LE(2, 8);
+    b.writeUInt16LE(3, 8);
     expect(decodeHeader(b)).toEqual({
       status: 'unsupported',
-      version: 2,
-      reason: 'header version 2 is newer than the supported version 1',
+      version: 3,
+      reason: 'header version 3 is newer than the supported versions 1 and 2',
     });
     const full = Buffer.from(golden.bytes);
     full.writeUInt16LE(0xffff, 8);
@@ -256,10 +269,10 @@ describe('decodeHeader', () => {
 
   it('round-trips any valid fields (property)', () => {
     fc.assert(
-      fc.property(headerFields, (fields) => {
-        expect(decodeHeader(encodeHeader(fields))).toEqual({
+      fc.property(headerFields, fc.constantFrom(1 as const, 2 as const), (fields, version) => {
+        expect(decodeHeader(encodeHeader(fields, version))).toEqual({
           status: 'ok',
-          version: 1,
+          version,
           header: fields,
         });
       }),

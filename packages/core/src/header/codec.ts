@@ -5,13 +5,14 @@ import {
   HEADER_MAGIC,
   HEADER_SIZE,
   HEADER_VERSION,
+  type HeaderVersion,
 } from './constants.js';
 import { crc32 } from './crc32.js';
 import type { DecodeResult, HeaderFields } from './types.js';
 
 /**
- * Byte offsets of header v1 (DESIGN.md §4, "Header v1"). Every integer is
- * little-endian.
+ * Byte offsets of header v1 and v2 (DESIGN.md §4, "Header v1", "Header
+ * v2": one layout). Every integer is little-endian.
  */
 const OFFSET = {
   magic: 0,
@@ -33,8 +34,8 @@ const ID_BYTES = 16;
 const RESERVED_BYTES = OFFSET.checksum - OFFSET.reserved;
 
 /**
- * Encodes header v1 (DESIGN.md §4): 512 bytes, little-endian, CRC-32 of
- * bytes 0–507 in bytes 508–511.
+ * Encodes a header (DESIGN.md §4): 512 bytes, little-endian, CRC-32 of
+ * bytes 0–507 in bytes 508–511; version 2 unless `version` says 1.
  *
  * @param fields volume ID and owner ID as 32 lowercase hex digits;
  *   `createdAtMs` (Unix milliseconds), `dataOffsetBytes` (a positive multiple
@@ -43,7 +44,14 @@ const RESERVED_BYTES = OFFSET.checksum - OFFSET.reserved;
  * @returns a new 512-byte Buffer.
  * @throws InvalidArgumentError when any field breaks those rules.
  */
-export function encodeHeader(fields: HeaderFields): Buffer {
+export function encodeHeader(
+  fields: HeaderFields,
+  version: HeaderVersion = HEADER_VERSION,
+): Buffer {
+  // plain JavaScript callers may pass anything
+  if (!([1, 2] as readonly number[]).includes(version)) {
+    throw new InvalidArgumentError(`header version must be 1 or 2, got ${String(version)}`);
+  }
   if (!isHexId(fields.volumeId)) {
     throw new InvalidArgumentError(
       `volume ID must be 32 lowercase hex digits, got "${fields.volumeId}"`,
@@ -67,7 +75,7 @@ export function encodeHeader(fields: HeaderFields): Buffer {
 
   const buf = Buffer.alloc(HEADER_SIZE);
   buf.set(HEADER_MAGIC, OFFSET.magic);
-  buf.writeUInt16LE(HEADER_VERSION, OFFSET.version);
+  buf.writeUInt16LE(version, OFFSET.version);
   buf.writeUInt16LE(HEADER_SIZE, OFFSET.headerSize);
   buf.writeUInt32LE(0, OFFSET.flags);
   buf.write(fields.volumeId, OFFSET.volumeId, ID_BYTES, 'hex');
@@ -93,7 +101,7 @@ function requireUint(field: string, value: number): void {
  * logical block) is fine.
  *
  * Checks, in order: magic (absent → `not-stamped`); version (0 → `corrupt`,
- * above 1 → `unsupported`, whatever follows); length; headerSize; checksum;
+ * above 2 → `unsupported`, whatever follows); length; headerSize; checksum;
  * flags; nameLength (1–256); zero padding after the name; UTF-8 and NUL in
  * the name; reserved bytes 330–507; integers within 2^53; dataOffset a
  * positive multiple of 4096.
@@ -119,11 +127,11 @@ export function decodeHeader(buf: Uint8Array): DecodeResult {
   }
   const version = b.readUInt16LE(OFFSET.version);
   if (version === 0) return { status: 'corrupt', reason: 'version is 0' };
-  if (version > HEADER_VERSION) {
+  if (version > 2) {
     return {
       status: 'unsupported',
       version,
-      reason: `header version ${version} is newer than the supported version ${HEADER_VERSION}`,
+      reason: `header version ${version} is newer than the supported versions 1 and 2`,
     };
   }
   if (b.length < HEADER_SIZE) {
@@ -189,7 +197,7 @@ export function decodeHeader(buf: Uint8Array): DecodeResult {
 
   return {
     status: 'ok',
-    version: 1,
+    version: version === 1 ? 1 : 2,
     header: {
       volumeId: b.toString('hex', OFFSET.volumeId, OFFSET.volumeId + ID_BYTES),
       ownerId: b.toString('hex', OFFSET.ownerId, OFFSET.ownerId + ID_BYTES),
@@ -216,7 +224,9 @@ export function describeDecode(result: DecodeResult): string {
         `  owner ID:        ${h.ownerId}`,
         `  created:         ${describeTime(h.createdAtMs)} (${h.createdAtMs} ms)`,
         `  data offset:     ${h.dataOffsetBytes} bytes`,
-        `  requested bytes: ${h.requestedBytes}`,
+        result.version === 1
+          ? `  requested bytes: ${h.requestedBytes}`
+          : `  capacity:        ${h.requestedBytes} bytes`,
       ].join('\n');
     }
     case 'not-stamped':

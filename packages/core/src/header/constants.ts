@@ -1,17 +1,21 @@
 /**
- * Constants of the on-disk header v1 (DESIGN.md §4, "Header v1").
+ * Constants of the on-disk header v1 and v2 (DESIGN.md §4, "Header v1",
+ * "Header v2").
  */
 
 /** Magic at byte 0 of a stamped LV: ASCII `LVSTAMP` followed by one 0x00 byte (8 bytes). */
 export const HEADER_MAGIC: Uint8Array = Uint8Array.from(Buffer.from('LVSTAMP\0', 'latin1'));
 
-/** The header version this code writes and fully understands. */
-export const HEADER_VERSION = 1;
+/** A header version this code reads: 1 (capacity = LV size − data offset) or 2 (capacity recorded). */
+export type HeaderVersion = 1 | 2;
+
+/** The header version this code writes; it reads every HeaderVersion. */
+export const HEADER_VERSION: HeaderVersion = 2;
 
 /** Size of the header record in bytes (one 512-byte sector). */
 export const HEADER_SIZE = 512;
 
-/** Bytes from LV start to the data area in v1: 1 MiB (1048576 bytes). */
+/** Bytes from LV start to the data area in v1 and v2: 1 MiB (1048576 bytes). */
 export const DATA_OFFSET_BYTES = 1048576;
 
 /** The data offset must be a multiple of this many bytes (DESIGN.md §4). */

@@ -89,13 +89,14 @@ describe('FileHostLock in one process', () => {
   });
 
   it('a queue longer than waitMs drains in order as long as it keeps moving', async () => {
-    // 8 callers × 80 ms = 640 ms of queue, more than twice the 300 ms wait: nobody times out
-    const lock = fastLock(join(tempDir(), 'host.lock'), 300);
+    // 8 callers × 250 ms = 2 s of queue, twice the 1 s wait: nobody times out (each hold stays
+    // well inside the wait even on a loaded machine)
+    const lock = fastLock(join(tempDir(), 'host.lock'), 1_000);
     const order: number[] = [];
     await Promise.all(
       Array.from({ length: 8 }, (_, i) =>
         lock.withLock(`job ${i}`, async () => {
-          await tick(80);
+          await tick(250);
           order.push(i);
         }),
       ),

@@ -13,7 +13,7 @@ import {
 } from '../errors.js';
 import type { CommandResult, CommandRunner, RunOptions, WarnLogger } from '../exec/runner.js';
 import { DATA_OFFSET_BYTES } from '../header/constants.js';
-import type { HeaderFields } from '../header/types.js';
+import type { DecodeResult, HeaderFields } from '../header/types.js';
 import { deviceUsersText } from '../device/holders.js';
 import type { HostLock } from '../lock/host-lock.js';
 import { KeyedMutex } from '../lock/keyed-mutex.js';
@@ -29,6 +29,7 @@ import {
   volumeIdForName,
   type Naming,
 } from '../naming.js';
+import { CAPACITY_BLOCK_BYTES, capacityOf, volumeSize } from '../volumes/size.js';
 import type { HeaderIo } from './header-io.js';
 import {
   LV_REPORT_FIELDS,
@@ -91,10 +92,15 @@ export interface LvmManagerOptions {
 export interface CreateVolumeRequest {
   /** Volume name, 1–256 bytes of UTF-8 (DESIGN.md §3). */
   readonly name: string;
-  /** Smallest acceptable capacity in bytes; > 0. */
+  /** Smallest acceptable capacity in bytes; 0 = not given (then limitBytes is). */
   readonly requiredBytes: number;
   /** Largest acceptable capacity in bytes; ≥ requiredBytes when given. */
   readonly limitBytes?: number;
+  /**
+   * Smallest capacity the volume's filesystem can be made on, in bytes
+   * (FILESYSTEM_MINIMUM_BYTES); default 0 (raw block).
+   */
+  readonly minimumBytes?: number;
   readonly vgName: string;
   /**
    * Further volume groups searched for an existing LV of this volume (the
@@ -233,7 +239,7 @@ export class LvmManager {
   /**
    * Free space of a volume group in bytes; `maximumVolumeBytes` is the
    * largest capacity a new volume can get: all free extents minus the data
-   * offset (DESIGN.md §4), never negative.
+   * offset, in whole 4 KiB blocks (DESIGN.md §4), never negative.
    * @throws as getVolumeGroup.
    */
   async capacity(vgName: string): Promise<VolumeGroupCapacity> {
@@ -243,7 +249,10 @@ export class LvmManager {
       vgName: vg.name,
       totalBytes: vg.sizeBytes,
       freeBytes: vg.freeBytes,
-      maximumVolumeBytes: Math.max(usableBytes - DATA_OFFSET_BYTES, 0),
+      maximumVolumeBytes: Math.max(
+        Math.floor((usableBytes - DATA_OFFSET_BYTES) / CAPACITY_BLOCK_BYTES) * CAPACITY_BLOCK_BYTES,
+        0,
+      ),
     };
   }
 
@@ -270,16 +279,18 @@ export class LvmManager {
 
   /**
    * lvstamp volumes in the scope's volume groups: LVs named `lvstamp_<id>`
-   * and `lvstamp_new_<id>` (creating = true), capacity = LV size − data
-   * offset.
+   * and `lvstamp_new_<id>` (creating = true), each with its capacity from
+   * its header (one sector-0 read in-process per active volume; DESIGN.md
+   * §4 "Capacity").
    * @throws as listPrefixedLogicalVolumes.
    */
   async listVolumes(scope: VgScope): Promise<Volume[]> {
     const lvs = await this.listPrefixedLogicalVolumes(scope);
-    return lvs.flatMap((lv) => {
+    const volumes = lvs.flatMap((lv) => {
       const volume = this.#toVolume(lv);
       return volume === null ? [] : [volume];
     });
+    return Promise.all(volumes.map((v) => this.#withCapacity(v)));
   }
 
   /**
@@ -325,7 +336,8 @@ export class LvmManager {
   async findVolume(volumeId: string, scope: VgScope): Promise<Volume | null> {
     validateVolumeId(volumeId);
     const { finished } = await this.#lookup(volumeId, scope.vgNames);
-    return this.#single(volumeId, finished);
+    const volume = this.#single(volumeId, finished);
+    return volume === null ? null : this.#withCapacity(volume);
   }
 
   /**
@@ -395,10 +407,11 @@ export class LvmManager {
    * ID; an existing `lvstamp_<id>` with this name, owner and a compatible
    * capacity (≥ requiredBytes, ≤ limitBytes) in `vgName` is returned as is;
    * a leftover `lvstamp_new_<id>` in `vgName` is removed; `lvcreate` the LV
-   * as `lvstamp_new_<id>` with size = requiredBytes + 1 MiB data offset,
-   * rounded up to the extent size; zero the first and last MiB of its data
+   * as `lvstamp_new_<id>` with the sizes of `volumeSize` (capacity in whole
+   * 4 KiB blocks, at least minimumBytes; LV = 1 MiB data offset + capacity,
+   * rounded up to the extent size); zero the first and last MiB of its data
    * area (a deleted volume's filesystem must not show through); write and
-   * flush the header; rename to `lvstamp_<id>`. lvm processes: vgs and lvs
+   * flush the header (v2, recording the capacity); rename to `lvstamp_<id>`. lvm processes: vgs and lvs
    * (look-up) at once, lvcreate, lvs (read-back: device path and size),
    * lvrename.
    *
@@ -406,8 +419,8 @@ export class LvmManager {
    *   (lvrename changes only the name, so there is no second read-back).
    * @throws InvalidArgumentError for a bad name, size, limit, VG name or
    *   owner ID.
-   * @throws OutOfRangeError when extent rounding cannot stay within
-   *   limitBytes or the LV size exceeds 2^53 − 1 bytes.
+   * @throws OutOfRangeError when no capacity fits the range (volumeSize),
+   *   checked before any lvm command.
    * @throws NotFoundError when the VG does not exist.
    * @throws AlreadyExistsError when the volume exists with another capacity,
    *   in another VG, with another owner or another name in its header.
@@ -419,15 +432,9 @@ export class LvmManager {
    */
   async createVolume(request: CreateVolumeRequest): Promise<CreatedVolume> {
     validateVolumeName(request.name);
-    validateBytes('requiredBytes', request.requiredBytes);
-    if (request.limitBytes !== undefined) {
-      validateBytes('limitBytes', request.limitBytes);
-      if (request.limitBytes < request.requiredBytes) {
-        throw new InvalidArgumentError(
-          `limitBytes ${request.limitBytes} is smaller than requiredBytes ${request.requiredBytes}`,
-        );
-      }
-    }
+    if (request.limitBytes !== undefined) validateBytes('limitBytes', request.limitBytes);
+    // The range alone (any extent size): refused before any lvm command.
+    volumeSize({ ...request, extentSizeBytes: CAPACITY_BLOCK_BYTES });
     validateVgName(request.vgName);
     const ownerId = parseOwnerId(request.ownerId);
     const volumeId = volumeIdForName(request.name);
@@ -471,16 +478,10 @@ export class LvmManager {
       freeBytes += leftover.sizeBytes;
     }
 
-    const lvSizeBytes = roundUp(request.requiredBytes + DATA_OFFSET_BYTES, vg.extentSizeBytes);
-    const capacityBytes = lvSizeBytes - DATA_OFFSET_BYTES;
-    if (!Number.isSafeInteger(lvSizeBytes)) {
-      throw new OutOfRangeError(`capacity ${request.requiredBytes} bytes is too large`);
-    }
-    if (request.limitBytes !== undefined && capacityBytes > request.limitBytes) {
-      throw new OutOfRangeError(
-        `rounded to ${vg.extentSizeBytes}-byte extents the capacity would be ${capacityBytes} bytes, above limitBytes ${request.limitBytes}`,
-      );
-    }
+    const { capacityBytes, lvSizeBytes } = volumeSize({
+      ...request,
+      extentSizeBytes: vg.extentSizeBytes,
+    });
     if (lvSizeBytes > freeBytes) {
       throw new OutOfSpaceError(
         `volume group ${vg.name} has ${freeBytes} bytes free, volume ${volumeId} needs ${lvSizeBytes}`,
@@ -509,19 +510,19 @@ export class LvmManager {
       ownerId,
       createdAtMs: this.#clock(),
       dataOffsetBytes: DATA_OFFSET_BYTES,
-      requestedBytes: request.requiredBytes,
+      requestedBytes: capacityBytes,
       name: request.name,
     };
     // The extents may have held a deleted volume: its filesystem must not show through.
     await this.#headerIo.clearDataArea(created.dmPath, {
       dataOffsetBytes: DATA_OFFSET_BYTES,
-      sizeBytes: created.sizeBytes,
+      sizeBytes: DATA_OFFSET_BYTES + capacityBytes,
     });
     await this.#headerIo.writeHeader(created.dmPath, header);
     const finalLvName = lvNameFor(volumeId, this.#naming);
     await this.#lvm(['lvrename', '--yes', vg.name, newLvName, finalLvName]);
     // No read-back: lvrename changes nothing but the name, and callers need only these.
-    return createdVolumeOf({ ...created, lvName: finalLvName });
+    return createdVolumeOf({ ...created, lvName: finalLvName, capacityBytes });
   }
 
   async #adoptExisting(
@@ -529,7 +530,7 @@ export class LvmManager {
     request: CreateVolumeRequest,
     volumeId: string,
     ownerId: string,
-  ): Promise<Volume> {
+  ): Promise<Volume & { readonly capacityBytes: number }> {
     const where = `${existing.vgName}/${existing.lvName}`;
     if (existing.vgName !== request.vgName) {
       throw new AlreadyExistsError(
@@ -559,16 +560,16 @@ export class LvmManager {
     if (header.ownerId !== ownerId) {
       throw new AlreadyExistsError(`${where} belongs to owner ${header.ownerId}, not ${ownerId}`);
     }
-    const tooSmall = existing.capacityBytes < request.requiredBytes;
-    const tooLarge =
-      request.limitBytes !== undefined && existing.capacityBytes > request.limitBytes;
+    const capacityBytes = this.#capacityFrom(decoded, existing);
+    const tooSmall = capacityBytes < request.requiredBytes;
+    const tooLarge = request.limitBytes !== undefined && capacityBytes > request.limitBytes;
     if (tooSmall || tooLarge) {
       const range = `${request.requiredBytes}..${request.limitBytes ?? 'unlimited'}`;
       throw new AlreadyExistsError(
-        `volume "${request.name}" exists with a different size: capacity ${existing.capacityBytes} bytes, requested ${range}`,
+        `volume "${request.name}" exists with a different size: capacity ${capacityBytes} bytes, requested ${range}`,
       );
     }
-    return active;
+    return { ...active, capacityBytes };
   }
 
   // ---- delete ---------------------------------------------------------------
@@ -685,18 +686,26 @@ export class LvmManager {
   // ---- expand ---------------------------------------------------------------
 
   /**
-   * Grows a volume so that its capacity is at least `requiredBytes`:
-   * `lvextend --yes -L <bytes>b` to requiredBytes + data offset rounded up to
-   * the extent size, then reads it back. A volume already large enough is
+   * Grows a volume so that its capacity is at least `requiredBytes`, to the
+   * capacity of `volumeSize` (DESIGN.md §4 "Capacity", §5 "Expand"), crash-
+   * safely: a v1 header is first rewritten as v2 with its current capacity;
+   * `lvextend --yes -L <bytes>b` when the LV is smaller than the new size;
+   * then the header is rewritten with the new capacity. Each step is skipped
+   * when already done, so a retry after a crash converges. The caller
+   * reloads the data device afterwards. A volume already large enough is
    * returned unchanged (CSI ControllerExpandVolume is idempotent). Looks in
    * the scope's volume groups only; before acting, under the host lock, the
    * LV proves it is this owner's (tags, then a valid header with its ID and
    * owner, DESIGN.md §2.3; an inactive LV is activated for that).
-   * @throws NotOwnedError when a check fails; nothing is changed.
-   * @throws InvalidArgumentError for a malformed ID or size, or when the
-   *   capacity is (or would after rounding be) above `limitBytes`: lvstamp
-   *   never shrinks.
+   * lvm processes: vgs and lvs, and when growing vgs and lvextend.
+   * @returns the volume with its new size and capacity.
+   * @throws NotOwnedError when an ownership check fails; nothing is changed.
+   * @throws InvalidArgumentError for a malformed ID or size.
+   * @throws OutOfRangeError when no capacity fits the range, or the capacity
+   *   is already above `limitBytes` (lvstamp never shrinks).
    * @throws NotFoundError when the volume does not exist.
+   * @throws FailedPreconditionError when the LV is inactive or its header is
+   *   not `ok`, carries another volume ID, or does not fit the LV.
    * @throws OutOfSpaceError when the VG lacks the extents.
    * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError,
    *   LockTimeoutError.
@@ -711,45 +720,55 @@ export class LvmManager {
     const ownerId = parseOwnerId(scope.ownerId);
     validateBytes('requiredBytes', requiredBytes);
     const { limitBytes } = options;
-    if (limitBytes !== undefined) {
-      validateBytes('limitBytes', limitBytes);
-      if (limitBytes < requiredBytes) {
-        throw new InvalidArgumentError(
-          `limitBytes ${limitBytes} is smaller than requiredBytes ${requiredBytes}`,
-        );
-      }
-    }
+    if (limitBytes !== undefined) validateBytes('limitBytes', limitBytes);
+    // The range alone (any extent size): refused before any lvm command.
+    volumeSize({ requiredBytes, limitBytes, extentSizeBytes: CAPACITY_BLOCK_BYTES });
     return this.#volumeLocks.run(volumeId, () =>
       this.#hostLock.withLock(`expand ${volumeId}`, async () => {
         const { finished } = await this.#lookup(volumeId, scope.vgNames);
         const found = this.#single(volumeId, finished);
         if (found === null) throw new NotFoundError(`volume ${volumeId} does not exist`);
         const volume = await this.#activateOwned(found, ownerId);
-        await this.#requireHeader(volume, ownerId, 'resize');
-        if (limitBytes !== undefined && volume.capacityBytes > limitBytes) {
-          throw new InvalidArgumentError(
-            `volume ${volumeId} has ${volume.capacityBytes} bytes, above limitBytes ${limitBytes}; volumes never shrink`,
+        const decoded = await this.#requireHeader(volume, ownerId, 'resize');
+        const where = `${volume.vgName}/${volume.lvName}`;
+        const dmPath = volume.dmPath ?? '';
+        const current = this.#capacityFrom(decoded, volume);
+        if (limitBytes !== undefined && current > limitBytes) {
+          throw new OutOfRangeError(
+            `volume ${volumeId} has ${current} bytes, above limitBytes ${limitBytes}; volumes never shrink`,
           );
         }
-        if (volume.capacityBytes >= requiredBytes) return volume;
+        if (current >= requiredBytes) return { ...volume, capacityBytes: current };
         const vg = await this.getVolumeGroup(volume.vgName);
-        const lvSizeBytes = roundUp(requiredBytes + DATA_OFFSET_BYTES, vg.extentSizeBytes);
-        if (limitBytes !== undefined && lvSizeBytes - DATA_OFFSET_BYTES > limitBytes) {
-          throw new InvalidArgumentError(
-            `rounded to ${vg.extentSizeBytes}-byte extents the capacity would be ${lvSizeBytes - DATA_OFFSET_BYTES} bytes, above limitBytes ${limitBytes}`,
+        const { capacityBytes, lvSizeBytes } = volumeSize({
+          requiredBytes,
+          limitBytes,
+          extentSizeBytes: vg.extentSizeBytes,
+        });
+        const header = decoded.header;
+        let grown: Volume = volume;
+        if (volume.sizeBytes < lvSizeBytes) {
+          const growBytes = lvSizeBytes - volume.sizeBytes;
+          if (growBytes > vg.freeBytes) {
+            throw new OutOfSpaceError(
+              `volume group ${vg.name} has ${vg.freeBytes} bytes free, growing volume ${volumeId} needs ${growBytes}`,
+            );
+          }
+          // v1 means "the whole LV": pin today's capacity first, so the grown LV does not grow it.
+          if (decoded.version === 1) {
+            await this.#headerIo.writeHeader(dmPath, { ...header, requestedBytes: current });
+          }
+          await this.#mapOutOfSpace(vg.name, () =>
+            this.#lvm(['lvextend', '--yes', '-L', `${lvSizeBytes}b`, where]),
           );
+          // -L of whole extents is exact; the device path and number do not change.
+          grown = { ...volume, sizeBytes: lvSizeBytes };
         }
-        const growBytes = lvSizeBytes - volume.sizeBytes;
-        if (growBytes > vg.freeBytes) {
-          throw new OutOfSpaceError(
-            `volume group ${vg.name} has ${vg.freeBytes} bytes free, growing volume ${volumeId} needs ${growBytes}`,
-          );
-        }
-        const target = `${volume.vgName}/${volume.lvName}`;
-        await this.#mapOutOfSpace(vg.name, () =>
-          this.#lvm(['lvextend', '--yes', '-L', `${lvSizeBytes}b`, target]),
-        );
-        return this.#volumeOrThrow(await this.#readBack(volume.vgName, volume.lvName));
+        await this.#headerIo.writeHeader(dmPath, {
+          ...header,
+          requestedBytes: capacityBytes,
+        });
+        return { ...grown, capacityBytes };
       }),
     );
   }
@@ -865,21 +884,27 @@ export class LvmManager {
   }
 
   /**
-   * Throws NotOwnedError unless the active LV holds a valid header whose
-   * volume ID matches its name and whose owner is `ownerId`.
+   * The valid header of the active LV, whose volume ID matches its name and
+   * whose owner is `ownerId`.
+   * @throws NotOwnedError naming the failed check otherwise.
    */
-  async #requireHeader(volume: Volume, ownerId: string, act: string): Promise<void> {
+  async #requireHeader(
+    volume: Volume,
+    ownerId: string,
+    act: string,
+  ): Promise<DecodeResult & { status: 'ok' }> {
     const where = `${volume.vgName}/${volume.lvName}`;
     const refuse = (check: OwnershipCheck, detail: string): never => {
       throw new NotOwnedError(where, check, `refusing to ${act}: ${detail}`);
     };
     if (!isActive(volume) || volume.dmPath === null) refuse('header', 'its header cannot be read');
     const decoded = await this.#headerIo.readHeader(volume.dmPath ?? '');
-    if (decoded.status !== 'ok') refuse('header', `its header is ${decoded.status}`);
-    else if (decoded.header.volumeId !== volume.volumeId)
+    if (decoded.status !== 'ok') return refuse('header', `its header is ${decoded.status}`);
+    if (decoded.header.volumeId !== volume.volumeId)
       refuse('header-id', `its header belongs to volume ${decoded.header.volumeId}`);
-    else if (decoded.header.ownerId !== ownerId)
+    if (decoded.header.ownerId !== ownerId)
       refuse('header-owner', `its header names owner ${decoded.header.ownerId}, not ${ownerId}`);
+    return decoded;
   }
 
   /**
@@ -916,15 +941,47 @@ export class LvmManager {
     return volumes[0] ?? null;
   }
 
+  /** The volume of an LV name, its capacity not read yet (null). */
   #toVolume(lv: LogicalVolume): Volume | null {
     const parsed = parseLvName(lv.lvName, this.#naming);
     if (parsed === null) return null;
-    return {
-      ...lv,
-      volumeId: parsed.volumeId,
-      creating: parsed.creating,
-      capacityBytes: Math.max(lv.sizeBytes - DATA_OFFSET_BYTES, 0),
-    };
+    return { ...lv, volumeId: parsed.volumeId, creating: parsed.creating, capacityBytes: null };
+  }
+
+  /**
+   * The volume with its capacity from its header (capacityOf); null when the
+   * LV is inactive, still being created, or its header is unreadable, not
+   * `ok`, of another volume or does not fit the LV. Never throws.
+   */
+  async #withCapacity(volume: Volume): Promise<Volume> {
+    if (volume.creating || !volume.active || volume.dmPath === null) return volume;
+    try {
+      const decoded = await this.#headerIo.readHeader(volume.dmPath);
+      if (decoded.status !== 'ok' || decoded.header.volumeId !== volume.volumeId) return volume;
+      return {
+        ...volume,
+        capacityBytes: capacityOf(
+          { version: decoded.version, ...decoded.header },
+          volume.sizeBytes,
+        ),
+      };
+    } catch {
+      return volume;
+    }
+  }
+
+  /**
+   * The capacity an `ok` header gives the volume (capacityOf).
+   * @throws FailedPreconditionError when it does not fit the LV.
+   */
+  #capacityFrom(decoded: DecodeResult & { status: 'ok' }, volume: Volume): number {
+    const capacity = capacityOf({ version: decoded.version, ...decoded.header }, volume.sizeBytes);
+    if (capacity === null) {
+      throw new FailedPreconditionError(
+        `${volume.vgName}/${volume.lvName}: its v${decoded.version} header (data offset ${decoded.header.dataOffsetBytes}, capacity ${decoded.header.requestedBytes}) does not fit its ${volume.sizeBytes}-byte LV`,
+      );
+    }
+    return capacity;
   }
 
   #volumeOrThrow(lv: LogicalVolume): Volume {
@@ -1056,11 +1113,6 @@ function parsePvUuids(result: CommandResult): string[] {
     throw new UnparseableOutputError(result, 'expected {"report":[{"pv":[{"pv_uuid":...}]}]}');
   }
   return rows.map((row) => String(row.pv_uuid));
-}
-
-/** `bytes` rounded up to a multiple of `unit` (both in bytes, unit > 0), e.g. an LV size to whole extents. */
-export function roundUp(bytes: number, unit: number): number {
-  return Math.ceil(bytes / unit) * unit;
 }
 
 /** The longest prefix shared by the finished and the in-progress LV prefixes. */

@@ -47,10 +47,11 @@ export interface Volume extends LogicalVolume {
   /** True for `lvstamp_new_<id>`: an interrupted or running create. */
   readonly creating: boolean;
   /**
-   * What the user sees: LV size minus the header's data offset, in bytes
-   * (DESIGN.md §4). Never the LV size.
+   * What the user sees, in bytes: the data device's length, from the
+   * header (DESIGN.md §4 "Capacity"); never the LV size. Null when it was
+   * not read or cannot be known (inactive LV, header unreadable or not ok).
    */
-  readonly capacityBytes: number;
+  readonly capacityBytes: number | null;
 }
 
 /** What a create returns: the volume's place and sizes (a Volume is one too). */
@@ -60,7 +61,7 @@ export interface CreatedVolume {
   readonly lvName: string;
   /** LV size in bytes (whole extents). */
   readonly sizeBytes: number;
-  /** LV size minus the data offset, in bytes. */
+  /** The data device's length in bytes (DESIGN.md §4 "Capacity"). */
   readonly capacityBytes: number;
 }
 
@@ -69,7 +70,7 @@ export interface VolumeGroupCapacity {
   readonly vgName: string;
   readonly totalBytes: number;
   readonly freeBytes: number;
-  /** Largest capacity a new volume can have: free space minus the data offset, rounded down to extents. */
+  /** Largest capacity a new volume can have: whole free extents minus the data offset, in whole 4 KiB blocks. */
   readonly maximumVolumeBytes: number;
 }
 

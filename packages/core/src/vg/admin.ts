@@ -15,7 +15,7 @@ import {
   parseVgsReport,
 } from '../lvm/report.js';
 import type { VolumeGroup } from '../lvm/types.js';
-import { DEFAULT_NAMING, type Naming } from '../naming.js';
+import { DEFAULT_NAMING, requireVgNameFitsDm, type Naming } from '../naming.js';
 
 /** Options of VolumeGroupAdmin. */
 export interface VolumeGroupAdminOptions {
@@ -82,7 +82,8 @@ export class VolumeGroupAdmin {
    * device (`losetup --find --show`), and makes a volume group tagged
    * `lvstamp` on it. Undoes what it did when a later step fails.
    * @param sizeBytes at least 16 MiB.
-   * @throws InvalidArgumentError (bad name or size), AlreadyExistsError (the
+   * @throws InvalidArgumentError (bad name or size; a name too long for
+   *   lvstamp's LV names, naming.ts vgNameProblem), AlreadyExistsError (the
    *   VG exists), FailedPreconditionError (FILE exists: never overwritten),
    *   CommandFailedError.
    */
@@ -92,6 +93,7 @@ export class VolumeGroupAdmin {
     sizeBytes: number;
   }): Promise<LoopVolumeGroup> {
     validateVgName(request.name);
+    requireVgNameFitsDm(request.name, this.#naming);
     if (!Number.isSafeInteger(request.sizeBytes) || request.sizeBytes < 16 * 1024 * 1024) {
       throw new InvalidArgumentError(
         `loop file size must be at least 16 MiB, got ${request.sizeBytes} bytes`,
@@ -138,10 +140,12 @@ export class VolumeGroupAdmin {
    * Makes a volume group tagged `lvstamp` on the given block devices. lvm
    * refuses a device that holds a signature (stdin is closed, so its "Wipe
    * it?" prompt is answered no); nothing is wiped.
-   * @throws InvalidArgumentError, AlreadyExistsError, CommandFailedError.
+   * @throws InvalidArgumentError (also a name too long for lvstamp's LV
+   *   names, naming.ts vgNameProblem), AlreadyExistsError, CommandFailedError.
    */
   async create(request: { name: string; devices: readonly string[] }): Promise<VolumeGroup> {
     validateVgName(request.name);
+    requireVgNameFitsDm(request.name, this.#naming);
     if (request.devices.length === 0) throw new InvalidArgumentError('give at least one device');
     return this.#lock.withLock(`vg create ${request.name}`, async () => {
       if ((await this.find(request.name)) !== null) {

@@ -6,3 +6,4 @@ export {
   type VolumeServiceOptions,
   type VolumeStatus,
 } from './service.js';
+export * from './size.js';

@@ -6,6 +6,7 @@ import type { FilesystemManager } from '../fs/filesystem.js';
 import { FS_TYPES, type FsType, type MountInfoEntry } from '../fs/types.js';
 import { describeDecode } from '../header/codec.js';
 import type { DecodeResult, HeaderFields } from '../header/types.js';
+import { capacityOf } from './size.js';
 import type { HeaderIo } from '../lvm/header-io.js';
 import type { CreateVolumeRequest, DeleteVolumeOptions, LvmManager } from '../lvm/manager.js';
 import type { VgScope, Volume, VolumeScope } from '../lvm/types.js';
@@ -164,8 +165,8 @@ export class VolumeService {
   async attach(volumeId: string, scope: VolumeScope): Promise<DataDevice> {
     return this.#locks.run(volumeId, async () => {
       const volume = await this.#lvm.activateVolume(volumeId, scope);
-      const header = await this.#verifiedHeader(volume);
-      return this.#maps.create(volumeId, volume, header.dataOffsetBytes);
+      const { header, capacityBytes } = await this.#verifiedHeader(volume);
+      return this.#maps.create(volumeId, volume, header.dataOffsetBytes, capacityBytes);
     });
   }
 
@@ -186,9 +187,10 @@ export class VolumeService {
 
   /**
    * Grows a volume to at least `requiredBytes` of capacity, online:
-   * `lvextend`, then the data device's table is reloaded, then a filesystem
-   * mounted from it is grown (resize2fs / xfs_growfs). Never shrinks.
-   * The LV proves ownership first (LvmManager.expandVolume).
+   * `lvextend` and the header's new capacity (LvmManager.expandVolume, which
+   * proves ownership first), then the data device's table is reloaded to
+   * the capacity, then a filesystem mounted from it is grown (resize2fs /
+   * xfs_growfs). Never shrinks; every step converges when repeated.
    * @returns the new status and the mount point whose filesystem was grown.
    * @throws InvalidArgumentError, NotFoundError, OutOfSpaceError,
    *   NotOwnedError, FailedPreconditionError, CommandFailedError.
@@ -204,8 +206,8 @@ export class VolumeService {
       const map = (await this.#maps.list()).find((m) => m.volumeId === volumeId);
       let filesystemGrown: string | null = null;
       if (map !== undefined) {
-        const header = await this.#verifiedHeader(grown);
-        await this.#maps.reload(volumeId, grown, header.dataOffsetBytes);
+        const { header, capacityBytes } = await this.#verifiedHeader(grown);
+        await this.#maps.reload(volumeId, grown, header.dataOffsetBytes, capacityBytes);
         const mount = (await this.#fs.mounts()).find(
           (m) => m.major === map.major && m.minor === map.minor,
         );
@@ -266,7 +268,8 @@ export class VolumeService {
     }
   }
 
-  async #verifiedHeader(volume: Volume): Promise<HeaderFields> {
+  /** The header with both ownership signals checked, and the capacity it gives (capacityOf). */
+  async #verifiedHeader(volume: Volume): Promise<{ header: HeaderFields; capacityBytes: number }> {
     const where = `${volume.vgName}/${volume.lvName}`;
     if (volume.creating) throw new FailedPreconditionError(`${where} is still being created`);
     const reading = await this.readHeader(volume);
@@ -278,7 +281,16 @@ export class VolumeService {
         `${where}: header belongs to volume ${reading.header.volumeId}, not to ${volume.volumeId}; refusing`,
       );
     }
-    return reading.header;
+    const capacityBytes = capacityOf(
+      { version: reading.version, ...reading.header },
+      volume.sizeBytes,
+    );
+    if (capacityBytes === null) {
+      throw new FailedPreconditionError(
+        `${where}: its header's capacity ${reading.header.requestedBytes} does not fit the ${volume.sizeBytes}-byte LV; refusing`,
+      );
+    }
+    return { header: reading.header, capacityBytes };
   }
 
   async #refuseIfMounted(map: DataDeviceMap): Promise<void> {

@@ -1,0 +1,83 @@
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import { controlCharacterIn, isHexId } from '@lvstamp/core';
+import { CsiError, invalidArgument } from './errors.js';
+import type { NodePaths, PathKind } from './ports.js';
+
+/**
+ * Checks a volume ID argument: present and free of control characters
+ * (INVALID_ARGUMENT, as the CLI refuses such names). Its shape is checked
+ * by requireVolumeIdShape, after the other arguments.
+ * @throws CsiError INVALID_ARGUMENT.
+ */
+export function requireVolumeIdArg(value: string, field = 'volume_id'): void {
+  if (value === '') throw invalidArgument(`${field} is required`);
+  const control = controlCharacterIn(value);
+  if (control !== null) {
+    throw invalidArgument(`${field} must not contain control characters (found ${control})`);
+  }
+}
+
+/**
+ * A well-formed volume ID that is not 32 hex digits names no volume:
+ * NOT_FOUND (CSI spec, Node RPC errors "Volume does not exist").
+ * @throws CsiError NOT_FOUND.
+ */
+export function requireVolumeIdShape(volumeId: string): void {
+  if (!isHexId(volumeId))
+    throw new CsiError(GrpcStatus.NOT_FOUND, `volume ${volumeId} does not exist`);
+}
+
+/**
+ * Checks the form of a path argument of a Node RPC (staging_target_path,
+ * target_path, volume_path), before anything acts on it: present,
+ * absolute, no `.` or `..` segment (mountinfo shows normalised paths, and a
+ * `..` could leave kubelet's directory), no control characters. A relative
+ * path would otherwise land in the driver's working directory.
+ * @throws CsiError INVALID_ARGUMENT naming the field.
+ */
+export function requirePathArg(value: string, field: string): void {
+  if (value === '') throw invalidArgument(`${field} is required`);
+  const control = controlCharacterIn(value);
+  if (control !== null) {
+    throw invalidArgument(`${field} must not contain control characters (found ${control})`);
+  }
+  if (!value.startsWith('/')) {
+    throw invalidArgument(`${field} must be an absolute path, got "${value}"`);
+  }
+  if (value.split('/').some((segment) => segment === '..' || segment === '.')) {
+    throw invalidArgument(`${field} must not contain "." or ".." segments, got "${value}"`);
+  }
+}
+
+const KIND_WORDS: Readonly<Record<PathKind, string>> = {
+  missing: 'missing',
+  directory: 'a directory',
+  'block-device': 'a block device',
+  file: 'a regular file',
+  other: 'neither a file nor a directory (a symlink, socket or FIFO)',
+  unreadable: 'unreadable (a corrupted mount)',
+};
+
+/**
+ * Checks what a path argument is on the node (lstat, no side effect) and
+ * returns it: a kind outside `allowed` is INVALID_ARGUMENT (for example a
+ * staging path that is a regular file), so that nothing is attached,
+ * formatted or created for a request that cannot succeed.
+ * @throws CsiError INVALID_ARGUMENT naming the field, the path and what it is.
+ */
+export async function requirePathKind(
+  paths: NodePaths,
+  path: string,
+  field: string,
+  allowed: readonly PathKind[],
+): Promise<PathKind> {
+  const kind = await paths.kind(path);
+  if (!allowed.includes(kind)) {
+    const wanted = allowed
+      .filter((k) => k !== 'missing' && k !== 'unreadable')
+      .map((k) => KIND_WORDS[k])
+      .join(' or ');
+    throw invalidArgument(`${field} ${path} is ${KIND_WORDS[kind]}; expected ${wanted}`);
+  }
+  return kind;
+}
