@@ -59,7 +59,7 @@ CAT2=$!
 timeout -k 10 "$VM_TIMEOUT" qemu-system-x86_64 -nodefaults -no-user-config -display none -vga none -no-reboot \
   -machine q35 "${ACCEL[@]}" -smp "$VM_CPUS" -m "$VM_MEM" \
   -kernel "$CACHE/vmlinux" -initrd "$CACHE/initramfs.cpio.gz" \
-  -append "console=ttyS0 panic=-1 oops=panic loglevel=4 mitigations=off" \
+  -append "console=ttyS0 panic=-1 oops=panic loglevel=4 mitigations=off no_timer_check" \
   -serial "file:$XFER/console.log" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
   -virtfs "local,path=$XFER,mount_tag=xfer,security_model=none,multidevs=remap" "${EXTRA[@]}" \
