@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 // End-to-end suite: real lvm2, device-mapper, loop devices. It runs as root on
 // a host with device-mapper, or inside the test VM (scripts/run-e2e.sh).
 // Under software emulation lvm commands are 16–39x slower than on the host
-// (/work/shared/FACTS.md), hence the generous timeouts.
+// (docs/FACTS.md), hence the generous timeouts.
 export default defineConfig({
   test: {
     include: ['src/**/*.e2e.test.ts'],

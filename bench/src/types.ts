@@ -3,7 +3,7 @@
  * recorded baseline (bench/baseline.json). Schema version 1.
  */
 
-/** The five measurement groups of issue 5, in report order. */
+/** The five measurement groups (bench/README.md), in report order. */
 export const GROUPS = ['create-delete', 'listing', 'burst', 'datapath', 'footprint'] as const;
 export type Group = (typeof GROUPS)[number];
 

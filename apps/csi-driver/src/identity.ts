@@ -23,7 +23,7 @@ export interface IdentityDeps {
  * initialising, e.g. the disks are being set up). Once ready, Probe answers
  * ready without running lvm: the spec's `ready` reports initialisation, and
  * the liveness probe a CO runs every 30 s (deploy/kubernetes/daemonset.yaml)
- * must not start lvm processes on an idle node (issue 5, footprint; an lvm
+ * must not start lvm processes on an idle node (bench/README.md, footprint; an lvm
  * failure later surfaces in the call that needs lvm).
  */
 export function createIdentityService(deps: IdentityDeps) {

@@ -15,7 +15,7 @@ const VOLUME_GROUP_PROBLEMS: readonly VolumeGroupProblem[] = [
 ];
 
 /**
- * Prometheus metrics of the driver (issue 3 §1): RPC count and latency by
+ * Prometheus metrics of the driver (README.md, metrics): RPC count and latency by
  * method and code, volume group size and free bytes, volumes per device
  * class. The volume figures are asked from lvm at scrape time (no cache).
  */

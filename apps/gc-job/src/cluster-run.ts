@@ -63,7 +63,7 @@ export interface ClusterRunDeps {
 }
 
 /**
- * `lvstamp-gc cluster` (issue 4 §1): lists the CSINodes that list the
+ * `lvstamp-gc cluster` (DESIGN.md §6): lists the CSINodes that list the
  * driver, creates one per-node Job for each (`buildNodeJob`; an existing
  * Job of the same name, from a retried run, is adopted), polls them until
  * each succeeded or failed or `waitTimeoutMs` passed, and summarises per

@@ -32,7 +32,7 @@ export type KubeFailureKind =
 /**
  * A Kubernetes API call failed (HTTP status ≥ 400, a network error, or the
  * per-request deadline). Any list failure aborts a node's run before
- * anything is deleted (issue 4: "a partial list is never a full list").
+ * anything is deleted (DESIGN.md §2.4: a partial list is never a full list).
  */
 export class KubeApiError extends Error {
   override readonly name = 'KubeApiError';

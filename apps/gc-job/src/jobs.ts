@@ -65,7 +65,7 @@ export function nodeArgs(config: ClusterConfig, jobName: string): string[] {
 }
 
 /**
- * The batch/v1 Job that runs `lvstamp-gc node` on `node` (issue 4 §1):
+ * The batch/v1 Job that runs `lvstamp-gc node` on `node` (DESIGN.md §6):
  * - pinned to the node by its name: required node affinity with
  *   `matchFields` on `metadata.name`, as the DaemonSet controller pins its
  *   pods (a node's `kubernetes.io/hostname` label can differ from its name,

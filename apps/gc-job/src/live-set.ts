@@ -19,7 +19,7 @@ export interface LiveSet {
 }
 
 /**
- * Builds the live set from the API server (issue 4 §1, DESIGN.md §6):
+ * Builds the live set from the API server (DESIGN.md §6):
  *
  * - every PersistentVolume whose `spec.csi.driver` is `driverName`, in any
  *   phase (Pending, Available, Bound, Released, Failed, being deleted): its

@@ -1,7 +1,7 @@
 // Checks deploy/kubernetes/gc against current Kubernetes schemas (kubernetes-models: the API's
 // OpenAPI schemas, validated with ajv) and against the program: the CronJob runs `cluster`
 // dry by default with the documented switch, its env names options the program reads, and
-// the RBAC grants exactly what the job calls (issue 4 §3).
+// the RBAC grants exactly what the job calls.
 import { describe, expect, it } from 'vitest';
 import { CronJob } from 'kubernetes-models/batch/v1';
 import { ServiceAccount } from 'kubernetes-models/v1';

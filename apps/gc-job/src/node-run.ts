@@ -64,7 +64,7 @@ export interface NodeRunDeps {
 }
 
 /**
- * One node's GC run (`lvstamp-gc node`, issue 4 §1):
+ * One node's GC run (`lvstamp-gc node`, DESIGN.md §6):
  *
  * 1. the live set from the API server (`buildLiveSet`): any failed page
  *    aborts here, before the inventory and before anything is deleted;

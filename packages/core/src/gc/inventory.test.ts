@@ -375,7 +375,7 @@ describe('takeInventory: commands started', () => {
     return { commands, inventory, plan };
   }
 
-  it('starts the same three commands for 1 map as for 50 (issue 5)', async () => {
+  it('starts the same three commands for 1 map as for 50', async () => {
     const one = await inventoryOf(1);
     const fifty = await inventoryOf(50);
     expect(one.commands).toEqual([

@@ -1,7 +1,6 @@
 /**
  * Serialises mutating lvm commands across the processes of one host (the
- * CLI, the CSI driver and the GC job run side by side; issue 2, §2
- * "Concurrency").
+ * CLI, the CSI driver and the GC job run side by side; DESIGN.md §2).
  */
 export interface HostLock {
   /**

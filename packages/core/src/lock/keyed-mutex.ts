@@ -3,8 +3,7 @@ import { LockTimeoutError } from '../errors.js';
 /**
  * In-process serialisation per key (a volume ID): operations on the same
  * volume run one after the other, operations on different volumes run
- * concurrently (issue 2, §2 "Concurrency"; STYLE.md, "per-volume operation
- * lock"). Not re-entrant: `fn` must not take the same key again.
+ * concurrently. Not re-entrant: `fn` must not take the same key again.
  */
 export class KeyedMutex {
   /** Per key, the promise that settles when the last queued holder is done. */

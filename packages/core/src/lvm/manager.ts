@@ -132,7 +132,7 @@ export interface DeleteVolumeResult {
 }
 
 /**
- * The LVM device manager (DESIGN.md §2, §5; issue 2 §2). Keeps no state:
+ * The LVM device manager (DESIGN.md §2, §5). Keeps no state:
  * every call asks lvm with one targeted JSON report per look-up. Mutating
  * sequences run under the per-volume in-process mutex and the host lock.
  *
