@@ -69,6 +69,28 @@ describe('resize', () => {
     });
     expect(h.stdout()).toBe('data: capacity 200 MiB; filesystem on /mnt/data grown\n');
   });
+
+  it('to a smaller size keeps the capacity and says that volumes never shrink', async () => {
+    const id = volumeIdForName('data');
+    const h = harness({
+      volumes: {
+        resolve: () => Promise.resolve(id),
+        expand: () =>
+          Promise.resolve({
+            status: {
+              volume: { volumeId: id, capacityBytes: 64 * 1024 * 1024 },
+              header: { status: 'unreadable', reason: 'test' },
+              name: 'data',
+              dataDevice: null,
+              mountPoints: [],
+            },
+            filesystemGrown: null,
+          }),
+      } as unknown as CliServices['volumes'],
+    });
+    expect(await h.run('resize', 'data', '--size', '32Mi', '--vg', 'vg0')).toBe(0);
+    expect(h.stdout()).toBe('data: capacity 64 MiB (more than 32 MiB: volumes never shrink)\n');
+  });
 });
 
 describe('usage errors exit 2 with a one-line message and touch nothing', () => {

@@ -175,6 +175,9 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
       else
         io.stdout.write(
           `${ref}: capacity ${formatCapacity(result.status.volume.capacityBytes)}` +
+            ((result.status.volume.capacityBytes ?? 0) > requiredBytes
+              ? ` (more than ${formatBytes(requiredBytes)}: volumes never shrink)`
+              : '') +
             (result.filesystemGrown ? `; filesystem on ${result.filesystemGrown} grown` : '') +
             '\n',
         );

@@ -1186,6 +1186,16 @@ describe('LvmManager: ownership before a delete (DESIGN.md §2.3)', () => {
   };
   const lv = `vg-data/lvstamp_${ID_DEL}`;
 
+  it('a volume whose LV exists in several volume groups is refused, and nothing is removed', async () => {
+    const { runner, manager } = setup([scopeStep(), lookupStep(ID_DEL, 'lvs-del-two-vgs.json')]);
+    const error = await caught(manager.deleteVolume(ID_DEL, SCOPE, { wipe: 'zero' }));
+    runner.assertDone(); // no lvchange, no blkdiscard, no lvremove
+    expect(error).toBeInstanceOf(FailedPreconditionError);
+    expect((error as Error).message).toBe(
+      `volume ${ID_DEL} exists in several volume groups: vg-data, vg0`,
+    );
+  });
+
   it('an LV with the name but no tags is refused and left untouched', async () => {
     await refused(
       'lvs-del-untagged.json',

@@ -593,7 +593,8 @@ export class LvmManager {
    *   policy.
    * @throws NotOwnedError (a FailedPreconditionError) naming the LV and the
    *   failed check.
-   * @throws FailedPreconditionError when an LV is open.
+   * @throws FailedPreconditionError when an LV is open, or the volume exists
+   *   in several volume groups of the scope (nothing is removed then).
    * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError,
    *   LockTimeoutError.
    */
@@ -613,6 +614,9 @@ export class LvmManager {
       this.#hostLock.withLock(`delete ${volumeId}`, async () => {
         const { finished, pending } = await this.#lookup(volumeId, scope.vgNames);
         if (finished.length + pending.length === 0) return { existed: false, removed: [] };
+        // One volume is one LV: copies in several groups (a cloned or moved disk) are refused
+        // like every other call refuses them, never all removed at once.
+        this.#single(volumeId, finished);
         for (const lv of [...finished, ...pending]) {
           if (lv.open) {
             throw new FailedPreconditionError(

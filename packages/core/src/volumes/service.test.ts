@@ -52,3 +52,28 @@ describe('VolumeService.resolve', () => {
     await expect(serviceWith([]).resolve('', SCOPE)).rejects.toThrow(InvalidArgumentError);
   });
 });
+
+describe('VolumeService.delete', () => {
+  it('refuses a malformed owner ID before it looks at or removes the data device', async () => {
+    const touched: string[] = [];
+    const service = new VolumeService({
+      lvm: {} as unknown as LvmManager,
+      dataDevices: {
+        list: () => {
+          touched.push('list');
+          return Promise.resolve([]);
+        },
+        remove: () => {
+          touched.push('remove');
+          return Promise.resolve();
+        },
+      } as unknown as DataDeviceManager,
+      headers: {} as HeaderIo,
+      filesystems: {} as unknown as FilesystemManager,
+    });
+    await expect(
+      service.delete(volumeIdForName('pvc-a'), { vgNames: ['vg0'], ownerId: 'xyz' }),
+    ).rejects.toThrow(new InvalidArgumentError('owner ID must be 32 hex digits, got "xyz"'));
+    expect(touched).toEqual([]);
+  });
+});

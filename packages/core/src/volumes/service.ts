@@ -11,7 +11,7 @@ import type { HeaderIo } from '../lvm/header-io.js';
 import type { CreateVolumeRequest, DeleteVolumeOptions, LvmManager } from '../lvm/manager.js';
 import type { VgScope, Volume, VolumeScope } from '../lvm/types.js';
 import { KeyedMutex } from '../lock/keyed-mutex.js';
-import { DEFAULT_NAMING, isHexId, volumeIdForName, type Naming } from '../naming.js';
+import { DEFAULT_NAMING, isHexId, parseOwnerId, volumeIdForName, type Naming } from '../naming.js';
 
 /** What sector 0 of a volume's LV says, or why it could not be read. */
 export type HeaderReading =
@@ -240,6 +240,8 @@ export class VolumeService {
   ): Promise<{ existed: boolean }> {
     if (!isHexId(volumeId))
       throw new InvalidArgumentError(`"${volumeId}" is not a volume ID (32 hex digits)`);
+    // A malformed owner ID is refused before the data device is touched.
+    parseOwnerId(scope.ownerId);
     return this.#locks.run(volumeId, async () => {
       const map = (await this.#maps.list()).find((m) => m.volumeId === volumeId);
       if (map !== undefined) {
