@@ -151,5 +151,15 @@ describe('runDriver', () => {
     expect(node.errors.join('')).toBe(
       'lvstamp-csi: --node-id must not contain control characters (newline, tab, …; found U+000A)\n',
     );
+    const empty = deps(CONFIG_YAML, never);
+    expect(
+      await runDriver(
+        ['--endpoint', 'tcp://127.0.0.1:0', '--node-id', '', '--config', 'c.yaml'],
+        empty.value,
+      ),
+    ).toBe(2);
+    expect(empty.errors.join('')).toBe(
+      'lvstamp-csi: --node-id must name this node (the orchestrator’s node name), got ""\n',
+    );
   });
 });

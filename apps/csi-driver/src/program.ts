@@ -99,6 +99,9 @@ export async function runDriver(argv: readonly string[], deps: DriverDeps): Prom
   try {
     parseEndpoint(options.endpoint);
     ownerId = parseOwnerId(options.ownerId);
+    if (options.nodeId.trim() === '') {
+      throw new Error('--node-id must name this node (the orchestrator’s node name), got ""');
+    }
     requireNoControlCharacters(options.nodeId, '--node-id');
     config = parseConfig(await deps.readText(options.config), options.config);
   } catch (error) {
