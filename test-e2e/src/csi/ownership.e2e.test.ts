@@ -165,6 +165,51 @@ describe('(b) an LV with the lvstamp name but not provably ours', () => {
   );
 });
 
+describe('(b2) a copy of a volume in a second volume group (a cloned or moved disk)', () => {
+  it(
+    'lvstamp delete without --vg refuses it as every other command does, and removes neither LV',
+    async () => {
+      const name = unique('pvc-copied');
+      const origin = await create(name);
+      const lv = `lvstamp_${origin.volume_id}`;
+      const [row] = await lvsWhere(`vg_name="${vgName}" && lv_name="${lv}"`);
+      if (row === undefined) throw new Error(`${lv} was not created`);
+
+      // The copy: the same LV name, both tags and the same first MiB, in another group.
+      const other = await createLoopVg({ sizeBytes: 128 * MiB });
+      await shOk([
+        'lvcreate',
+        '-y',
+        '-n',
+        lv,
+        '-L',
+        '20m',
+        '--addtag',
+        'lvstamp',
+        '--addtag',
+        `lvstamp.owner=${OWNER_ID}`,
+        other.vgName,
+      ]);
+      const [copy] = await lvsWhere(`vg_name="${other.vgName}" && lv_name="${lv}"`);
+      if (copy === undefined) throw new Error(`the copy of ${lv} was not created`);
+      const head = await readBytes(row.lv_dm_path, MiB);
+      const handle = await open(copy.lv_dm_path, 'r+');
+      await handle.write(head, 0, head.length, 0);
+      await handle.sync();
+      await handle.close();
+
+      const refused = await lvstamp(['delete', name], 1);
+      expect(refused.stderr).toContain(
+        `volume ${origin.volume_id} exists in several volume groups`,
+      );
+      expect(refused.stderr).toContain(vgName);
+      expect(refused.stderr).toContain(other.vgName);
+      expect(await lvsWhere(`lv_name="${lv}"`)).toHaveLength(2);
+    },
+    LONG,
+  );
+});
+
 describe('(c) after vgchange -an of our volume group', () => {
   it(
     'a create retry, NodeStage, expansion, GC, DeleteVolume and a delete with a wipe each activate what they need',
