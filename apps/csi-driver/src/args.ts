@@ -49,6 +49,24 @@ export function requirePathArg(value: string, field: string): void {
   }
 }
 
+/**
+ * Checks volume_path of NodeGetVolumeStats and NodeExpandVolume: present
+ * (else INVALID_ARGUMENT), and of the form of requirePathArg. A path of
+ * another form names no place this volume can be at on the node: NOT_FOUND,
+ * as the CSI spec answers "volume does not exist on the specified
+ * volume_path" (NodeGetVolumeStats, NodeExpandVolume errors).
+ * @throws CsiError INVALID_ARGUMENT when empty, NOT_FOUND when malformed.
+ */
+export function requireVolumePathArg(value: string): void {
+  if (value === '') throw invalidArgument('volume_path is required');
+  try {
+    requirePathArg(value, 'volume_path');
+  } catch (error) {
+    if (error instanceof CsiError) throw new CsiError(GrpcStatus.NOT_FOUND, error.message);
+    throw error;
+  }
+}
+
 const KIND_WORDS: Readonly<Record<PathKind, string>> = {
   missing: 'missing',
   directory: 'a directory',

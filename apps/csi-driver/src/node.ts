@@ -28,6 +28,7 @@ import {
   requirePathKind,
   requireVolumeIdArg,
   requireVolumeIdShape,
+  requireVolumePathArg,
 } from './args.js';
 import type { DriverCore, NodePaths } from './ports.js';
 import { readCapacityRange, writeBytes } from './sizes.js';
@@ -262,7 +263,7 @@ export function createNodeService(deps: NodeDeps) {
     NodeGetVolumeStats: async (request: NodeGetVolumeStatsRequest) => {
       requireNodeCapability('GET_VOLUME_STATS');
       requireVolumeIdArg(request.volume_id);
-      requirePathArg(request.volume_path, 'volume_path');
+      requireVolumePathArg(request.volume_path);
       if (request.staging_target_path !== '')
         requirePathArg(request.staging_target_path, 'staging_target_path');
       const status = await statusOf(core, request.volume_id, scope);
@@ -324,7 +325,7 @@ export function createNodeService(deps: NodeDeps) {
     NodeExpandVolume: async (request: NodeExpandVolumeRequest) => {
       requireNodeCapability('EXPAND_VOLUME');
       requireVolumeIdArg(request.volume_id);
-      requirePathArg(request.volume_path, 'volume_path');
+      requireVolumePathArg(request.volume_path);
       if (request.staging_target_path !== '')
         requirePathArg(request.staging_target_path, 'staging_target_path');
       if (request.volume_capability) requireCapability(request.volume_capability);
