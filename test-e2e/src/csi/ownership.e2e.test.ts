@@ -205,6 +205,10 @@ describe('(b2) a copy of a volume in a second volume group (a cloned or moved di
       expect(refused.stderr).toContain(vgName);
       expect(refused.stderr).toContain(other.vgName);
       expect(await lvsWhere(`lv_name="${lv}"`)).toHaveLength(2);
+
+      // Named with --vg, the one volume group decides: ours goes, the copy stays.
+      await lvstamp(['delete', name, '--vg', vgName], 0);
+      expect((await lvsWhere(`lv_name="${lv}"`)).map((r) => r.vg_name)).toEqual([other.vgName]);
     },
     LONG,
   );
