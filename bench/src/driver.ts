@@ -20,6 +20,11 @@ export const DRIVER_MAIN = join(REPO_ROOT, 'apps/csi-driver/dist/lvstamp-csi.mjs
 export const CSI_PROTO = join(REPO_ROOT, 'apps/csi-driver/proto/csi.proto');
 /** Name of the one device class the benchmarks configure. */
 export const DEVICE_CLASS = 'bench';
+/** The volume capability the benchmarks ask for: an ext4 filesystem, one node writing. */
+export const MOUNT_CAPABILITY = {
+  mount: { fs_type: 'ext4', mount_flags: [] },
+  access_mode: { mode: 'SINGLE_NODE_WRITER' },
+};
 
 export type CsiService = 'Identity' | 'Controller' | 'Node';
 

@@ -9,6 +9,7 @@ import {
   meetsTarget,
   readBaseline,
   readResults,
+  renderProcessTable,
   renderTable,
   resultsSchema,
   baselineSchema,
@@ -440,6 +441,54 @@ describe('renderTable', () => {
     });
     expect(text.split('\n').at(-2)).toBe(
       'smoke run, 45.2 s; kernel 6.8.0-49-generic, lvm2 2.03.16(2), AMD EPYC 7B13 × 4, host, node v20.19.0',
+    );
+  });
+});
+
+describe('renderProcessTable', () => {
+  const rpcMetric = (id: string, value: number, note?: string): Metric => ({
+    id,
+    group: 'create-delete',
+    label: id,
+    value,
+    unit: id.endsWith('.ms') ? 'ms' : 'count',
+    better: 'lower',
+    compared: !id.endsWith('.ms'),
+    ...(note === undefined ? {} : { note }),
+  });
+
+  it('is one row per RPC in run order with counts, median time and the programs', () => {
+    const metrics = [
+      CREATE_P50,
+      rpcMetric('rpc.CreateVolume.lvm-processes', 6, 'vgs vgs lvs lvcreate lvs lvrename'),
+      rpcMetric('rpc.CreateVolume.other-processes', 0),
+      rpcMetric('rpc.CreateVolume.ms', 4321.4),
+      rpcMetric('rpc.NodeStageVolume.lvm-processes', 2, 'vgs lvs dmsetup blkid mkfs.ext4 mount'),
+      rpcMetric('rpc.NodeStageVolume.other-processes', 4),
+      rpcMetric('rpc.NodeStageVolume.ms', 12_345),
+    ];
+    expect(renderProcessTable(metrics)).toBe(
+      [
+        'RPC              LVM  OTHER  MEDIAN   PROGRAMS',
+        'CreateVolume     6    0      4321 ms  vgs vgs lvs lvcreate lvs lvrename',
+        'NodeStageVolume  2    4      12.3 s   vgs lvs dmsetup blkid mkfs.ext4 mount',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('is empty without per-RPC metrics, and renderTable then prints no process table', () => {
+    expect(renderProcessTable(RESULTS.metrics)).toBe('');
+    expect(renderTable(RESULTS)).not.toContain('processes per RPC');
+  });
+
+  it('is printed under the main table by renderTable', () => {
+    const text = renderTable({
+      ...RESULTS,
+      metrics: [rpcMetric('rpc.DeleteVolume.lvm-processes', 3, 'vgs lvs lvremove')],
+    });
+    expect(text).toContain(
+      'processes per RPC (one call each):\nRPC           LVM  OTHER  MEDIAN  PROGRAMS\nDeleteVolume  3',
     );
   });
 });

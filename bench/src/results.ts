@@ -337,7 +337,41 @@ export function renderTable(results: BenchResults): string {
   );
   const table = renderPlainTable(['group', 'measurement', 'value', 'target', 'ok', 'note'], rows);
   const run = `${results.mode} run, ${formatDuration(results.durationMs)}`;
-  return `${table}\n${run}; ${describeEnvironment(results.environment)}\n`;
+  const processes = renderProcessTable(results.metrics);
+  const perRpc = processes === '' ? '' : `\nprocesses per RPC (one call each):\n${processes}`;
+  return `${table}${perRpc}\n${run}; ${describeEnvironment(results.environment)}\n`;
+}
+
+/** `rpc.<Rpc>.<kind>` metric ids of the per-RPC process counts (groups/rpc-processes.ts). */
+const RPC_METRIC = /^rpc\.([A-Za-z]+)\.(lvm-processes|other-processes|ms)$/;
+
+/**
+ * The per-RPC process counts of a run as a table, in run order: RPC, LVM
+ * (lvm processes), OTHER (every other program), MEDIAN (wall time), PROGRAMS
+ * (the sequence, from the lvm metric's note). Empty when the run has none.
+ */
+export function renderProcessTable(metrics: readonly Metric[]): string {
+  const byRpc = new Map<
+    string,
+    Partial<Record<'lvm-processes' | 'other-processes' | 'ms', Metric>>
+  >();
+  for (const metric of metrics) {
+    const match = RPC_METRIC.exec(metric.id);
+    if (match === null) continue;
+    const [, rpc = '', kind = 'ms'] = match;
+    const entry = byRpc.get(rpc) ?? {};
+    entry[kind as 'lvm-processes' | 'other-processes' | 'ms'] = metric;
+    byRpc.set(rpc, entry);
+  }
+  if (byRpc.size === 0) return '';
+  const rows = [...byRpc].map(([rpc, m]) => [
+    rpc,
+    m['lvm-processes'] === undefined ? '' : String(m['lvm-processes'].value),
+    m['other-processes'] === undefined ? '' : String(m['other-processes'].value),
+    m.ms === undefined ? '' : formatValue(m.ms.value, 'ms'),
+    m['lvm-processes']?.note ?? '',
+  ]);
+  return renderPlainTable(['rpc', 'lvm', 'other', 'median', 'programs'], rows);
 }
 
 function isErrnoException(error: unknown): error is NodeJS.ErrnoException {

@@ -10,11 +10,10 @@ import {
 } from '@lvstamp/core';
 import * as grpc from '@grpc/grpc-js';
 import type { BenchContext } from '../context.js';
-import { BenchDriver } from '../driver.js';
+import { BenchDriver, MOUNT_CAPABILITY } from '../driver.js';
 import { BENCH_OWNER_ID, cleanUp, createBenchVg } from '../fixture.js';
 import { formatMs, MiB, round, timed } from '../stats.js';
 import type { Metric } from '../types.js';
-import { MOUNT_CAPABILITY } from './create-delete.js';
 
 const REQUESTED_BYTES = 8 * MiB;
 

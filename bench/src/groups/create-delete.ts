@@ -12,19 +12,15 @@ import {
   volumeIdForName,
 } from '@lvstamp/core';
 import type { BenchContext } from '../context.js';
-import { BenchDriver } from '../driver.js';
+import { BenchDriver, MOUNT_CAPABILITY } from '../driver.js';
 import { countCommands, type ProcessCount } from '../exec.js';
 import { BENCH_OWNER_ID, cleanUp, createBenchVg, type BenchVg } from '../fixture.js';
 import { formatMs, median, MiB, round } from '../stats.js';
 import type { Metric } from '../types.js';
+import { rpcProcesses } from './rpc-processes.js';
 
 /** Requested capacity of every volume of this group: 16 MiB (LV 20 MiB with 4 MiB extents). */
 const REQUESTED_BYTES = 16 * MiB;
-
-export const MOUNT_CAPABILITY = {
-  mount: { fs_type: 'ext4', mount_flags: [] },
-  access_mode: { mode: 'SINGLE_NODE_WRITER' },
-};
 
 /** One cycle: wall time in ms and the processes it started. */
 interface Cycle {
@@ -61,6 +57,8 @@ export async function createDelete(context: BenchContext): Promise<Metric[]> {
         `create-delete ${i + 1}/${context.scale.cycles}: driver ${formatMs(driverCycles.at(-1)?.ms ?? 0)}, bare ${formatMs(bareCycles.at(-1)?.ms ?? 0)}`,
       );
     }
+    // The whole life of a volume on this node, per RPC (not part of the ratio above).
+    const perRpc = await rpcProcesses(context, driver, vg, context.scale.cycles);
     const driverMs = median(driverCycles.map((c) => c.ms));
     const bareMs = median(bareCycles.map((c) => c.ms));
     const driverProcesses = driverCycles[0]?.processes ?? { lvm: 0, other: 0, sequence: '', ms: 0 };
@@ -105,6 +103,7 @@ export async function createDelete(context: BenchContext): Promise<Metric[]> {
         better: 'lower',
         compared: false,
       },
+      ...perRpc,
     ];
   } finally {
     await driver?.stop();
