@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { countCommands, type ProcessCount } from './exec.js';
+import { countCommands, type CommandSpan, type ProcessCount } from './exec.js';
 import { BENCH_OWNER_ID } from './fixture.js';
 import { sleep } from './stats.js';
 
@@ -40,6 +40,8 @@ interface CommandLine {
   readonly argv: readonly string[];
   /** Wall time the driver measured, in milliseconds. */
   readonly durationMs: number;
+  /** When it ended (the log line's `time`, epoch milliseconds), when the line has one. */
+  readonly endMs: number | null;
 }
 
 /** A running driver: its client, its log and its process. */
@@ -217,6 +219,18 @@ export class BenchDriver {
     return countCommands(this.#log.commands.slice(mark));
   }
 
+  /**
+   * The commands logged from `mark` (up to `end`, exclusive) as time spans (epoch ms; start = end −
+   * duration), for telling how many ran at once. Lines without a time are left out.
+   */
+  spansSince(mark: number, end?: number): CommandSpan[] {
+    return this.#log.commands
+      .slice(mark, end)
+      .flatMap((c) =>
+        c.endMs === null ? [] : [{ argv: c.argv, startMs: c.endMs - c.durationMs, endMs: c.endMs }],
+      );
+  }
+
   /** Number of `rpc` lines logged so far. */
   get rpcLines(): number {
     return this.#log.rpcs;
@@ -262,9 +276,9 @@ function readLogLine(
   log: { commands: CommandLine[]; rpcs: number; text: string[] },
 ): void {
   if (line.trim() === '') return;
-  let entry: { msg?: unknown; argv?: unknown; durationMs?: unknown };
+  let entry: { msg?: unknown; argv?: unknown; durationMs?: unknown; time?: unknown };
   try {
-    entry = JSON.parse(line) as { msg?: unknown; argv?: unknown; durationMs?: unknown };
+    entry = JSON.parse(line) as typeof entry;
   } catch {
     log.text.push(`${line}\n`);
     return;
@@ -273,6 +287,7 @@ function readLogLine(
     log.commands.push({
       argv: entry.argv.map(String),
       durationMs: typeof entry.durationMs === 'number' ? entry.durationMs : 0,
+      endMs: typeof entry.time === 'number' ? entry.time : null,
     });
   } else if (entry.msg === 'rpc') {
     log.rpcs += 1;

@@ -54,6 +54,50 @@ export function countCommands(
   return { lvm, other: commands.length - lvm, sequence, ms };
 }
 
+/** One command as a span of time (epoch milliseconds). */
+export interface CommandSpan {
+  readonly argv: readonly string[];
+  readonly startMs: number;
+  readonly endMs: number;
+}
+
+/** How the lvm processes of a phase overlapped in time. */
+export interface Overlap {
+  /** lvm processes running at the same time, at most. */
+  readonly maxConcurrent: number;
+  /** Milliseconds during which at least one lvm process ran (the union of the spans). */
+  readonly busyMs: number;
+  /** Sum of the lvm processes' own wall times, in milliseconds. */
+  readonly sumMs: number;
+}
+
+/**
+ * The overlap of the lvm processes among `spans` (others are ignored): a
+ * sweep over start and end points; a process ending at the instant another
+ * starts does not count as overlapping.
+ */
+export function lvmOverlap(spans: readonly CommandSpan[]): Overlap {
+  const lvm = spans.filter((s) => isLvmCommand(s.argv) && s.endMs >= s.startMs);
+  const points = lvm
+    .flatMap((s) => [
+      { at: s.startMs, step: 1 },
+      { at: s.endMs, step: -1 },
+    ])
+    .sort((a, b) => a.at - b.at || a.step - b.step);
+  let running = 0;
+  let maxConcurrent = 0;
+  let busyMs = 0;
+  let since = 0;
+  for (const point of points) {
+    if (running > 0) busyMs += point.at - since;
+    since = point.at;
+    running += point.step;
+    maxConcurrent = Math.max(maxConcurrent, running);
+  }
+  const sumMs = lvm.reduce((sum, s) => sum + (s.endMs - s.startMs), 0);
+  return { maxConcurrent, busyMs, sumMs };
+}
+
 /** A runner that records every command it ran (for counting), on the production ExecaRunner. */
 export class CountingRunner implements CommandRunner {
   readonly events: CommandEvent[] = [];

@@ -23,6 +23,7 @@ import { createDelete } from './groups/create-delete.js';
 import { datapath } from './groups/datapath.js';
 import { footprint } from './groups/footprint.js';
 import { listing } from './groups/listing.js';
+import { shellMode } from './shell-mode.js';
 import { latestResults, readBaseline, readResults, renderTable, writeResults } from './results.js';
 import { GROUPS, type BenchResults, type Group, type Metric } from './types.js';
 
@@ -186,6 +187,27 @@ function program(): Command {
     .option('--results-dir <dir>', 'where the JSON goes', RESULTS_DIR)
     .action(async (o: { smoke: boolean; only?: string[]; resultsDir: string }) => {
       process.exitCode = await run(o);
+    });
+  root
+    .command('shell-mode')
+    .description(
+      "evaluate lvm's shell mode against a process per call (needs root and device-mapper: bench/scripts/run-shell-mode.sh boots the VM)",
+    )
+    .option('--cycles <n>', 'create → report → remove sequences per side', '5')
+    .action(async (o: { cycles: string }) => {
+      const cycles = Number(o.cycles);
+      if (!Number.isSafeInteger(cycles) || cycles < 1) {
+        throw new UsageFailure(`--cycles must be a positive whole number, got "${o.cycles}"`, 2);
+      }
+      const can = await checkHostCanActivate();
+      if (!can.ok) throw new UsageFailure(`cannot benchmark here: ${can.reason}`, 2);
+      const context: BenchContext = {
+        scale: FULL,
+        runner: new CountingRunner(),
+        progress: (line) => process.stderr.write(`bench: ${line}\n`),
+        cleanupProblems: [],
+      };
+      process.exitCode = await shellMode(context, cycles);
     });
   root
     .command('check')

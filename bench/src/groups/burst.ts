@@ -11,6 +11,7 @@ import {
 import * as grpc from '@grpc/grpc-js';
 import type { BenchContext } from '../context.js';
 import { BenchDriver, MOUNT_CAPABILITY } from '../driver.js';
+import { lvmOverlap, type Overlap } from '../exec.js';
 import { BENCH_OWNER_ID, cleanUp, createBenchVg } from '../fixture.js';
 import { formatMs, MiB, round, timed } from '../stats.js';
 import type { Metric } from '../types.js';
@@ -28,6 +29,7 @@ export async function burst(context: BenchContext): Promise<Metric[]> {
     const names = Array.from({ length: n }, (_, i) => `${vg.name}-burst-${i}`);
     const mark = d.commandMark;
     const rpcMark = d.rpcLines;
+    const createStart = Date.now();
     const create = await timed(() =>
       settleAll(
         names.map((name) =>
@@ -44,6 +46,9 @@ export async function burst(context: BenchContext): Promise<Metric[]> {
     if (new Set(ids).size !== n)
       throw new Error(`${n} creates returned ${new Set(ids).size} distinct volume IDs`);
     context.progress(`burst: ${n} concurrent CreateVolume in ${formatMs(create.ms)}`);
+    await d.waitForRpcLines(rpcMark + n);
+    const deleteMark = d.commandMark;
+    const deleteStart = Date.now();
     const remove = await timed(() =>
       settleAll(
         ids.map((volume_id) => d.call('Controller', 'DeleteVolume', { volume_id })),
@@ -54,6 +59,27 @@ export async function burst(context: BenchContext): Promise<Metric[]> {
     await d.waitForRpcLines(rpcMark + 2 * n);
     const processes = d.commandsSince(mark);
     const driverMs = create.ms + remove.ms;
+    // Which step serialises the burst: how many lvm processes ran at once, and how much of each
+    // phase had one running (1 at a time and busy ≈ 100 % means the phase is one lvm after another).
+    const createOverlap = lvmOverlap(d.spansSince(mark, deleteMark));
+    const deleteOverlap = lvmOverlap(d.spansSince(deleteMark));
+    const overlapMetrics = (
+      phase: 'create' | 'delete',
+      o: Overlap,
+      phaseMs: number,
+      startedAt: number,
+    ): Metric[] => [
+      {
+        id: `burst.${phase}.max-concurrent-lvm`,
+        group: 'burst',
+        label: `${phase} phase: lvm processes at once, at most`,
+        value: o.maxConcurrent,
+        unit: 'count',
+        better: 'higher',
+        compared: false,
+        note: `lvm busy ${formatMs(o.busyMs)} of ${formatMs(phaseMs)} (${Math.round((100 * o.busyMs) / phaseMs)} %), sum of lvm process times ${formatMs(o.sumMs)}; phase started ${new Date(startedAt).toISOString()}`,
+      },
+    ];
 
     const lvSizeBytes =
       Math.ceil((REQUESTED_BYTES + DATA_OFFSET_BYTES) / vg.extentBytes) * vg.extentBytes;
@@ -94,6 +120,8 @@ export async function burst(context: BenchContext): Promise<Metric[]> {
         compared: true,
         note: `${processes.lvm} lvm + ${processes.other} other for ${n} volumes; bare 2 per volume`,
       },
+      ...overlapMetrics('create', createOverlap, create.ms, createStart),
+      ...overlapMetrics('delete', deleteOverlap, remove.ms, deleteStart),
       {
         id: 'burst.driver.ms',
         group: 'burst',
