@@ -54,7 +54,7 @@ export async function listing(context: BenchContext): Promise<Metric[]> {
         isTargetSize && call.key === 'list-volumes'
           ? { op: '<=' as const, value: 1.5 }
           : isTargetSize && call.key === 'gc-plan'
-            ? { op: '<=' as const, value: 3 }
+            ? { op: '<=' as const, value: 2 }
             : undefined;
       const p = r.processes[call.key];
       metrics.push({

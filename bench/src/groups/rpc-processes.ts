@@ -21,6 +21,13 @@ export const LIFECYCLE_RPCS = [
 ] as const;
 export type LifecycleRpc = (typeof LIFECYCLE_RPCS)[number];
 
+/**
+ * The issue's ceilings on lvm processes per RPC: CreateVolume one report,
+ * lvcreate, lvrename; DeleteVolume one report and lvremove (a `dmsetup
+ * remove` when a map exists is not an lvm process).
+ */
+const LVM_CEILING: Partial<Record<LifecycleRpc, number>> = { CreateVolume: 3, DeleteVolume: 2 };
+
 /** Requested capacity: 16 MiB (ext4 formats it in well under a second even emulated). */
 const REQUESTED_BYTES = 16 * MiB;
 
@@ -62,6 +69,7 @@ export async function rpcProcesses(
   return LIFECYCLE_RPCS.flatMap((rpc): Metric[] => {
     const first = calls[rpc][0]?.processes ?? { lvm: 0, other: 0, sequence: '', ms: 0 };
     const ms = median(calls[rpc].map((c) => c.ms));
+    const ceiling = LVM_CEILING[rpc];
     return [
       {
         id: `rpc.${rpc}.lvm-processes`,
@@ -70,6 +78,7 @@ export async function rpcProcesses(
         value: first.lvm,
         unit: 'count',
         better: 'lower',
+        ...(ceiling === undefined ? {} : { target: { op: '<=' as const, value: ceiling } }),
         compared: true,
         note: first.sequence === '' ? 'none' : first.sequence,
       },
