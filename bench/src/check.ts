@@ -3,7 +3,8 @@
  * and taking a new baseline from a run. Pure functions; reading and writing
  * the files is results.ts's job.
  */
-import { formatValue, meetsTarget, renderPlainTable } from './results.js';
+import { renderTable } from '@lvstamp/app-kit';
+import { formatValue, meetsTarget } from './results.js';
 import {
   GROUPS,
   type BenchBaseline,
@@ -208,10 +209,7 @@ export function renderComparison(comparison: Comparison): string {
     formatStatus(row),
     row.id,
   ]);
-  const table = renderPlainTable(
-    ['measurement', 'baseline', 'latest', 'change', 'status', 'id'],
-    rows,
-  );
+  const table = renderTable(['measurement', 'baseline', 'latest', 'change', 'status', 'id'], rows);
   const count = (status: ComparisonStatus): number =>
     comparison.rows.filter((row) => row.status === status).length;
   const compared = comparison.rows.length - count('new');

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { messageOf } from '@lvstamp/app-kit';
 import {
   BlockHeaderIo,
   DATA_OFFSET_BYTES,
@@ -118,7 +119,7 @@ async function removeBenchVg(
     try {
       await runner.run(argv);
     } catch (error) {
-      problems.push(error instanceof Error ? error.message : String(error));
+      problems.push(messageOf(error));
     }
   };
   for (const id of volumeIdsWithMaps) {

@@ -5,6 +5,7 @@
 import { access, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { messageOf } from '@lvstamp/app-kit';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { checkHostCanActivate } from '@lvstamp/core';
 import {
@@ -241,10 +242,6 @@ function program(): Command {
   return root;
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 function firstLine(text: string): string {
   return text.split('\n')[0] ?? '';
 }
@@ -262,9 +259,7 @@ try {
     process.stderr.write(`lvstamp-bench: ${error.message}\n`);
     process.exitCode = error.code;
   } else {
-    process.stderr.write(
-      `lvstamp-bench: ${error instanceof Error ? error.message : String(error)}\n`,
-    );
+    process.stderr.write(`lvstamp-bench: ${messageOf(error)}\n`);
     process.exitCode = 1;
   }
 }

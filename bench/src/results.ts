@@ -5,7 +5,7 @@
  */
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import Table from 'cli-table3';
+import { messageOf, oneLine, renderTable as renderRows } from '@lvstamp/app-kit';
 import { z } from 'zod';
 import {
   GROUPS,
@@ -117,13 +117,13 @@ async function readJson<T>(path: string, schema: z.ZodType<T>, what: string): Pr
     if (isErrnoException(error) && error.code === 'ENOENT') {
       throw new Error(`${path}: no such file (expected ${what})`);
     }
-    throw new Error(`${path}: cannot read: ${oneLine(error)}`);
+    throw new Error(`${path}: cannot read: ${oneLine(messageOf(error))}`);
   }
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (error) {
-    throw new Error(`${path}: not valid JSON: ${oneLine(error)}`);
+    throw new Error(`${path}: not valid JSON: ${oneLine(messageOf(error))}`);
   }
   const parsed = schema.safeParse(raw);
   if (!parsed.success) throw new Error(firstIssue(path, parsed.error));
@@ -254,45 +254,6 @@ function formatDuration(ms: number): string {
   return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`;
 }
 
-/**
- * Rows as a borderless, left-aligned table: header in capitals, two spaces
- * between columns, no trailing blanks (the style of apps/cli and
- * `kubectl get`). Ends with a newline.
- */
-export function renderPlainTable(
-  headers: readonly string[],
-  rows: readonly (readonly string[])[],
-): string {
-  const none = '';
-  const table = new Table({
-    head: headers.map((h) => h.toUpperCase()),
-    chars: {
-      top: none,
-      'top-mid': none,
-      'top-left': none,
-      'top-right': none,
-      bottom: none,
-      'bottom-mid': none,
-      'bottom-left': none,
-      'bottom-right': none,
-      left: none,
-      'left-mid': none,
-      mid: none,
-      'mid-mid': none,
-      right: none,
-      'right-mid': none,
-      middle: '  ',
-    },
-    style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0, compact: true },
-  });
-  for (const row of rows) table.push([...row]);
-  const lines = table
-    .toString()
-    .split('\n')
-    .map((line) => line.trimEnd());
-  return `${lines.join('\n')}\n`;
-}
-
 /** `kernel …, lvm2 …, <cpu> × <n>, <vm>, node …` for the line under a table. */
 export function describeEnvironment(env: BenchEnvironment): string {
   // `lvm version` prints "  LVM version:     2.03.16(2) (2022-05-18)".
@@ -335,7 +296,7 @@ export function renderTable(results: BenchResults): string {
         ];
       }),
   );
-  const table = renderPlainTable(['group', 'measurement', 'value', 'target', 'ok', 'note'], rows);
+  const table = renderRows(['group', 'measurement', 'value', 'target', 'ok', 'note'], rows);
   const run = `${results.mode} run, ${formatDuration(results.durationMs)}`;
   const processes = renderProcessTable(results.metrics);
   const perRpc = processes === '' ? '' : `\nprocesses per RPC (one call each):\n${processes}`;
@@ -376,9 +337,4 @@ export function renderProcessTable(metrics: readonly Metric[]): string {
 
 function isErrnoException(error: unknown): error is NodeJS.ErrnoException {
   return error instanceof Error && 'code' in error;
-}
-
-function oneLine(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return message.split('\n')[0] ?? '';
 }

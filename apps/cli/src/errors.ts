@@ -1,3 +1,4 @@
+import { describeFailure as describeByRules, type ExitRule, type Failure } from '@lvstamp/app-kit';
 import {
   AlreadyExistsError,
   CommandFailedError,
@@ -25,37 +26,31 @@ export class ReportedFailure extends Error {
 }
 
 /**
- * The one place where errors become exit codes and one-line messages.
- * Bad input (UsageError, InvalidArgumentError) exits 2; every other known
- * failure exits 1; anything unrecognised is reported as an internal error
- * without a stack trace (set LVSTAMP_DEBUG=1 to see it).
+ * The one place where errors become exit codes: bad input (UsageError,
+ * InvalidArgumentError) exits 2; every other known failure exits 1.
  */
-export function describeFailure(
-  error: unknown,
-  debug = false,
-): { exitCode: number; message: string } {
-  if (error instanceof UsageError || error instanceof InvalidArgumentError) {
-    return { exitCode: EXIT_USAGE, message: error.message };
-  }
-  if (error instanceof ReportedFailure) return { exitCode: EXIT_FAILED, message: error.message };
-  if (error instanceof CommandFailedError) {
-    return { exitCode: EXIT_FAILED, message: oneLine(error.message) };
-  }
-  if (
-    error instanceof NotFoundError ||
-    error instanceof AlreadyExistsError ||
-    error instanceof OutOfSpaceError ||
-    error instanceof FailedPreconditionError ||
-    error instanceof LockTimeoutError ||
-    error instanceof LvstampError
-  ) {
-    return { exitCode: EXIT_FAILED, message: oneLine(error.message) };
-  }
-  const text = error instanceof Error ? error.message : String(error);
-  const detail = debug && error instanceof Error && error.stack ? `\n${error.stack}` : '';
-  return { exitCode: EXIT_FAILED, message: `internal error: ${oneLine(text)}${detail}` };
-}
+const EXIT_RULES: readonly ExitRule[] = [
+  { errors: [UsageError, InvalidArgumentError], exitCode: EXIT_USAGE },
+  {
+    errors: [
+      ReportedFailure,
+      CommandFailedError,
+      NotFoundError,
+      AlreadyExistsError,
+      OutOfSpaceError,
+      FailedPreconditionError,
+      LockTimeoutError,
+      LvstampError,
+    ],
+    exitCode: EXIT_FAILED,
+  },
+];
 
-function oneLine(text: string): string {
-  return text.replace(/\s*\n\s*/g, '; ').trim();
+/**
+ * An error as `lvstamp`'s exit code and one-line message (EXIT_RULES);
+ * anything unrecognised is an internal error without a stack trace (set
+ * LVSTAMP_DEBUG=1 to see it).
+ */
+export function describeFailure(error: unknown, debug = false): Failure {
+  return describeByRules(error, EXIT_RULES, { internalExitCode: EXIT_FAILED, debug });
 }

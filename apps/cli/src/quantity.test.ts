@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '@lvstamp/core';
 import { describe, expect, it } from 'vitest';
-import { formatBytes, formatDuration, parseDuration, parseSize } from './quantity.js';
+import { formatBytes, parseDuration, parseSize } from './quantity.js';
 
 describe('parseSize (Kubernetes quantities)', () => {
   it.each([
@@ -64,10 +64,5 @@ describe('formatting', () => {
     expect(formatBytes(204 * 2 ** 20)).toBe('204 MiB');
     expect(formatBytes(1.5 * 2 ** 30)).toBe('1.5 GiB');
     expect(formatBytes(512)).toBe('512 B');
-  });
-  it('formats durations', () => {
-    expect(formatDuration(5_400_000)).toBe('1h 30m');
-    expect(formatDuration(0)).toBe('0s');
-    expect(formatDuration(45_000)).toBe('45s');
   });
 });

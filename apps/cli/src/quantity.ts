@@ -9,6 +9,7 @@
  * `1.5Gi` is fine, `1.5` or `100m` (0.1 byte — almost always a typo for
  * `100Mi`) are refused rather than rounded.
  */
+import { parseDuration as readDuration } from '@lvstamp/app-kit';
 import { InvalidArgumentError } from '@lvstamp/core';
 
 const BINARY: Record<string, bigint> = {
@@ -78,33 +79,18 @@ export function parseSize(text: string): number {
   return Number(bytes);
 }
 
-const DURATION_UNITS_MS: Record<string, number> = {
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-  d: 86_400_000,
-};
-const DURATION = /^(?:(\d+)(ms|s|m|h|d))+$/;
-
 /**
  * Parses a duration such as `30m`, `2h`, `1h30m`, `45s`, `500ms`, `2d`, `0s`
- * (Go `time.ParseDuration` style, plus `d` = 24 h; a unit is required).
+ * (app-kit `parseDuration`: Go `time.ParseDuration` style, plus `d` = 24 h).
  * @returns milliseconds, a non-negative safe integer.
  * @throws InvalidArgumentError for anything else.
  */
 export function parseDuration(text: string): number {
-  const trimmed = text.trim();
-  if (!DURATION.test(trimmed)) {
+  const ms = readDuration(text);
+  if (ms === null) {
     throw new InvalidArgumentError(`invalid duration "${text}": use e.g. 30m, 2h, 1h30m, 45s`);
   }
-  let total = 0;
-  for (const [, amount = '0', unit = 's'] of trimmed.matchAll(/(\d+)(ms|s|m|h|d)/g)) {
-    total += Number(amount) * (DURATION_UNITS_MS[unit] ?? 0);
-  }
-  if (!Number.isSafeInteger(total))
-    throw new InvalidArgumentError(`invalid duration "${text}": too long`);
-  return total;
+  return ms;
 }
 
 const IEC = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];
@@ -124,22 +110,4 @@ export function formatBytes(bytes: number): string {
 /** A volume's capacity for people: formatBytes, or `unknown` when its header could not be read. */
 export function formatCapacity(bytes: number | null): string {
   return bytes === null ? 'unknown' : formatBytes(bytes);
-}
-
-/** Formats milliseconds for people: `1h 30m`, `45s`, `0s`. */
-export function formatDuration(ms: number): string {
-  const parts: string[] = [];
-  let rest = Math.max(0, Math.round(ms / 1000));
-  for (const [unit, seconds] of [
-    ['d', 86_400],
-    ['h', 3_600],
-    ['m', 60],
-    ['s', 1],
-  ] as const) {
-    if (rest >= seconds) {
-      parts.push(`${Math.floor(rest / seconds)}${unit}`);
-      rest %= seconds;
-    }
-  }
-  return parts.length ? parts.slice(0, 2).join(' ') : '0s';
 }

@@ -1,4 +1,5 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
+import { oneLine } from '@lvstamp/app-kit';
 import {
   AlreadyExistsError,
   CommandFailedError,
@@ -80,8 +81,4 @@ function coreCode(error: unknown): GrpcStatus | null {
   if (error instanceof CommandTimeoutError) return GrpcStatus.DEADLINE_EXCEEDED;
   if (error instanceof CommandFailedError) return GrpcStatus.INTERNAL;
   return null;
-}
-
-function oneLine(text: string): string {
-  return text.replace(/\s*\n\s*/g, '; ').trim();
 }

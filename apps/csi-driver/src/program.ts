@@ -1,3 +1,4 @@
+import { messageOf } from '@lvstamp/app-kit';
 import { Command, CommanderError, Option } from 'commander';
 import { parseOwnerId, requireNoControlCharacters, STANDALONE_OWNER_ID } from '@lvstamp/core';
 import { parseConfig } from './config.js';
@@ -105,7 +106,7 @@ export async function runDriver(argv: readonly string[], deps: DriverDeps): Prom
     requireNoControlCharacters(options.nodeId, '--node-id');
     config = parseConfig(await deps.readText(options.config), options.config);
   } catch (error) {
-    deps.stderr.write(`lvstamp-csi: ${error instanceof Error ? error.message : String(error)}\n`);
+    deps.stderr.write(`lvstamp-csi: ${messageOf(error)}\n`);
     return 2;
   }
   const logger = (deps.createLogger ?? createLogger)(options.logLevel);
@@ -114,7 +115,7 @@ export async function runDriver(argv: readonly string[], deps: DriverDeps): Prom
     core = deps.createCore({ lockFile: options.lockFile, logger });
   } catch (error) {
     // e.g. a --lock-file that does not end in .lock (InvalidArgumentError): a usage error
-    deps.stderr.write(`lvstamp-csi: ${error instanceof Error ? error.message : String(error)}\n`);
+    deps.stderr.write(`lvstamp-csi: ${messageOf(error)}\n`);
     return 2;
   }
   const metrics = new DriverMetrics({ config, core });
@@ -139,9 +140,7 @@ export async function runDriver(argv: readonly string[], deps: DriverDeps): Prom
       logger.info({ port: served.port }, 'serving metrics');
     }
   } catch (error) {
-    deps.stderr.write(
-      `lvstamp-csi: cannot start: ${error instanceof Error ? error.message : String(error)}\n`,
-    );
+    deps.stderr.write(`lvstamp-csi: cannot start: ${messageOf(error)}\n`);
     await server.stop(0);
     return 1;
   }

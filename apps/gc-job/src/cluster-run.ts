@@ -1,3 +1,4 @@
+import { messageOf } from '@lvstamp/app-kit';
 import type { Logger } from 'pino';
 import type { ClusterConfig } from './config.js';
 import { KubeApiError } from './errors.js';
@@ -101,7 +102,7 @@ export async function runCluster(
         started.push(newStarted(node, job));
         continue;
       }
-      const message = error instanceof Error ? error.message : String(error);
+      const message = messageOf(error);
       logger.error({ node, job, error: message }, 'cannot create the per-node job');
       results.set(node, { node, job, status: 'not-started', summary: null, error: message });
     }
@@ -114,10 +115,7 @@ export async function runCluster(
       await observePods(config, deps, pending);
     } catch (error) {
       // Pods and events only explain a node that does not start; the Job's status decides.
-      logger.warn(
-        { error: error instanceof Error ? error.message : String(error) },
-        'cannot read the per-node pods or their events',
-      );
+      logger.warn({ error: messageOf(error) }, 'cannot read the per-node pods or their events');
     }
     const still: typeof pending = [];
     for (const s of pending) {
@@ -126,10 +124,7 @@ export async function runCluster(
         done = await checkJob(config, deps, s);
       } catch (error) {
         // A failed poll is not a failed node: poll again until the deadline.
-        logger.warn(
-          { job: s.job, error: error instanceof Error ? error.message : String(error) },
-          'cannot read per-node job',
-        );
+        logger.warn({ job: s.job, error: messageOf(error) }, 'cannot read per-node job');
         done = null;
       }
       if (done === null) still.push(s);

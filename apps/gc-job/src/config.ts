@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { parseDuration } from '@lvstamp/app-kit';
 import { isHexId } from '@lvstamp/core';
 import { ConfigError } from './errors.js';
 import type { KubeCredentials } from './kube/client.js';
@@ -151,32 +152,10 @@ export interface ClusterConfig extends CommonConfig {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-const UNIT_MS: Readonly<Record<string, number>> = {
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-  d: 86_400_000,
-};
 // RFC 1123 label (namespaces, ServiceAccounts) and subdomain (node names, driver names).
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const DNS_SUBDOMAIN =
   /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
-/**
- * Reads a duration: one or more `<integer><unit>` with unit ms, s, m, h, d
- * (`90s`, `1h30m`, `500ms`), or `0`.
- * @returns milliseconds, or null when the text is not a duration.
- */
-export function parseDuration(text: string): number | null {
-  const t = text.trim();
-  if (t === '0') return 0;
-  if (!/^(\d+(ms|s|m|h|d))+$/.test(t)) return null;
-  let total = 0;
-  for (const m of t.matchAll(/(\d+)(ms|s|m|h|d)/g))
-    total += Number(m[1]) * (UNIT_MS[m[2] ?? ''] ?? NaN);
-  return Number.isSafeInteger(total) ? total : null;
-}
 
 /** Collects every configuration mistake, then throws them together. */
 class Problems {

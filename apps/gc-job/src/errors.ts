@@ -1,3 +1,4 @@
+import { describeFailure as describeByRules, type ExitRule, type Failure } from '@lvstamp/app-kit';
 import {
   CommandFailedError,
   FailedPreconditionError,
@@ -111,30 +112,31 @@ function describeKind(kind: KubeFailureKind, status: number | null): string {
 }
 
 /**
- * The one place where errors become exit codes and one-line messages
- * (STYLE.md 2). Bad configuration exits 2; every known failure exits 1;
+ * The one place where errors become exit codes: bad configuration exits 2;
+ * a reported failure its own code; every other known failure exits 1.
+ */
+const EXIT_RULES: readonly ExitRule[] = [
+  { errors: [ConfigError, InvalidArgumentError], exitCode: EXIT_USAGE },
+  {
+    errors: [ReportedFailure],
+    exitCode: (error) => (error instanceof ReportedFailure ? error.exitCode : EXIT_FAILED),
+  },
+  {
+    errors: [
+      KubeApiError,
+      FailedPreconditionError,
+      LockTimeoutError,
+      CommandFailedError,
+      LvstampError,
+    ],
+    exitCode: EXIT_FAILED,
+  },
+];
+
+/**
+ * An error as `lvstamp-gc`'s exit code and one-line message (EXIT_RULES);
  * anything unrecognised is an internal error without a stack trace.
  */
-export function describeFailure(error: unknown): { exitCode: number; message: string } {
-  if (error instanceof ConfigError || error instanceof InvalidArgumentError) {
-    return { exitCode: EXIT_USAGE, message: oneLine(error.message) };
-  }
-  if (error instanceof ReportedFailure) {
-    return { exitCode: error.exitCode, message: oneLine(error.message) };
-  }
-  if (
-    error instanceof KubeApiError ||
-    error instanceof FailedPreconditionError ||
-    error instanceof LockTimeoutError ||
-    error instanceof CommandFailedError ||
-    error instanceof LvstampError
-  ) {
-    return { exitCode: EXIT_FAILED, message: oneLine(error.message) };
-  }
-  const text = error instanceof Error ? error.message : String(error);
-  return { exitCode: EXIT_FAILED, message: `internal error: ${oneLine(text)}` };
-}
-
-function oneLine(text: string): string {
-  return text.replace(/\s*\n\s*/g, '; ').trim();
+export function describeFailure(error: unknown): Failure {
+  return describeByRules(error, EXIT_RULES, { internalExitCode: EXIT_FAILED });
 }

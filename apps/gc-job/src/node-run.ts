@@ -1,3 +1,4 @@
+import { messageOf } from '@lvstamp/app-kit';
 import {
   FailedPreconditionError,
   type GcOutcome,
@@ -174,7 +175,7 @@ export function abortedSummary(config: NodeConfig, error: unknown): NodeSummary 
     skipped: 0,
     errors: 1,
     capped: false,
-    error: error instanceof Error ? error.message : String(error),
+    error: messageOf(error),
   };
 }
 
@@ -251,7 +252,7 @@ async function recordEvents(
     try {
       await deps.kube.createEvent(e);
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = messageOf(error);
       errors.push(message);
       deps.logger.error({ reason: e.reason, error: message }, 'cannot record event');
     }

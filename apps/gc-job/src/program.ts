@@ -1,3 +1,4 @@
+import { messageOf } from '@lvstamp/app-kit';
 import { Command, CommanderError, Option } from 'commander';
 import type { GcService } from '@lvstamp/core';
 import { runCluster } from './cluster-run.js';
@@ -337,10 +338,7 @@ async function nodeAction(raw: RawNodeOptions, deps: GcJobDeps): Promise<number>
         [REPORT_ANNOTATION]: JSON.stringify(summary),
       });
     } catch (error) {
-      logger.error(
-        { error: error instanceof Error ? error.message : String(error) },
-        'cannot annotate the report job',
-      );
+      logger.error({ error: messageOf(error) }, 'cannot annotate the report job');
     }
   };
   let result;

@@ -1,21 +1,7 @@
+import { renderTable } from '@lvstamp/app-kit';
 import { planTable } from '@lvstamp/core';
 import type { ClusterReport } from './cluster-run.js';
 import type { NodeReport } from './node-run.js';
-
-/** Formats rows as aligned columns (no borders; the last column is not padded). */
-export function renderColumns(
-  header: readonly string[],
-  rows: readonly (readonly string[])[],
-): string {
-  const all = [header, ...rows];
-  const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
-  return all
-    .map((r) =>
-      r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  '),
-    )
-    .join('\n')
-    .concat('\n');
-}
 
 /**
  * The human report of `lvstamp-gc node`: one row per device with the action,
@@ -28,7 +14,7 @@ export function renderNodeReport(report: NodeReport): string {
   const lines = [
     report.plan.entries.length === 0
       ? 'no lvstamp devices on this node\n'
-      : renderColumns(header, rows),
+      : renderTable(header, rows),
     `live set: ${report.liveSet.ids} volume IDs from ${report.liveSet.driverPvs} PV(s) of the driver and ${report.liveSet.pvcs} PVC(s), ${report.liveSet.pages} page(s)\n`,
     `node ${s.node}: ${s.devices} device(s), kept ${s.kept}, warnings ${s.warnings}, to remove ${s.planned}, removed ${s.removed}, skipped ${s.skipped}, errors ${s.errors}` +
       `${s.capped ? `, deletion cap of ${report.plan.deletionCap} reached` : ''}; ` +
@@ -59,7 +45,7 @@ export function renderClusterReport(report: ClusterReport): string {
   return (
     (report.nodes.length === 0
       ? `no node lists driver ${report.driverName} in its CSINode\n`
-      : renderColumns(
+      : renderTable(
           [
             'NODE',
             'STATUS',

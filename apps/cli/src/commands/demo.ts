@@ -1,11 +1,12 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { formatDuration, messageOf } from '@lvstamp/app-kit';
 import type { Command } from 'commander';
 import { ReportedFailure } from '../errors.js';
 import type { Io } from '../output.js';
 import type { CommandContext } from '../program.js';
-import { formatBytes, formatCapacity, formatDuration } from '../quantity.js';
+import { formatBytes, formatCapacity } from '../quantity.js';
 import type { CliServices } from '../services.js';
 
 const MiB = 1024 * 1024;
@@ -205,9 +206,7 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
       try {
         await undo();
       } catch (error) {
-        io.stderr.write(
-          `    cleanup step failed: ${error instanceof Error ? error.message : String(error)}\n`,
-        );
+        io.stderr.write(`    cleanup step failed: ${messageOf(error)}\n`);
         failure ??= error;
       }
     }

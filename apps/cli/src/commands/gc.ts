@@ -1,3 +1,4 @@
+import { formatDuration, messageOf, renderTable } from '@lvstamp/app-kit';
 import {
   FailedPreconditionError,
   InvalidArgumentError,
@@ -9,10 +10,10 @@ import {
 } from '@lvstamp/core';
 import type { Command } from 'commander';
 import { ReportedFailure } from '../errors.js';
-import { progress, renderTable, writeJson, type Io } from '../output.js';
+import { progress, writeJson, type Io } from '../output.js';
 import type { CommandContext } from '../program.js';
 import { describeScope } from '../scope.js';
-import { formatDuration, parseDuration } from '../quantity.js';
+import { parseDuration } from '../quantity.js';
 
 interface GcOptions {
   live?: string;
@@ -105,7 +106,7 @@ async function readLiveSet(ctx: CommandContext, path: string): Promise<Set<strin
   try {
     text = await ctx.deps.readText(path);
   } catch (error) {
-    const why = error instanceof Error ? error.message : String(error);
+    const why = messageOf(error);
     throw new FailedPreconditionError(
       `cannot read the live set from ${path === '-' ? 'standard input' : path}: ${why}; refusing to run`,
     );

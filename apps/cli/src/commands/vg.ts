@@ -1,6 +1,7 @@
+import { renderTable } from '@lvstamp/app-kit';
 import type { Command } from 'commander';
 import { UsageError } from '../errors.js';
-import { progress, renderTable, writeJson } from '../output.js';
+import { progress, writeJson } from '../output.js';
 import type { CommandContext } from '../program.js';
 import { formatBytes, parseSize } from '../quantity.js';
 

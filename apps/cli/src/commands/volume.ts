@@ -1,3 +1,4 @@
+import { renderTable } from '@lvstamp/app-kit';
 import {
   FailedPreconditionError,
   InvalidArgumentError,
@@ -8,7 +9,7 @@ import {
   type WipePolicy,
 } from '@lvstamp/core';
 import { Option, type Command } from 'commander';
-import { progress, renderTable, writeJson } from '../output.js';
+import { progress, writeJson } from '../output.js';
 import type { CommandContext } from '../program.js';
 import { formatBytes, formatCapacity, parseSize } from '../quantity.js';
 import { commandScope } from '../scope.js';

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { formatDuration, parseDuration } from './duration.js';
+
+describe('parseDuration', () => {
+  it.each([
+    ['30m', 1_800_000],
+    ['2h', 7_200_000],
+    ['1h30m', 5_400_000],
+    ['45s', 45_000],
+    ['500ms', 500],
+    ['0s', 0],
+    ['0', 0],
+    ['2d', 172_800_000],
+    [' 90s ', 90_000],
+  ])('%j is %d ms', (text, ms) => {
+    expect(parseDuration(text)).toBe(ms);
+  });
+
+  it.each(['', '30', 'm', '1.5h', '-1h', '1w', '1h 30m', '1 hour', `${'9'.repeat(20)}d`])(
+    'refuses %j',
+    (text) => {
+      expect(parseDuration(text)).toBeNull();
+    },
+  );
+});
+
+describe('formatDuration', () => {
+  it.each([
+    [0, '0s'],
+    [400, '0s'],
+    [1500, '2s'],
+    [45_000, '45s'],
+    [5_400_000, '1h 30m'],
+    [3_601_000, '1h 1s'],
+    [90_061_000, '1d 1h'],
+    [-5, '0s'],
+  ])('%d ms is %j', (ms, text) => {
+    expect(formatDuration(ms)).toBe(text);
+  });
+});
