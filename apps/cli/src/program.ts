@@ -1,3 +1,4 @@
+import { DEFAULT_HOST_LOCK_PATH, STANDALONE_OWNER_ID } from '@lvstamp/core';
 import { Command, CommanderError, Option } from 'commander';
 import { EXIT_OK, EXIT_USAGE, describeFailure } from './errors.js';
 import type { Io } from './output.js';
@@ -39,12 +40,12 @@ export function buildProgram(deps: CliDeps): Command {
     .addOption(
       new Option('--owner-id <hex>', 'owner ID of this installation (32 hex digits)')
         .env('LVSTAMP_OWNER_ID')
-        .default('0'.repeat(32), 'standalone: all zeros'),
+        .default(STANDALONE_OWNER_ID, 'standalone: all zeros'),
     )
     .addOption(
       new Option('--lock-file <path>', 'host lock shared with the CSI driver and the GC job')
         .env('LVSTAMP_LOCK_FILE')
-        .default('/run/lock/lvstamp/host.lock'),
+        .default(DEFAULT_HOST_LOCK_PATH),
     )
     .option('--json', 'print machine-readable JSON instead of tables', false)
     .addHelpText(

@@ -1,6 +1,11 @@
 import { messageOf } from '@lvstamp/app-kit';
 import { Command, CommanderError, Option } from 'commander';
-import { parseOwnerId, requireNoControlCharacters, STANDALONE_OWNER_ID } from '@lvstamp/core';
+import {
+  DEFAULT_HOST_LOCK_PATH,
+  parseOwnerId,
+  requireNoControlCharacters,
+  STANDALONE_OWNER_ID,
+} from '@lvstamp/core';
 import { parseConfig } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { DriverMetrics } from './metrics.js';
@@ -64,7 +69,7 @@ export function buildProgram(deps: Pick<DriverDeps, 'version' | 'stderr'>): Comm
     .addOption(
       new Option('--lock-file <path>', 'host lock shared with the CLI and the GC job')
         .env('LVSTAMP_LOCK_FILE')
-        .default('/run/lock/lvstamp/host.lock'),
+        .default(DEFAULT_HOST_LOCK_PATH),
     )
     .addOption(
       new Option('--shutdown-grace-ms <ms>', 'how long in-flight calls may run at shutdown')

@@ -1,19 +1,19 @@
 import { hostname } from 'node:os';
 import { parseDuration } from '@lvstamp/app-kit';
-import { isHexId } from '@lvstamp/core';
+import { DEFAULT_HOST_LOCK_PATH, isHexId, STANDALONE_OWNER_ID } from '@lvstamp/core';
 import { ConfigError } from './errors.js';
 import type { KubeCredentials } from './kube/client.js';
 
 /** Defaults shared by the program's help, the manifests and the README. */
 export const DEFAULTS = Object.freeze({
   driverName: 'lvstamp.io',
-  ownerId: '0'.repeat(32),
+  ownerId: STANDALONE_OWNER_ID,
   minAge: '1h',
   maxDelete: '10',
   maxDeletePercent: '50',
   pageSize: '500',
   requestTimeout: '30s',
-  lockFile: '/run/lock/lvstamp/host.lock',
+  lockFile: DEFAULT_HOST_LOCK_PATH,
   eventsNamespace: 'default',
   serviceAccount: 'lvstamp-gc',
   waitTimeout: '30m',

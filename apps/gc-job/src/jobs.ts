@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { dirname } from 'node:path';
+import { DEFAULT_HOST_LOCK_PATH } from '@lvstamp/core';
 import type { ClusterConfig } from './config.js';
 
 /** Label on every per-node Job (and its pods) that `lvstamp-gc cluster` creates. */
@@ -15,7 +17,7 @@ export const NODE_JOB_HOST_PATHS: readonly { name: string; path: string; type: s
   { name: 'sys', path: '/sys', type: 'Directory' },
   { name: 'lvm-config', path: '/etc/lvm', type: 'DirectoryOrCreate' },
   { name: 'lvm-run', path: '/run/lvm', type: 'DirectoryOrCreate' },
-  { name: 'host-lock', path: '/run/lock/lvstamp', type: 'DirectoryOrCreate' },
+  { name: 'host-lock', path: dirname(DEFAULT_HOST_LOCK_PATH), type: 'DirectoryOrCreate' },
 ];
 
 /**

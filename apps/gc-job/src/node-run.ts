@@ -1,11 +1,5 @@
 import { messageOf } from '@lvstamp/app-kit';
-import {
-  FailedPreconditionError,
-  type GcOutcome,
-  type GcPlan,
-  type GcPlanEntry,
-  type GcService,
-} from '@lvstamp/core';
+import { type GcOutcome, type GcPlan, type GcPlanEntry, type GcService } from '@lvstamp/core';
 import type { Logger } from 'pino';
 import type { NodeConfig } from './config.js';
 import type { EventSpec, KubeApi } from './kube/api.js';
@@ -70,17 +64,17 @@ export interface NodeRunDeps {
  * 1. the live set from the API server (`buildLiveSet`): any failed page
  *    aborts here, before the inventory and before anything is deleted;
  * 2. inventory and plan on this node (core `GcService.plan`, pure planner
- *    of DESIGN.md §6 with owner, grace period and both caps);
- * 3. refusal: no PV of this driver while stamped volumes exist, unless
+ *    of DESIGN.md §6 with owner, grace period and both caps), which refuses
+ *    when no PV of this driver exists while stamped volumes do, unless
  *    `allowEmptyLiveSet` (DESIGN.md §2.4 "Refuse rather than guess");
- * 4. with `apply`: the core executor, which re-checks each device under the
+ * 3. with `apply`: the core executor, which re-checks each device under the
  *    host lock right before acting;
- * 5. a Kubernetes Event per removed, failed or suspicious (warn) volume,
+ * 4. a Kubernetes Event per removed, failed or suspicious (warn) volume,
  *    about the volume's PV when it has one, else about the Node.
  *
  * @throws KubeApiError when the live set cannot be read completely;
- *   FailedPreconditionError for the refusal above (and from the core for an
- *   empty live set); any core error from the inventory. Nothing is removed
+ *   FailedPreconditionError for the refusal above; any core error from the
+ *   inventory. Nothing is removed
  *   in these cases.
  */
 export async function runNode(config: NodeConfig, deps: NodeRunDeps): Promise<NodeReport> {
@@ -106,9 +100,13 @@ export async function runNode(config: NodeConfig, deps: NodeRunDeps): Promise<No
     );
   }
 
-  const { inventory, plan } = await deps.gc.plan({
+  const { plan } = await deps.gc.plan({
     liveSet: liveSet.ids,
     allowEmptyLiveSet: config.allowEmptyLiveSet,
+    liveSetSource: {
+      what: `the list of PersistentVolumes of driver ${config.driverName}`,
+      count: liveSet.driverPvCount,
+    },
     policy: {
       ownerId: config.ownerId,
       minAgeMs: config.minAgeMs,
@@ -118,13 +116,6 @@ export async function runNode(config: NodeConfig, deps: NodeRunDeps): Promise<No
     },
     nowMs: deps.now(),
   });
-  const stamped = inventory.volumes.filter((v) => v.header.status === 'ok').length;
-  if (liveSet.driverPvCount === 0 && stamped > 0 && !config.allowEmptyLiveSet) {
-    throw new FailedPreconditionError(
-      `the API server lists no PersistentVolume of driver ${config.driverName} while ${stamped} stamped volume(s) exist on node ${config.nodeName}; ` +
-        'refusing to plan removals (a wrong driver name or a failed list looks the same); pass --allow-empty-live-set if nothing is really in use',
-    );
-  }
   for (const e of plan.entries) {
     if (e.severity === 'warn')
       logger.warn({ device: e.device, rule: e.rule, reason: e.reason }, 'kept: needs a look');

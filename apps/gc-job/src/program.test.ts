@@ -120,7 +120,7 @@ describe('lvstamp-gc node', () => {
     const refused = await run(kube, node, ['--apply', '--max-delete-percent', '100']);
     expect(refused.code).toBe(1);
     expect(refused.err).toMatch(
-      /lists no PersistentVolume of driver lvstamp\.io while 1 stamped volume\(s\) exist on node node-1; refusing/,
+      /the list of PersistentVolumes of driver lvstamp\.io is empty while 1 stamped volume\(s\) exist; refusing/,
     );
     expect(node.removed).toEqual([]);
     const allowed = await run(kube, node, [

@@ -29,6 +29,12 @@ export const DEFAULT_NAMING: Naming = Object.freeze({
 /** Owner ID of standalone use (no cluster): 32 zeros. */
 export const STANDALONE_OWNER_ID = '0'.repeat(32);
 
+/**
+ * Default host lock path, shared by the driver, the CLI and the GC job;
+ * `/run/lock` is a tmpfs, so a reboot clears it.
+ */
+export const DEFAULT_HOST_LOCK_PATH = '/run/lock/lvstamp/host.lock';
+
 /** Longest volume name in bytes of UTF-8 (DESIGN.md §3, header field `name`). */
 export const MAX_NAME_BYTES = 256;
 

@@ -4,5 +4,5 @@ export { planGc, validatePolicy } from './planner.js';
 export { applyGcPlan, type GcApplyOptions } from './executor.js';
 export type * from './ports.js';
 export type * from './types.js';
-export { GcService, type GcPlanRequest } from './service.js';
+export { GcService, type GcPlanRequest, type LiveSetSource } from './service.js';
 export { planTable } from './plan-table.js';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { VgScope, VolumeScope } from '../lvm/types.js';
-import { GcService } from './service.js';
+import { FailedPreconditionError } from '../errors.js';
+import { GcService, refuseEmptyLiveSet } from './service.js';
 import type { GcExecutorPorts } from './ports.js';
 
 const OWNER = '0123456789abcdef0123456789abcdef';
@@ -62,5 +63,45 @@ describe('GcService.plan: scope and activation (DESIGN.md §2.3, §6)', () => {
       'listVolumes vg-a,vg-b',
     ]);
     expect(result.vgNames).toEqual(['vg-a', 'vg-b']);
+  });
+});
+
+describe('refuseEmptyLiveSet (DESIGN.md §2.4)', () => {
+  const refusal =
+    /^the live set is empty while 2 stamped volume\(s\) exist; refusing to plan removals \(an empty list is more often a failed one\); allow it explicitly if nothing is really in use$/;
+
+  it('refuses an empty live set while stamped volumes exist', () => {
+    expect(() => {
+      refuseEmptyLiveSet({ liveSet: new Set(), allowEmptyLiveSet: false }, 2);
+    }).toThrow(refusal);
+    expect(() => {
+      refuseEmptyLiveSet({ liveSet: new Set(), allowEmptyLiveSet: false }, 2);
+    }).toThrow(FailedPreconditionError);
+  });
+
+  it('accepts it when allowed, when nothing is stamped, or when the set holds an ID', () => {
+    expect(() => {
+      refuseEmptyLiveSet({ liveSet: new Set(), allowEmptyLiveSet: true }, 2);
+      refuseEmptyLiveSet({ liveSet: new Set(), allowEmptyLiveSet: false }, 0);
+      refuseEmptyLiveSet({ liveSet: new Set([OWNER]), allowEmptyLiveSet: false }, 2);
+    }).not.toThrow();
+  });
+
+  it('judges by the named source when there is one: IDs from elsewhere do not count', () => {
+    const what = 'the list of PersistentVolumes of driver lvstamp.io';
+    expect(() => {
+      refuseEmptyLiveSet(
+        { liveSet: new Set([OWNER]), allowEmptyLiveSet: false, liveSetSource: { what, count: 0 } },
+        1,
+      );
+    }).toThrow(
+      /^the list of PersistentVolumes of driver lvstamp\.io is empty while 1 stamped volume\(s\) exist; refusing/,
+    );
+    expect(() => {
+      refuseEmptyLiveSet(
+        { liveSet: new Set(), allowEmptyLiveSet: false, liveSetSource: { what, count: 3 } },
+        1,
+      );
+    }).not.toThrow();
   });
 });

@@ -6,6 +6,13 @@ import { planGc } from './planner.js';
 import type { GcExecutorPorts } from './ports.js';
 import type { GcOutcome, GcPlan, GcPolicy, Inventory } from './types.js';
 
+/** What a live set was read from, for the empty-live-set refusal. */
+export interface LiveSetSource {
+  /** e.g. `the list of PersistentVolumes of driver lvstamp.io`. */
+  readonly what: string;
+  readonly count: number;
+}
+
 /** A GC run's input (DESIGN.md §6). */
 export interface GcPlanRequest {
   /** Volume IDs (32 hex digits) that something still references. */
@@ -16,6 +23,14 @@ export interface GcPlanRequest {
    * list than a real "nothing is live" (DESIGN.md §2.4).
    */
   readonly allowEmptyLiveSet: boolean;
+  /**
+   * The records whose absence counts as "empty", when the live set also holds
+   * IDs that do not prove the list worked: `count` records of `what` (the
+   * CronJob: PersistentVolumes of its driver, since claims of any driver fill
+   * the set even when a wrong driver name matches no volume). Default: the
+   * live set itself.
+   */
+  readonly liveSetSource?: LiveSetSource;
   readonly policy: GcPolicy;
   /** Unix milliseconds. */
   readonly nowMs: number;
@@ -64,12 +79,7 @@ export class GcService {
     });
     const inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
     const stamped = inventory.volumes.filter((v) => v.header.status === 'ok').length;
-    if (request.liveSet.size === 0 && stamped > 0 && !request.allowEmptyLiveSet) {
-      throw new FailedPreconditionError(
-        `the live set is empty while ${stamped} stamped volume(s) exist; refusing to plan removals ` +
-          '(an empty list is more often a failed one); allow it explicitly if nothing is really in use',
-      );
-    }
+    refuseEmptyLiveSet(request, stamped);
     const plan = planGc(inventory, request.liveSet, request.policy, request.nowMs);
     return { inventory, plan, vgNames, activated };
   }
@@ -78,4 +88,22 @@ export class GcService {
   async apply(plan: GcPlan, options: GcApplyOptions = {}): Promise<GcOutcome[]> {
     return applyGcPlan(plan, this.#ports, options);
   }
+}
+
+/**
+ * Refuse rather than guess (DESIGN.md §2.4): an empty live set (or an empty
+ * `liveSetSource`) while `stamped` volumes with a valid header exist is far
+ * more often a failed or partial list than "nothing is live".
+ * @throws FailedPreconditionError unless `allowEmptyLiveSet`.
+ */
+export function refuseEmptyLiveSet(
+  request: Pick<GcPlanRequest, 'liveSet' | 'allowEmptyLiveSet' | 'liveSetSource'>,
+  stamped: number,
+): void {
+  const source = request.liveSetSource ?? { what: 'the live set', count: request.liveSet.size };
+  if (source.count > 0 || stamped === 0 || request.allowEmptyLiveSet) return;
+  throw new FailedPreconditionError(
+    `${source.what} is empty while ${stamped} stamped volume(s) exist; refusing to plan removals ` +
+      '(an empty list is more often a failed one); allow it explicitly if nothing is really in use',
+  );
 }

@@ -175,7 +175,7 @@ describe('FileHostLock across processes', () => {
   // Node 20 cannot run TypeScript: transpile the lock module for the children.
   beforeAll(() => {
     workDir = mkdtempSync(join(tmpdir(), 'lvstamp-lock-worker-'));
-    for (const file of ['errors.ts', 'lock/file-host-lock.ts']) {
+    for (const file of ['errors.ts', 'naming.ts', 'lock/file-host-lock.ts']) {
       const source = readFileSync(join(SRC, file), 'utf8');
       const output = ts.transpileModule(source, {
         compilerOptions: {

@@ -4,10 +4,8 @@ import { dirname } from 'node:path';
 import * as lockfile from 'proper-lockfile';
 import { InvalidArgumentError, LockTimeoutError } from '../errors.js';
 import type { WarnLogger } from '../exec/runner.js';
+import { DEFAULT_HOST_LOCK_PATH } from '../naming.js';
 import type { HostLock } from './host-lock.js';
-
-/** Default host lock path; `/run/lock` is a tmpfs, so a reboot clears it. */
-export const DEFAULT_HOST_LOCK_PATH = '/run/lock/lvstamp/host.lock';
 
 /** Options of a FileHostLock. All durations in milliseconds. */
 export interface FileHostLockOptions {
