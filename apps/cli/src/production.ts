@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { checkHostCanActivate, createNodeServices } from '@lvstamp/core';
-import type { CliDeps } from './program.js';
+import type { CliDeps } from './context.js';
 import type { CliServices, GlobalOptions } from './services.js';
 
 /** The real world: the core on this host, stdout/stderr, the wall clock. */

@@ -1,33 +1,14 @@
 import { DEFAULT_HOST_LOCK_PATH, STANDALONE_OWNER_ID } from '@lvstamp/core';
 import { Command, CommanderError, Option } from 'commander';
 import { EXIT_OK, EXIT_USAGE, describeFailure } from './errors.js';
-import type { Io } from './output.js';
+import type { CliDeps, CommandContext } from './context.js';
 import type { CliServices, GlobalOptions } from './services.js';
 import { registerVolumeGroupCommands } from './commands/vg.js';
 import { registerVolumeCommands } from './commands/volume.js';
 import { registerGcCommand } from './commands/gc.js';
 import { registerDemoCommand } from './commands/demo.js';
 
-/** What the program needs from the outside world; tests pass fakes. */
-export interface CliDeps {
-  readonly io: Io;
-  readonly env: Readonly<Record<string, string | undefined>>;
-  /** Builds the core services for the parsed global options. */
-  readonly services: (options: GlobalOptions) => CliServices;
-  /** Reads a UTF-8 text file, or standard input for `-`. */
-  readonly readText: (path: string) => Promise<string>;
-  /** Wall clock, Unix milliseconds. */
-  readonly now: () => number;
-  readonly version: string;
-}
-
-/** Shared state handed to each command's registration. */
-export interface CommandContext {
-  readonly deps: CliDeps;
-  /** The global options, parsed; call from inside an action only. */
-  readonly globals: () => GlobalOptions;
-  readonly services: () => CliServices;
-}
+export type { CliDeps, CommandContext } from './context.js';
 
 const SIZE_HELP =
   'Sizes are Kubernetes quantities, as on a PVC: 512Mi, 1Gi (binary), 1G (10^9 bytes), or plain bytes.';

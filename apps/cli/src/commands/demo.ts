@@ -5,7 +5,7 @@ import { formatDuration, messageOf } from '@lvstamp/app-kit';
 import type { Command } from 'commander';
 import { ReportedFailure } from '../errors.js';
 import type { Io } from '../output.js';
-import type { CommandContext } from '../program.js';
+import type { CommandContext } from '../context.js';
 import { formatBytes, formatCapacity } from '../quantity.js';
 import type { CliServices } from '../services.js';
 

@@ -11,7 +11,7 @@ import {
 import type { Command } from 'commander';
 import { ReportedFailure } from '../errors.js';
 import { progress, writeJson, type Io } from '../output.js';
-import type { CommandContext } from '../program.js';
+import type { CommandContext } from '../context.js';
 import { describeScope } from '../scope.js';
 import { parseDuration } from '../quantity.js';
 

@@ -2,7 +2,7 @@ import { renderTable } from '@lvstamp/app-kit';
 import type { Command } from 'commander';
 import { UsageError } from '../errors.js';
 import { progress, writeJson } from '../output.js';
-import type { CommandContext } from '../program.js';
+import type { CommandContext } from '../context.js';
 import { formatBytes, parseSize } from '../quantity.js';
 
 /** `lvstamp vg create|list|remove`. */

@@ -10,7 +10,7 @@ import {
 } from '@lvstamp/core';
 import { Option, type Command } from 'commander';
 import { progress, writeJson } from '../output.js';
-import type { CommandContext } from '../program.js';
+import type { CommandContext } from '../context.js';
 import { formatBytes, formatCapacity, parseSize } from '../quantity.js';
 import { commandScope } from '../scope.js';
 
