@@ -9,7 +9,7 @@ import {
   NotFoundError,
   UnparseableOutputError,
 } from '../errors.js';
-import { ReplayRunner, type ReplayStep } from '../exec/replay-runner.js';
+import { ReplayRunner, type ReplayStep } from '../testing/replay-runner.js';
 import type { Naming } from '../naming.js';
 import {
   DataDeviceManager,

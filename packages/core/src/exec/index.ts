@@ -1,4 +1,4 @@
-// Command execution: the runner interface, production and replay runners.
+// Command execution: the runner interface and the production runners.
 export type * from './runner.js';
 export { settleOutcome, type StderrListener } from './outcome.js';
 export {
@@ -7,12 +7,4 @@ export {
   ExecaRunner,
   type ExecaRunnerOptions,
 } from './execa-runner.js';
-export {
-  CORE_FIXTURES_DIR,
-  ReplayMismatchError,
-  ReplayRunner,
-  type ReplayCall,
-  type ReplayRunnerOptions,
-  type ReplayStep,
-} from './replay-runner.js';
 export { ObservingRunner, type CommandEvent } from './observing-runner.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CommandFailedError } from '../errors.js';
 import { ObservingRunner, type CommandEvent } from './observing-runner.js';
-import { ReplayRunner } from './replay-runner.js';
+import { ReplayRunner } from '../testing/replay-runner.js';
 
 function ticking(): () => number {
   let now = 0;

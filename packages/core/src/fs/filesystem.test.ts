@@ -10,7 +10,7 @@ import {
   NotFoundError,
   UnparseableOutputError,
 } from '../errors.js';
-import { ReplayRunner, type ReplayStep } from '../exec/replay-runner.js';
+import { ReplayRunner, type ReplayStep } from '../testing/replay-runner.js';
 import type { DeviceNumber } from '../device/types.js';
 import { statfs } from 'node:fs/promises';
 import { FilesystemManager, parseBlkidExport, usageFromStatfs } from './filesystem.js';

@@ -15,7 +15,7 @@ import {
   UnparseableOutputError,
 } from '../errors.js';
 import type { CommandRunner } from '../exec/runner.js';
-import { ReplayRunner, type ReplayStep } from '../exec/replay-runner.js';
+import { ReplayRunner, type ReplayStep } from '../testing/replay-runner.js';
 import type { DataArea } from '../header/block-io.js';
 import type { DecodeResult, HeaderFields } from '../header/types.js';
 import { NoopHostLock } from '../lock/host-lock.js';

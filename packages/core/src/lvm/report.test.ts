@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { UnparseableOutputError } from '../errors.js';
-import { CORE_FIXTURES_DIR } from '../exec/replay-runner.js';
+import { CORE_FIXTURES_DIR } from '../testing/replay-runner.js';
 import { parseLvsReport, parseVgsReport } from './report.js';
 
 const fixture = (name: string): string => readFileSync(`${CORE_FIXTURES_DIR}lvm/${name}`, 'utf8');

@@ -8,7 +8,7 @@ import {
   OutOfSpaceError,
   VolumeGroupUnusableError,
 } from '../errors.js';
-import { ReplayRunner, type ReplayStep } from '../exec/replay-runner.js';
+import { ReplayRunner, type ReplayStep } from '../testing/replay-runner.js';
 import { NoopHostLock } from '../lock/host-lock.js';
 import type { HeaderIo } from './header-io.js';
 import { volumeIdForName } from '../naming.js';

@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CommandTimeoutError, InvalidArgumentError } from '../errors.js';
-import { DEFAULT_COMMAND_TIMEOUT_MS } from './execa-runner.js';
-import { settleOutcome, type StderrListener } from './outcome.js';
-import type { CommandResult, CommandRunner, RunOptions } from './runner.js';
+import { DEFAULT_COMMAND_TIMEOUT_MS } from '../exec/execa-runner.js';
+import { settleOutcome, type StderrListener } from '../exec/outcome.js';
+import type { CommandResult, CommandRunner, RunOptions } from '../exec/runner.js';
 
-/** `packages/core/fixtures/`, from both `src/exec/` and `dist/exec/`. */
+/** `packages/core/fixtures/`, from both `src/testing/` and `dist/testing/`. */
 export const CORE_FIXTURES_DIR: string = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 
 /** One recorded command: the argv expected next and what it did. */
@@ -68,7 +68,7 @@ export interface ReplayRunnerOptions {
  * each `run` must receive exactly the argv of the next step, and then answers
  * as ExecaRunner would for that outcome — the result for exit 0 or an allowed
  * code, CommandFailedError otherwise, CommandTimeoutError for a `timeout`
- * step. A public test double: apps may use it in their own tests.
+ * step. A test double for the core's and the apps' tests (`@lvstamp/core/testing`).
  *
  * Fixture files are read when the runner is built, so a missing file fails
  * at once.

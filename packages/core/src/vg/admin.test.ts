@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../errors.js';
-import { ReplayRunner } from '../exec/replay-runner.js';
+import { ReplayRunner } from '../testing/replay-runner.js';
 import { NoopHostLock } from '../lock/host-lock.js';
 import { VolumeGroupAdmin } from './admin.js';
 
