@@ -1,14 +1,45 @@
-// Public surface of @lvstamp/core. Each area re-exports its own index.
-export * from './errors.js';
-export * from './naming.js';
-export type * from './exec/runner.js';
+// Public surface of @lvstamp/core: what the apps, the bench and the e2e suite
+// import, nothing more. Each area re-exports its own index.
+export {
+  AlreadyExistsError,
+  boundText,
+  CommandFailedError,
+  CommandTimeoutError,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  IoTimeoutError,
+  LockTimeoutError,
+  LvstampError,
+  NotFoundError,
+  NotOwnedError,
+  OutOfRangeError,
+  OutOfSpaceError,
+  UnparseableOutputError,
+  VolumeGroupUnusableError,
+  type VolumeGroupProblem,
+} from './errors.js';
+export {
+  controlCharacterIn,
+  DEFAULT_HOST_LOCK_PATH,
+  DEFAULT_NAMING,
+  dmNameFor,
+  dmUuidFor,
+  isHexId,
+  lvNameFor,
+  newLvNameFor,
+  ownerTagFor,
+  parseOwnerId,
+  requireNoControlCharacters,
+  STANDALONE_OWNER_ID,
+  validateVolumeName,
+  vgNameProblem,
+  volumeIdForName,
+} from './naming.js';
 export type * from './lvm/types.js';
 export * from './gc/index.js';
 export * from './header/index.js';
 export * from './device/index.js';
 export * from './fs/index.js';
-// gc/types.ts and device/types.ts both declare the same { major, minor } shape.
-export type { DeviceNumber } from './device/index.js';
 export * from './exec/index.js';
 export * from './lock/index.js';
 export * from './lvm/index.js';

@@ -1,8 +1,5 @@
-// Public surface of the GC (DESIGN.md §6): inventory, pure planner, executor.
-export { takeInventory } from './inventory.js';
-export { planGc, validatePolicy } from './planner.js';
-export { applyGcPlan, type GcApplyOptions } from './executor.js';
-export type * from './ports.js';
-export type * from './types.js';
+// Public surface of the GC (DESIGN.md §6): the service the apps run, its ports and results.
+export type { GcExecutorPorts, LvRef } from './ports.js';
+export type { GcOutcome, GcPlan, GcPlanEntry } from './types.js';
 export { GcService, type GcPlanRequest, type LiveSetSource } from './service.js';
 export { planTable } from './plan-table.js';
