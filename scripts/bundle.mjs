@@ -20,7 +20,7 @@ await build({
   sourcemap: true,
   // No comments, no indentation: they were a third of the file, and the comments' non-ASCII
   // characters (→, §, ’) made V8 hold the whole source as a two-byte string for the life of the
-  // process (the lvstamp-csi driver idled 3.5–4 MiB higher; issue 5). Names stay as they are,
+  // process (the lvstamp-csi driver idled 3.5–4 MiB higher). Names stay as they are,
   // lines stay short enough to read in an error excerpt, and the source map has the rest.
   minifyWhitespace: true,
   lineLimit: 160,

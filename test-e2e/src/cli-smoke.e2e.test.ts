@@ -26,7 +26,7 @@ describe('lvstamp CLI on a loop-backed volume group', () => {
     expect(await vgExists(vgName)).toBe(true);
     expect(await loopDevicesOf(file)).toHaveLength(1);
 
-    // 203 MiB + the 1 MiB data offset, in 4 MiB extents: a 204 MiB LV (issue 2, §5.6).
+    // 203 MiB + the 1 MiB data offset, in 4 MiB extents: a 204 MiB LV (DESIGN.md §4 "Capacity").
     const created = await runCliJson([
       'create',
       'pvc-e2e-smoke',

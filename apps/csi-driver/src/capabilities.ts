@@ -7,7 +7,7 @@ import type { AccessModeName, VolumeCapabilityMsg } from './csi-types.js';
  * What lvstamp offers, declared once: these lists answer
  * GetPluginCapabilities, ControllerGetCapabilities and NodeGetCapabilities,
  * and `requireControllerCapability` / `requireNodeCapability` gate the RPCs
- * with them (STYLE.md, csi-driver-host-path).
+ * with them, as kubernetes-csi/csi-driver-host-path does.
  */
 export const PLUGIN_CAPABILITIES = Object.freeze([
   { service: { type: 'CONTROLLER_SERVICE' } },

@@ -40,8 +40,8 @@ export interface RpcFailure {
 }
 
 /**
- * The one place where errors become gRPC statuses (STYLE.md "what to take"
- * 2). Core errors map as follows:
+ * The one place where errors become gRPC statuses. Core errors map as
+ * follows:
  *
  * | core error | gRPC code |
  * |---|---|

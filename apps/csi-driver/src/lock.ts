@@ -5,7 +5,7 @@ import type { Handler } from './csi-types.js';
 export type VolumeKeyOf = (request: never) => string | null;
 
 /**
- * The per-volume lock decorator (STYLE.md "what to take" 7): wraps the
+ * The per-volume lock decorator: wraps the
  * handlers named in `keys` so that two operations on one volume never run
  * at once in this process. A second call while one runs fails at once with
  * core LockTimeoutError "an operation on volume <id> is already in

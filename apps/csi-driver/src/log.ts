@@ -32,7 +32,7 @@ export interface RpcRecord {
   readonly message?: string;
 }
 
-/** One structured line per RPC (STYLE.md 8): method, volume ID, duration, code. */
+/** One structured line per RPC: method, volume ID, duration, code. */
 export function logRpc(logger: Logger, record: RpcRecord): void {
   const fields = {
     method: record.method,

@@ -1,4 +1,4 @@
-// CSI conformance on real LVM, part 1 (issue 3 §3): Identity and Controller through the built
+// CSI conformance on real LVM, part 1: Identity and Controller through the built
 // driver's unix socket: every RPC's argument checks and exact codes, idempotency, ListVolumes
 // pagination (over the 16 concurrent volumes), GetCapacity around a create, and concurrent
 // CreateVolume (16 distinct names, 8 of one name).

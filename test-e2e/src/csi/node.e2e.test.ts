@@ -1,4 +1,4 @@
-// CSI conformance on real LVM, part 2 (issue 3 §3): the Node service through the built driver's
+// CSI conformance on real LVM, part 2: the Node service through the built driver's
 // unix socket: argument checks, full life cycles for ext4, xfs and raw block (create → stage →
 // publish → write → unpublish → unstage → delete, each step repeated to prove idempotency),
 // a driver restart between stage and publish (state comes back from LVM and mountinfo only),

@@ -1,4 +1,4 @@
-// Scenarios 2 and 3 of issue 2 §4: create is idempotent (one LV, one header
+// Create is idempotent (one LV, one header
 // write), a size conflict changes nothing, and a create killed between
 // lvcreate and the rename converges when retried and is garbage-collected
 // after the grace period when it never is (DESIGN.md §2.2, §5, §6 rule 5).

@@ -1,4 +1,4 @@
-// Scenarios 5 and 6 of issue 2 §4: online resize of a mounted ext4 and xfs,
+// Online resize of a mounted ext4 and xfs,
 // and the header in sector 0 surviving mkfs and a full write of the data
 // device (DESIGN.md §4: the data area starts 1 MiB behind the header).
 import { randomBytes } from 'node:crypto';

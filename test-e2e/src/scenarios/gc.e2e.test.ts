@@ -1,4 +1,4 @@
-// Scenario 7 of issue 2 §4: what `lvstamp gc` keeps and what it removes on
+// What `lvstamp gc` keeps and what it removes on
 // real LVM (DESIGN.md §2.3, §2.4, §6). Every volume here carries a random
 // owner ID, so these runs can only ever remove this file's volumes.
 import { randomBytes } from 'node:crypto';

@@ -1,4 +1,4 @@
-// Scenarios 1, 4 and 8 of issue 2 §4/§5: the whole life cycle of a volume
+// The whole life cycle of a volume
 // through the built CLI, deleting twice and deleting what never existed, and
 // a volume group whose name makes lvm double the hyphens in dm names.
 import { existsSync } from 'node:fs';

@@ -85,7 +85,7 @@ export interface DataDeviceManagerOptions {
  * `0 <dataSectors> linear <LV major:minor> <dataOffset/512>`.
  *
  * Every command goes through the injected runner. Nothing assumes udev
- * (FACTS.md: without udev `dmsetup create` makes no node): maps are made and
+ * (docs/FACTS.md: without udev `dmsetup create` makes no node): maps are made and
  * removed with `--noudevsync` and nodes kept right with `dmsetup mknodes`.
  * A node is trusted only after its rdev matches the map's major:minor.
  * Commands that fail throw CommandFailedError / CommandTimeoutError from the
@@ -192,7 +192,7 @@ export class DataDeviceManager {
    * Removes the data device, idempotently: an absent map is success (a
    * stale node left by an interrupted remove is cleared). Otherwise
    * `dmsetup remove --noudevsync lvstamp-<id>`, then `dmsetup mknodes
-   * lvstamp-<id>` to drop the node (FACTS.md: remove leaves it behind).
+   * lvstamp-<id>` to drop the node (docs/FACTS.md: remove leaves it behind).
    * The data on the LV is untouched.
    * @throws InvalidArgumentError for a malformed ID.
    * @throws FailedPreconditionError when the map is open (mounted, in use;

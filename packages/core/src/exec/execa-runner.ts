@@ -10,7 +10,7 @@ export const DEFAULT_COMMAND_TIMEOUT_MS = 60_000;
 export const COMMAND_ENV: Readonly<Record<string, string>> = Object.freeze({
   // Messages and number formats that parsers can rely on (DESIGN.md §2.5).
   LC_ALL: 'C',
-  // lvm2 warns on stderr about every inherited fd (FACTS.md).
+  // lvm2 warns on stderr about every inherited fd (docs/FACTS.md).
   LVM_SUPPRESS_FD_WARNINGS: '1',
 });
 
@@ -27,7 +27,7 @@ export interface ExecaRunnerOptions {
 }
 
 /**
- * The production CommandRunner (DESIGN.md §2.5, STYLE.md "What to take" 3) on
+ * The production CommandRunner (DESIGN.md §2.5) on
  * execa 9: argv array and no shell; `LC_ALL=C` and
  * `LVM_SUPPRESS_FD_WARNINGS=1` over the parent's environment; stdin closed
  * and only fds 0–2 passed; a per-call deadline after which the process is

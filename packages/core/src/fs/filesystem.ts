@@ -72,7 +72,7 @@ export interface FilesystemManagerOptions {
 
 /**
  * Probe, format, mount, unmount, grow and statfs for data devices, after
- * kubernetes/mount-utils (STYLE.md): format only what `blkid -p` calls
+ * kubernetes/mount-utils: format only what `blkid -p` calls
  * empty *and* what can be read; decide "mounted" from mountinfo, never from
  * device numbers of paths; every operation idempotent.
  *
@@ -97,7 +97,7 @@ export class FilesystemManager {
   /**
    * What is on `device`, from `blkid -p -o export <device>` (low-level
    * superblock probing, no cache). blkid exits 2 both for "nothing found"
-   * and for a missing or unreadable device (FACTS.md), so exit 2 is
+   * and for a missing or unreadable device (docs/FACTS.md), so exit 2 is
    * `blank` only after the first 4 KiB of the device were read in-process.
    * @returns `filesystem` (USAGE=filesystem), `partition-table` (PTTYPE
    *   only), `other` (swap, LVM PV, RAID, crypto, ...), or `blank`.

@@ -1,4 +1,4 @@
-// Filesystem helpers: probe, format, mount/unmount, grow, usage (DESIGN.md §1, STYLE.md mount-utils).
+// Filesystem helpers: probe, format, mount/unmount, grow, usage (DESIGN.md §1, after kubernetes/mount-utils).
 export type { FsType, MountInfoEntry } from './types.js';
 export { mountsAt } from './mountinfo.js';
 export { FilesystemManager } from './filesystem.js';

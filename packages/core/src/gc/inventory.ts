@@ -17,7 +17,7 @@ import type { Inventory, InventoryHeader, InventoryMap, InventoryVolume } from '
  * `devices.tables(ids)` for the volume IDs of every lvstamp map (so the
  * commands started do not grow with the number of maps: one `lvs`, one
  * `dmsetup info`, one `dmsetup table`), then `headers.readHeader(lv.dmPath)`
- * per active LV (in-process reads, FACTS.md). Devices are matched by kernel
+ * per active LV (in-process reads, docs/FACTS.md). Devices are matched by kernel
  * major:minor, never by path.
  *
  * A header that cannot be read (inactive LV, no device path, read error)

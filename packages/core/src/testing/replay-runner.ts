@@ -64,7 +64,7 @@ export interface ReplayRunnerOptions {
 }
 
 /**
- * A CommandRunner that replays recorded commands (STYLE.md "What to take" 3):
+ * A CommandRunner that replays recorded commands (DESIGN.md §2.5):
  * each `run` must receive exactly the argv of the next step, and then answers
  * as ExecaRunner would for that outcome — the result for exit 0 or an allowed
  * code, CommandFailedError otherwise, CommandTimeoutError for a `timeout`
