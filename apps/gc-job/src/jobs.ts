@@ -67,25 +67,11 @@ export function nodeArgs(config: ClusterConfig, jobName: string): string[] {
 }
 
 /**
- * The batch/v1 Job that runs `lvstamp-gc node` on `node` (DESIGN.md §6):
- * - pinned to the node by its name: required node affinity with
- *   `matchFields` on `metadata.name`, as the DaemonSet controller pins its
- *   pods (a node's `kubernetes.io/hostname` label can differ from its name,
- *   e.g. on AWS and with kubelet `--hostname-override`). Affinity rather
- *   than `spec.nodeName`: the pod then goes through the scheduler, so a
- *   node it cannot run on shows as `PodScheduled=False` with the
- *   scheduler's reason and a FailedScheduling event, which the cluster
- *   report quotes (`not-started`);
- * - tolerates every taint (`operator: Exists`), as node-local storage
- *   daemons do, so tainted nodes are collected too;
- * - privileged, with host /dev, /sys, /etc/lvm, /run/lvm and the host lock
- *   directory /run/lock/lvstamp shared with the driver and the CLI;
- * - owned by the CronJob's own Job (`ownerReferences`, not a controller
- *   reference), so Kubernetes' garbage collector removes it with that Job;
- * - `backoffLimit: 0` (a failed GC run is reported, not retried blindly) and
- *   `activeDeadlineSeconds` from `nodeJobDeadlineMs`.
- * The owner ID reaches the pod as LVSTAMP_OWNER_ID, NODE_NAME from the
- * downward API (`spec.nodeName`).
+ * The batch/v1 Job that runs `lvstamp-gc node` on `node`: pinned by node name
+ * (node affinity, not `spec.nodeName`), tolerating every taint, privileged
+ * with NODE_JOB_HOST_PATHS, owned by the CronJob's Job, `backoffLimit: 0`,
+ * `activeDeadlineSeconds` from `nodeJobDeadlineMs`; why, README "Garbage
+ * collection job". LVSTAMP_OWNER_ID and NODE_NAME (downward API) reach the pod.
  */
 export function buildNodeJob(config: ClusterConfig, node: string): Record<string, unknown> {
   const name = nodeJobName(config, node);

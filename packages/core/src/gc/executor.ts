@@ -12,36 +12,12 @@ export interface GcApplyOptions {
 }
 
 /**
- * Applies a GC plan (DESIGN.md §6, "The executor applies a plan step by
- * step, re-checking each device right before acting").
- *
- * Returns one outcome per removal entry (`remove-map`, `remove-volume`), in
- * the order acted on: every `remove-map` first, then every `remove-volume`,
- * each group in plan order. Keep entries get no outcome.
- *
- * When `plan.dryRun` is true, no port is called and every removal is
- * `skipped` with detail "dry run".
- *
- * Each removal runs inside `hostLock.withLock(reason, …)`, which is held
- * across "re-check, then act", so no other lvstamp process changes the
- * device in between:
- * - `remove-map`: the map still exists under the same name and UUID and is
- *   not open → `devices.remove(volumeId)`.
- * - `remove-volume`: the LV still exists with the same lv_uuid and name; it
- *   is active; its header still says what the plan relied on (`ok` with the
- *   same volume ID and the plan's owner, or, for evidence `owner-tag`,
- *   still not stamped and still tagged with the owner); it is not open
- *   besides its own data device, and that data device is not open → remove
- *   the data device `lvstamp-<id>` when it targets this LV, then
- *   `lvm.removeLogicalVolume({vgName, lvName, lvUuid, ownerId})`, which
- *   re-checks the lvstamp tag and the owner tag.
- * Whether the volume is still not live is the caller's concern.
- *
- * A changed device is `skipped` with the reason. Any thrown error (lock
- * timeout, failed command) makes that entry `failed` with the message; the
- * remaining entries still run. Nothing is ever retried.
- *
- * Never throws for an entry; it throws only what `onOutcome` throws.
+ * Applies a GC plan (DESIGN.md §6 "The executor"): every `remove-map`, then
+ * every `remove-volume`, each re-checked and acted on under the host lock; a
+ * changed device is `skipped`, a failure `failed` (the rest still run), and
+ * nothing is retried. A dry run calls no port and skips every removal.
+ * @returns one outcome per removal entry, in the order acted on.
+ * @throws only what `onOutcome` throws.
  */
 export async function applyGcPlan(
   plan: GcPlan,

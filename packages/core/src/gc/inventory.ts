@@ -6,26 +6,12 @@ import { compareText, describeError, kernelNumber, lvDevice, numberKey } from '.
 import type { Inventory, InventoryHeader, InventoryMap, InventoryVolume } from './types.js';
 
 /**
- * Takes the GC inventory of this node (DESIGN.md §6): every LV with the
- * lvstamp prefix (finished and `lvstamp_new_*`) in the scope's volume
- * groups (never any other, DESIGN.md §2.3) with its decoded header,
- * size, lvm creation time and effective open count, and every
- * device-mapper map whose UUID starts with `naming.dmUuidPrefix`, with its
- * open count and linear target.
- *
- * Calls, in order: `lvm.listVolumes(scope)`, `devices.listAll()`, one
- * `devices.tables(ids)` for the volume IDs of every lvstamp map (so the
- * commands started do not grow with the number of maps: one `lvs`, one
- * `dmsetup info`, one `dmsetup table`), then `headers.readHeader(lv.dmPath)`
- * per active LV (in-process reads, docs/FACTS.md). Devices are matched by kernel
- * major:minor, never by path.
- *
- * A header that cannot be read (inactive LV, no device path, read error)
- * becomes `{ status: 'unreadable', reason }`; reading never throws out of
- * here. Any other port failure propagates unchanged (CommandFailedError,
- * UnparseableOutputError, …): an inventory is complete or it is an error.
- *
- * @param clock Returns the current Unix time in milliseconds (for `takenAtMs`).
+ * Takes the GC inventory of this node in the scope's volume groups (DESIGN.md
+ * §6 "Inventory"): one `lvs`, one `dmsetup info`, one `dmsetup table`, then
+ * an in-process header read per active LV; devices matched by major:minor.
+ * An unreadable header is `{ status: 'unreadable', reason }`, never thrown.
+ * @param clock the current Unix time in milliseconds (for `takenAtMs`).
+ * @throws any other port failure unchanged: an inventory is complete or an error.
  */
 export async function takeInventory(
   ports: GcInventoryPorts,
