@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { IoTimeoutError, VolumeGroupUnusableError } from '@lvstamp/core';
-import { describeFailure, EXIT_FAILED } from './errors.js';
+import { EXIT_FAILED } from '@lvstamp/app-kit';
+import { describeFailure } from './errors.js';
 
 describe('describeFailure', () => {
   it('a device that does not answer: exit 1, naming the device', () => {

@@ -1,6 +1,7 @@
 import { DEFAULT_HOST_LOCK_PATH, STANDALONE_OWNER_ID } from '@lvstamp/core';
 import { Command, CommanderError, Option } from 'commander';
-import { EXIT_OK, EXIT_USAGE, describeFailure } from './errors.js';
+import { EXIT_OK, EXIT_USAGE } from '@lvstamp/app-kit';
+import { describeFailure } from './errors.js';
 import type { CliDeps, CommandContext } from './context.js';
 import type { CliServices, GlobalOptions } from './services.js';
 import { registerVolumeGroupCommands } from './commands/vg.js';

@@ -41,21 +41,15 @@ describe('parseSize (Kubernetes quantities)', () => {
   });
 });
 
-describe('parseDuration', () => {
-  it.each([
-    ['30m', 1_800_000],
-    ['2h', 7_200_000],
-    ['1h30m', 5_400_000],
-    ['45s', 45_000],
-    ['500ms', 500],
-    ['0s', 0],
-    ['2d', 172_800_000],
-  ])('%s is %d ms', (text, ms) => {
-    expect(parseDuration(text)).toBe(ms);
+describe('parseDuration (app-kit durations as a CLI argument)', () => {
+  it('gives milliseconds', () => {
+    expect(parseDuration('1h30m')).toBe(5_400_000);
   });
 
-  it.each(['', '30', 'm', '1.5h', '-1h', '1w', '1h 30m'])('rejects %j', (text) => {
-    expect(() => parseDuration(text)).toThrow(InvalidArgumentError);
+  it('refuses anything else as bad input, with an example', () => {
+    expect(() => parseDuration('1.5h')).toThrow(
+      new InvalidArgumentError('invalid duration "1.5h": use e.g. 30m, 2h, 1h30m, 45s'),
+    );
   });
 });
 

@@ -1,20 +1,17 @@
-import { describeFailure as describeByRules, type ExitRule, type Failure } from '@lvstamp/app-kit';
 import {
-  CommandFailedError,
-  FailedPreconditionError,
-  InvalidArgumentError,
-  LockTimeoutError,
-  LvstampError,
-} from '@lvstamp/core';
+  describeFailure as describeByRules,
+  EXIT_FAILED,
+  EXIT_USAGE,
+  type ExitRule,
+  type Failure,
+} from '@lvstamp/app-kit';
+import { InvalidArgumentError, LvstampError } from '@lvstamp/core';
 
 /**
- * Exit codes of `lvstamp-gc`: 0 ok, 1 the run failed or was refused, 2 bad
- * usage or configuration, 3 (`cluster`) every node that did not succeed
- * never ran its Job (`not-started`: nothing was collected there).
+ * `lvstamp-gc`'s own exit code next to app-kit's 0 ok, 1 the run failed or was
+ * refused, 2 bad usage or configuration: 3 (`cluster`) every node that did
+ * not succeed never ran its Job (`not-started`: nothing was collected there).
  */
-export const EXIT_OK = 0;
-export const EXIT_FAILED = 1;
-export const EXIT_USAGE = 2;
 export const EXIT_NOT_STARTED = 3;
 
 /** Why a Kubernetes API call failed, in the words the run's abort message uses. */
@@ -60,17 +57,6 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
-/** A failure already reported on stdout (some removals or nodes failed): a summary and its exit code (default 1). */
-export class ReportedFailure extends Error {
-  override readonly name = 'ReportedFailure';
-  readonly exitCode: number;
-
-  constructor(message: string, exitCode: number = EXIT_FAILED) {
-    super(message);
-    this.exitCode = exitCode;
-  }
-}
-
 function kindOf(status: number | null, detail: string): KubeFailureKind {
   if (status === null) return /timed out|abort/i.test(detail) ? 'timeout' : 'unavailable';
   if (status === 401) return 'unauthorized';
@@ -112,25 +98,13 @@ function describeKind(kind: KubeFailureKind, status: number | null): string {
 }
 
 /**
- * The one place where errors become exit codes: bad configuration exits 2;
- * a reported failure its own code; every other known failure exits 1.
+ * The one place where errors become `lvstamp-gc`'s exit codes: bad
+ * configuration exits 2, a ReportedFailure its own code (app-kit), a
+ * Kubernetes API failure and every other core error 1.
  */
 const EXIT_RULES: readonly ExitRule[] = [
   { errors: [ConfigError, InvalidArgumentError], exitCode: EXIT_USAGE },
-  {
-    errors: [ReportedFailure],
-    exitCode: (error) => (error instanceof ReportedFailure ? error.exitCode : EXIT_FAILED),
-  },
-  {
-    errors: [
-      KubeApiError,
-      FailedPreconditionError,
-      LockTimeoutError,
-      CommandFailedError,
-      LvstampError,
-    ],
-    exitCode: EXIT_FAILED,
-  },
+  { errors: [KubeApiError, LvstampError], exitCode: EXIT_FAILED },
 ];
 
 /**

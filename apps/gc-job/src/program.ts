@@ -1,4 +1,4 @@
-import { messageOf } from '@lvstamp/app-kit';
+import { EXIT_OK, EXIT_USAGE, messageOf, ReportedFailure } from '@lvstamp/app-kit';
 import { Command, CommanderError, Option } from 'commander';
 import type { GcService } from '@lvstamp/core';
 import { runCluster } from './cluster-run.js';
@@ -12,13 +12,7 @@ import {
   type RawCommonOptions,
   type RawNodeOptions,
 } from './config.js';
-import {
-  describeFailure,
-  EXIT_NOT_STARTED,
-  EXIT_OK,
-  EXIT_USAGE,
-  ReportedFailure,
-} from './errors.js';
+import { describeFailure, EXIT_NOT_STARTED } from './errors.js';
 import type { KubeApi } from './kube/api.js';
 import type { KubeCredentials } from './kube/client.js';
 import type { Logger } from './log.js';

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { describeFailure, messageOf, oneLine, type ExitRule } from './failure.js';
+import {
+  describeFailure,
+  EXIT_FAILED,
+  messageOf,
+  oneLine,
+  ReportedFailure,
+  type ExitRule,
+} from './failure.js';
 
 class UsageProblem extends Error {}
 class Refused extends Error {
@@ -41,6 +48,21 @@ describe('describeFailure', () => {
     expect(describeFailure(new NotThereHere('gone'), RULES, { internalExitCode: 9 })).toEqual({
       exitCode: 1,
       message: 'gone',
+    });
+  });
+
+  it('ends a reported failure with its summary and its own code, before any rule', () => {
+    expect(
+      describeFailure(new ReportedFailure('2 of 3 failed\nsee above'), [], { internalExitCode: 9 }),
+    ).toEqual({
+      exitCode: EXIT_FAILED,
+      message: '2 of 3 failed; see above',
+    });
+    expect(
+      describeFailure(new ReportedFailure('none ran', 3), RULES, { internalExitCode: 9 }),
+    ).toEqual({
+      exitCode: 3,
+      message: 'none ran',
     });
   });
 

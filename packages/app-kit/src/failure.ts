@@ -1,3 +1,23 @@
+/** Exit codes every lvstamp command shares: 0 ok, 1 the operation failed, 2 bad usage. */
+export const EXIT_OK = 0;
+export const EXIT_FAILED = 1;
+export const EXIT_USAGE = 2;
+
+/**
+ * A failure already reported on stdout (a table with failed removals, a
+ * report with failed nodes): the command ends with this one-line summary and
+ * `exitCode` (default EXIT_FAILED).
+ */
+export class ReportedFailure extends Error {
+  override readonly name = 'ReportedFailure';
+  readonly exitCode: number;
+
+  constructor(message: string, exitCode: number = EXIT_FAILED) {
+    super(message);
+    this.exitCode = exitCode;
+  }
+}
+
 /** The message of any thrown value: an Error's `message`, else `String(value)`. */
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -27,8 +47,8 @@ export interface Failure {
 
 /**
  * An error as an exit code and a one-line message, by the app's own table:
- * the first rule naming a class of the error gives the code, and the message
- * is the error's own. Anything else is `internal error: <message>` with
+ * a ReportedFailure has its own code, else the first rule naming a class of
+ * the error gives it; the message is the error's own. Anything else is `internal error: <message>` with
  * `internalExitCode`; with `debug`, its stack trace follows on the next lines.
  */
 export function describeFailure(
@@ -36,6 +56,9 @@ export function describeFailure(
   rules: readonly ExitRule[],
   options: { readonly internalExitCode: number; readonly debug?: boolean },
 ): Failure {
+  if (error instanceof ReportedFailure) {
+    return { exitCode: error.exitCode, message: oneLine(error.message) };
+  }
   if (error instanceof Error) {
     for (const rule of rules) {
       if (!rule.errors.some((errorClass) => error instanceof errorClass)) continue;

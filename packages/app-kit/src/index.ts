@@ -2,8 +2,12 @@
 export { formatDuration, parseDuration } from './duration.js';
 export {
   describeFailure,
+  EXIT_FAILED,
+  EXIT_OK,
+  EXIT_USAGE,
   messageOf,
   oneLine,
+  ReportedFailure,
   type ErrorClass,
   type ExitRule,
   type Failure,

@@ -1,9 +1,8 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { formatDuration, messageOf } from '@lvstamp/app-kit';
+import { formatDuration, messageOf, ReportedFailure } from '@lvstamp/app-kit';
 import type { Command } from 'commander';
-import { ReportedFailure } from '../errors.js';
 import type { Io } from '../output.js';
 import type { CommandContext } from '../context.js';
 import { formatBytes, formatCapacity } from '../quantity.js';

@@ -1,4 +1,4 @@
-import { formatDuration, messageOf, renderTable } from '@lvstamp/app-kit';
+import { formatDuration, messageOf, renderTable, ReportedFailure } from '@lvstamp/app-kit';
 import {
   FailedPreconditionError,
   InvalidArgumentError,
@@ -9,7 +9,6 @@ import {
   type GcPlan,
 } from '@lvstamp/core';
 import type { Command } from 'commander';
-import { ReportedFailure } from '../errors.js';
 import { progress, writeJson, type Io } from '../output.js';
 import type { CommandContext } from '../context.js';
 import { describeScope } from '../scope.js';
