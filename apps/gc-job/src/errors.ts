@@ -1,10 +1,4 @@
-import {
-  describeFailure as describeByRules,
-  EXIT_FAILED,
-  EXIT_USAGE,
-  type ExitRule,
-  type Failure,
-} from '@lvstamp/app-kit';
+import { describeFailure as describeByClasses, type Failure } from '@lvstamp/app-kit';
 import { InvalidArgumentError, LvstampError } from '@lvstamp/core';
 
 /**
@@ -99,18 +93,13 @@ function describeKind(kind: KubeFailureKind, status: number | null): string {
 
 /**
  * The one place where errors become `lvstamp-gc`'s exit codes: bad
- * configuration exits 2, a ReportedFailure its own code (app-kit), a
- * Kubernetes API failure and every other core error 1.
- */
-const EXIT_RULES: readonly ExitRule[] = [
-  { errors: [ConfigError, InvalidArgumentError], exitCode: EXIT_USAGE },
-  { errors: [KubeApiError, LvstampError], exitCode: EXIT_FAILED },
-];
-
-/**
- * An error as `lvstamp-gc`'s exit code and one-line message (EXIT_RULES);
+ * configuration exits 2, a ReportedFailure its own code, a Kubernetes API
+ * failure and every other core error 1, with its message on one line;
  * anything unrecognised is an internal error without a stack trace.
  */
 export function describeFailure(error: unknown): Failure {
-  return describeByRules(error, EXIT_RULES, { internalExitCode: EXIT_FAILED });
+  return describeByClasses(error, {
+    usage: [ConfigError, InvalidArgumentError],
+    failed: [KubeApiError, LvstampError],
+  });
 }

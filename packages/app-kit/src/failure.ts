@@ -31,11 +31,12 @@ export function oneLine(text: string): string {
 /** An error class, for `instanceof`. */
 export type ErrorClass = abstract new (...args: never[]) => Error;
 
-/** One row of an app's exit-code table: errors of these classes exit with this code. */
-export interface ExitRule {
-  readonly errors: readonly ErrorClass[];
-  /** The exit code, or a function of the error for a failure that carries its own code. */
-  readonly exitCode: number | ((error: Error) => number);
+/** An app's own table: which error classes are bad input and which known failures. */
+export interface FailureClasses {
+  /** Bad input (flags, configuration): exit EXIT_USAGE. */
+  readonly usage: readonly ErrorClass[];
+  /** Known failures, whose message says it all: exit EXIT_FAILED. */
+  readonly failed: readonly ErrorClass[];
 }
 
 /** What an app prints and returns for a failure. */
@@ -46,29 +47,29 @@ export interface Failure {
 }
 
 /**
- * An error as an exit code and a one-line message, by the app's own table:
- * a ReportedFailure has its own code, else the first rule naming a class of
- * the error gives it; the message is the error's own. Anything else is `internal error: <message>` with
- * `internalExitCode`; with `debug`, its stack trace follows on the next lines.
+ * An error as an exit code and a one-line message of its own, by the app's
+ * table: a ReportedFailure exits with its code, bad input with EXIT_USAGE, a
+ * known failure with EXIT_FAILED. Anything else is EXIT_FAILED `internal
+ * error: <message>`, followed with `debug` by its stack trace.
  */
 export function describeFailure(
   error: unknown,
-  rules: readonly ExitRule[],
-  options: { readonly internalExitCode: number; readonly debug?: boolean },
+  classes: FailureClasses,
+  options: { readonly debug?: boolean } = {},
 ): Failure {
+  const is = (list: readonly ErrorClass[]) => list.some((c) => error instanceof c);
   if (error instanceof ReportedFailure) {
     return { exitCode: error.exitCode, message: oneLine(error.message) };
   }
-  if (error instanceof Error) {
-    for (const rule of rules) {
-      if (!rule.errors.some((errorClass) => error instanceof errorClass)) continue;
-      const exitCode = typeof rule.exitCode === 'number' ? rule.exitCode : rule.exitCode(error);
-      return { exitCode, message: oneLine(error.message) };
-    }
+  if (error instanceof Error && (is(classes.usage) || is(classes.failed))) {
+    return {
+      exitCode: is(classes.usage) ? EXIT_USAGE : EXIT_FAILED,
+      message: oneLine(error.message),
+    };
   }
   const stack = options.debug === true && error instanceof Error ? error.stack : undefined;
   return {
-    exitCode: options.internalExitCode,
+    exitCode: EXIT_FAILED,
     message: `internal error: ${oneLine(messageOf(error))}${stack ? `\n${stack}` : ''}`,
   };
 }

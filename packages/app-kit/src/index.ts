@@ -9,7 +9,7 @@ export {
   oneLine,
   ReportedFailure,
   type ErrorClass,
-  type ExitRule,
+  type FailureClasses,
   type Failure,
 } from './failure.js';
 export { renderTable } from './table.js';
