@@ -1,22 +1,23 @@
 // Public surface of @lvstamp/core: what the apps, the bench and the e2e suite
 // import, nothing more. Each area re-exports its own index.
 export {
+  // in the order of errors.ts: LvstampError and its subclasses
+  LvstampError,
+  InvalidArgumentError,
+  OutOfRangeError,
+  NotFoundError,
   AlreadyExistsError,
-  boundText,
+  OutOfSpaceError,
+  FailedPreconditionError,
+  NotOwnedError,
   CommandFailedError,
   CommandTimeoutError,
-  FailedPreconditionError,
-  InvalidArgumentError,
-  IoTimeoutError,
-  LockTimeoutError,
-  LvstampError,
-  NotFoundError,
-  NotOwnedError,
-  OutOfRangeError,
-  OutOfSpaceError,
   UnparseableOutputError,
   VolumeGroupUnusableError,
   type VolumeGroupProblem,
+  IoTimeoutError,
+  LockTimeoutError,
+  boundText,
 } from './errors.js';
 export {
   controlCharacterIn,
