@@ -1,4 +1,4 @@
-// Import rules, checked by `pnpm lint` (root task lint:deps): docs/ARCHITECTURE.md draws them.
+// Import rules between the workspace's packages, checked by `pnpm lint` (root task lint:deps).
 /** Test code: unit tests, test helpers (`src/testing/`) and the e2e suite. */
 const TEST = '(\\.test\\.ts$|/src/testing/|^test-e2e/)';
 
