@@ -24,6 +24,14 @@ module.exports = {
       },
     },
     {
+      name: 'apps-import-no-other-app',
+      severity: 'error',
+      comment:
+        'An app never imports another app (or the bench, or the e2e suite): what two apps share lives in core or app-kit.',
+      from: { path: '^(apps/[^/]+|bench)/' },
+      to: { path: '^(apps/[^/]+|bench|test-e2e)/', pathNot: '^$1/' },
+    },
+    {
       name: 'no-testing-in-production',
       severity: 'error',
       comment: 'Production code never imports tests, test helpers or @lvstamp/core/testing.',
