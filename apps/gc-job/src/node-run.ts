@@ -1,5 +1,5 @@
 import { messageOf } from '@lvstamp/app-kit';
-import { type GcOutcome, type GcPlan, type GcPlanEntry, type GcService } from '@lvstamp/core';
+import type { GcOutcome, GcPlan, GcPlanEntry, GcService } from '@lvstamp/core';
 import type { Logger } from 'pino';
 import type { NodeConfig } from './config.js';
 import type { EventSpec, KubeApi } from './kube/api.js';
@@ -74,8 +74,7 @@ export interface NodeRunDeps {
  *
  * @throws KubeApiError when the live set cannot be read completely;
  *   FailedPreconditionError for the refusal above; any core error from the
- *   inventory. Nothing is removed
- *   in these cases.
+ *   inventory. Nothing is removed in these cases.
  */
 export async function runNode(config: NodeConfig, deps: NodeRunDeps): Promise<NodeReport> {
   const { logger } = deps;
