@@ -1,4 +1,4 @@
-// Issue 4 §2, end to end: `lvstamp-gc node` (the built bundle) on real LVM against a real
+// End to end: `lvstamp-gc node` (the built bundle) on real LVM against a real
 // kube-apiserver + etcd started next to it (inside the test VM when the host has no
 // device-mapper). Stamped volumes on a loop-backed VG, some of them referenced by PVs or a
 // pending PVC; a dry run, then --apply removes exactly the orphans older than the grace period;
