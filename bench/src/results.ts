@@ -332,7 +332,7 @@ export function renderProcessTable(metrics: readonly Metric[]): string {
     m.ms === undefined ? '' : formatValue(m.ms.value, 'ms'),
     m['lvm-processes']?.note ?? '',
   ]);
-  return renderPlainTable(['rpc', 'lvm', 'other', 'median', 'programs'], rows);
+  return renderRows(['rpc', 'lvm', 'other', 'median', 'programs'], rows);
 }
 
 function isErrnoException(error: unknown): error is NodeJS.ErrnoException {

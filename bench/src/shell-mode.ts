@@ -3,6 +3,7 @@
 // create → report → remove sequence, plus its failure modes. Prints a table; the numbers and the
 // recommendation are in bench/README.md ("lvm shell mode").
 import { spawn } from 'node:child_process';
+import { messageOf, renderTable } from '@lvstamp/app-kit';
 import {
   BlockHeaderIo,
   CommandTimeoutError,
@@ -18,7 +19,6 @@ import {
 import type { BenchContext } from './context.js';
 import { BENCH_OWNER_ID, cleanUp, createBenchVg, type BenchVg } from './fixture.js';
 import { LvmShell } from './lvm-shell.js';
-import { renderPlainTable } from './results.js';
 import { formatMs, median, MiB, round, sleep, timed } from './stats.js';
 
 const REQUESTED_BYTES = 16 * MiB;
@@ -211,20 +211,17 @@ export async function shellMode(context: BenchContext, cycles: number): Promise<
       ],
     ];
     process.stdout.write(
-      renderPlainTable(
-        ['measurement', 'process per call', 'lvm shell', 'shell/process', 'note'],
-        rows,
-      ),
+      renderTable(['measurement', 'process per call', 'lvm shell', 'shell/process', 'note'], rows),
     );
     process.stdout.write('\nfailure modes:\n');
     process.stdout.write(
-      renderPlainTable(
+      renderTable(
         ['mode', 'lvm shell', 'process per call'],
         observations.map((o) => [o.mode, o.shell, o.process]),
       ),
     );
   } catch (error) {
-    problems.push(error instanceof Error ? error.message : String(error));
+    problems.push(messageOf(error));
   } finally {
     await shell.stop();
     await cleanUp(context, vg);
@@ -263,7 +260,7 @@ async function failureModes(
   try {
     await shell.run(odd);
   } catch (error) {
-    refused = error instanceof Error ? error.message : String(error);
+    refused = messageOf(error);
   }
   observations.push({
     mode: 'argument with both \' and "',
@@ -282,7 +279,7 @@ async function failureModes(
     await pending;
     died = 'answered (the kill came late)';
   } catch (error) {
-    died = error instanceof Error ? error.message : String(error);
+    died = messageOf(error);
   }
   const next = await shell.run(vgsArgv);
   observations.push({
@@ -306,7 +303,7 @@ async function failureModes(
       await shell.run(create, 5_000);
       return 'completed (lock not held?)';
     } catch (error) {
-      return error instanceof Error ? error.message : String(error);
+      return messageOf(error);
     }
   });
   const processHang = await timed(async () => {
