@@ -3,6 +3,7 @@ import * as z from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
 import {
   InvalidArgumentError,
+  VG_NAME_PATTERN,
   vgNameProblem,
   type FsType,
   type VolumeScope,
@@ -33,15 +34,15 @@ export interface DriverConfig {
 }
 
 const GIB = 1024 ** 3;
-// lvm(8) "VALID NAMES"
-const VG_NAME = /^[A-Za-z0-9+_.][A-Za-z0-9+_.-]{0,126}$/;
 // A StorageClass parameter value that reads well: DNS-label-like.
 const CLASS_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 const deviceClassSchema = z.strictObject({
   volumeGroup: z
     .string({ error: 'volumeGroup is required (the name of an LVM volume group)' })
-    .check(z.regex(VG_NAME, 'volumeGroup is not a valid volume group name (lvm(8) VALID NAMES)')),
+    .check(
+      z.regex(VG_NAME_PATTERN, 'volumeGroup is not a valid volume group name (lvm(8) VALID NAMES)'),
+    ),
   wipe: z.enum(['none', 'discard', 'zero'], {
     error: 'wipe must be one of none, discard, zero',
   }),

@@ -48,7 +48,7 @@ export interface ControllerDeps {
   /** 32 hex digits, written into each new volume's header. */
   readonly ownerId: string;
   readonly config: DriverConfig;
-  readonly core: Pick<DriverCore, 'volumes' | 'lvm'>;
+  readonly core: Pick<DriverCore, 'volumes'>;
   /**
    * Told after each GetCapacity whether the class's volume group can take
    * volumes (problem null) or not, and why (the log line and metric of
@@ -188,7 +188,7 @@ export function createControllerService(deps: ControllerDeps) {
           ? config.defaultCapacityBytes
           : range.requiredBytes;
       // The core applies the size rule (OUT_OF_RANGE before any lvm command) and checks the VG.
-      const created = await core.lvm
+      const created = await core.volumes
         .createVolume({
           name: request.name,
           requiredBytes,
@@ -228,7 +228,7 @@ export function createControllerService(deps: ControllerDeps) {
       if (!isHexId(request.volume_id)) return {};
       let wipe = uniformWipe;
       if (wipe === null) {
-        const volume = await core.lvm.findVolume(request.volume_id, scope);
+        const volume = await core.volumes.findVolume(request.volume_id, scope);
         wipe = volume === null ? 'none' : wipePolicyFor(config, volume.vgName);
       }
       await core.volumes.delete(request.volume_id, scope, { wipe });
@@ -286,7 +286,7 @@ export function createControllerService(deps: ControllerDeps) {
           `starting_token "${token}" is not a token this driver issued`,
         );
       }
-      const volumes = (await core.lvm.listVolumes(scope))
+      const volumes = (await core.volumes.listVolumes(scope))
         .filter((v) => !v.creating)
         .sort((a, b) => (a.volumeId < b.volumeId ? -1 : a.volumeId > b.volumeId ? 1 : 0))
         .filter((v) => token === '' || v.volumeId > token);
@@ -325,7 +325,7 @@ export function createControllerService(deps: ControllerDeps) {
         });
       let capacity;
       try {
-        capacity = await core.lvm.capacity(deviceClass.volumeGroup);
+        capacity = await core.volumes.capacity(deviceClass.volumeGroup);
       } catch (error) {
         // A broken group has no capacity until an operator repairs it; the provisioner then
         // places claims elsewhere, and Probe stays ready (restarting the driver heals no disk).
@@ -401,10 +401,10 @@ function unimplemented(capability: string): Promise<never> {
  * for an unknown or malformed ID.
  */
 async function findOwnVolume(
-  core: Pick<DriverCore, 'lvm'>,
+  core: Pick<DriverCore, 'volumes'>,
   volumeId: string,
   scope: VgScope,
 ): Promise<Volume | null> {
   if (!isHexId(volumeId)) return null;
-  return core.lvm.findVolume(volumeId, scope);
+  return core.volumes.findVolume(volumeId, scope);
 }

@@ -10,7 +10,7 @@ export interface IdentityDeps {
   /** From package.json. */
   readonly version: string;
   readonly config: DriverConfig;
-  readonly core: Pick<DriverCore, 'lvm'>;
+  readonly core: Pick<DriverCore, 'volumes'>;
   /** Told why Probe answered "not ready". */
   readonly onNotReady?: (reason: string) => void;
 }
@@ -36,7 +36,7 @@ export function createIdentityService(deps: IdentityDeps) {
 
     Probe: async () => {
       if (initialised) return { ready: { value: true } };
-      const present = new Set((await deps.core.lvm.listVolumeGroups()).map((vg) => vg.name));
+      const present = new Set((await deps.core.volumes.listVolumeGroups()).map((vg) => vg.name));
       const missing = configuredVolumeGroups(deps.config).filter((name) => !present.has(name));
       if (missing.length > 0) {
         deps.onNotReady?.(

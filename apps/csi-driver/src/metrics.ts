@@ -25,7 +25,7 @@ export class DriverMetrics {
   readonly #latency: Histogram<'method' | 'code'>;
   readonly #unusable: Gauge<'device_class' | 'volume_group' | 'problem'>;
 
-  constructor(deps: { readonly config: DriverConfig; readonly core: Pick<DriverCore, 'lvm'> }) {
+  constructor(deps: { readonly config: DriverConfig; readonly core: Pick<DriverCore, 'volumes'> }) {
     this.#rpcs = new Counter({
       name: 'lvstamp_csi_rpc_total',
       help: 'CSI calls served, by method and gRPC code',
@@ -46,7 +46,7 @@ export class DriverMetrics {
       registers: [this.registry],
     });
     const groups = configuredVolumeGroups(deps.config);
-    const { lvm } = deps.core;
+    const lvm = deps.core.volumes;
     new Gauge({
       name: 'lvstamp_volume_group_size_bytes',
       help: 'Size of each configured volume group in bytes',

@@ -361,11 +361,11 @@ export function createNodeService(deps: NodeDeps) {
  * still serves I/O, but cannot be expanded or deleted until it is repaired.
  */
 async function volumeGroupProblem(
-  core: Pick<DriverCore, 'lvm'>,
+  core: Pick<DriverCore, 'volumes'>,
   vgName: string,
 ): Promise<string | null> {
   try {
-    await core.lvm.capacity(vgName);
+    await core.volumes.capacity(vgName);
     return null;
   } catch (error) {
     if (error instanceof VolumeGroupUnusableError) return error.message;

@@ -1,19 +1,24 @@
-import type { DeviceNumber, FilesystemManager, LvmManager, VolumeService } from '@lvstamp/core';
+import type { DeviceNumber, FilesystemManager, VolumeService } from '@lvstamp/core';
 
 /**
- * The part of the core the driver calls (tests fake it at this interface).
- * Production passes `createNodeServices()` from @lvstamp/core.
+ * The part of the core's node facade the driver calls (tests fake it at
+ * this interface). Production passes `createNodeServices()` from
+ * @lvstamp/core. CreateVolume calls `createVolume`, not `create`: the
+ * response needs only the capacity, so the status look-up after it is skipped.
  */
 export interface DriverCore {
-  readonly volumes: Pick<VolumeService, 'status' | 'attach' | 'detach' | 'expand' | 'delete'>;
-  /**
-   * CreateVolume calls `createVolume` here, not `VolumeService.create`: the
-   * response needs only the capacity, which the create reads back already,
-   * so the status look-up after it (lvs, dmsetup info, header read) is skipped.
-   */
-  readonly lvm: Pick<
-    LvmManager,
-    'createVolume' | 'listVolumeGroups' | 'capacity' | 'findVolume' | 'listVolumes'
+  readonly volumes: Pick<
+    VolumeService,
+    | 'status'
+    | 'attach'
+    | 'detach'
+    | 'expand'
+    | 'delete'
+    | 'createVolume'
+    | 'listVolumeGroups'
+    | 'capacity'
+    | 'findVolume'
+    | 'listVolumes'
   >;
   readonly filesystems: Pick<
     FilesystemManager,

@@ -27,7 +27,7 @@ export async function datapath(context: BenchContext): Promise<Metric[]> {
   const core = createNodeServices({ runner, lockFile: join(vg.dir, 'host.lock') });
   let volumeId: string | null = null;
   try {
-    const created = await core.lvm.createVolume({
+    const created = await core.volumes.createVolume({
       name: `${vg.name}-fio`,
       vgName: vg.name,
       requiredBytes: dataBytes,
@@ -35,7 +35,7 @@ export async function datapath(context: BenchContext): Promise<Metric[]> {
     });
     volumeId = created.volumeId;
     const scope = { vgNames: [vg.name], ownerId: BENCH_OWNER_ID };
-    const volume = await core.lvm.getVolume(created.volumeId, scope);
+    const volume = await core.volumes.getVolume(created.volumeId, scope);
     const map = await core.volumes.attach(volume.volumeId, scope);
     if (volume.dmPath === null) throw new Error('the fio volume has no device path');
     const targets = {

@@ -7,10 +7,12 @@ import { GcService } from './gc/service.js';
 import { BlockHeaderIo } from './header/block-io.js';
 import { FileHostLock } from './lock/file-host-lock.js';
 import type { HostLock } from './lock/host-lock.js';
-import { LvmManager } from './lvm/manager.js';
+import { Lvm } from './lvm/lvm.js';
 import { DEFAULT_NAMING, type Naming } from './naming.js';
 import { VolumeGroupAdmin } from './vg/admin.js';
-import { InspectService, VolumeService } from './volumes/service.js';
+import { InspectService } from './volumes/inspect.js';
+import { VolumeService } from './volumes/service.js';
+import { VOLUME_SERVICE_KEYS, withVolumeLocks } from './volumes/volume-locks.js';
 
 /** How to build the services of one node. Everything has a production default. */
 export interface NodeServicesOptions {
@@ -26,11 +28,16 @@ export interface NodeServicesOptions {
   readonly logger?: WarnLogger;
 }
 
-/** The core services of one node, wired once and shared by the entrypoints. */
+/**
+ * The core of one node, wired once: the facade the apps talk to
+ * (docs/ARCHITECTURE.md). `volumes` is serialised per volume in this
+ * process (withVolumeLocks); lvm changes take the host lock.
+ */
 export interface NodeServices {
   readonly runner: CommandRunner;
   readonly hostLock: HostLock;
-  readonly lvm: LvmManager;
+  /** The lvm command module (volume groups, logical volumes). */
+  readonly lvm: Lvm;
   readonly headers: BlockHeaderIo;
   readonly dataDevices: DataDeviceManager;
   readonly filesystems: FilesystemManager;
@@ -40,7 +47,11 @@ export interface NodeServices {
   readonly gc: GcService;
 }
 
-/** Wires the core for one node (the CLI, the CSI driver and the GC job call this). */
+/**
+ * Wires the core for one node (the CLI, the CSI driver and the GC job call
+ * this): one lvm module, one volume service behind the per-volume lock
+ * decorator, and the services over them.
+ */
 export function createNodeServices(options: NodeServicesOptions = {}): NodeServices {
   const naming = options.naming ?? DEFAULT_NAMING;
   const runner = options.runner ?? new ExecaRunner();
@@ -48,17 +59,23 @@ export function createNodeServices(options: NodeServicesOptions = {}): NodeServi
     options.hostLock ??
     new FileHostLock(options.lockFile === undefined ? {} : { path: options.lockFile });
   const headers = new BlockHeaderIo();
-  const lvm = new LvmManager({
-    runner,
-    hostLock,
-    headerIo: headers,
-    naming,
-    ...(options.clock ? { clock: options.clock } : {}),
-    ...(options.logger ? { logger: options.logger } : {}),
-  });
+  const lvm = new Lvm({ runner, hostLock, ...(options.logger ? { logger: options.logger } : {}) });
   const dataDevices = new DataDeviceManager({ runner, naming });
   const filesystems = new FilesystemManager({ runner });
-  const volumes = new VolumeService({ lvm, dataDevices, headers, filesystems, naming });
+  const volumes = withVolumeLocks(
+    new VolumeService({
+      lvm,
+      runner,
+      hostLock,
+      headers,
+      dataDevices,
+      filesystems,
+      naming,
+      ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+    }),
+    VOLUME_SERVICE_KEYS,
+  );
   return {
     runner,
     hostLock,
@@ -67,10 +84,10 @@ export function createNodeServices(options: NodeServicesOptions = {}): NodeServi
     dataDevices,
     filesystems,
     volumes,
-    volumeGroups: new VolumeGroupAdmin({ runner, hostLock, naming }),
-    inspector: new InspectService({ volumes, lvm, headers }),
+    volumeGroups: new VolumeGroupAdmin({ lvm, runner, hostLock, naming }),
+    inspector: new InspectService({ volumes, headers }),
     gc: new GcService({
-      ports: { lvm, headers, devices: dataDevices, hostLock },
+      ports: { lvm: volumes, headers, devices: dataDevices, hostLock },
       naming,
       ...(options.clock ? { clock: options.clock } : {}),
     }),

@@ -177,11 +177,9 @@ export class FakeCore implements DriverCore {
       this.scopes.push(scope);
       this.calls.push(['delete', volumeId, options]);
       this.#maybeFail('delete');
-      return Promise.resolve({ existed: this.store.delete(volumeId) });
+      const existed = this.store.delete(volumeId);
+      return Promise.resolve({ existed, removed: [] });
     },
-  };
-
-  readonly lvm: DriverCore['lvm'] = {
     createVolume: async (request) => {
       this.calls.push(['create', request]);
       if (this.createGate !== null) await this.createGate;

@@ -1,6 +1,6 @@
 import type { DmMap } from '../device/types.js';
 import { dmNameFor, dmUuidFor, ownerTagFor } from '../naming.js';
-import { readHeaderSafely } from './inventory.js';
+import { readHeaderSafely } from '../volumes/header-reading.js';
 import type { GcExecutorPorts } from './ports.js';
 import type { GcMapEntry, GcOutcome, GcPlan, GcVolumeEntry } from './types.js';
 import { describeError, kernelNumber, numberKey } from './util.js';

@@ -2,8 +2,9 @@ import type { DeviceNumber, DmMap } from '../device/types.js';
 import type { VgScope, Volume } from '../lvm/types.js';
 import { DEFAULT_NAMING, parseDmUuid, type Naming } from '../naming.js';
 import type { GcHeaderPort, GcInventoryPorts, GcLinearTarget } from './ports.js';
-import { compareText, describeError, kernelNumber, lvDevice, numberKey } from './util.js';
-import type { Inventory, InventoryHeader, InventoryMap, InventoryVolume } from './types.js';
+import { readHeaderSafely } from '../volumes/header-reading.js';
+import { compareText, kernelNumber, lvDevice, numberKey } from './util.js';
+import type { Inventory, InventoryMap, InventoryVolume } from './types.js';
 
 /**
  * Takes the GC inventory of this node in the scope's volume groups (DESIGN.md
@@ -95,27 +96,6 @@ async function describeVolume(
     openCount: effectiveOpenCount(kernel, dmByNumber, dataMaps.length),
     dataMaps,
   };
-}
-
-/**
- * Reads the header of an LV; never throws. An inactive LV has no device to
- * read, so its header is `unreadable`.
- */
-export async function readHeaderSafely(
-  lv: Volume,
-  headers: GcHeaderPort,
-): Promise<InventoryHeader> {
-  if (!lv.active || kernelNumber(lv) === null) {
-    return { status: 'unreadable', reason: 'LV is inactive' };
-  }
-  if (lv.dmPath === null) {
-    return { status: 'unreadable', reason: 'lvm reported no device path for the active LV' };
-  }
-  try {
-    return await headers.readHeader(lv.dmPath);
-  } catch (error) {
-    return { status: 'unreadable', reason: `reading ${lv.dmPath} failed: ${describeError(error)}` };
-  }
 }
 
 /**

@@ -3,15 +3,14 @@
  * plan, and the executor's outcomes.
  */
 import type { DeviceNumber } from '../device/types.js';
-import type { DecodeResult } from '../header/types.js';
+import type { HeaderReading } from '../volumes/header-reading.js';
 import type { Naming } from '../naming.js';
 
 /**
  * What sector 0 of an LV said: a decode result, or `unreadable` when the LV
  * is inactive or reading failed (the inventory never throws for a read).
  */
-export type InventoryHeader =
-  DecodeResult | { readonly status: 'unreadable'; readonly reason: string };
+export type InventoryHeader = HeaderReading;
 
 /** One LV with the lvstamp prefix, as the GC sees it. */
 export interface InventoryVolume {

@@ -14,7 +14,7 @@ import {
 } from './block-io.js';
 import { encodeHeader } from './codec.js';
 import type { GcHeaderPort } from '../gc/ports.js';
-import type { HeaderIo } from '../lvm/header-io.js';
+import type { HeaderIo } from '../volumes/header-io.js';
 import type { HeaderFields } from './types.js';
 
 const MiB = 1024 * 1024;

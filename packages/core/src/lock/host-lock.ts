@@ -1,3 +1,5 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
 /**
  * Serialises mutating lvm commands across the processes of one host (the
  * CLI, the CSI driver and the GC job run side by side; DESIGN.md §2).
@@ -13,13 +15,18 @@ export interface HostLock {
   withLock<T>(reason: string, fn: () => Promise<T>): Promise<T>;
 }
 
-/** A HostLock that locks nothing: for unit tests and single-process tools. */
+/**
+ * A HostLock that locks nothing: for unit tests and single-process tools.
+ * Re-entrant like FileHostLock: a call nested inside `fn` is not recorded.
+ */
 export class NoopHostLock implements HostLock {
-  /** Reasons of every `withLock` call so far, in order (for tests). */
+  /** Reasons of every outermost `withLock` call so far, in order (for tests). */
   readonly reasons: string[] = [];
+  readonly #held = new AsyncLocalStorage<true>();
 
   async withLock<T>(reason: string, fn: () => Promise<T>): Promise<T> {
+    if (this.#held.getStore() === true) return fn();
     this.reasons.push(reason);
-    return fn();
+    return this.#held.run(true, fn);
   }
 }

@@ -1,7 +1,9 @@
-// LVM device manager: JSON report parsers and the manager over them.
+// The lvm command module: argv builders, report parsers, typed lvm calls.
 export type * from './types.js';
-export type * from './header-io.js';
+export * from './command.js';
 export * from './report.js';
-export * from './manager.js';
+export * from './volume-groups.js';
+export * from './logical-volumes.js';
+export * from './lvm.js';
 export * from './device-filter.js';
 export * from './vg-state.js';

@@ -254,3 +254,15 @@ class FieldReader {
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/**
+ * The `pv_uuid` values of `pvs --reportformat json -o pv_uuid`.
+ * @throws UnparseableOutputError when stdout is not that report.
+ */
+export function parsePvUuids(result: {
+  readonly stdout: string;
+  readonly argv: readonly string[];
+}): string[] {
+  const reader = new FieldReader(result.stdout, result.argv);
+  return reader.rows('pv').map((row) => reader.required(row, 'pv_uuid'));
+}

@@ -10,9 +10,10 @@ import {
 } from '../errors.js';
 import { ReplayRunner, type ReplayStep } from '../testing/replay-runner.js';
 import { NoopHostLock } from '../lock/host-lock.js';
-import type { HeaderIo } from './header-io.js';
+import type { HeaderIo } from '../volumes/header-io.js';
 import { volumeIdForName } from '../naming.js';
-import { LvmManager } from './manager.js';
+import { VolumeService } from '../volumes/service.js';
+import { Lvm } from './lvm.js';
 import { classifyLvmFailure, duplicatePvUuids, lvmMessage, problemsOfVgAttr } from './vg-state.js';
 
 // Real lvm2 2.03.16 in the test VM (test-e2e/scripts/measure-lvm-config.sh): group lvse2ebroken
@@ -87,7 +88,22 @@ const noHeaders: HeaderIo = {
 
 function setup(steps: ReplayStep[]) {
   const runner = new ReplayRunner(steps);
-  const manager = new LvmManager({ runner, hostLock: new NoopHostLock(), headerIo: noHeaders });
+  const hostLock = new NoopHostLock();
+  const unexpected = () => Promise.reject(new Error('unexpected data device or mount call'));
+  const manager = new VolumeService({
+    lvm: new Lvm({ runner, hostLock }),
+    runner,
+    hostLock,
+    headers: noHeaders,
+    dataDevices: {
+      list: unexpected,
+      create: unexpected,
+      reload: unexpected,
+      remove: unexpected,
+      pathFor: () => '',
+    },
+    filesystems: { mounts: unexpected, grow: unexpected },
+  });
   return { runner, manager };
 }
 

@@ -1,6 +1,7 @@
 import {
   boundText,
   CommandFailedError,
+  OutOfSpaceError,
   STDERR_MESSAGE_BYTES,
   VolumeGroupUnusableError,
   type VolumeGroupProblem,
@@ -70,4 +71,21 @@ export function lvmMessage(stderr: string): string {
     .filter((line) => line !== '')
     .join(' | ');
   return boundText(text, STDERR_MESSAGE_BYTES);
+}
+
+/**
+ * A failed change of `vgName` (lvcreate, lvextend) as a typed error: lvm's
+ * "Insufficient free space/extents" becomes OutOfSpaceError, a broken group
+ * VolumeGroupUnusableError (classifyLvmFailure); anything else unchanged.
+ */
+export function classifyChangeFailure(vgName: string, error: unknown): unknown {
+  if (
+    error instanceof CommandFailedError &&
+    /insufficient free (space|extents)/i.test(error.stderr)
+  ) {
+    return new OutOfSpaceError(`volume group ${vgName}: ${CommandFailedError.describe(error)}`, {
+      cause: error,
+    });
+  }
+  return classifyLvmFailure(vgName, error);
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../errors.js';
 import { ReplayRunner } from '../testing/replay-runner.js';
 import { NoopHostLock } from '../lock/host-lock.js';
+import { Lvm } from '../lvm/lvm.js';
 import { VolumeGroupAdmin } from './admin.js';
 
 describe('VolumeGroupAdmin: names lvm cannot hold lvstamp LVs in', () => {
@@ -11,7 +12,8 @@ describe('VolumeGroupAdmin: names lvm cannot hold lvstamp LVs in', () => {
     'refuses %s before running any command',
     async (name) => {
       const runner = new ReplayRunner([]);
-      const admin = new VolumeGroupAdmin({ runner, hostLock: new NoopHostLock() });
+      const hostLock = new NoopHostLock();
+      const admin = new VolumeGroupAdmin({ lvm: new Lvm({ runner, hostLock }), runner, hostLock });
       await expect(admin.create({ name, devices: ['/dev/sdb'] })).rejects.toThrow(
         InvalidArgumentError,
       );

@@ -8,18 +8,18 @@ import {
 } from '../errors.js';
 import type { CommandRunner } from '../exec/runner.js';
 import type { HostLock } from '../lock/host-lock.js';
-import {
-  LV_REPORT_FIELDS,
-  VG_REPORT_FIELDS,
-  parseLvsReport,
-  parseVgsReport,
-} from '../lvm/report.js';
+import type { Lvm } from '../lvm/lvm.js';
 import type { VolumeGroup } from '../lvm/types.js';
+import { validateVgName } from '../lvm/volume-groups.js';
 import { DEFAULT_NAMING, requireVgNameFitsDm, type Naming } from '../naming.js';
 
 /** Options of VolumeGroupAdmin. */
 export interface VolumeGroupAdminOptions {
+  /** The lvm command module: every lvm call goes through it. */
+  readonly lvm: Lvm;
+  /** Runs `losetup` (not lvm). */
   readonly runner: CommandRunner;
+  /** Held across each whole create or remove (the lvm module takes it per command too). */
   readonly hostLock: HostLock;
   readonly naming?: Naming;
 }
@@ -33,9 +33,6 @@ export interface LoopVolumeGroup {
   readonly file: string;
 }
 
-const REPORT = ['--reportformat', 'json', '--units', 'b', '--nosuffix'] as const;
-// lvm2 lvm(8) "VG names": letters, digits and + _ . -, not starting with a hyphen.
-const VG_NAME = /^[A-Za-z0-9+_.][A-Za-z0-9+_.-]{0,126}$/;
 const LOOP_DEVICE = /^\/dev\/loop\d+$/;
 
 /**
@@ -46,11 +43,13 @@ const LOOP_DEVICE = /^\/dev\/loop\d+$/;
  * No cache: every call asks lvm. Mutating commands run under the host lock.
  */
 export class VolumeGroupAdmin {
+  readonly #lvm: Lvm;
   readonly #runner: CommandRunner;
   readonly #lock: HostLock;
   readonly #naming: Naming;
 
   constructor(options: VolumeGroupAdminOptions) {
+    this.#lvm = options.lvm;
     this.#runner = options.runner;
     this.#lock = options.hostLock;
     this.#naming = options.naming ?? DEFAULT_NAMING;
@@ -61,20 +60,16 @@ export class VolumeGroupAdmin {
    * @throws CommandFailedError, UnparseableOutputError.
    */
   async list(): Promise<VolumeGroup[]> {
-    const argv = ['vgs', ...REPORT, '-o', VG_REPORT_FIELDS.join(',')];
-    const result = await this.#runner.run(argv);
-    return parseVgsReport(result.stdout, argv);
+    return this.#lvm.volumeGroups.list();
   }
 
   /**
    * One volume group, or null on an explicit empty selection (`vgs -S`).
-   * @throws CommandFailedError, UnparseableOutputError.
+   * @throws FailedPreconditionError for two groups of one name;
+   *   CommandFailedError, UnparseableOutputError.
    */
   async find(name: string): Promise<VolumeGroup | null> {
-    const argv = ['vgs', ...REPORT, '-o', VG_REPORT_FIELDS.join(','), '-S', `vg_name=${name}`];
-    const result = await this.#runner.run(argv);
-    const groups = parseVgsReport(result.stdout, argv);
-    return groups.find((g) => g.name === name) ?? null;
+    return this.#lvm.volumeGroups.find(name);
   }
 
   /**
@@ -116,15 +111,13 @@ export class VolumeGroupAdmin {
           );
         }
         undo.unshift(() => this.#runner.run(['losetup', '--detach', loopDevice]));
-        await this.#runner.run(['pvcreate', '--yes', loopDevice]);
-        undo.unshift(() => this.#runner.run(['pvremove', '--yes', loopDevice]));
-        await this.#runner.run([
-          'vgcreate',
-          '--addtag',
-          this.#naming.tag,
-          request.name,
-          loopDevice,
-        ]);
+        await this.#lvm.volumeGroups.createPhysicalVolume(loopDevice);
+        undo.unshift(() => this.#lvm.volumeGroups.removePhysicalVolumes([loopDevice]));
+        await this.#lvm.volumeGroups.create({
+          name: request.name,
+          devices: [loopDevice],
+          tags: [this.#naming.tag],
+        });
         const vg = await this.find(request.name);
         if (vg === null)
           throw new NotFoundError(`volume group ${request.name} is missing right after vgcreate`);
@@ -151,13 +144,11 @@ export class VolumeGroupAdmin {
       if ((await this.find(request.name)) !== null) {
         throw new AlreadyExistsError(`volume group ${request.name} already exists`);
       }
-      await this.#runner.run([
-        'vgcreate',
-        '--addtag',
-        this.#naming.tag,
-        request.name,
-        ...request.devices,
-      ]);
+      await this.#lvm.volumeGroups.create({
+        name: request.name,
+        devices: request.devices,
+        tags: [this.#naming.tag],
+      });
       const vg = await this.find(request.name);
       if (vg === null)
         throw new NotFoundError(`volume group ${request.name} is missing right after vgcreate`);
@@ -183,16 +174,15 @@ export class VolumeGroupAdmin {
           `volume group ${name} was not created by lvstamp (no "${this.#naming.tag}" tag); refusing to remove it`,
         );
       }
-      const lvsArgv = ['lvs', ...REPORT, '-o', LV_REPORT_FIELDS.join(','), '-S', `vg_name=${name}`];
-      const lvs = parseLvsReport((await this.#runner.run(lvsArgv)).stdout, lvsArgv);
+      const lvs = await this.#lvm.logicalVolumes.ofGroup(name);
       if (lvs.length > 0) {
         throw new FailedPreconditionError(
           `volume group ${name} still holds ${lvs.length} logical volume(s) (${lvs.map((lv) => lv.lvName).join(', ')}); delete them first`,
         );
       }
-      const pvs = await this.#physicalVolumes(name);
-      await this.#runner.run(['vgremove', '--yes', name]);
-      if (pvs.length > 0) await this.#runner.run(['pvremove', '--yes', ...pvs]);
+      const pvs = await this.#lvm.volumeGroups.physicalVolumesOf(name);
+      await this.#lvm.volumeGroups.remove(name);
+      await this.#lvm.volumeGroups.removePhysicalVolumes(pvs);
       const detached: string[] = [];
       for (const pv of pvs.filter((p) => LOOP_DEVICE.test(p))) {
         await this.#runner.run(['losetup', '--detach', pv]);
@@ -200,20 +190,6 @@ export class VolumeGroupAdmin {
       }
       return { detachedLoopDevices: detached };
     });
-  }
-
-  async #physicalVolumes(vgName: string): Promise<string[]> {
-    const argv = ['pvs', ...REPORT, '-o', 'pv_name,vg_name', '-S', `vg_name=${vgName}`];
-    const result = await this.#runner.run(argv);
-    return parsePvNames(result.stdout, argv);
-  }
-}
-
-function validateVgName(name: string): void {
-  if (!VG_NAME.test(name) || name === '.' || name === '..') {
-    throw new InvalidArgumentError(
-      `invalid volume group name "${name}": use letters, digits and + _ . - (lvm(8)), not starting with -`,
-    );
   }
 }
 
@@ -234,30 +210,4 @@ async function createSparseFile(path: string, sizeBytes: number): Promise<void> 
   } finally {
     await handle.close();
   }
-}
-
-/**
- * Reads `pvs --reportformat json -o pv_name,vg_name`: `{"report":[{"pv":[...]}]}`.
- * @throws UnparseableOutputError on anything else.
- */
-export function parsePvNames(stdout: string, argv: readonly string[]): string[] {
-  const fail = (detail: string): never => {
-    throw new UnparseableOutputError({ argv, exitCode: 0, stdout, stderr: '' }, detail);
-  };
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(stdout);
-  } catch {
-    return fail('stdout is not one JSON report');
-  }
-  const report = (parsed as { report?: unknown }).report;
-  if (!Array.isArray(report) || report.length !== 1)
-    return fail('expected {"report":[{"pv":[...]}]}');
-  const rows = (report[0] as { pv?: unknown }).pv;
-  if (!Array.isArray(rows)) return fail('expected a "pv" list');
-  return rows.map((row: unknown) => {
-    const name = (row as { pv_name?: unknown }).pv_name;
-    if (typeof name !== 'string' || name === '') return fail('a row has no pv_name');
-    return name;
-  });
 }

@@ -1,6 +1,1 @@
-export {
-  VolumeGroupAdmin,
-  parsePvNames,
-  type LoopVolumeGroup,
-  type VolumeGroupAdminOptions,
-} from './admin.js';
+export { VolumeGroupAdmin, type LoopVolumeGroup, type VolumeGroupAdminOptions } from './admin.js';

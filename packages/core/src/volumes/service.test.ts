@@ -2,20 +2,31 @@ import { describe, expect, it } from 'vitest';
 import type { DataDeviceManager } from '../device/data-device.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { FilesystemManager } from '../fs/filesystem.js';
-import type { HeaderIo } from '../lvm/header-io.js';
-import type { LvmManager } from '../lvm/manager.js';
-import type { Volume } from '../lvm/types.js';
-import { volumeIdForName } from '../naming.js';
+import type { HeaderIo } from './header-io.js';
+import type { Lvm } from '../lvm/lvm.js';
+import type { CommandRunner } from '../exec/runner.js';
+import { NoopHostLock } from '../lock/host-lock.js';
+import { lvNameFor, volumeIdForName } from '../naming.js';
 import { VolumeService } from './service.js';
 
-/** A VolumeService whose LVM manager knows exactly these volume IDs. */
+/** A VolumeService whose lvm knows exactly these volumes (active, in vg0). */
 function serviceWith(existingIds: readonly string[]): VolumeService {
   const lvm = {
-    findVolume: (id: string) =>
-      Promise.resolve(existingIds.includes(id) ? ({ volumeId: id } as unknown as Volume) : null),
-  } as unknown as LvmManager;
+    logicalVolumes: {
+      inGroups: (_vgNames: readonly string[], filter: { names: readonly string[] }) =>
+        Promise.resolve({
+          groups: [],
+          lvs: existingIds
+            .map((id) => lvNameFor(id))
+            .filter((name) => filter.names.includes(name))
+            .map((lvName) => ({ vgName: 'vg0', lvName, active: false, kernelMajor: null })),
+        }),
+    },
+  } as unknown as Lvm;
   return new VolumeService({
     lvm,
+    runner: {} as CommandRunner,
+    hostLock: new NoopHostLock(),
     dataDevices: {} as unknown as DataDeviceManager,
     headers: {} as HeaderIo,
     filesystems: {} as unknown as FilesystemManager,
@@ -57,7 +68,9 @@ describe('VolumeService.delete', () => {
   it('refuses a malformed owner ID before it looks at or removes the data device', async () => {
     const touched: string[] = [];
     const service = new VolumeService({
-      lvm: {} as unknown as LvmManager,
+      lvm: {} as unknown as Lvm,
+      runner: {} as CommandRunner,
+      hostLock: new NoopHostLock(),
       dataDevices: {
         list: () => {
           touched.push('list');

@@ -1,21 +1,89 @@
-import { stat } from 'node:fs/promises';
 import type { DataDeviceManager } from '../device/data-device.js';
+import { deviceUsersText } from '../device/holders.js';
 import type { DataDevice, DataDeviceMap } from '../device/types.js';
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../errors.js';
+import {
+  AlreadyExistsError,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  OutOfRangeError,
+  OutOfSpaceError,
+} from '../errors.js';
+import { runLogged } from '../exec/logged.js';
+import type { CommandRunner, WarnLogger } from '../exec/runner.js';
 import type { FilesystemManager } from '../fs/filesystem.js';
 import { FS_TYPES, type FsType, type MountInfoEntry } from '../fs/types.js';
-import { describeDecode } from '../header/codec.js';
+import { DATA_OFFSET_BYTES } from '../header/constants.js';
 import type { DecodeResult, HeaderFields } from '../header/types.js';
-import { capacityOf } from './size.js';
-import type { HeaderIo } from '../lvm/header-io.js';
-import type { CreateVolumeRequest, DeleteVolumeOptions, LvmManager } from '../lvm/manager.js';
-import type { VgScope, Volume, VolumeScope } from '../lvm/types.js';
-import { KeyedMutex } from '../lock/keyed-mutex.js';
-import { DEFAULT_NAMING, isHexId, parseOwnerId, volumeIdForName, type Naming } from '../naming.js';
+import type { HostLock } from '../lock/host-lock.js';
+import { validateLvUuid } from '../lvm/logical-volumes.js';
+import type { Lvm } from '../lvm/lvm.js';
+import { validateVgName } from '../lvm/volume-groups.js';
+import type {
+  CreatedVolume,
+  LogicalVolume,
+  VgScope,
+  Volume,
+  VolumeGroup,
+  VolumeGroupCapacity,
+  VolumeScope,
+  WipePolicy,
+} from '../lvm/types.js';
+import {
+  DEFAULT_NAMING,
+  isHexId,
+  lvNameFor,
+  newLvNameFor,
+  ownerTagFor,
+  parseLvName,
+  parseOwnerId,
+  validateVolumeName,
+  volumeIdForName,
+  type Naming,
+} from '../naming.js';
+import type { HeaderIo } from './header-io.js';
+import { readHeaderSafely, type HeaderReading } from './header-reading.js';
+import { failedTagCheck, isActive, requireOwnerHeader, requireOwnerTags } from './ownership.js';
+import { CAPACITY_BLOCK_BYTES, capacityOf, maximumCapacity, volumeSize } from './size.js';
 
-/** What sector 0 of a volume's LV says, or why it could not be read. */
-export type HeaderReading =
-  DecodeResult | { readonly status: 'unreadable'; readonly reason: string };
+/** Default deadline of a wipe (`blkdiscard`), in milliseconds: one hour. */
+export const DEFAULT_WIPE_TIMEOUT_MS = 3_600_000;
+
+/** A create request (DESIGN.md §5). Sizes in bytes of capacity (the data area). */
+export interface CreateVolumeRequest {
+  /** Volume name, 1–256 bytes of UTF-8 (DESIGN.md §3). */
+  readonly name: string;
+  /** Smallest acceptable capacity in bytes; 0 = not given (then limitBytes is). */
+  readonly requiredBytes: number;
+  /** Largest acceptable capacity in bytes; ≥ requiredBytes when given. */
+  readonly limitBytes?: number;
+  /** Smallest capacity the volume's filesystem can be made on, in bytes (FILESYSTEM_MINIMUM_BYTES); default 0. */
+  readonly minimumBytes?: number;
+  readonly vgName: string;
+  /** Further volume groups searched for an existing LV of this volume, so that a create never makes a second copy. */
+  readonly otherVgNames?: readonly string[];
+  /** 32 hex digits; STANDALONE_OWNER_ID for standalone use. */
+  readonly ownerId: string;
+}
+
+/** Options of delete. */
+export interface DeleteVolumeOptions {
+  readonly wipe?: WipePolicy;
+  /**
+   * Skip the ownership checks (lvstamp tag, owner tag, header with matching
+   * ID and owner): an operator's explicit override (`--force-unowned`). The
+   * scope, the name prefix and the "not open" check still apply.
+   */
+  readonly forceUnowned?: boolean;
+}
+
+/** What delete found and did. */
+export interface DeleteVolumeResult {
+  /** False when neither an LV nor a data device of this volume ID existed. */
+  readonly existed: boolean;
+  /** `vg/lv` of every LV removed, in order. */
+  readonly removed: readonly string[];
+}
 
 /** A volume with everything a person or a CO asks about it. */
 export interface VolumeStatus {
@@ -29,70 +97,125 @@ export interface VolumeStatus {
   readonly mountPoints: readonly string[];
 }
 
-/** Options of VolumeService. */
+/** Dependencies and settings of a VolumeService. */
 export interface VolumeServiceOptions {
-  readonly lvm: LvmManager;
-  readonly dataDevices: DataDeviceManager;
+  readonly lvm: Lvm;
+  /** Runs the wipe (`blkdiscard`). */
+  readonly runner: CommandRunner;
+  /** Held across every sequence that checks ownership and then changes an LV. */
+  readonly hostLock: HostLock;
   readonly headers: HeaderIo;
-  readonly filesystems: FilesystemManager;
+  readonly dataDevices: Pick<
+    DataDeviceManager,
+    'list' | 'create' | 'reload' | 'remove' | 'pathFor'
+  >;
+  readonly filesystems: Pick<FilesystemManager, 'mounts' | 'grow'>;
   readonly naming?: Naming;
+  /** Unix milliseconds, written as the header's createdAt; default Date.now. */
+  readonly clock?: () => number;
+  /** Deadline of a wipe in milliseconds; default one hour. */
+  readonly wipeTimeoutMs?: number;
+  /** Receives warnings: lvm's stderr of successful commands, leftovers left alone. */
+  readonly logger?: WarnLogger;
+  /** Where `sys/` and `proc/` are read to name the holders of an open LV; default `/`. */
+  readonly hostRoot?: string;
 }
 
 /**
- * The volume life cycle that every entrypoint shares (DESIGN.md §4, §5):
- * create, attach (data device), detach, expand (LV, map, mounted
- * filesystem), delete (map, then LV). No cache: each call asks lvm,
- * device-mapper and mountinfo. Operations on one volume are serialised
- * inside the process; the LVM manager takes the host lock.
+ * The volume life cycle of DESIGN.md §5 for every entrypoint: create (and
+ * adopt), attach, detach, expand, delete with wipe, status, list, and the
+ * GC's remover. Keeps no state: each call asks lvm (through the lvm module),
+ * device-mapper and mountinfo. Every destructive act proves ownership right
+ * before it, under the host lock (DESIGN.md §2.3). Not serialised per
+ * volume: createNodeServices wraps it in withVolumeLocks.
  */
 export class VolumeService {
-  readonly #lvm: LvmManager;
-  readonly #maps: DataDeviceManager;
+  readonly #lvm: Lvm;
+  readonly #runner: CommandRunner;
+  readonly #hostLock: HostLock;
   readonly #headers: HeaderIo;
-  readonly #fs: FilesystemManager;
+  readonly #maps: VolumeServiceOptions['dataDevices'];
+  readonly #fs: VolumeServiceOptions['filesystems'];
   readonly #naming: Naming;
-  readonly #locks = new KeyedMutex();
+  readonly #clock: () => number;
+  readonly #wipeTimeoutMs: number;
+  readonly #logger: WarnLogger | undefined;
+  readonly #hostRoot: string | undefined;
 
   constructor(options: VolumeServiceOptions) {
     this.#lvm = options.lvm;
-    this.#maps = options.dataDevices;
+    this.#runner = options.runner;
+    this.#hostLock = options.hostLock;
     this.#headers = options.headers;
+    this.#maps = options.dataDevices;
     this.#fs = options.filesystems;
     this.#naming = options.naming ?? DEFAULT_NAMING;
+    this.#clock = options.clock ?? Date.now;
+    this.#wipeTimeoutMs = options.wipeTimeoutMs ?? DEFAULT_WIPE_TIMEOUT_MS;
+    this.#logger = options.logger;
+    this.#hostRoot = options.hostRoot;
   }
 
+  // ---- volume groups --------------------------------------------------------
+
   /**
-   * Turns what a person typed into a volume ID: a volume name (its ID is
-   * derived, DESIGN.md §3), or the ID of an existing volume (32 hex digits).
-   * A ref that is both an existing volume's ID and the name of another
-   * existing volume is refused rather than guessed (a delete must never hit
-   * the wrong volume). Looks in the scope's volume groups only.
-   * @throws InvalidArgumentError when it is neither a valid ID nor a valid
-   *   name, or when it is ambiguous.
+   * Every volume group on the host (`vgs`), sizes in bytes.
+   * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError.
    */
-  async resolve(ref: string, scope: VgScope): Promise<string> {
-    const byName = volumeIdForName(ref);
-    if (!isHexId(ref) || ref === byName) return byName;
-    const [asId, asName] = await Promise.all([
-      this.#lvm.findVolume(ref, scope),
-      this.#lvm.findVolume(byName, scope),
-    ]);
-    if (asId !== null && asName !== null) {
-      throw new InvalidArgumentError(
-        `"${ref}" is both the ID of a volume and the name of volume ${byName}; refusing to guess: use the ID you mean`,
-      );
-    }
-    return asId !== null ? ref : byName;
+  async listVolumeGroups(): Promise<VolumeGroup[]> {
+    return this.#lvm.volumeGroups.list();
   }
 
   /**
-   * The volume group new volumes go to when none is named: the one volume
-   * group tagged `lvstamp` (as `VolumeGroupAdmin` creates them).
+   * Free space of a usable volume group (VolumeGroups.get), in bytes, and
+   * the largest capacity a new volume can get (maximumCapacity).
+   * @throws as VolumeGroups.get.
+   */
+  async capacity(vgName: string): Promise<VolumeGroupCapacity> {
+    const vg = await this.#lvm.volumeGroups.get(vgName);
+    return {
+      vgName: vg.name,
+      totalBytes: vg.sizeBytes,
+      freeBytes: vg.freeBytes,
+      maximumVolumeBytes: maximumCapacity(vg),
+    };
+  }
+
+  /**
+   * The volume groups the CLI and the GC job look in when none is named
+   * (DESIGN.md §2.3): those tagged `lvstamp` and those holding an LV tagged
+   * `lvstamp` with the lvstamp name prefix, sorted, each once; minus every
+   * group with a physical volume on an lvstamp data device. One `vgs`, one
+   * `lvs` and one `pvs` over every group, at once.
+   * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError.
+   */
+  async discoverVolumeGroups(): Promise<string[]> {
+    const [vgs, lvs, pvs] = await Promise.all([
+      this.#lvm.volumeGroups.list(),
+      this.#lvm.logicalVolumes.everywhere({ prefix: commonPrefix(this.#naming) }),
+      this.#lvm.volumeGroups.physicalVolumes(),
+    ]);
+    const tag = this.#naming.tag;
+    const nested = new Set(
+      pvs
+        .filter((pv) => pv.pvName.startsWith(`/dev/mapper/${this.#naming.dmNamePrefix}`))
+        .map((pv) => pv.vgName),
+    );
+    const names = new Set([
+      ...vgs.filter((vg) => vg.tags.includes(tag)).map((vg) => vg.name),
+      ...lvs.filter((lv) => lv.tags.includes(tag)).map((lv) => lv.vgName),
+    ]);
+    return [...names].filter((name) => !nested.has(name)).sort();
+  }
+
+  /**
+   * The volume group new volumes go to when none is named: the one group
+   * tagged `lvstamp` (as `VolumeGroupAdmin` creates them).
    * @throws FailedPreconditionError when there is none, InvalidArgumentError
    *   when there are several (name one).
    */
   async defaultVolumeGroup(): Promise<string> {
-    const tagged = (await this.#lvm.listVolumeGroups()).filter((g) =>
+    const tagged = (await this.#lvm.volumeGroups.list()).filter((g) =>
       g.tags.includes(this.#naming.tag),
     );
     const [only, ...more] = tagged;
@@ -109,65 +232,338 @@ export class VolumeService {
     return only.name;
   }
 
+  // ---- look-ups -------------------------------------------------------------
+
   /**
-   * The volume groups to look in when the operator names none (DESIGN.md
-   * §2.3): those tagged `lvstamp` or holding lvstamp-tagged LVs.
+   * Every LV whose name starts with the lvstamp prefix, well-formed or not
+   * (the GC reports the malformed ones), in the scope's volume groups only
+   * (DESIGN.md §2.3). A scope group that does not exist holds nothing.
+   * @throws as LogicalVolumes.inGroups.
    */
-  async discoverVolumeGroups(): Promise<string[]> {
-    return this.#lvm.discoverVolumeGroups();
+  async listPrefixedLogicalVolumes(scope: VgScope): Promise<LogicalVolume[]> {
+    const { lvs } = await this.#lvm.logicalVolumes.inGroups(scope.vgNames, {
+      prefix: commonPrefix(this.#naming),
+    });
+    const { lvPrefix, newLvPrefix } = this.#naming;
+    return lvs.filter((lv) => lv.lvName.startsWith(lvPrefix) || lv.lvName.startsWith(newLvPrefix));
   }
 
   /**
-   * Every lvstamp volume in the scope's volume groups with its header, data
-   * device and mount points: one `vgs` and one `lvs`, one `dmsetup info`,
-   * one mountinfo read, and one sector-0 read per active volume.
+   * lvstamp volumes in the scope: `lvstamp_<id>` and `lvstamp_new_<id>`
+   * (creating), each with its capacity from its header (one sector-0 read
+   * in-process per active volume; DESIGN.md §4 "Capacity").
+   * @throws as listPrefixedLogicalVolumes.
+   */
+  async listVolumes(scope: VgScope): Promise<Volume[]> {
+    const lvs = await this.listPrefixedLogicalVolumes(scope);
+    const volumes = lvs.flatMap((lv) => {
+      const volume = this.#toVolume(lv);
+      return volume === null ? [] : [volume];
+    });
+    return Promise.all(volumes.map((v) => this.#withCapacity(v)));
+  }
+
+  /**
+   * The finished volume `lvstamp_<volumeId>` in the scope, or null (an
+   * interrupted create, `lvstamp_new_<id>` only, is not a volume).
+   * @throws InvalidArgumentError when volumeId is not 32 lowercase hex digits.
+   * @throws FailedPreconditionError when several groups hold the volume, or
+   *   lvm sees two groups with one name; as LogicalVolumes.inGroups.
+   */
+  async findVolume(volumeId: string, scope: VgScope): Promise<Volume | null> {
+    validateVolumeId(volumeId);
+    const { finished } = await this.#lookup(volumeId, scope.vgNames);
+    const volume = this.#single(volumeId, finished);
+    return volume === null ? null : this.#withCapacity(volume);
+  }
+
+  /**
+   * As findVolume, but a missing volume is an error.
+   * @throws NotFoundError when no group of the scope holds `lvstamp_<volumeId>`.
+   */
+  async getVolume(volumeId: string, scope: VgScope): Promise<Volume> {
+    const volume = await this.findVolume(volumeId, scope);
+    if (volume === null) throw new NotFoundError(`volume ${volumeId} does not exist`);
+    return volume;
+  }
+
+  /**
+   * Turns what a person typed into a volume ID: a volume name (its ID is
+   * derived, DESIGN.md §3), or the ID of an existing volume. A ref that is
+   * both an existing volume's ID and the name of another existing volume is
+   * refused rather than guessed. Looks in the scope only.
+   * @throws InvalidArgumentError when it is neither a valid ID nor a valid
+   *   name, or when it is ambiguous.
+   */
+  async resolve(ref: string, scope: VgScope): Promise<string> {
+    const byName = volumeIdForName(ref);
+    if (!isHexId(ref) || ref === byName) return byName;
+    const [asId, asName] = await Promise.all([
+      this.findVolume(ref, scope),
+      this.findVolume(byName, scope),
+    ]);
+    if (asId !== null && asName !== null) {
+      throw new InvalidArgumentError(
+        `"${ref}" is both the ID of a volume and the name of volume ${byName}; refusing to guess: use the ID you mean`,
+      );
+    }
+    return asId !== null ? ref : byName;
+  }
+
+  /**
+   * Every lvstamp volume in the scope with its header, data device and mount
+   * points: one `vgs` and one `lvs`, one `dmsetup info`, one mountinfo read,
+   * and one sector-0 read per active volume.
+   * @throws as listVolumes; CommandFailedError of dmsetup.
    */
   async list(scope: VgScope): Promise<VolumeStatus[]> {
-    const volumes = await this.#lvm.listVolumes(scope);
+    const volumes = await this.listVolumes(scope);
     const [maps, mounts] = await Promise.all([this.#maps.list(), this.#fs.mounts()]);
     return Promise.all(volumes.map((v) => this.#status(v, maps, mounts)));
   }
 
   /**
    * One volume's status.
-   * @throws NotFoundError when no finished volume in the scope has this ID.
+   * @throws NotFoundError when no finished volume in the scope has this ID; as list.
    */
   async status(volumeId: string, scope: VgScope): Promise<VolumeStatus> {
-    const volume = await this.#lvm.getVolume(volumeId, scope);
+    const volume = await this.getVolume(volumeId, scope);
     const [maps, mounts] = await Promise.all([this.#maps.list(), this.#fs.mounts()]);
     return this.#status(volume, maps, mounts);
   }
 
+  /** Reads sector 0 of a volume's LV (readHeaderSafely); never throws. */
+  async readHeader(volume: LogicalVolume): Promise<HeaderReading> {
+    return readHeaderSafely(volume, this.#headers);
+  }
+
+  // ---- activation -----------------------------------------------------------
+
   /**
-   * Creates a volume (DESIGN.md §5 protocol, in LvmManager.createVolume):
-   * idempotent for the same name and a compatible size.
-   * @throws InvalidArgumentError, NotFoundError (VG), AlreadyExistsError,
-   *   OutOfSpaceError, CommandFailedError, LockTimeoutError.
+   * The finished volume, active: an inactive LV is activated (`lvchange
+   * --activate y <vg>/<lv>`, lvchange(8)), only this LV and only after its
+   * tags prove it is this owner's (DESIGN.md §2.3), under the host lock.
+   * The header is the caller's to check.
+   * @throws NotFoundError; NotOwnedError when an inactive LV lacks the tags;
+   *   as findVolume; CommandFailedError, LockTimeoutError.
+   */
+  async activateVolume(volumeId: string, scope: VolumeScope): Promise<Volume> {
+    const volume = await this.getVolume(volumeId, scope);
+    if (isActive(volume)) return volume;
+    const ownerId = parseOwnerId(scope.ownerId);
+    return this.#hostLock.withLock(`activate ${volumeId}`, async () => {
+      const again = await this.getVolume(volumeId, scope);
+      return this.#activateOwned(again, ownerId);
+    });
+  }
+
+  /**
+   * Activates every inactive lvstamp LV of the scope that carries the
+   * lvstamp tag and this owner's tag (the GC inventory reads their headers):
+   * one `lvchange --activate y <vg>/<lv>` each, under the host lock, after a
+   * re-listing under it; never a group-wide activation.
+   * @returns `vg/lv` of each LV activated.
+   * @throws as listVolumes; CommandFailedError, LockTimeoutError.
+   */
+  async activateOwnedVolumes(scope: VolumeScope): Promise<string[]> {
+    const ownerId = parseOwnerId(scope.ownerId);
+    const inactiveOwned = async (): Promise<Volume[]> =>
+      (await this.listVolumes(scope)).filter(
+        (v) => !isActive(v) && failedTagCheck(v, ownerId, this.#naming) === null,
+      );
+    if ((await inactiveOwned()).length === 0) return [];
+    return this.#hostLock.withLock('activate inactive lvstamp volumes', async () => {
+      const activated: string[] = [];
+      for (const volume of await inactiveOwned()) {
+        await this.#lvm.logicalVolumes.activate(volume.vgName, volume.lvName);
+        activated.push(`${volume.vgName}/${volume.lvName}`);
+      }
+      return activated;
+    });
+  }
+
+  // ---- create ---------------------------------------------------------------
+
+  /**
+   * Creates a volume with the DESIGN.md §5 protocol, idempotently: an
+   * existing `lvstamp_<id>` with this name, owner and a compatible capacity
+   * in `vgName` is returned as is (activated first when inactive and
+   * tagged); a leftover `lvstamp_new_<id>` in `vgName` is removed (tags
+   * checked); `lvcreate` as `lvstamp_new_<id>` with the sizes of
+   * `volumeSize`; the first and last MiB of the data area zeroed; the header
+   * v2 written and flushed; `lvrename` to `lvstamp_<id>`. Under the host lock.
+   * @throws InvalidArgumentError for a bad name, size, VG name or owner ID.
+   * @throws OutOfRangeError when no capacity fits the range, before any lvm command.
+   * @throws NotFoundError when the VG does not exist; VolumeGroupUnusableError.
+   * @throws AlreadyExistsError when the volume exists with another capacity,
+   *   in another VG, with another owner or another name in its header.
+   * @throws FailedPreconditionError when the existing LV's header is not
+   *   `ok` or carries another volume ID.
+   * @throws OutOfSpaceError; CommandFailedError, CommandTimeoutError,
+   *   UnparseableOutputError, LockTimeoutError.
+   */
+  async createVolume(request: CreateVolumeRequest): Promise<CreatedVolume> {
+    validateVolumeName(request.name);
+    if (request.limitBytes !== undefined) validateBytes('limitBytes', request.limitBytes);
+    // The range alone (any extent size): refused before any lvm command.
+    volumeSize({ ...request, extentSizeBytes: CAPACITY_BLOCK_BYTES });
+    validateVgNames([request.vgName]);
+    const ownerId = parseOwnerId(request.ownerId);
+    const volumeId = volumeIdForName(request.name);
+    return this.#hostLock.withLock(`create ${volumeId}`, () =>
+      this.#create(request, volumeId, ownerId),
+    );
+  }
+
+  /**
+   * createVolume, then the new volume's status (one more look-up): what
+   * `lvstamp create` prints.
+   * @throws as createVolume.
    */
   async create(request: CreateVolumeRequest): Promise<VolumeStatus> {
-    const volume = await this.#lvm.createVolume(request);
+    const volume = await this.createVolume(request);
     return this.status(volume.volumeId, {
       vgNames: [request.vgName, ...(request.otherVgNames ?? [])],
     });
   }
 
+  async #create(
+    request: CreateVolumeRequest,
+    volumeId: string,
+    ownerId: string,
+  ): Promise<CreatedVolume> {
+    const lvs = this.#lvm.logicalVolumes;
+    // Two read-only reports at once: the group's extent size and free space, and the volume's LVs.
+    const vgNames = [request.vgName, ...(request.otherVgNames ?? [])];
+    const [vg, { finished, pending }] = await Promise.all([
+      this.#lvm.volumeGroups.get(request.vgName),
+      this.#lookup(volumeId, vgNames),
+    ]);
+    const existing = this.#single(volumeId, finished);
+    if (existing !== null) {
+      const adopted = await this.#adoptExisting(existing, request, volumeId, ownerId);
+      return createdVolumeOf(adopted);
+    }
+
+    let freeBytes = vg.freeBytes;
+    for (const leftover of pending) {
+      if (leftover.vgName !== vg.name) {
+        this.#logger?.warn(
+          'leftover of an interrupted create in another volume group left for the GC',
+          { volumeId, lv: `${leftover.vgName}/${leftover.lvName}` },
+        );
+        continue;
+      }
+      requireOwnerTags(leftover, ownerId, this.#naming, 'remove');
+      await lvs.remove(leftover.vgName, leftover.lvName);
+      freeBytes += leftover.sizeBytes;
+    }
+
+    const { capacityBytes, lvSizeBytes } = volumeSize({
+      ...request,
+      extentSizeBytes: vg.extentSizeBytes,
+    });
+    if (lvSizeBytes > freeBytes) {
+      throw new OutOfSpaceError(
+        `volume group ${vg.name} has ${freeBytes} bytes free, volume ${volumeId} needs ${lvSizeBytes}`,
+      );
+    }
+
+    const newLvName = newLvNameFor(volumeId, this.#naming);
+    await lvs.create({
+      vgName: vg.name,
+      lvName: newLvName,
+      sizeBytes: lvSizeBytes,
+      tags: [this.#naming.tag, ownerTagFor(ownerId, this.#naming)],
+    });
+    const created = this.#volumeOrThrow(await lvs.get(vg.name, newLvName));
+    if (created.dmPath === null) {
+      throw new FailedPreconditionError(
+        `lvcreate made ${vg.name}/${newLvName} but lvm reports no device path`,
+      );
+    }
+    const header: HeaderFields = {
+      volumeId,
+      ownerId,
+      createdAtMs: this.#clock(),
+      dataOffsetBytes: DATA_OFFSET_BYTES,
+      requestedBytes: capacityBytes,
+      name: request.name,
+    };
+    // The extents may have held a deleted volume: its filesystem must not show through.
+    await this.#headers.clearDataArea(created.dmPath, {
+      dataOffsetBytes: DATA_OFFSET_BYTES,
+      sizeBytes: DATA_OFFSET_BYTES + capacityBytes,
+    });
+    await this.#headers.writeHeader(created.dmPath, header);
+    const finalLvName = lvNameFor(volumeId, this.#naming);
+    await lvs.rename(vg.name, newLvName, finalLvName);
+    // No read-back: lvrename changes nothing but the name.
+    return createdVolumeOf({ ...created, lvName: finalLvName, capacityBytes });
+  }
+
+  async #adoptExisting(
+    existing: Volume,
+    request: CreateVolumeRequest,
+    volumeId: string,
+    ownerId: string,
+  ): Promise<Volume & { readonly capacityBytes: number }> {
+    const where = `${existing.vgName}/${existing.lvName}`;
+    if (existing.vgName !== request.vgName) {
+      throw new AlreadyExistsError(
+        `volume "${request.name}" (${volumeId}) exists in volume group ${existing.vgName}, not ${request.vgName}`,
+      );
+    }
+    // A retried create after a reboot without auto-activation: activate it (tags first).
+    const active = await this.#activateOwned(existing, ownerId);
+    if (active.dmPath === null) {
+      throw new FailedPreconditionError(`${where} is active but lvm reports no device path`);
+    }
+    const decoded = await this.#headers.readHeader(active.dmPath);
+    if (decoded.status !== 'ok') {
+      throw new FailedPreconditionError(
+        `${where} exists but its header is ${decoded.status}: ${decoded.reason}`,
+      );
+    }
+    const { header } = decoded;
+    if (header.volumeId !== volumeId) {
+      throw new FailedPreconditionError(`${where} holds a header for volume ${header.volumeId}`);
+    }
+    if (header.name !== request.name) {
+      throw new AlreadyExistsError(
+        `${where} belongs to volume "${header.name}", not "${request.name}"`,
+      );
+    }
+    if (header.ownerId !== ownerId) {
+      throw new AlreadyExistsError(`${where} belongs to owner ${header.ownerId}, not ${ownerId}`);
+    }
+    const capacityBytes = capacityFrom(decoded, existing);
+    const tooSmall = capacityBytes < request.requiredBytes;
+    const tooLarge = request.limitBytes !== undefined && capacityBytes > request.limitBytes;
+    if (tooSmall || tooLarge) {
+      const range = `${request.requiredBytes}..${request.limitBytes ?? 'unlimited'}`;
+      throw new AlreadyExistsError(
+        `volume "${request.name}" exists with a different size: capacity ${capacityBytes} bytes, requested ${range}`,
+      );
+    }
+    return { ...active, capacityBytes };
+  }
+
+  // ---- attach / detach ------------------------------------------------------
+
   /**
    * Creates (or keeps) the data device: the linear map over the data area
-   * behind the header. Both ownership signals are checked first: the LV
+   * behind the header (DESIGN.md §4), after both ownership signals: the LV
    * name and a valid header whose ID matches it (DESIGN.md §2.3). An
-   * inactive LV is activated first when its tags carry the scope's owner
-   * (LvmManager.activateVolume).
+   * inactive LV is activated first when its tags carry the scope's owner.
    * @returns the `/dev/mapper` node and its device number.
    * @throws NotFoundError, NotOwnedError (inactive LV without the tags),
-   *   FailedPreconditionError (header not ok or not matching),
-   *   CommandFailedError.
+   *   FailedPreconditionError (header not ok or not matching), CommandFailedError.
    */
   async attach(volumeId: string, scope: VolumeScope): Promise<DataDevice> {
-    return this.#locks.run(volumeId, async () => {
-      const volume = await this.#lvm.activateVolume(volumeId, scope);
-      const { header, capacityBytes } = await this.#verifiedHeader(volume);
-      return this.#maps.create(volumeId, volume, header.dataOffsetBytes, capacityBytes);
-    });
+    const volume = await this.activateVolume(volumeId, scope);
+    const { header, capacityBytes } = await this.#verifiedHeader(volume);
+    return this.#maps.create(volumeId, volume, header.dataOffsetBytes, capacityBytes);
   }
 
   /**
@@ -176,24 +572,32 @@ export class VolumeService {
    * @throws FailedPreconditionError when it is mounted or open.
    */
   async detach(volumeId: string): Promise<{ removed: boolean }> {
-    return this.#locks.run(volumeId, async () => {
-      const map = (await this.#maps.list()).find((m) => m.volumeId === volumeId);
-      if (map === undefined) return { removed: false };
-      await this.#refuseIfMounted(map);
-      await this.#maps.remove(volumeId);
-      return { removed: true };
-    });
+    const map = (await this.#maps.list()).find((m) => m.volumeId === volumeId);
+    if (map === undefined) return { removed: false };
+    await this.#refuseIfMounted(map);
+    await this.#maps.remove(volumeId);
+    return { removed: true };
   }
 
+  // ---- expand ---------------------------------------------------------------
+
   /**
-   * Grows a volume to at least `requiredBytes` of capacity, online:
-   * `lvextend` and the header's new capacity (LvmManager.expandVolume, which
-   * proves ownership first), then the data device's table is reloaded to
-   * the capacity, then a filesystem mounted from it is grown (resize2fs /
-   * xfs_growfs). Never shrinks; every step converges when repeated.
+   * Grows a volume to the capacity `volumeSize` gives `requiredBytes`
+   * (DESIGN.md §4 "Capacity", §5 "Expand"), online and crash-safely, under
+   * the host lock after the ownership checks (tags, then a valid header with
+   * its ID and owner, DESIGN.md §2.3; an inactive LV is activated for that):
+   * a v1 header is first rewritten as v2 with its current capacity;
+   * `lvextend` when the LV is smaller than the new size; the header
+   * rewritten with the new capacity; then the data device's table reloaded
+   * and a filesystem mounted from it grown. Every step is skipped when done.
+   * A volume already large enough is unchanged.
    * @returns the new status and the mount point whose filesystem was grown.
-   * @throws InvalidArgumentError, NotFoundError, OutOfSpaceError,
-   *   NotOwnedError, FailedPreconditionError, CommandFailedError.
+   * @throws InvalidArgumentError for a malformed ID or size.
+   * @throws OutOfRangeError when no capacity fits the range, or the capacity
+   *   is already above `limitBytes` (volumes never shrink).
+   * @throws NotFoundError, NotOwnedError, FailedPreconditionError (header
+   *   does not fit the LV; a mount of another filesystem), OutOfSpaceError,
+   *   CommandFailedError, LockTimeoutError.
    */
   async expand(
     volumeId: string,
@@ -201,73 +605,292 @@ export class VolumeService {
     scope: VolumeScope,
     options: { readonly limitBytes?: number } = {},
   ): Promise<{ status: VolumeStatus; filesystemGrown: string | null }> {
-    return this.#locks.run(volumeId, async () => {
-      const grown = await this.#lvm.expandVolume(volumeId, requiredBytes, scope, options);
-      const map = (await this.#maps.list()).find((m) => m.volumeId === volumeId);
-      let filesystemGrown: string | null = null;
-      if (map !== undefined) {
-        const { header, capacityBytes } = await this.#verifiedHeader(grown);
-        await this.#maps.reload(volumeId, grown, header.dataOffsetBytes, capacityBytes);
-        const mount = (await this.#fs.mounts()).find(
-          (m) => m.major === map.major && m.minor === map.minor,
-        );
-        if (mount !== undefined) {
-          if (!isFsType(mount.fsType)) {
-            throw new FailedPreconditionError(
-              `the data device is mounted on ${mount.mountPoint} with ${mount.fsType}; lvstamp grows only ${FS_TYPES.join(' and ')}`,
-            );
-          }
-          await this.#fs.grow(mount.mountPoint, mount.fsType);
-          filesystemGrown = mount.mountPoint;
+    validateVolumeId(volumeId);
+    const ownerId = parseOwnerId(scope.ownerId);
+    validateBytes('requiredBytes', requiredBytes);
+    const { limitBytes } = options;
+    if (limitBytes !== undefined) validateBytes('limitBytes', limitBytes);
+    // The range alone (any extent size): refused before any lvm command.
+    volumeSize({ requiredBytes, limitBytes, extentSizeBytes: CAPACITY_BLOCK_BYTES });
+    const grown = await this.#hostLock.withLock(`expand ${volumeId}`, () =>
+      this.#expandLv(volumeId, requiredBytes, limitBytes, scope, ownerId),
+    );
+    const map = (await this.#maps.list()).find((m) => m.volumeId === volumeId);
+    let filesystemGrown: string | null = null;
+    if (map !== undefined) {
+      const { header, capacityBytes } = await this.#verifiedHeader(grown);
+      await this.#maps.reload(volumeId, grown, header.dataOffsetBytes, capacityBytes);
+      const mount = (await this.#fs.mounts()).find(
+        (m) => m.major === map.major && m.minor === map.minor,
+      );
+      if (mount !== undefined) {
+        if (!isFsType(mount.fsType)) {
+          throw new FailedPreconditionError(
+            `the data device is mounted on ${mount.mountPoint} with ${mount.fsType}; lvstamp grows only ${FS_TYPES.join(' and ')}`,
+          );
         }
+        await this.#fs.grow(mount.mountPoint, mount.fsType);
+        filesystemGrown = mount.mountPoint;
       }
-      return { status: await this.status(volumeId, scope), filesystemGrown };
-    });
+    }
+    const [maps, mounts] = await Promise.all([this.#maps.list(), this.#fs.mounts()]);
+    return { status: await this.#status(grown, maps, mounts), filesystemGrown };
   }
 
+  /** The LV and header steps of expand; the caller holds the host lock. */
+  async #expandLv(
+    volumeId: string,
+    requiredBytes: number,
+    limitBytes: number | undefined,
+    scope: VgScope,
+    ownerId: string,
+  ): Promise<Volume> {
+    const { finished } = await this.#lookup(volumeId, scope.vgNames);
+    const found = this.#single(volumeId, finished);
+    if (found === null) throw new NotFoundError(`volume ${volumeId} does not exist`);
+    const volume = await this.#activateOwned(found, ownerId);
+    const decoded = await requireOwnerHeader(volume, ownerId, this.#headers, 'resize');
+    const dmPath = volume.dmPath ?? '';
+    const current = capacityFrom(decoded, volume);
+    if (limitBytes !== undefined && current > limitBytes) {
+      throw new OutOfRangeError(
+        `volume ${volumeId} has ${current} bytes, above limitBytes ${limitBytes}; volumes never shrink`,
+      );
+    }
+    if (current >= requiredBytes) return { ...volume, capacityBytes: current };
+    const vg = await this.#lvm.volumeGroups.get(volume.vgName);
+    const { capacityBytes, lvSizeBytes } = volumeSize({
+      requiredBytes,
+      limitBytes,
+      extentSizeBytes: vg.extentSizeBytes,
+    });
+    const header = decoded.header;
+    let grown: Volume = volume;
+    if (volume.sizeBytes < lvSizeBytes) {
+      const growBytes = lvSizeBytes - volume.sizeBytes;
+      if (growBytes > vg.freeBytes) {
+        throw new OutOfSpaceError(
+          `volume group ${vg.name} has ${vg.freeBytes} bytes free, growing volume ${volumeId} needs ${growBytes}`,
+        );
+      }
+      // v1 means "the whole LV": pin today's capacity first, so the grown LV does not grow it.
+      if (decoded.version === 1) {
+        await this.#headers.writeHeader(dmPath, { ...header, requestedBytes: current });
+      }
+      await this.#lvm.logicalVolumes.extend(vg.name, volume.lvName, lvSizeBytes);
+      // -L of whole extents is exact; the device path and number do not change.
+      grown = { ...volume, sizeBytes: lvSizeBytes };
+    }
+    await this.#headers.writeHeader(dmPath, { ...header, requestedBytes: capacityBytes });
+    return { ...grown, capacityBytes };
+  }
+
+  // ---- delete ---------------------------------------------------------------
+
   /**
-   * Deletes a volume: its data device (refused while mounted or open), then
-   * every LV of its ID in the scope (`lvstamp_<id>` and a leftover
-   * `lvstamp_new_<id>`), each proving ownership first, wiping per `wipe`
-   * (LvmManager.deleteVolume). A volume already gone is success.
-   * @throws NotOwnedError, FailedPreconditionError, CommandFailedError,
+   * Deletes a volume (DESIGN.md §5): its data device (refused while mounted
+   * or open), then, under the host lock, `lvstamp_<id>` and any
+   * `lvstamp_new_<id>` in the scope; a volume already gone is success with
+   * `existed: false`. Right before acting every LV proves it is this
+   * owner's (DESIGN.md §2.3): the lvstamp tag and `lvstamp.owner=<ownerId>`,
+   * and for the finished LV a valid header with its ID and owner (an
+   * inactive LV is activated for that after its tags passed); a leftover
+   * `lvstamp_new_<id>` has no header yet: tags only. With wipe `discard`
+   * (`blkdiscard`) or `zero` (`blkdiscard --zeroout`) the finished LV is
+   * wiped first. Every check runs before the first act on an LV.
+   * @param options.forceUnowned skips the tag, owner and header checks
+   *   (never the scope, the name or the open check).
+   * @throws InvalidArgumentError for a malformed volume ID, owner ID or wipe
+   *   policy, before anything is touched.
+   * @throws NotOwnedError naming the LV and the failed check.
+   * @throws FailedPreconditionError when the data device is mounted, an LV
+   *   is open, or the volume exists in several groups of the scope.
+   * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError,
    *   LockTimeoutError.
    */
   async delete(
     volumeId: string,
     scope: VolumeScope,
     options: DeleteVolumeOptions = {},
-  ): Promise<{ existed: boolean }> {
+  ): Promise<DeleteVolumeResult> {
     if (!isHexId(volumeId))
       throw new InvalidArgumentError(`"${volumeId}" is not a volume ID (32 hex digits)`);
-    // A malformed owner ID is refused before the data device is touched.
-    parseOwnerId(scope.ownerId);
-    return this.#locks.run(volumeId, async () => {
-      const map = (await this.#maps.list()).find((m) => m.volumeId === volumeId);
-      if (map !== undefined) {
-        await this.#refuseIfMounted(map);
-        await this.#maps.remove(volumeId);
+    const ownerId = parseOwnerId(scope.ownerId);
+    const wipe = options.wipe ?? 'none';
+    if (!WIPE_POLICIES.includes(wipe))
+      throw new InvalidArgumentError(`unknown wipe policy "${wipe}"`);
+    validateVgNames(scope.vgNames);
+    const map = (await this.#maps.list()).find((m) => m.volumeId === volumeId);
+    if (map !== undefined) {
+      await this.#refuseIfMounted(map);
+      await this.#maps.remove(volumeId);
+    }
+    const removed = await this.#hostLock.withLock(`delete ${volumeId}`, () =>
+      this.#deleteLvs(volumeId, scope, ownerId, wipe, options.forceUnowned === true),
+    );
+    return { existed: removed !== null || map !== undefined, removed: removed ?? [] };
+  }
+
+  /** The LV steps of delete; null when no LV existed. The caller holds the host lock. */
+  async #deleteLvs(
+    volumeId: string,
+    scope: VgScope,
+    ownerId: string,
+    wipe: WipePolicy,
+    force: boolean,
+  ): Promise<string[] | null> {
+    const { finished, pending } = await this.#lookup(volumeId, scope.vgNames);
+    if (finished.length + pending.length === 0) return null;
+    // One volume is one LV: copies in several groups are refused, never all removed at once.
+    this.#single(volumeId, finished);
+    for (const lv of [...finished, ...pending]) {
+      if (lv.open) {
+        throw new FailedPreconditionError(
+          `${await this.#openText(lv)}; unmount and detach it first`,
+        );
       }
-      const result = await this.#lvm.deleteVolume(volumeId, scope, options);
-      return { existed: result.existed || map !== undefined };
-    });
+      if (!force) requireOwnerTags(lv, ownerId, this.#naming, 'delete');
+    }
+    // The finished LV's header (and a wipe) need it active; activation changes no data.
+    const ready: Volume[] = [];
+    for (const lv of finished) {
+      const needsActive = !force || wipe !== 'none';
+      const active = needsActive ? await this.#activateOwned(lv, ownerId, force) : lv;
+      if (!force) await requireOwnerHeader(active, ownerId, this.#headers, 'delete');
+      ready.push(active);
+    }
+    const removed: string[] = [];
+    for (const lv of [...ready, ...pending]) {
+      if (wipe !== 'none' && !lv.creating && lv.dmPath !== null) {
+        const argv =
+          wipe === 'zero' ? ['blkdiscard', '--zeroout', lv.dmPath] : ['blkdiscard', lv.dmPath];
+        await runLogged(this.#runner, this.#logger, argv, { timeoutMs: this.#wipeTimeoutMs });
+      }
+      await this.#lvm.logicalVolumes.remove(lv.vgName, lv.lvName);
+      removed.push(`${lv.vgName}/${lv.lvName}`);
+    }
+    return removed;
   }
 
   /**
-   * Reads sector 0 of a volume's LV, never throwing: an inactive LV or a
-   * failed read is `unreadable` with the reason.
+   * Removes exactly one LV, named by VG, name and `lv_uuid` (the GC's
+   * remover, DESIGN.md §6): under the host lock, one `lvs` selected by
+   * `lv_uuid` re-checks it (same VG and name, not open, the lvstamp tag and
+   * `lvstamp.owner=<ownerId>`, DESIGN.md §2.3), then `lvremove`. An LV
+   * already gone is success. The header is the GC executor's to re-check;
+   * the data device must already be gone.
+   * @throws InvalidArgumentError for a bad VG name, uuid or owner ID.
+   * @throws FailedPreconditionError when the uuid now has another name or
+   *   VG, or the LV is open; NotOwnedError when it lacks the tags.
+   * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError,
+   *   LockTimeoutError.
    */
-  async readHeader(volume: Volume): Promise<HeaderReading> {
-    if (!volume.active || volume.dmPath === null)
-      return { status: 'unreadable', reason: 'the LV is not active' };
-    try {
-      return await this.#headers.readHeader(volume.dmPath);
-    } catch (error) {
-      return {
-        status: 'unreadable',
-        reason: error instanceof Error ? error.message : String(error),
-      };
+  async removeLogicalVolume(ref: {
+    readonly vgName: string;
+    readonly lvName: string;
+    readonly lvUuid: string;
+    readonly ownerId: string;
+  }): Promise<void> {
+    validateVgNames([ref.vgName]);
+    const ownerId = parseOwnerId(ref.ownerId);
+    validateLvUuid(ref.lvUuid);
+    const lvs = this.#lvm.logicalVolumes;
+    return this.#hostLock.withLock(`remove ${ref.vgName}/${ref.lvName}`, async () => {
+      const [lv, ...more] = await lvs.byUuid(ref.lvUuid);
+      if (lv === undefined) return;
+      if (more.length > 0 || lv.vgName !== ref.vgName || lv.lvName !== ref.lvName) {
+        throw new FailedPreconditionError(
+          `LV ${ref.lvUuid} is now ${lv.vgName}/${lv.lvName}, not ${ref.vgName}/${ref.lvName}; left alone`,
+        );
+      }
+      if (lv.open) throw new FailedPreconditionError(`${await this.#openText(lv)}; left alone`);
+      requireOwnerTags(lv, ownerId, this.#naming, 'remove');
+      await lvs.remove(lv.vgName, lv.lvName);
+    });
+  }
+
+  // ---- helpers --------------------------------------------------------------
+
+  /** Both LVs a volume ID can have, in the scope's groups, and those groups. */
+  async #lookup(
+    volumeId: string,
+    vgNames: readonly string[],
+  ): Promise<{ finished: Volume[]; pending: Volume[]; groups: readonly VolumeGroup[] }> {
+    const finalName = lvNameFor(volumeId, this.#naming);
+    const newName = newLvNameFor(volumeId, this.#naming);
+    const { groups, lvs } = await this.#lvm.logicalVolumes.inGroups(vgNames, {
+      names: [finalName, newName],
+    });
+    const volumes = lvs.map((lv) => this.#volumeOrThrow(lv));
+    return {
+      finished: volumes.filter((v) => v.lvName === finalName),
+      pending: volumes.filter((v) => v.lvName === newName),
+      groups,
+    };
+  }
+
+  /**
+   * The LV, active: an inactive one is activated (this LV only) once its
+   * tags prove it is `ownerId`'s (or when `force`), then read back. The
+   * caller holds the host lock.
+   */
+  async #activateOwned(volume: Volume, ownerId: string, force = false): Promise<Volume> {
+    if (isActive(volume)) return volume;
+    if (!force) requireOwnerTags(volume, ownerId, this.#naming, 'activate');
+    const lvs = this.#lvm.logicalVolumes;
+    await lvs.activate(volume.vgName, volume.lvName);
+    return this.#volumeOrThrow(await lvs.get(volume.vgName, volume.lvName));
+  }
+
+  /** `<vg>/<lv> is open (<its holders and mounts>)`, for the refusals of an open LV. */
+  async #openText(lv: LogicalVolume): Promise<string> {
+    const users =
+      lv.kernelMajor === null || lv.kernelMinor === null
+        ? 'no device number reported'
+        : await deviceUsersText(
+            { major: lv.kernelMajor, minor: lv.kernelMinor },
+            { hostRoot: this.#hostRoot },
+          );
+    return `${lv.vgName}/${lv.lvName} is open (${users})`;
+  }
+
+  #single(volumeId: string, volumes: Volume[]): Volume | null {
+    if (volumes.length > 1) {
+      const where = volumes.map((v) => v.vgName).join(', ');
+      throw new FailedPreconditionError(
+        `volume ${volumeId} exists in several volume groups: ${where}`,
+      );
     }
+    return volumes[0] ?? null;
+  }
+
+  /** The volume of an LV name, its capacity not read yet (null). */
+  #toVolume(lv: LogicalVolume): Volume | null {
+    const parsed = parseLvName(lv.lvName, this.#naming);
+    if (parsed === null) return null;
+    return { ...lv, volumeId: parsed.volumeId, creating: parsed.creating, capacityBytes: null };
+  }
+
+  #volumeOrThrow(lv: LogicalVolume): Volume {
+    const volume = this.#toVolume(lv);
+    if (volume === null)
+      throw new FailedPreconditionError(`${lv.vgName}/${lv.lvName} is not an lvstamp volume name`);
+    return volume;
+  }
+
+  /**
+   * The volume with its capacity from its header (capacityOf); null when
+   * the LV is inactive, still being created, or its header is unreadable,
+   * not `ok`, of another volume or does not fit the LV. Never throws.
+   */
+  async #withCapacity(volume: Volume): Promise<Volume> {
+    if (volume.creating) return volume;
+    const reading = await readHeaderSafely(volume, this.#headers);
+    if (reading.status !== 'ok' || reading.header.volumeId !== volume.volumeId) return volume;
+    return {
+      ...volume,
+      capacityBytes: capacityOf({ version: reading.version, ...reading.header }, volume.sizeBytes),
+    };
   }
 
   /** The header with both ownership signals checked, and the capacity it gives (capacityOf). */
@@ -339,86 +962,55 @@ export class VolumeService {
   }
 }
 
+/** The wipe policies delete knows; callers in plain JS may pass anything. */
+const WIPE_POLICIES: readonly string[] = ['none', 'discard', 'zero'];
+
 function isFsType(value: string): value is FsType {
   return (FS_TYPES as readonly string[]).includes(value);
 }
 
-/** What `inspect` found. */
-export interface InspectReport {
-  /** What was asked for. */
-  readonly target: string;
-  /** The device or file whose sector 0 was read. */
-  readonly devicePath: string;
-  readonly decode: HeaderReading;
-  /** In words: what the result means and what lvstamp may do with it (DESIGN.md §4 table). */
-  readonly explanation: string;
+function validateVolumeId(volumeId: string): void {
+  if (!isHexId(volumeId))
+    throw new InvalidArgumentError(`volume ID must be 32 lowercase hex digits, got "${volumeId}"`);
+}
+
+function validateVgNames(vgNames: readonly string[]): void {
+  for (const name of vgNames) validateVgName(name);
+}
+
+function validateBytes(field: string, bytes: number): void {
+  if (!Number.isSafeInteger(bytes) || bytes <= 0) {
+    throw new InvalidArgumentError(
+      `${field} must be a positive whole number of bytes, got ${bytes}`,
+    );
+  }
 }
 
 /**
- * Decodes the header of a volume (by name or ID), a block device or an
- * image file, and explains it.
+ * The capacity an `ok` header gives the volume (capacityOf).
+ * @throws FailedPreconditionError when it does not fit the LV.
  */
-export class InspectService {
-  readonly #volumes: VolumeService;
-  readonly #lvm: LvmManager;
-  readonly #headers: HeaderIo;
-
-  constructor(options: { volumes: VolumeService; lvm: LvmManager; headers: HeaderIo }) {
-    this.#volumes = options.volumes;
-    this.#lvm = options.lvm;
-    this.#headers = options.headers;
+function capacityFrom(decoded: DecodeResult & { status: 'ok' }, volume: Volume): number {
+  const capacity = capacityOf({ version: decoded.version, ...decoded.header }, volume.sizeBytes);
+  if (capacity === null) {
+    throw new FailedPreconditionError(
+      `${volume.vgName}/${volume.lvName}: its v${decoded.version} header (data offset ${decoded.header.dataOffsetBytes}, capacity ${decoded.header.requestedBytes}) does not fit its ${volume.sizeBytes}-byte LV`,
+    );
   }
-
-  /**
-   * @param target a path (anything that exists on the file system, or starts
-   *   with `/` or `.`), else a volume ID or name, looked up in the volume
-   *   groups `scope` returns (called only for a volume, so that a file needs
-   *   no lvm).
-   * @throws NotFoundError when it is neither an existing path nor a volume.
-   */
-  async inspect(target: string, scopeOf: () => Promise<VgScope>): Promise<InspectReport> {
-    if (target.startsWith('/') || target.startsWith('.') || (await exists(target))) {
-      const decode = await this.#headers.readHeader(target);
-      return { target, devicePath: target, decode, explanation: explain(decode, null) };
-    }
-    const scope = await scopeOf();
-    const volumeId = await this.#volumes.resolve(target, scope);
-    const volume = await this.#lvm.findVolume(volumeId, scope);
-    if (volume === null)
-      throw new NotFoundError(`no volume named or with ID "${target}", and no such file`);
-    const decode = await this.#volumes.readHeader(volume);
-    return {
-      target,
-      devicePath: volume.dmPath ?? `${volume.vgName}/${volume.lvName}`,
-      decode,
-      explanation: explain(decode, volume.volumeId),
-    };
-  }
+  return capacity;
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch {
-    return false;
-  }
+/** The CreatedVolume fields of a volume: a new and an adopted volume answer alike. */
+function createdVolumeOf(volume: CreatedVolume): CreatedVolume {
+  const { volumeId, vgName, lvName, sizeBytes, capacityBytes } = volume;
+  return { volumeId, vgName, lvName, sizeBytes, capacityBytes };
 }
 
-function explain(decode: HeaderReading, expectedId: string | null): string {
-  switch (decode.status) {
-    case 'ok':
-      if (expectedId !== null && decode.header.volumeId !== expectedId) {
-        return `a valid lvstamp header, but for volume ${decode.header.volumeId}, not ${expectedId}: the two ownership signals disagree; lvstamp never deletes it automatically`;
-      }
-      return 'a valid lvstamp v1 header: this device is an lvstamp volume';
-    case 'not-stamped':
-      return `no lvstamp header (${decode.reason}): not lvstamp's, never touched`;
-    case 'unsupported':
-      return `an lvstamp header of a newer version (${decode.reason}): lvstamp's, but never modified or deleted by this version`;
-    case 'corrupt':
-      return `a damaged lvstamp header (${describeDecode(decode)}): reported, never deleted automatically`;
-    case 'unreadable':
-      return `sector 0 could not be read: ${decode.reason}`;
-  }
+/** The longest prefix shared by the finished and the in-progress LV prefixes. */
+function commonPrefix(naming: Naming): string {
+  const a = naming.lvPrefix;
+  const b = naming.newLvPrefix;
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i += 1;
+  return a.slice(0, i);
 }

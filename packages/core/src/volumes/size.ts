@@ -140,3 +140,16 @@ function blockMultiple(field: string, value: number): number {
   }
   return value;
 }
+
+/**
+ * The largest capacity a new volume can get in a volume group (DESIGN.md §4
+ * "Capacity"): its whole free extents minus the data offset, in whole 4 KiB
+ * blocks, never negative. Bytes in, bytes out.
+ */
+export function maximumCapacity(vg: {
+  readonly freeBytes: number;
+  readonly extentSizeBytes: number;
+}): number {
+  const usableBytes = roundDown(vg.freeBytes, vg.extentSizeBytes);
+  return Math.max(roundDown(usableBytes - DATA_OFFSET_BYTES, CAPACITY_BLOCK_BYTES), 0);
+}

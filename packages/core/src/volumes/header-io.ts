@@ -3,12 +3,12 @@ import type { DecodeResult, HeaderFields } from '../header/types.js';
 
 /**
  * Reads and writes the sector-0 header of an LV (DESIGN.md §4). The real
- * implementation lives in src/header/ (codec + block I/O); the LVM manager
- * only needs this much, so tests pass a fake.
+ * implementation is BlockHeaderIo (header/block-io.ts); the volume module
+ * needs only this much, so tests pass a fake.
  */
 export interface HeaderIo {
   /**
-   * Encodes `header` as header v1 and writes it at byte 0 of `devicePath` as
+   * Encodes `header` as header v2 and writes it at byte 0 of `devicePath` as
    * one whole logical block (512 or 4096 bytes, the rest zero), then flushes
    * it to stable storage before resolving.
    */

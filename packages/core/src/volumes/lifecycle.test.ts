@@ -19,10 +19,13 @@ import { ReplayRunner, type ReplayStep } from '../testing/replay-runner.js';
 import type { DataArea } from '../header/block-io.js';
 import type { DecodeResult, HeaderFields } from '../header/types.js';
 import { NoopHostLock } from '../lock/host-lock.js';
+import { Lvm } from '../lvm/lvm.js';
+import type { Volume } from '../lvm/types.js';
 import type { HeaderIo } from './header-io.js';
-import { LvmManager } from './manager.js';
+import { VolumeService } from './service.js';
+import { VOLUME_SERVICE_KEYS, withVolumeLocks } from './volume-locks.js';
 
-// ---- exact argv, spelled out here on purpose (not imported from manager.ts) ----
+// ---- exact argv, spelled out here on purpose (not imported from the lvm module) ----
 const REPORT = ['--reportformat', 'json', '--units', 'b', '--nosuffix'];
 const VGS = [
   'vgs',
@@ -171,15 +174,62 @@ function setup(steps: ReplayStep[], hostRoot = '/nonexistent-host-root') {
   headerIo.headers.set(GROW_PATH, okHeader('pvc-grow', ID_GROW));
   const hostLock = new NoopHostLock();
   const warnings: [string, unknown][] = [];
-  const manager = new LvmManager({
+  const manager = volumeService({
     runner,
     hostLock,
     headerIo,
     clock: () => NOW,
-    logger: { warn: (message, fields) => warnings.push([message, fields]) },
+    logger: {
+      warn: (message: string, fields?: unknown) => {
+        warnings.push([message, fields]);
+      },
+    },
     hostRoot,
   });
-  return { runner, headerIo, hostLock, warnings, manager };
+  const lvm = new Lvm({ runner, hostLock });
+  return { runner, headerIo, hostLock, warnings, manager, lvm };
+}
+
+/**
+ * A VolumeService over the replayed lvm, with no data device and nothing
+ * mounted (those have their own tests): every command it runs is lvm's or
+ * the wipe's.
+ */
+function volumeService(options: {
+  runner: CommandRunner;
+  hostLock: NoopHostLock;
+  headerIo: HeaderIo;
+  clock?: () => number;
+  logger?: { warn(message: string, fields?: Readonly<Record<string, unknown>>): void };
+  hostRoot?: string;
+}): VolumeService {
+  const { runner, hostLock, headerIo, ...rest } = options;
+  return new VolumeService({
+    lvm: new Lvm({ runner, hostLock, ...(rest.logger ? { logger: rest.logger } : {}) }),
+    runner,
+    hostLock,
+    headers: headerIo,
+    dataDevices: {
+      list: () => Promise.resolve([]),
+      create: () => Promise.reject(new Error('no data device in these tests')),
+      reload: () => Promise.reject(new Error('no data device in these tests')),
+      remove: () => Promise.reject(new Error('no data device in these tests')),
+      pathFor: (volumeId: string) => `/dev/mapper/lvstamp-${volumeId}`,
+    },
+    filesystems: {
+      mounts: () => Promise.resolve([]),
+      grow: () => Promise.reject(new Error('nothing is mounted in these tests')),
+    },
+    ...rest,
+  });
+}
+
+/** What expand made of the volume (its status's volume). */
+async function expandedVolume(
+  service: VolumeService,
+  ...args: Parameters<VolumeService['expand']>
+): Promise<Volume> {
+  return (await service.expand(...args)).status.volume;
 }
 
 async function caught(promise: Promise<unknown>): Promise<unknown> {
@@ -271,8 +321,8 @@ describe('inputs that broke other LVM tools', () => {
 
   it('3b. vgs exit 5 with a valid empty report is not "volume group not found"', async () => {
     const stderr = '  Volume group "vg0" not found\n  Cannot process volume group vg0\n';
-    const { manager } = setup([vgStep('vg0', 'vgs-empty.json', { exitCode: 5, stderr })]);
-    const error = await caught(manager.getVolumeGroup('vg0'));
+    const { lvm } = setup([vgStep('vg0', 'vgs-empty.json', { exitCode: 5, stderr })]);
+    const error = await caught(lvm.volumeGroups.get('vg0'));
     expect(error).toBeInstanceOf(CommandFailedError);
     expect(error).not.toBeInstanceOf(NotFoundError);
   });
@@ -470,13 +520,13 @@ describe('inputs that broke other LVM tools', () => {
       { argv: ['blkdiscard', `/dev/mapper/vg--data-lvstamp_${ID_DEL}`] },
       { argv: ['lvremove', '--yes', `vg-data/lvstamp_${ID_DEL}`] },
     ]);
-    const result = await manager.deleteVolume(ID_DEL, SCOPE, { wipe: 'discard' });
+    const result = await manager.delete(ID_DEL, SCOPE, { wipe: 'discard' });
     runner.assertDone();
     expect(result).toEqual({ existed: true, removed: [`vg-data/lvstamp_${ID_DEL}`] });
   });
 });
 
-describe('LvmManager: volume groups', () => {
+describe('VolumeService: volume groups', () => {
   it('lists volume groups with one vgs report', async () => {
     const { runner, manager } = setup([{ argv: VGS, stdoutFile: 'lvm/vgs-two.json' }]);
     const vgs = await manager.listVolumeGroups();
@@ -488,17 +538,17 @@ describe('LvmManager: volume groups', () => {
   });
 
   it('getVolumeGroup: NotFoundError only for an empty selection that exited 0', async () => {
-    const { runner, manager } = setup([vgStep('nope', 'vgs-empty.json'), sharedVgStep('nope')]);
-    await expect(manager.getVolumeGroup('nope')).rejects.toThrow(
+    const { runner, lvm } = setup([vgStep('nope', 'vgs-empty.json'), sharedVgStep('nope')]);
+    await expect(lvm.volumeGroups.get('nope')).rejects.toThrow(
       new NotFoundError('volume group nope does not exist'),
     );
     runner.assertDone();
   });
 
   it('refuses a VG name lvm cannot hold, without running anything', async () => {
-    const { runner, manager } = setup([]);
+    const { runner, lvm } = setup([]);
     for (const bad of ['', '-vg', 'vg 0', 'vg"0', '..', 'a'.repeat(128)]) {
-      await expect(manager.getVolumeGroup(bad)).rejects.toBeInstanceOf(InvalidArgumentError);
+      await expect(lvm.volumeGroups.get(bad)).rejects.toBeInstanceOf(InvalidArgumentError);
     }
     expect(runner.calls).toEqual([]);
   });
@@ -514,7 +564,7 @@ describe('LvmManager: volume groups', () => {
   });
 });
 
-describe('LvmManager: listing and look-up', () => {
+describe('VolumeService: listing and look-up', () => {
   it('lists volumes of one VG, finished and in-progress, each with the capacity its header records', async () => {
     const { runner, manager, headerIo } = setup([scopeStep(), listStep('lvs-del-both.json')]);
     headerIo.headers.set(
@@ -589,7 +639,7 @@ describe('LvmManager: listing and look-up', () => {
   });
 });
 
-describe('LvmManager: createVolume', () => {
+describe('VolumeService: createVolume', () => {
   const request = { name: 'pvc-203', requiredBytes: 203 * MiB, vgName: 'vg0', ownerId: OWNER };
 
   it.each([
@@ -825,7 +875,7 @@ describe('LvmManager: createVolume', () => {
         return result;
       },
     };
-    const manager = new LvmManager({
+    const manager = volumeService({
       runner,
       hostLock: new NoopHostLock(),
       headerIo: new FakeHeaderIo(),
@@ -836,8 +886,8 @@ describe('LvmManager: createVolume', () => {
     replay.assertDone();
   });
 
-  it('serialises two concurrent creates of one volume: the second finds the first', async () => {
-    const { runner, manager } = setup([
+  it('withVolumeLocks serialises two concurrent creates of one volume: the second finds the first', async () => {
+    const { runner, manager: unlocked } = setup([
       vgStep('vg0', 'vgs-one.json'),
       vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
@@ -848,6 +898,7 @@ describe('LvmManager: createVolume', () => {
       vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_203, 'lvs-203-final.json', {}, ['vg0']),
     ]);
+    const manager = withVolumeLocks(unlocked, VOLUME_SERVICE_KEYS);
     const [a, b] = await Promise.all([
       manager.createVolume(request),
       manager.createVolume(request),
@@ -857,13 +908,13 @@ describe('LvmManager: createVolume', () => {
   });
 });
 
-describe('LvmManager: deleteVolume', () => {
+describe('VolumeService: deleteVolume', () => {
   it('an unknown volume is success with existed: false', async () => {
     const { runner, manager, hostLock } = setup([
       scopeStep(),
       lookupStep(ID_DEL, 'lvs-empty.json'),
     ]);
-    expect(await manager.deleteVolume(ID_DEL, SCOPE)).toEqual({ existed: false, removed: [] });
+    expect(await manager.delete(ID_DEL, SCOPE)).toEqual({ existed: false, removed: [] });
     runner.assertDone();
     expect(hostLock.reasons).toEqual([`delete ${ID_DEL}`]);
   });
@@ -875,7 +926,7 @@ describe('LvmManager: deleteVolume', () => {
       { argv: ['lvremove', '--yes', `vg-data/lvstamp_${ID_DEL}`] },
       { argv: ['lvremove', '--yes', `vg-data/lvstamp_new_${ID_DEL}`] },
     ]);
-    expect(await manager.deleteVolume(ID_DEL, SCOPE)).toEqual({
+    expect(await manager.delete(ID_DEL, SCOPE)).toEqual({
       existed: true,
       removed: [`vg-data/lvstamp_${ID_DEL}`, `vg-data/lvstamp_new_${ID_DEL}`],
     });
@@ -890,7 +941,7 @@ describe('LvmManager: deleteVolume', () => {
       { argv: ['lvremove', '--yes', `vg-data/lvstamp_${ID_DEL}`] },
       { argv: ['lvremove', '--yes', `vg-data/lvstamp_new_${ID_DEL}`] },
     ]);
-    await manager.deleteVolume(ID_DEL, SCOPE, { wipe: 'zero' });
+    await manager.delete(ID_DEL, SCOPE, { wipe: 'zero' });
     runner.assertDone();
     expect(runner.calls[2]?.options).toEqual({ timeoutMs: 3_600_000 });
   });
@@ -909,7 +960,7 @@ describe('LvmManager: deleteVolume', () => {
         [scopeStep(), lookupStep(ID_DEL, 'lvs-del-open.json')],
         root,
       );
-      await expect(manager.deleteVolume(ID_DEL, SCOPE, { wipe: 'zero' })).rejects.toThrow(
+      await expect(manager.delete(ID_DEL, SCOPE, { wipe: 'zero' })).rejects.toThrow(
         new FailedPreconditionError(
           `vg-data/lvstamp_${ID_DEL} is open (held by dm-12 (tenant-map)); unmount and detach it first`,
         ),
@@ -925,11 +976,11 @@ describe('LvmManager: deleteVolume', () => {
       scopeStep(),
       lookupStep(ID_DEL, 'lvs-empty.json', { exitCode: 5, stderr: '  Global lock failed\n' }),
     ]);
-    await expect(manager.deleteVolume(ID_DEL, SCOPE)).rejects.toBeInstanceOf(CommandFailedError);
+    await expect(manager.delete(ID_DEL, SCOPE)).rejects.toBeInstanceOf(CommandFailedError);
   });
 });
 
-describe('LvmManager: expandVolume', () => {
+describe('VolumeService: expand', () => {
   const GROW_PATH = `/dev/mapper/vg0-lvstamp_${ID_GROW}`;
   const lvextend = (bytes: number): ReplayStep => ({
     argv: ['lvextend', '--yes', '-L', `${bytes}b`, `vg0/lvstamp_${ID_GROW}`],
@@ -943,7 +994,7 @@ describe('LvmManager: expandVolume', () => {
       lvextend(1028 * MiB),
     ]);
     headerIo.headers.set(GROW_PATH, okHeaderV2('pvc-grow', ID_GROW, 100 * MiB));
-    const volume = await manager.expandVolume(ID_GROW, 1024 * MiB, SCOPE);
+    const volume = await expandedVolume(manager, ID_GROW, 1024 * MiB, SCOPE);
     runner.assertDone();
     // -L of whole extents is exact: no read-back (3 lvm processes)
     expect(volume).toMatchObject({ sizeBytes: 1028 * MiB, capacityBytes: 1024 * MiB });
@@ -961,7 +1012,7 @@ describe('LvmManager: expandVolume', () => {
       lvextend(1028 * MiB),
     ]);
     headerIo.headers.set(GROW_PATH, okHeader('pvc-grow', ID_GROW));
-    const volume = await manager.expandVolume(ID_GROW, 1024 * MiB + 1, SCOPE);
+    const volume = await expandedVolume(manager, ID_GROW, 1024 * MiB + 1, SCOPE);
     runner.assertDone();
     expect(volume.capacityBytes).toBe(1024 * MiB + 4096);
     expect(headerIo.calls).toEqual([`write ${GROW_PATH}`, `write ${GROW_PATH}`]);
@@ -978,7 +1029,7 @@ describe('LvmManager: expandVolume', () => {
       vgStep('vg0', 'vgs-one.json'),
     ]);
     headerIo.headers.set(GROW_PATH, okHeaderV2('pvc-grow', ID_GROW, 100 * MiB));
-    const volume = await manager.expandVolume(ID_GROW, 1024 * MiB, SCOPE);
+    const volume = await expandedVolume(manager, ID_GROW, 1024 * MiB, SCOPE);
     runner.assertDone();
     expect(volume).toMatchObject({ sizeBytes: 1028 * MiB, capacityBytes: 1024 * MiB });
     expect(headerIo.writes.map((w) => w.header.requestedBytes)).toEqual([1024 * MiB]);
@@ -990,7 +1041,7 @@ describe('LvmManager: expandVolume', () => {
       lookupStep(ID_GROW, 'lvs-grow-before.json'),
     ]);
     headerIo.headers.set(GROW_PATH, okHeaderV2('pvc-grow', ID_GROW, 100 * MiB));
-    expect(await manager.expandVolume(ID_GROW, 100 * MiB, SCOPE)).toMatchObject({
+    expect(await expandedVolume(manager, ID_GROW, 100 * MiB, SCOPE)).toMatchObject({
       capacityBytes: 100 * MiB,
     });
     runner.assertDone();
@@ -1004,7 +1055,7 @@ describe('LvmManager: expandVolume', () => {
     ]);
     headerIo.headers.set(GROW_PATH, okHeaderV2('pvc-grow', ID_GROW, 100 * MiB));
     const error = await caught(
-      manager.expandVolume(ID_GROW, 50 * MiB, SCOPE, { limitBytes: 60 * MiB }),
+      expandedVolume(manager, ID_GROW, 50 * MiB, SCOPE, { limitBytes: 60 * MiB }),
     );
     expect(error).toBeInstanceOf(OutOfRangeError);
     expect((error as Error).message).toBe(
@@ -1016,7 +1067,7 @@ describe('LvmManager: expandVolume', () => {
   it('OutOfRangeError before any lvm command when the range cannot be met', async () => {
     const { runner, manager } = setup([]);
     await expect(
-      manager.expandVolume(ID_GROW, 2 * MiB + 1, SCOPE, { limitBytes: 2 * MiB + 2 }),
+      expandedVolume(manager, ID_GROW, 2 * MiB + 1, SCOPE, { limitBytes: 2 * MiB + 2 }),
     ).rejects.toBeInstanceOf(OutOfRangeError);
     expect(runner.calls).toEqual([]);
   });
@@ -1027,7 +1078,7 @@ describe('LvmManager: expandVolume', () => {
       lookupStep(ID_GROW, 'lvs-grow-before.json'),
     ]);
     headerIo.headers.set(GROW_PATH, okHeaderV2('pvc-203', ID_203, 100 * MiB));
-    await expect(manager.expandVolume(ID_GROW, 1024 * MiB, SCOPE)).rejects.toBeInstanceOf(
+    await expect(expandedVolume(manager, ID_GROW, 1024 * MiB, SCOPE)).rejects.toBeInstanceOf(
       FailedPreconditionError,
     );
     runner.assertDone();
@@ -1041,7 +1092,7 @@ describe('LvmManager: expandVolume', () => {
       vgStep('vg0', 'vgs-vg0-nearly-full.json'),
     ]);
     headerIo.headers.set(GROW_PATH, okHeaderV2('pvc-grow', ID_GROW, 100 * MiB));
-    await expect(manager.expandVolume(ID_GROW, 1024 * MiB, SCOPE)).rejects.toBeInstanceOf(
+    await expect(expandedVolume(manager, ID_GROW, 1024 * MiB, SCOPE)).rejects.toBeInstanceOf(
       OutOfSpaceError,
     );
     runner.assertDone();
@@ -1050,11 +1101,13 @@ describe('LvmManager: expandVolume', () => {
 
   it('NotFoundError for an unknown volume', async () => {
     const { manager } = setup([scopeStep(), lookupStep(ID_GROW, 'lvs-empty.json')]);
-    await expect(manager.expandVolume(ID_GROW, MiB, SCOPE)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(expandedVolume(manager, ID_GROW, MiB, SCOPE)).rejects.toBeInstanceOf(
+      NotFoundError,
+    );
   });
 });
 
-describe('LvmManager: removeLogicalVolume (the GC remover)', () => {
+describe('VolumeService: removeLogicalVolume (the GC remover)', () => {
   const ref = {
     vgName: 'vg-data',
     lvName: `lvstamp_${ID_DEL}`,
@@ -1109,17 +1162,17 @@ describe('LvmManager: removeLogicalVolume (the GC remover)', () => {
   });
 });
 
-describe('LvmManager: input checks of deleteVolume', () => {
+describe('VolumeService: input checks of deleteVolume', () => {
   it('refuses an unknown wipe policy before running anything', async () => {
     const { runner, manager } = setup([]);
     await expect(
-      manager.deleteVolume(ID_DEL, SCOPE, { wipe: 'shred' as unknown as 'zero' }),
+      manager.delete(ID_DEL, SCOPE, { wipe: 'shred' as unknown as 'zero' }),
     ).rejects.toThrow(new InvalidArgumentError('unknown wipe policy "shred"'));
     expect(runner.calls).toEqual([]);
   });
 });
 
-describe('LvmManager: scope (DESIGN.md §2.3)', () => {
+describe('VolumeService: scope (DESIGN.md §2.3)', () => {
   it('looks only in the scope: vgs and lvs selected by the scope, never every VG', async () => {
     const { runner, manager } = setup([
       scopeStep('vgs-one.json', ['vg0']),
@@ -1143,7 +1196,7 @@ describe('LvmManager: scope (DESIGN.md §2.3)', () => {
       scopeStep('vgs-dup.json'),
       lookupStep(ID_DEL, 'lvs-del-final.json'),
     ]);
-    const error = await caught(manager.deleteVolume(ID_DEL, SCOPE));
+    const error = await caught(manager.delete(ID_DEL, SCOPE));
     expect(error).toBeInstanceOf(FailedPreconditionError);
     expect((error as Error).message).toBe(
       'lvm sees 2 volume groups named vg0 (vg_uuid yKUTHd-tI0y-OEnM-fff5-ApJs-M2dx-ZXYmQR and ' +
@@ -1174,10 +1227,10 @@ describe('LvmManager: scope (DESIGN.md §2.3)', () => {
   });
 });
 
-describe('LvmManager: ownership before a delete (DESIGN.md §2.3)', () => {
+describe('VolumeService: ownership before a delete (DESIGN.md §2.3)', () => {
   const refused = async (file: string, check: string, message: string) => {
     const { runner, manager } = setup([scopeStep(), lookupStep(ID_DEL, file)]);
-    const error = await caught(manager.deleteVolume(ID_DEL, SCOPE, { wipe: 'zero' }));
+    const error = await caught(manager.delete(ID_DEL, SCOPE, { wipe: 'zero' }));
     runner.assertDone(); // no blkdiscard, no lvremove, no lvchange
     expect(error).toBeInstanceOf(NotOwnedError);
     expect(error).toBeInstanceOf(FailedPreconditionError);
@@ -1188,7 +1241,7 @@ describe('LvmManager: ownership before a delete (DESIGN.md §2.3)', () => {
 
   it('a volume whose LV exists in several volume groups is refused, and nothing is removed', async () => {
     const { runner, manager } = setup([scopeStep(), lookupStep(ID_DEL, 'lvs-del-two-vgs.json')]);
-    const error = await caught(manager.deleteVolume(ID_DEL, SCOPE, { wipe: 'zero' }));
+    const error = await caught(manager.delete(ID_DEL, SCOPE, { wipe: 'zero' }));
     runner.assertDone(); // no lvchange, no blkdiscard, no lvremove
     expect(error).toBeInstanceOf(FailedPreconditionError);
     expect((error as Error).message).toBe(
@@ -1218,7 +1271,7 @@ describe('LvmManager: ownership before a delete (DESIGN.md §2.3)', () => {
       lookupStep(ID_DEL, 'lvs-del-final.json'),
     ]);
     headerIo.headers.delete(DEL_PATH);
-    const error = await caught(manager.deleteVolume(ID_DEL, SCOPE));
+    const error = await caught(manager.delete(ID_DEL, SCOPE));
     runner.assertDone();
     expect(error).toMatchObject({ check: 'header' });
     expect((error as Error).message).toBe(
@@ -1236,7 +1289,7 @@ describe('LvmManager: ownership before a delete (DESIGN.md §2.3)', () => {
         lookupStep(ID_DEL, 'lvs-del-final.json'),
       ]);
       headerIo.headers.set(DEL_PATH, header);
-      await expect(manager.deleteVolume(ID_DEL, SCOPE)).rejects.toMatchObject({ check });
+      await expect(manager.delete(ID_DEL, SCOPE)).rejects.toMatchObject({ check });
       runner.assertDone();
     }
   });
@@ -1246,7 +1299,7 @@ describe('LvmManager: ownership before a delete (DESIGN.md §2.3)', () => {
       scopeStep(),
       lookupStep(ID_DEL, 'lvs-del-new-untagged.json'),
     ]);
-    await expect(manager.deleteVolume(ID_DEL, SCOPE)).rejects.toMatchObject({
+    await expect(manager.delete(ID_DEL, SCOPE)).rejects.toMatchObject({
       lv: `vg-data/lvstamp_new_${ID_DEL}`,
       check: 'tag',
     });
@@ -1260,7 +1313,7 @@ describe('LvmManager: ownership before a delete (DESIGN.md §2.3)', () => {
       { argv: ['lvremove', '--yes', lv] },
     ]);
     headerIo.headers.delete(DEL_PATH);
-    expect(await manager.deleteVolume(ID_DEL, SCOPE, { forceUnowned: true })).toEqual({
+    expect(await manager.delete(ID_DEL, SCOPE, { forceUnowned: true })).toEqual({
       existed: true,
       removed: [lv],
     });
@@ -1270,14 +1323,14 @@ describe('LvmManager: ownership before a delete (DESIGN.md §2.3)', () => {
 
   it('forceUnowned still refuses an open LV', async () => {
     const { runner, manager } = setup([scopeStep(), lookupStep(ID_DEL, 'lvs-del-open.json')]);
-    await expect(
-      manager.deleteVolume(ID_DEL, SCOPE, { forceUnowned: true }),
-    ).rejects.toBeInstanceOf(FailedPreconditionError);
+    await expect(manager.delete(ID_DEL, SCOPE, { forceUnowned: true })).rejects.toBeInstanceOf(
+      FailedPreconditionError,
+    );
     runner.assertDone();
   });
 });
 
-describe('LvmManager: inactive LVs are activated, one LV at a time, only when owned', () => {
+describe('VolumeService: inactive LVs are activated, one LV at a time, only when owned', () => {
   const lv = `vg-data/lvstamp_${ID_DEL}`;
 
   it('delete with a wipe: lvchange --activate y VG/LV, read back, header, wipe, lvremove', async () => {
@@ -1289,7 +1342,7 @@ describe('LvmManager: inactive LVs are activated, one LV at a time, only when ow
       { argv: ['blkdiscard', '--zeroout', DEL_PATH] },
       { argv: ['lvremove', '--yes', lv] },
     ]);
-    expect(await manager.deleteVolume(ID_DEL, SCOPE, { wipe: 'zero' })).toEqual({
+    expect(await manager.delete(ID_DEL, SCOPE, { wipe: 'zero' })).toEqual({
       existed: true,
       removed: [lv],
     });
@@ -1302,7 +1355,7 @@ describe('LvmManager: inactive LVs are activated, one LV at a time, only when ow
       scopeStep(),
       lookupStep(ID_DEL, 'lvs-del-inactive-untagged.json'),
     ]);
-    await expect(manager.deleteVolume(ID_DEL, SCOPE)).rejects.toMatchObject({ check: 'tag' });
+    await expect(manager.delete(ID_DEL, SCOPE)).rejects.toMatchObject({ check: 'tag' });
     runner.assertDone();
   });
 
@@ -1315,7 +1368,7 @@ describe('LvmManager: inactive LVs are activated, one LV at a time, only when ow
       vgStep('vg0', 'vgs-one.json'),
       { argv: ['lvextend', '--yes', '-L', `${1028 * MiB}b`, `vg0/lvstamp_${ID_GROW}`] },
     ]);
-    await manager.expandVolume(ID_GROW, 1024 * MiB, SCOPE);
+    await expandedVolume(manager, ID_GROW, 1024 * MiB, SCOPE);
     runner.assertDone();
   });
 
@@ -1325,7 +1378,7 @@ describe('LvmManager: inactive LVs are activated, one LV at a time, only when ow
       lookupStep(ID_GROW, 'lvs-grow-before.json'),
     ]);
     headerIo.headers.delete(GROW_PATH);
-    await expect(manager.expandVolume(ID_GROW, 1024 * MiB, SCOPE)).rejects.toMatchObject({
+    await expect(expandedVolume(manager, ID_GROW, 1024 * MiB, SCOPE)).rejects.toMatchObject({
       check: 'header',
       lv: `vg0/lvstamp_${ID_GROW}`,
     });

@@ -1,0 +1,244 @@
+import { FailedPreconditionError, InvalidArgumentError } from '../errors.js';
+import { LV_TIME_CONFIG, LvmCommand, REPORT_OPTIONS } from './command.js';
+import { LV_REPORT_FIELDS, parseLvsReport } from './report.js';
+import { classifyChangeFailure } from './vg-state.js';
+import { VolumeGroups, validateVgName, vgSelection } from './volume-groups.js';
+import type { LogicalVolume, VolumeGroup } from './types.js';
+
+// lvm uuids: 32 alphanumerics in groups joined by '-'.
+const LV_UUID = /^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$/;
+
+/**
+ * Refuses what cannot be an lvm uuid (alphanumerics in groups joined by `-`).
+ * @throws InvalidArgumentError.
+ */
+export function validateLvUuid(lvUuid: string): void {
+  if (!LV_UUID.test(lvUuid)) throw new InvalidArgumentError(`"${lvUuid}" is not an lvm uuid`);
+}
+
+/** Which LVs a look-up wants: exactly these names, or every name with this prefix. */
+export type LvNameFilter = { readonly names: readonly string[] } | { readonly prefix: string };
+
+/** What a look-up in a scope found: the groups of the scope that exist, and the LVs in them. */
+export interface ScopedLogicalVolumes {
+  readonly groups: readonly VolumeGroup[];
+  readonly lvs: readonly LogicalVolume[];
+}
+
+/**
+ * The argv that makes an LV (lvcreate(8)): signatures wiped and the first
+ * 4 KiB zeroed (`--wipesignatures y --zero y`), activated, exactly
+ * `sizeBytes` (a multiple of the extent size), with the given tags. The
+ * benchmarks run the same argv as the bare baseline.
+ */
+export function lvcreateArgv(request: {
+  readonly vgName: string;
+  readonly lvName: string;
+  readonly sizeBytes: number;
+  readonly tags: readonly string[];
+}): string[] {
+  return [
+    'lvcreate',
+    '--yes',
+    '--wipesignatures',
+    'y',
+    '--zero',
+    'y',
+    '--activate',
+    'y',
+    '-n',
+    request.lvName,
+    '-L',
+    `${request.sizeBytes}b`,
+    ...request.tags.flatMap((tag) => ['--addtag', tag]),
+    request.vgName,
+  ];
+}
+
+/**
+ * Logical volumes through lvm (lvs(8), lvcreate(8), lvrename(8),
+ * lvremove(8), lvextend(8), lvchange(8)): typed values in and out, sizes in
+ * bytes, one row per LV. Absence is only an empty selection (`-S`) from a
+ * command that exited 0 (docs/FACTS.md "Absence"); changes run under the
+ * host lock.
+ */
+export class LogicalVolumes {
+  readonly #lvm: LvmCommand;
+  readonly #groups: VolumeGroups;
+
+  constructor(command: LvmCommand, groups: VolumeGroups) {
+    this.#lvm = command;
+    this.#groups = groups;
+  }
+
+  /**
+   * The LVs matching `filter` in the volume groups `vgNames` (DESIGN.md
+   * §2.3: never every group), and those groups: one `vgs -S` and one `lvs
+   * -S '(vg_name="a" || …) && (…)'`, run at once. A group that does not
+   * exist holds nothing.
+   * @throws InvalidArgumentError for a bad group name.
+   * @throws FailedPreconditionError when lvm sees two groups with one of the
+   *   names (a copy, or a group nested in a volume), naming both vg_uuids.
+   * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError.
+   */
+  async inGroups(vgNames: readonly string[], filter: LvNameFilter): Promise<ScopedLogicalVolumes> {
+    for (const name of vgNames) validateVgName(name);
+    const names = [...new Set(vgNames)];
+    if (names.length === 0) return { groups: [], lvs: [] };
+    const inGroups = vgSelection(names);
+    const [groups, lvs] = await Promise.all([
+      this.#groups.select(names),
+      this.#lvs(`(${inGroups}) && (${nameSelection(filter)})`, null),
+    ]);
+    for (const name of names) {
+      const same = groups.filter((vg) => vg.name === name);
+      if (same.length > 1) {
+        throw new FailedPreconditionError(
+          `lvm sees ${same.length} volume groups named ${name} (vg_uuid ${same.map((vg) => vg.uuid).join(' and ')}): ` +
+            'a copy, or a volume group inside a volume; lvstamp acts on neither until lvm sees one (an lvm device filter, docs/DESIGN.md §2.3)',
+        );
+      }
+    }
+    const found = new Set(groups.map((vg) => vg.name));
+    return { groups, lvs: lvs.filter((lv) => found.has(lv.vgName)) };
+  }
+
+  /**
+   * Every LV whose name matches `filter` in every volume group (`lvs -S`):
+   * only for finding the groups to look in (DESIGN.md §2.3).
+   * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError.
+   */
+  async everywhere(filter: LvNameFilter): Promise<LogicalVolume[]> {
+    return this.#lvs(nameSelection(filter), null);
+  }
+
+  /**
+   * Every LV of one volume group (`lvs -S vg_name=…`).
+   * @throws InvalidArgumentError for a bad name; as everywhere.
+   */
+  async ofGroup(vgName: string): Promise<LogicalVolume[]> {
+    validateVgName(vgName);
+    return this.#lvs(vgSelection([vgName]), null);
+  }
+
+  /**
+   * The one LV `vgName/lvName`, right after a change (`lvs -S lv_name=… VG`).
+   * @throws FailedPreconditionError when lvm lists none or several.
+   * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError.
+   */
+  async get(vgName: string, lvName: string): Promise<LogicalVolume> {
+    const lvs = await this.#lvs(`lv_name="${lvName}"`, vgName);
+    const [lv, ...more] = lvs;
+    if (lv === undefined || more.length > 0) {
+      throw new FailedPreconditionError(
+        `expected one LV ${vgName}/${lvName} after the change, lvs listed ${lvs.length}`,
+      );
+    }
+    return lv;
+  }
+
+  /**
+   * The LVs with this `lv_uuid` (`lvs -S lv_uuid=…`): none, one, or (a
+   * copied disk) several.
+   * @throws InvalidArgumentError when it is not an lvm uuid; as get.
+   */
+  async byUuid(lvUuid: string): Promise<LogicalVolume[]> {
+    validateLvUuid(lvUuid);
+    return this.#lvs(`lv_uuid="${lvUuid}"`, null);
+  }
+
+  /**
+   * Makes an active LV (lvcreateArgv), under the host lock.
+   * @throws OutOfSpaceError, VolumeGroupUnusableError (classifyChangeFailure);
+   *   CommandFailedError, CommandTimeoutError, LockTimeoutError.
+   */
+  async create(request: {
+    readonly vgName: string;
+    readonly lvName: string;
+    readonly sizeBytes: number;
+    readonly tags: readonly string[];
+  }): Promise<void> {
+    await this.#changeOf(
+      request.vgName,
+      `lvcreate ${request.vgName}/${request.lvName}`,
+      lvcreateArgv(request),
+    );
+  }
+
+  /**
+   * `lvrename --yes VG FROM TO` (lvrename(8)), under the host lock.
+   * @throws CommandFailedError, CommandTimeoutError, LockTimeoutError.
+   */
+  async rename(vgName: string, from: string, to: string): Promise<void> {
+    await this.#lvm.change(`lvrename ${vgName}/${from}`, ['lvrename', '--yes', vgName, from, to]);
+  }
+
+  /**
+   * `lvremove --yes VG/LV` (lvremove(8)), under the host lock; the caller
+   * proved ownership (DESIGN.md §2.3).
+   * @throws CommandFailedError, CommandTimeoutError, LockTimeoutError.
+   */
+  async remove(vgName: string, lvName: string): Promise<void> {
+    const target = `${vgName}/${lvName}`;
+    await this.#lvm.change(`lvremove ${target}`, ['lvremove', '--yes', target]);
+  }
+
+  /**
+   * `lvextend --yes -L <bytes>b VG/LV` (lvextend(8)) to exactly `sizeBytes`
+   * (a multiple of the extent size), under the host lock.
+   * @throws as create.
+   */
+  async extend(vgName: string, lvName: string, sizeBytes: number): Promise<void> {
+    const target = `${vgName}/${lvName}`;
+    await this.#changeOf(vgName, `lvextend ${target}`, [
+      'lvextend',
+      '--yes',
+      '-L',
+      `${sizeBytes}b`,
+      target,
+    ]);
+  }
+
+  /**
+   * `lvchange --activate y VG/LV` (lvchange(8)): this LV only, never a
+   * group-wide activation; changes no data.
+   * @throws CommandFailedError, CommandTimeoutError, LockTimeoutError.
+   */
+  async activate(vgName: string, lvName: string): Promise<void> {
+    const target = `${vgName}/${lvName}`;
+    await this.#lvm.change(`lvchange ${target}`, ['lvchange', '--activate', 'y', target]);
+  }
+
+  async #changeOf(vgName: string, reason: string, argv: readonly string[]): Promise<void> {
+    try {
+      await this.#lvm.change(reason, argv);
+    } catch (error) {
+      throw classifyChangeFailure(vgName, error);
+    }
+  }
+
+  async #lvs(selection: string, vgName: string | null): Promise<LogicalVolume[]> {
+    const argv = [
+      'lvs',
+      ...REPORT_OPTIONS,
+      ...LV_TIME_CONFIG,
+      '-o',
+      LV_REPORT_FIELDS.join(','),
+      '-S',
+      selection,
+    ];
+    if (vgName !== null) argv.push(vgName);
+    const result = await this.#lvm.report(argv);
+    return parseLvsReport(result.stdout, result.argv);
+  }
+}
+
+/** The lvm selection (lvmreport(7)) of a name filter. */
+function nameSelection(filter: LvNameFilter): string {
+  if ('prefix' in filter) return `lv_name=~"^${escapeRegex(filter.prefix)}"`;
+  return filter.names.map((name) => `lv_name="${name}"`).join(' || ');
+}
+
+function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

@@ -1,0 +1,19 @@
+import { LvmCommand, type LvmCommandOptions } from './command.js';
+import { LogicalVolumes } from './logical-volumes.js';
+import { VolumeGroups } from './volume-groups.js';
+
+/**
+ * The lvm command module (docs/ARCHITECTURE.md): the only code that builds
+ * lvm argv and parses lvm reports. One runner, deadline and warning logger
+ * for every lvm command; changes under the host lock.
+ */
+export class Lvm {
+  readonly volumeGroups: VolumeGroups;
+  readonly logicalVolumes: LogicalVolumes;
+
+  constructor(options: LvmCommandOptions) {
+    const command = new LvmCommand(options);
+    this.volumeGroups = new VolumeGroups(command);
+    this.logicalVolumes = new LogicalVolumes(command, this.volumeGroups);
+  }
+}
