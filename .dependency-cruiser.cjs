@@ -1,6 +1,12 @@
-// Import rules between the workspace's packages, checked by `pnpm lint` (root task lint:deps).
+// Import rules between the workspace's packages and between the core's layers, checked by
+// `pnpm lint` (root task lint:deps); docs/ARCHITECTURE.md draws the core's layers.
 /** Test code: unit tests, test helpers (`src/testing/`) and the e2e suite. */
 const TEST = '(\\.test\\.ts$|/src/testing/|^test-e2e/)';
+const CORE = '^packages/core/src/';
+/** The core's foundation: no lvm, no volume life cycle, no GC. */
+const FOUNDATION = `${CORE}(errors|naming)\\.ts$|${CORE}(exec|lock|header|device|fs)/`;
+/** What of the lvm module other core code may import: its facade, its types and its validators. */
+const LVM_SURFACE = `${CORE}lvm/(lvm|types|volume-groups|logical-volumes|device-filter|index)\\.ts$`;
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -11,6 +17,55 @@ module.exports = {
       comment: 'No module imports itself through others, not even for types.',
       from: {},
       to: { circular: true },
+    },
+    {
+      name: 'core-foundation-stays-below',
+      severity: 'error',
+      comment:
+        'errors, naming, exec, lock, header, device and fs know nothing of lvm, volumes, the GC, volume-group admin or the node facade.',
+      from: { path: FOUNDATION, pathNot: TEST },
+      to: { path: `${CORE}(lvm|volumes|gc|vg)/|${CORE}(node|index)\\.ts$` },
+    },
+    {
+      name: 'core-lvm-is-the-bottom-of-lvm',
+      severity: 'error',
+      comment:
+        'The lvm command module runs lvm and parses its reports; it never knows what sits above it (volumes, GC, admin, facade), nor headers, data devices or filesystems.',
+      from: { path: `${CORE}lvm/`, pathNot: TEST },
+      to: { path: `${CORE}(volumes|gc|vg|header|device|fs)/|${CORE}(node|index)\\.ts$` },
+    },
+    {
+      name: 'core-lvm-internals-stay-inside',
+      severity: 'error',
+      comment:
+        'Only the lvm module builds lvm argv and parses reports: others use Lvm, VolumeGroups and LogicalVolumes, never its runner, report parsers or failure classification.',
+      from: { path: CORE, pathNot: `${CORE}lvm/|${CORE}index\\.ts$|${TEST}` },
+      to: { path: `${CORE}lvm/`, pathNot: LVM_SURFACE },
+    },
+    {
+      name: 'core-volumes-below-gc-and-facade',
+      severity: 'error',
+      comment: 'The volume module sits under the GC, volume-group admin and the node facade.',
+      from: { path: `${CORE}volumes/`, pathNot: TEST },
+      to: { path: `${CORE}(gc|vg)/|${CORE}(node|index)\\.ts$` },
+    },
+    {
+      name: 'core-gc-through-ports',
+      severity: 'error',
+      comment:
+        'The GC reaches lvm, data devices and headers through its ports (gc/ports.ts), never the lvm module itself; only lvm types.',
+      from: { path: `${CORE}gc/`, pathNot: TEST },
+      to: {
+        path: `${CORE}lvm/|${CORE}vg/|${CORE}(node|index)\\.ts$`,
+        pathNot: `${CORE}lvm/types\\.ts$`,
+      },
+    },
+    {
+      name: 'core-vg-admin-over-lvm',
+      severity: 'error',
+      comment: 'Volume-group admin uses the lvm module, not the volume life cycle or the GC.',
+      from: { path: `${CORE}vg/`, pathNot: TEST },
+      to: { path: `${CORE}(volumes|gc)/|${CORE}(node|index)\\.ts$` },
     },
     {
       name: 'apps-use-public-entries',

@@ -6,7 +6,7 @@ import {
   AlreadyExistsError,
   FailedPreconditionError,
   NotFoundError,
-  CAPACITY_BLOCK_BYTES,
+  maximumCapacity,
   OutOfRangeError,
   volumeIdForName,
   volumeSize,
@@ -219,8 +219,7 @@ export class FakeCore implements DriverCore {
         vgName,
         totalBytes: vg.sizeBytes,
         freeBytes: vg.freeBytes,
-        maximumVolumeBytes:
-          Math.floor((vg.freeBytes - MIB) / CAPACITY_BLOCK_BYTES) * CAPACITY_BLOCK_BYTES,
+        maximumVolumeBytes: maximumCapacity(vg),
       });
     },
     // As the core: only the scope's volume groups are searched.
