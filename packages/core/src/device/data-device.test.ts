@@ -772,3 +772,53 @@ describe('DataDeviceManager.tables / parseConciseTables (recorded)', () => {
     });
   });
 });
+
+describe('DataDeviceManager.find (sysfs, no process)', () => {
+  const ID = '9a1c0d3b5e7f4a2c8b6d1e0f3a5c7e0b';
+  /** A host root whose sys/block holds these dm devices (as the test VM showed them). */
+  function hostRootWith(devices: Record<string, { name: string; uuid: string; dev: string }>) {
+    const root = mkdtempSync(join(tmpdir(), 'lvstamp-sysfs-'));
+    mkdirSync(join(root, 'sys/block/loop0'), { recursive: true });
+    for (const [entry, d] of Object.entries(devices)) {
+      mkdirSync(join(root, 'sys/block', entry, 'dm'), { recursive: true });
+      writeFileSync(join(root, 'sys/block', entry, 'dm/name'), `${d.name}\n`);
+      writeFileSync(join(root, 'sys/block', entry, 'dm/uuid'), `${d.uuid}\n`);
+      writeFileSync(join(root, 'sys/block', entry, 'dev'), `${d.dev}\n`);
+    }
+    return root;
+  }
+
+  it('finds the map by its UUID among the LV maps, reading files only', async () => {
+    const root = hostRootWith({
+      'dm-0': { name: `lvsperf-lvstamp_${ID}`, uuid: 'LVM-Z2qeODhl96uF', dev: '254:0' },
+      'dm-1': { name: `lvstamp-${ID}`, uuid: `LVSTAMP-${ID}`, dev: '254:1' },
+    });
+    const runner = new ReplayRunner([]);
+    const manager = new DataDeviceManager({ runner, hostRoot: root });
+    expect(await manager.find(ID)).toEqual({
+      volumeId: ID,
+      name: `lvstamp-${ID}`,
+      major: 254,
+      minor: 1,
+    });
+    expect(runner.calls).toEqual([]);
+    rmSync(root, { recursive: true });
+  });
+
+  it('null when no map carries the UUID (only the LV is active)', async () => {
+    const root = hostRootWith({
+      'dm-0': { name: `lvsperf-lvstamp_${ID}`, uuid: 'LVM-Z2qeODhl96uF', dev: '254:0' },
+    });
+    const manager = new DataDeviceManager({ runner: new ReplayRunner([]), hostRoot: root });
+    expect(await manager.find(ID)).toBeNull();
+    rmSync(root, { recursive: true });
+  });
+
+  it('a sysfs that cannot be read is an error, never "no map"', async () => {
+    const manager = new DataDeviceManager({
+      runner: new ReplayRunner([]),
+      hostRoot: '/nonexistent-host-root',
+    });
+    await expect(manager.find(ID)).rejects.toThrow(/cannot list/);
+  });
+});

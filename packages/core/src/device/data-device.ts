@@ -1,3 +1,5 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import {
   FailedPreconditionError,
   InvalidArgumentError,
@@ -19,6 +21,7 @@ import { deviceUsersText } from './holders.js';
 import type {
   DataDevice,
   DataDeviceMap,
+  DataDeviceRef,
   DataDeviceSource,
   DeviceNumber,
   DmMap,
@@ -242,6 +245,48 @@ export class DataDeviceManager {
       const volumeId = parseDmUuid(map.uuid, this.#naming);
       return volumeId === null ? [] : [{ ...map, volumeId }];
     });
+  }
+
+  /**
+   * The data device of `volumeId` if a map with its UUID `LVSTAMP-<id>`
+   * exists, read from sysfs in-process (`sys/block/dm-N/dm/uuid`, `dm/name`,
+   * `dev` under the host root; no dmsetup process): one directory read and
+   * one small read per device-mapper device.
+   * @returns null when no map has that UUID.
+   * @throws InvalidArgumentError for a malformed ID; FailedPreconditionError
+   *   when sysfs cannot be read or a `dev` file is not `major:minor`.
+   */
+  async find(volumeId: string): Promise<DataDeviceRef | null> {
+    const uuid = dmUuidFor(requireVolumeId(volumeId), this.#naming);
+    const blockDir = join(this.#hostRoot ?? '/', 'sys/block');
+    let entries: string[];
+    try {
+      entries = (await readdir(blockDir)).filter((name) => name.startsWith('dm-'));
+    } catch (error) {
+      throw new FailedPreconditionError(`cannot list ${blockDir}: ${(error as Error).message}`);
+    }
+    const uuids = await Promise.all(
+      entries.map((entry) =>
+        readFile(join(blockDir, entry, 'dm/uuid'), 'utf8').then(
+          (text) => text.trim(),
+          () => '', // the device went away while listing
+        ),
+      ),
+    );
+    const index = uuids.indexOf(uuid);
+    const entry = entries[index];
+    if (index < 0 || entry === undefined) return null;
+    const [name, dev] = await Promise.all([
+      readFile(join(blockDir, entry, 'dm/name'), 'utf8'),
+      readFile(join(blockDir, entry, 'dev'), 'utf8'),
+    ]);
+    const match = /^(\d+):(\d+)$/.exec(dev.trim());
+    if (match === null) {
+      throw new FailedPreconditionError(
+        `${join(blockDir, entry, 'dev')} holds "${dev.trim()}", not major:minor`,
+      );
+    }
+    return { volumeId, name: name.trim(), major: Number(match[1]), minor: Number(match[2]) };
   }
 
   /**

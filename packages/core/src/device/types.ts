@@ -32,6 +32,15 @@ export interface DataDeviceMap extends DmMap {
   readonly volumeId: string;
 }
 
+/** A data device map as sysfs shows it (`/sys/block/dm-N/{dm/name,dm/uuid,dev}`). */
+export interface DataDeviceRef {
+  readonly volumeId: string;
+  /** The map's name, `lvstamp-<id>`. */
+  readonly name: string;
+  readonly major: number;
+  readonly minor: number;
+}
+
 /** A kernel device number, split as Linux does (`major(3)`, `minor(3)`). */
 export interface DeviceNumber {
   readonly major: number;

@@ -43,25 +43,61 @@ const request = {
 };
 
 describe('GcService.plan: scope and activation (DESIGN.md §2.3, §6)', () => {
-  it("scans the named volume groups only: activates this owner's inactive LVs there, then takes the inventory", async () => {
+  it('scans the named volume groups only; nothing inactive: one listing, no activation', async () => {
     const calls: string[] = [];
     const result = await new GcService({ ports: ports(calls) }).plan({
       ...request,
       vgNames: ['vg-a'],
     });
-    expect(calls).toEqual([`activateOwnedVolumes vg-a ${OWNER}`, 'listVolumes vg-a']);
+    expect(calls).toEqual(['listVolumes vg-a']);
     expect(result.vgNames).toEqual(['vg-a']);
+    expect(result.activated).toEqual([]);
+  });
+
+  it("an inactive LV with this owner's tags: activates there, then takes the inventory again", async () => {
+    const calls: string[] = [];
+    const inactive = {
+      vgName: 'vg-a',
+      lvName: `lvstamp_${'c'.repeat(32)}`,
+      lvUuid: 'u-1',
+      sizeBytes: 8 * 1048576,
+      attr: '-wi-------',
+      active: false,
+      open: false,
+      kernelMajor: null,
+      kernelMinor: null,
+      dmPath: null,
+      createdAtMs: 0,
+      tags: ['lvstamp', `lvstamp.owner=${OWNER}`],
+      volumeId: 'c'.repeat(32),
+      creating: false,
+      capacityBytes: null,
+    };
+    const withInactive = ports(calls);
+    const result = await new GcService({
+      ports: {
+        ...withInactive,
+        lvm: {
+          ...withInactive.lvm,
+          listVolumes: (scope: VgScope) => {
+            calls.push(`listVolumes ${scope.vgNames.join(',')}`);
+            return Promise.resolve([inactive]);
+          },
+        },
+      },
+    }).plan({ ...request, allowEmptyLiveSet: true, vgNames: ['vg-a'] });
+    expect(calls).toEqual([
+      'listVolumes vg-a',
+      `activateOwnedVolumes vg-a ${OWNER}`,
+      'listVolumes vg-a',
+    ]);
     expect(result.activated).toEqual(['vg-a/lvstamp_x']);
   });
 
   it('without volume groups, discovers them (never every volume group)', async () => {
     const calls: string[] = [];
     const result = await new GcService({ ports: ports(calls) }).plan(request);
-    expect(calls).toEqual([
-      'discoverVolumeGroups',
-      `activateOwnedVolumes vg-a,vg-b ${OWNER}`,
-      'listVolumes vg-a,vg-b',
-    ]);
+    expect(calls).toEqual(['discoverVolumeGroups', 'listVolumes vg-a,vg-b']);
     expect(result.vgNames).toEqual(['vg-a', 'vg-b']);
   });
 });

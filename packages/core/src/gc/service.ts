@@ -1,5 +1,5 @@
 import { FailedPreconditionError } from '../errors.js';
-import { DEFAULT_NAMING, type Naming } from '../naming.js';
+import { DEFAULT_NAMING, ownerTagFor, type Naming } from '../naming.js';
 import { applyGcPlan, type GcApplyOptions } from './executor.js';
 import { takeInventory } from './inventory.js';
 import { planGc } from './planner.js';
@@ -58,9 +58,10 @@ export class GcService {
   }
 
   /**
-   * Activates this owner's inactive volumes of the scope (their headers must
-   * be read; `activateOwnedVolumes`), takes the inventory and plans. Removes
-   * nothing.
+   * Takes the inventory and plans; when it shows inactive LVs with this
+   * owner's tags, activates them first (their headers must be read;
+   * `activateOwnedVolumes`) and takes it again. Removes nothing. lvm
+   * processes on a node with nothing inactive: the inventory's listing only.
    * @returns also the volume groups scanned and the LVs activated.
    * @throws FailedPreconditionError for an empty live set while stamped
    *   volumes exist (unless allowed); InvalidArgumentError for a bad policy;
@@ -73,11 +74,19 @@ export class GcService {
     activated: readonly string[];
   }> {
     const vgNames = request.vgNames ?? (await this.#ports.lvm.discoverVolumeGroups());
-    const activated = await this.#ports.lvm.activateOwnedVolumes({
-      vgNames,
-      ownerId: request.policy.ownerId,
-    });
-    const inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
+    let inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
+    // Only when the inventory shows an inactive LV with this owner's tags: activate (one lvchange
+    // each, the volumes re-listed under the host lock) and take the inventory again.
+    const ownerTag = ownerTagFor(request.policy.ownerId, this.#naming);
+    const inactiveOwned = inventory.volumes.some(
+      (v) => v.kernel === null && v.tags.includes(this.#naming.tag) && v.tags.includes(ownerTag),
+    );
+    const activated = inactiveOwned
+      ? await this.#ports.lvm.activateOwnedVolumes({ vgNames, ownerId: request.policy.ownerId })
+      : [];
+    if (activated.length > 0) {
+      inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
+    }
     const stamped = inventory.volumes.filter((v) => v.header.status === 'ok').length;
     refuseEmptyLiveSet(request, stamped);
     const plan = planGc(inventory, request.liveSet, request.policy, request.nowMs);

@@ -23,6 +23,8 @@ export type LvNameFilter = { readonly names: readonly string[] } | { readonly pr
 export interface ScopedLogicalVolumes {
   readonly groups: readonly VolumeGroup[];
   readonly lvs: readonly LogicalVolume[];
+  /** lvm's warnings while listing the groups (for VolumeGroups.usable). */
+  readonly vgsStderr: string;
 }
 
 /**
@@ -84,10 +86,10 @@ export class LogicalVolumes {
   async inGroups(vgNames: readonly string[], filter: LvNameFilter): Promise<ScopedLogicalVolumes> {
     for (const name of vgNames) validateVgName(name);
     const names = [...new Set(vgNames)];
-    if (names.length === 0) return { groups: [], lvs: [] };
+    if (names.length === 0) return { groups: [], lvs: [], vgsStderr: '' };
     const inGroups = vgSelection(names);
-    const [groups, lvs] = await Promise.all([
-      this.#groups.select(names),
+    const [{ groups, stderr }, lvs] = await Promise.all([
+      this.#groups.selectReport(names),
       this.#lvs(`(${inGroups}) && (${nameSelection(filter)})`, null),
     ]);
     for (const name of names) {
@@ -100,7 +102,7 @@ export class LogicalVolumes {
       }
     }
     const found = new Set(groups.map((vg) => vg.name));
-    return { groups, lvs: lvs.filter((lv) => found.has(lv.vgName)) };
+    return { groups, lvs: lvs.filter((lv) => found.has(lv.vgName)), vgsStderr: stderr };
   }
 
   /**

@@ -97,6 +97,7 @@ function setup(steps: ReplayStep[]) {
     headers: noHeaders,
     dataDevices: {
       list: unexpected,
+      find: unexpected,
       create: unexpected,
       reload: unexpected,
       remove: unexpected,
@@ -249,8 +250,7 @@ describe('LvmManager on a broken volume group', () => {
 
   it('read-only PVs: vgs sees nothing wrong, lvcreate fails and is classified', async () => {
     const { runner, manager } = setup([
-      step(VGS, 'vgs-readonly-pv'),
-      step(VGS, 'vgs-readonly-pv'), // the look-up's scope report
+      step(VGS, 'vgs-readonly-pv'), // the look-up's report: the group's row and its warnings
       { argv: LOOKUP, stdout: EMPTY_LVS },
       step(LVCREATE, 'lvcreate-readonly-pv'),
     ]);
@@ -262,8 +262,7 @@ describe('LvmManager on a broken volume group', () => {
 
   it('"insufficient free space" stays OutOfSpaceError', async () => {
     const { manager } = setup([
-      step(VGS, 'vgs-healthy'),
-      step(VGS, 'vgs-healthy'), // the look-up's scope report
+      step(VGS, 'vgs-healthy'), // the look-up's report: the group's row and its warnings
       { argv: LOOKUP, stdout: EMPTY_LVS },
       {
         argv: LVCREATE,

@@ -65,8 +65,28 @@ export class VolumeGroups {
    * @throws InvalidArgumentError for a name lvm cannot hold; as list.
    */
   async select(vgNames: readonly string[]): Promise<VolumeGroup[]> {
+    return (await this.selectReport(vgNames)).groups;
+  }
+
+  /**
+   * As select, with lvm's warnings on stderr (for `usable`).
+   * @throws as select.
+   */
+  async selectReport(
+    vgNames: readonly string[],
+  ): Promise<{ groups: VolumeGroup[]; stderr: string }> {
     for (const name of vgNames) validateVgName(name);
-    return vgNames.length === 0 ? [] : this.#vgs(vgSelection(vgNames));
+    if (vgNames.length === 0) return { groups: [], stderr: '' };
+    const argv = [
+      'vgs',
+      ...REPORT_OPTIONS,
+      '-o',
+      VG_REPORT_FIELDS.join(','),
+      '-S',
+      vgSelection(vgNames),
+    ];
+    const result = await this.#lvm.report(argv);
+    return { groups: parseVgsReport(result.stdout, result.argv), stderr: result.stderr };
   }
 
   /**
@@ -95,7 +115,22 @@ export class VolumeGroups {
   async get(vgName: string): Promise<VolumeGroup> {
     validateVgName(vgName);
     const { groups, stderr } = await this.#report(vgName, []);
-    const [vg, ...more] = groups;
+    return this.usable(vgName, groups, stderr);
+  }
+
+  /**
+   * The checks of `get` on rows a report already gave (a `vgs -S` whose
+   * selection includes `vgName`) and that report's stderr: asks lvm again
+   * only when the group is missing (`vgs --shared`) or lvm warned of a
+   * duplicate PV (`pvs`).
+   * @throws as get.
+   */
+  async usable(
+    vgName: string,
+    groups: readonly VolumeGroup[],
+    stderr: string,
+  ): Promise<VolumeGroup> {
+    const [vg, ...more] = groups.filter((g) => g.name === vgName);
     if (vg === undefined) {
       const shared = await this.#report(vgName, ['--shared']);
       if (shared.groups.length > 0) {

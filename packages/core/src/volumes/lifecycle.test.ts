@@ -211,6 +211,7 @@ function volumeService(options: {
     headers: headerIo,
     dataDevices: {
       list: () => Promise.resolve([]),
+      find: () => Promise.resolve(null),
       create: () => Promise.reject(new Error('no data device in these tests')),
       reload: () => Promise.reject(new Error('no data device in these tests')),
       remove: () => Promise.reject(new Error('no data device in these tests')),
@@ -383,16 +384,13 @@ describe('inputs that broke other LVM tools', () => {
   it('6. 202 MiB in a VG with 4 MiB extents is a 204 MiB LV with exactly 202 MiB capacity; asking again returns it', async () => {
     const { runner, manager, headerIo, hostLock } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_202, 'lvs-empty.json', {}, ['vg0']),
       {
         argv: lvcreateArgv(ID_202, 204 * MiB),
         stderr: '  Logical volume "lvstamp_new_d2847872107920e672ceacc67767131e" created.\n',
       },
-      readBackStep('vg0', `lvstamp_new_${ID_202}`, 'lvs-202-new.json'),
       renameStep(ID_202),
       // the same request again: one VG check, one look-up, one header read; no lvcreate, no write
-      vgStep('vg0', 'vgs-one.json'),
       vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_202, 'lvs-202-final.json', {}, ['vg0']),
     ]);
@@ -430,16 +428,18 @@ describe('inputs that broke other LVM tools', () => {
     expect(headerIo.calls).toHaveLength(2);
     expect(headerIo.reads).toEqual([`/dev/mapper/vg0-lvstamp_${ID_202}`]);
     expect(runner.calls.filter((c) => c.argv[0] === 'lvcreate')).toHaveLength(1);
-    expect(hostLock.reasons).toEqual([`create ${ID_202}`, `create ${ID_202}`]);
+    // the look-ups run outside the host lock; each change takes it; adopting takes none
+    expect(hostLock.reasons).toEqual([
+      `lvcreate vg0/lvstamp_new_${ID_202}`,
+      `lvrename vg0/lvstamp_new_${ID_202}`,
+    ]);
   });
 
   it('6b. 203 MiB (203 + 1 MiB already whole extents) is a 204 MiB LV reported as 203 MiB capacity', async () => {
     const { runner, manager } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
       { argv: lvcreateArgv(ID_203, 204 * MiB) },
-      readBackStep('vg0', `lvstamp_new_${ID_203}`, 'lvs-203-new.json'),
       renameStep(ID_203),
     ]);
     const volume = await manager.createVolume({
@@ -455,16 +455,15 @@ describe('inputs that broke other LVM tools', () => {
   it('7. a timed-out lvcreate throws CommandTimeoutError; the retry removes the leftover and converges', async () => {
     const { runner, manager, headerIo } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
       { argv: lvcreateArgv(ID_203, 204 * MiB), timeout: true },
-      // retry
+      // retry: the leftover is looked up again under the host lock before it is removed
       vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-203-leftover.json', {}, ['vg0']),
       vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_203, 'lvs-203-leftover.json', {}, ['vg0']),
       { argv: ['lvremove', '--yes', `vg0/lvstamp_new_${ID_203}`] },
       { argv: lvcreateArgv(ID_203, 204 * MiB) },
-      readBackStep('vg0', `lvstamp_new_${ID_203}`, 'lvs-203-new.json'),
       renameStep(ID_203),
     ]);
     const request = { name: 'pvc-203', requiredBytes: 203 * MiB, vgName: 'vg0', ownerId: OWNER };
@@ -480,7 +479,6 @@ describe('inputs that broke other LVM tools', () => {
 
   it('7b. lvcreate runs with --yes and explicit wipe flags, so a "Wipe it? [y/n]" prompt cannot hang', async () => {
     const { runner, manager } = setup([
-      vgStep('vg0', 'vgs-one.json'),
       vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
       {
@@ -500,7 +498,7 @@ describe('inputs that broke other LVM tools', () => {
     );
     runner.assertDone();
     expect(error).toBeInstanceOf(CommandFailedError);
-    const argv = runner.calls[3]?.argv ?? [];
+    const argv = runner.calls[2]?.argv ?? [];
     expect(argv.slice(0, 8)).toEqual([
       'lvcreate',
       '--yes',
@@ -659,7 +657,6 @@ describe('VolumeService: createVolume', () => {
 
   it('NotFoundError when the VG does not exist', async () => {
     const { runner, manager } = setup([
-      vgStep('vg0', 'vgs-empty.json'),
       scopeStep('vgs-empty.json', ['vg0']),
       lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
       sharedVgStep('vg0'),
@@ -670,7 +667,6 @@ describe('VolumeService: createVolume', () => {
 
   it('AlreadyExistsError when the volume exists with a smaller capacity', async () => {
     const { runner, manager, headerIo } = setup([
-      vgStep('vg0', 'vgs-one.json'),
       vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_203, 'lvs-203-final.json', {}, ['vg0']),
     ]);
@@ -686,7 +682,6 @@ describe('VolumeService: createVolume', () => {
   it('AlreadyExistsError when the existing capacity is above limitBytes', async () => {
     const { manager, headerIo } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_203, 'lvs-203-final.json', {}, ['vg0']),
     ]);
     headerIo.headers.set(`/dev/mapper/vg0-lvstamp_${ID_203}`, okHeader('pvc-203', ID_203));
@@ -697,7 +692,6 @@ describe('VolumeService: createVolume', () => {
 
   it('AlreadyExistsError when the volume exists in another VG', async () => {
     const { manager, headerIo } = setup([
-      vgStep('vg-data', 'vgs-one.json'),
       scopeStep('vgs-two.json', ['vg-data', 'vg0']),
       lookupStep(ID_203, 'lvs-203-final.json', {}, ['vg-data', 'vg0']),
     ]);
@@ -713,7 +707,6 @@ describe('VolumeService: createVolume', () => {
   it('AlreadyExistsError when the existing header names another owner', async () => {
     const { manager, headerIo } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_203, 'lvs-203-final.json', {}, ['vg0']),
     ]);
     headerIo.headers.set(
@@ -726,7 +719,6 @@ describe('VolumeService: createVolume', () => {
   it('FailedPreconditionError when the existing LV has no valid header', async () => {
     const { manager } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_203, 'lvs-203-final.json', {}, ['vg0']),
     ]);
     await expect(manager.createVolume(request)).rejects.toThrow(
@@ -738,7 +730,6 @@ describe('VolumeService: createVolume', () => {
 
   it('OutOfSpaceError with bytes needed and free, before lvcreate', async () => {
     const { runner, manager } = setup([
-      vgStep('vg0', 'vgs-vg0-nearly-full.json'),
       vgStep('vg0', 'vgs-vg0-nearly-full.json'),
       lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
     ]);
@@ -754,7 +745,6 @@ describe('VolumeService: createVolume', () => {
     const stderr = '  Volume group "vg0" has insufficient free space (50 extents): 51 required.\n';
     const { manager } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
       { argv: lvcreateArgv(ID_203, 204 * MiB), exitCode: 5, stderr },
     ]);
@@ -766,10 +756,8 @@ describe('VolumeService: createVolume', () => {
   it('required == limit: the capacity is exactly that, the extent slack stays inside the LV', async () => {
     const { runner, manager, headerIo } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_202, 'lvs-empty.json', {}, ['vg0']),
       { argv: lvcreateArgv(ID_202, 204 * MiB) },
-      readBackStep('vg0', `lvstamp_new_${ID_202}`, 'lvs-202-new.json'),
       renameStep(ID_202),
     ]);
     const volume = await manager.createVolume({
@@ -787,10 +775,8 @@ describe('VolumeService: createVolume', () => {
   it('raises the capacity to the filesystem minimum (minimumBytes) when no limit forbids it', async () => {
     const { runner, manager, headerIo } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_202, 'lvs-empty.json', {}, ['vg0']),
       { argv: lvcreateArgv(ID_202, 204 * MiB) },
-      readBackStep('vg0', `lvstamp_new_${ID_202}`, 'lvs-202-new.json'),
       renameStep(ID_202),
     ]);
     const volume = await manager.createVolume({
@@ -840,7 +826,6 @@ describe('VolumeService: createVolume', () => {
   it('OutOfRangeError when the LV size would pass 2^53 − 1 bytes', async () => {
     const { manager } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_202, 'lvs-empty.json', {}, ['vg0']),
     ]);
     await expect(
@@ -856,10 +841,8 @@ describe('VolumeService: createVolume', () => {
   it('runs the VG report and the look-up at once, not one after the other', async () => {
     const replay = new ReplayRunner([
       vgStep('vg0', 'vgs-one.json'),
-      vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_202, 'lvs-empty.json', {}, ['vg0']),
       { argv: lvcreateArgv(ID_202, 204 * MiB) },
-      readBackStep('vg0', `lvstamp_new_${ID_202}`, 'lvs-202-new.json'),
       renameStep(ID_202),
     ]);
     // vgs answers only once lvs has started: run one after the other, this create never ends
@@ -889,12 +872,9 @@ describe('VolumeService: createVolume', () => {
   it('withVolumeLocks serialises two concurrent creates of one volume: the second finds the first', async () => {
     const { runner, manager: unlocked } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
       { argv: lvcreateArgv(ID_203, 204 * MiB), delayMs: 20 },
-      readBackStep('vg0', `lvstamp_new_${ID_203}`, 'lvs-203-new.json'),
       renameStep(ID_203),
-      vgStep('vg0', 'vgs-one.json'),
       vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_203, 'lvs-203-final.json', {}, ['vg0']),
     ]);
@@ -990,13 +970,12 @@ describe('VolumeService: expand', () => {
     const { runner, manager, hostLock, headerIo } = setup([
       scopeStep(),
       lookupStep(ID_GROW, 'lvs-grow-before.json'),
-      vgStep('vg0', 'vgs-one.json'),
       lvextend(1028 * MiB),
     ]);
     headerIo.headers.set(GROW_PATH, okHeaderV2('pvc-grow', ID_GROW, 100 * MiB));
     const volume = await expandedVolume(manager, ID_GROW, 1024 * MiB, SCOPE);
     runner.assertDone();
-    // -L of whole extents is exact: no read-back (3 lvm processes)
+    // -L of whole extents is exact, the look-up's vgs gives the extents: 3 lvm processes
     expect(volume).toMatchObject({ sizeBytes: 1028 * MiB, capacityBytes: 1024 * MiB });
     expect(headerIo.writes.map((w) => [w.devicePath, w.header.requestedBytes])).toEqual([
       [GROW_PATH, 1024 * MiB],
@@ -1008,7 +987,6 @@ describe('VolumeService: expand', () => {
     const { runner, manager, headerIo } = setup([
       scopeStep(),
       lookupStep(ID_GROW, 'lvs-grow-before.json'),
-      vgStep('vg0', 'vgs-one.json'),
       lvextend(1028 * MiB),
     ]);
     headerIo.headers.set(GROW_PATH, okHeader('pvc-grow', ID_GROW));
@@ -1026,7 +1004,6 @@ describe('VolumeService: expand', () => {
     const { runner, manager, headerIo } = setup([
       scopeStep(),
       lookupStep(ID_GROW, 'lvs-grow-after.json'),
-      vgStep('vg0', 'vgs-one.json'),
     ]);
     headerIo.headers.set(GROW_PATH, okHeaderV2('pvc-grow', ID_GROW, 100 * MiB));
     const volume = await expandedVolume(manager, ID_GROW, 1024 * MiB, SCOPE);
@@ -1087,9 +1064,8 @@ describe('VolumeService: expand', () => {
 
   it('OutOfSpaceError when the VG lacks the extents', async () => {
     const { runner, manager, headerIo } = setup([
-      scopeStep(),
+      scopeStep('vgs-vg0-nearly-full.json'),
       lookupStep(ID_GROW, 'lvs-grow-before.json'),
-      vgStep('vg0', 'vgs-vg0-nearly-full.json'),
     ]);
     headerIo.headers.set(GROW_PATH, okHeaderV2('pvc-grow', ID_GROW, 100 * MiB));
     await expect(expandedVolume(manager, ID_GROW, 1024 * MiB, SCOPE)).rejects.toBeInstanceOf(
@@ -1365,7 +1341,6 @@ describe('VolumeService: inactive LVs are activated, one LV at a time, only when
       lookupStep(ID_GROW, 'lvs-grow-inactive.json'),
       activateStep('vg0', `lvstamp_${ID_GROW}`),
       readBackStep('vg0', `lvstamp_${ID_GROW}`, 'lvs-grow-before.json'),
-      vgStep('vg0', 'vgs-one.json'),
       { argv: ['lvextend', '--yes', '-L', `${1028 * MiB}b`, `vg0/lvstamp_${ID_GROW}`] },
     ]);
     await expandedVolume(manager, ID_GROW, 1024 * MiB, SCOPE);
@@ -1388,6 +1363,8 @@ describe('VolumeService: inactive LVs are activated, one LV at a time, only when
   it('a create retry adopts an inactive volume: activates it, then checks its header', async () => {
     const { runner, manager, headerIo } = setup([
       vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-203-inactive.json', {}, ['vg0']),
+      // activation acts on what the look-up found: looked up again under the host lock
       vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_203, 'lvs-203-inactive.json', {}, ['vg0']),
       activateStep('vg0', `lvstamp_${ID_203}`),

@@ -1,6 +1,6 @@
 import type { DataDeviceManager } from '../device/data-device.js';
 import { deviceUsersText } from '../device/holders.js';
-import type { DataDevice, DataDeviceMap } from '../device/types.js';
+import type { DataDevice, DataDeviceMap, DataDeviceRef } from '../device/types.js';
 import {
   AlreadyExistsError,
   FailedPreconditionError,
@@ -32,6 +32,7 @@ import type {
 import {
   DEFAULT_NAMING,
   isHexId,
+  lvDmName,
   lvNameFor,
   newLvNameFor,
   ownerTagFor,
@@ -107,7 +108,7 @@ export interface VolumeServiceOptions {
   readonly headers: HeaderIo;
   readonly dataDevices: Pick<
     DataDeviceManager,
-    'list' | 'create' | 'reload' | 'remove' | 'pathFor'
+    'list' | 'find' | 'create' | 'reload' | 'remove' | 'pathFor'
   >;
   readonly filesystems: Pick<FilesystemManager, 'mounts' | 'grow'>;
   readonly naming?: Naming;
@@ -391,7 +392,10 @@ export class VolumeService {
    * tagged); a leftover `lvstamp_new_<id>` in `vgName` is removed (tags
    * checked); `lvcreate` as `lvstamp_new_<id>` with the sizes of
    * `volumeSize`; the first and last MiB of the data area zeroed; the header
-   * v2 written and flushed; `lvrename` to `lvstamp_<id>`. Under the host lock.
+   * v2 written and flushed; `lvrename` to `lvstamp_<id>`. lvm processes: one
+   * `vgs` and one `lvs` at once (the look-up, outside the host lock),
+   * `lvcreate`, `lvrename`; removing a leftover or activating the existing
+   * LV re-runs the look-up under the host lock first (DESIGN.md §2.3).
    * @throws InvalidArgumentError for a bad name, size, VG name or owner ID.
    * @throws OutOfRangeError when no capacity fits the range, before any lvm command.
    * @throws NotFoundError when the VG does not exist; VolumeGroupUnusableError.
@@ -410,8 +414,17 @@ export class VolumeService {
     validateVgNames([request.vgName]);
     const ownerId = parseOwnerId(request.ownerId);
     const volumeId = volumeIdForName(request.name);
-    return this.#hostLock.withLock(`create ${volumeId}`, () =>
-      this.#create(request, volumeId, ownerId),
+    // The look-up is a report: it runs outside the host lock, so look-ups of different volumes
+    // overlap. Only a step that acts on an LV found here (removing a leftover, activating an
+    // inactive volume) needs the proof and the act under one holding: then it is looked up again
+    // under the lock. lvcreate and lvrename take the lock themselves (LvmCommand.change).
+    const found = await this.#createLookup(request, volumeId);
+    const { vg, existing, pending } = found;
+    const actsOnFound =
+      (existing !== null && !isActive(existing)) || pending.some((lv) => lv.vgName === vg.name);
+    if (!actsOnFound) return this.#create(request, volumeId, ownerId, found);
+    return this.#hostLock.withLock(`create ${volumeId}`, async () =>
+      this.#create(request, volumeId, ownerId, await this.#createLookup(request, volumeId)),
     );
   }
 
@@ -427,19 +440,29 @@ export class VolumeService {
     });
   }
 
+  /**
+   * The create's look-up (one `vgs` and one `lvs`, at once): the target
+   * group, checked usable (VolumeGroups.usable), the finished volume in any
+   * group searched, and leftovers `lvstamp_new_<id>`.
+   */
+  async #createLookup(
+    request: CreateVolumeRequest,
+    volumeId: string,
+  ): Promise<{ vg: VolumeGroup; existing: Volume | null; pending: Volume[] }> {
+    const vgNames = [request.vgName, ...(request.otherVgNames ?? [])];
+    const { groups, finished, pending, vgsStderr } = await this.#lookup(volumeId, vgNames);
+    const vg = await this.#lvm.volumeGroups.usable(request.vgName, groups, vgsStderr);
+    return { vg, existing: this.#single(volumeId, finished), pending };
+  }
+
   async #create(
     request: CreateVolumeRequest,
     volumeId: string,
     ownerId: string,
+    found: { vg: VolumeGroup; existing: Volume | null; pending: Volume[] },
   ): Promise<CreatedVolume> {
     const lvs = this.#lvm.logicalVolumes;
-    // Two read-only reports at once: the group's extent size and free space, and the volume's LVs.
-    const vgNames = [request.vgName, ...(request.otherVgNames ?? [])];
-    const [vg, { finished, pending }] = await Promise.all([
-      this.#lvm.volumeGroups.get(request.vgName),
-      this.#lookup(volumeId, vgNames),
-    ]);
-    const existing = this.#single(volumeId, finished);
+    const { vg, existing, pending } = found;
     if (existing !== null) {
       const adopted = await this.#adoptExisting(existing, request, volumeId, ownerId);
       return createdVolumeOf(adopted);
@@ -476,12 +499,9 @@ export class VolumeService {
       sizeBytes: lvSizeBytes,
       tags: [this.#naming.tag, ownerTagFor(ownerId, this.#naming)],
     });
-    const created = this.#volumeOrThrow(await lvs.get(vg.name, newLvName));
-    if (created.dmPath === null) {
-      throw new FailedPreconditionError(
-        `lvcreate made ${vg.name}/${newLvName} but lvm reports no device path`,
-      );
-    }
+    // No read-back: the device path is lvm's naming rule (lvDmName), the size the -L asked
+    // (whole extents, so lvm does not round it); lvcreate --activate y made the node.
+    const dmPath = `/dev/mapper/${lvDmName(vg.name, newLvName)}`;
     const header: HeaderFields = {
       volumeId,
       ownerId,
@@ -491,15 +511,20 @@ export class VolumeService {
       name: request.name,
     };
     // The extents may have held a deleted volume: its filesystem must not show through.
-    await this.#headers.clearDataArea(created.dmPath, {
+    await this.#headers.clearDataArea(dmPath, {
       dataOffsetBytes: DATA_OFFSET_BYTES,
       sizeBytes: DATA_OFFSET_BYTES + capacityBytes,
     });
-    await this.#headers.writeHeader(created.dmPath, header);
+    await this.#headers.writeHeader(dmPath, header);
     const finalLvName = lvNameFor(volumeId, this.#naming);
     await lvs.rename(vg.name, newLvName, finalLvName);
-    // No read-back: lvrename changes nothing but the name.
-    return createdVolumeOf({ ...created, lvName: finalLvName, capacityBytes });
+    return {
+      volumeId,
+      vgName: vg.name,
+      lvName: finalLvName,
+      sizeBytes: lvSizeBytes,
+      capacityBytes,
+    };
   }
 
   async #adoptExisting(
@@ -572,8 +597,8 @@ export class VolumeService {
    * @throws FailedPreconditionError when it is mounted or open.
    */
   async detach(volumeId: string): Promise<{ removed: boolean }> {
-    const map = (await this.#maps.list()).find((m) => m.volumeId === volumeId);
-    if (map === undefined) return { removed: false };
+    const map = await this.#maps.find(volumeId);
+    if (map === null) return { removed: false };
     await this.#refuseIfMounted(map);
     await this.#maps.remove(volumeId);
     return { removed: true };
@@ -615,9 +640,9 @@ export class VolumeService {
     const grown = await this.#hostLock.withLock(`expand ${volumeId}`, () =>
       this.#expandLv(volumeId, requiredBytes, limitBytes, scope, ownerId),
     );
-    const map = (await this.#maps.list()).find((m) => m.volumeId === volumeId);
+    const map = await this.#maps.find(volumeId);
     let filesystemGrown: string | null = null;
-    if (map !== undefined) {
+    if (map !== null) {
       const { header, capacityBytes } = await this.#verifiedHeader(grown);
       await this.#maps.reload(volumeId, grown, header.dataOffsetBytes, capacityBytes);
       const mount = (await this.#fs.mounts()).find(
@@ -645,7 +670,7 @@ export class VolumeService {
     scope: VgScope,
     ownerId: string,
   ): Promise<Volume> {
-    const { finished } = await this.#lookup(volumeId, scope.vgNames);
+    const { finished, groups, vgsStderr } = await this.#lookup(volumeId, scope.vgNames);
     const found = this.#single(volumeId, finished);
     if (found === null) throw new NotFoundError(`volume ${volumeId} does not exist`);
     const volume = await this.#activateOwned(found, ownerId);
@@ -658,7 +683,8 @@ export class VolumeService {
       );
     }
     if (current >= requiredBytes) return { ...volume, capacityBytes: current };
-    const vg = await this.#lvm.volumeGroups.get(volume.vgName);
+    // The look-up's own vgs row: extent size and free space, checked usable.
+    const vg = await this.#lvm.volumeGroups.usable(volume.vgName, groups, vgsStderr);
     const { capacityBytes, lvSizeBytes } = volumeSize({
       requiredBytes,
       limitBytes,
@@ -720,15 +746,16 @@ export class VolumeService {
     if (!WIPE_POLICIES.includes(wipe))
       throw new InvalidArgumentError(`unknown wipe policy "${wipe}"`);
     validateVgNames(scope.vgNames);
-    const map = (await this.#maps.list()).find((m) => m.volumeId === volumeId);
-    if (map !== undefined) {
+    // Whether a data device exists is read from sysfs (no process); dmsetup runs only to remove one.
+    const map = await this.#maps.find(volumeId);
+    if (map !== null) {
       await this.#refuseIfMounted(map);
       await this.#maps.remove(volumeId);
     }
     const removed = await this.#hostLock.withLock(`delete ${volumeId}`, () =>
       this.#deleteLvs(volumeId, scope, ownerId, wipe, options.forceUnowned === true),
     );
-    return { existed: removed !== null || map !== undefined, removed: removed ?? [] };
+    return { existed: removed !== null || map !== null, removed: removed ?? [] };
   }
 
   /** The LV steps of delete; null when no LV existed. The caller holds the host lock. */
@@ -815,10 +842,15 @@ export class VolumeService {
   async #lookup(
     volumeId: string,
     vgNames: readonly string[],
-  ): Promise<{ finished: Volume[]; pending: Volume[]; groups: readonly VolumeGroup[] }> {
+  ): Promise<{
+    finished: Volume[];
+    pending: Volume[];
+    groups: readonly VolumeGroup[];
+    vgsStderr: string;
+  }> {
     const finalName = lvNameFor(volumeId, this.#naming);
     const newName = newLvNameFor(volumeId, this.#naming);
-    const { groups, lvs } = await this.#lvm.logicalVolumes.inGroups(vgNames, {
+    const { groups, lvs, vgsStderr } = await this.#lvm.logicalVolumes.inGroups(vgNames, {
       names: [finalName, newName],
     });
     const volumes = lvs.map((lv) => this.#volumeOrThrow(lv));
@@ -826,6 +858,7 @@ export class VolumeService {
       finished: volumes.filter((v) => v.lvName === finalName),
       pending: volumes.filter((v) => v.lvName === newName),
       groups,
+      vgsStderr,
     };
   }
 
@@ -918,7 +951,7 @@ export class VolumeService {
     return { header: reading.header, capacityBytes };
   }
 
-  async #refuseIfMounted(map: DataDeviceMap): Promise<void> {
+  async #refuseIfMounted(map: DataDeviceRef): Promise<void> {
     const mounts = (await this.#fs.mounts()).filter(
       (m) => m.major === map.major && m.minor === map.minor,
     );
