@@ -363,8 +363,9 @@ export function createControllerService(deps: ControllerDeps) {
         request.volume_capability === null || request.volume_capability === undefined
           ? null
           : requireCapability(request.volume_capability);
-      const volume = await findOwnVolume(core, request.volume_id, scope);
-      if (volume === null)
+      // The core's expand looks the volume up itself (NotFoundError → NOT_FOUND); only an ID
+      // that cannot be one of ours is answered here.
+      if (!isHexId(request.volume_id))
         throw new CsiError(GrpcStatus.NOT_FOUND, `volume ${request.volume_id} does not exist`);
       const { status } = await core.volumes.expand(
         request.volume_id,
