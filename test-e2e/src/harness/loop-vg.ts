@@ -48,6 +48,8 @@ export interface LoopVgOptions {
   readonly sizeBytes: number;
   /** Physical extent size in bytes (`vgcreate -s`); lvm's default (4 MiB) when absent. */
   readonly extentSize?: number;
+  /** Appended to the generated name (e.g. `-a-b`, whose `-` device-mapper doubles). */
+  readonly nameSuffix?: string;
 }
 
 /** A volume group on one loop device over a sparse file in a temp dir. */
@@ -78,7 +80,7 @@ export async function createLoopVg(
 ): Promise<LoopVg> {
   const dir = await createTempDir(registry);
   const file = join(dir, 'pv.img');
-  const vgName = newTestVgName();
+  const vgName = newTestVgName() + (options.nameSuffix ?? '');
   adoptLoopVg({ vgName, file }, registry);
   const handle = await open(file, 'wx');
   await handle.truncate(options.sizeBytes);

@@ -10,6 +10,7 @@ import {
   MiB,
   cli,
   cliJson,
+  dmInfo,
   headerOf,
   idOf,
   killCreateAfterLvcreate,
@@ -47,6 +48,28 @@ interface GcJson {
     readonly outcome: string;
   }[];
 }
+
+describe("create finds its new LV by lvm's naming rule", () => {
+  it('in a volume group with hyphens in its name (device-mapper doubles each): the header lands on the LV lvm made, and delete removes it', async () => {
+    const vg = await createLoopVg({ sizeBytes: 128 * MiB, nameSuffix: '-a-b' });
+    const name = `hyphen-${suffix()}`;
+    const id = idOf(name);
+    await cli(['create', name, '--size', '8Mi', '--vg', vg.vgName], 0);
+    const row = await lvRow(vg.vgName, `lvstamp_${id}`);
+    const dmName = `${vg.vgName.replaceAll('-', '--')}-lvstamp_${id}`;
+    expect(row.lv_dm_path).toBe(`/dev/mapper/${dmName}`);
+    const header = await okHeaderOnDisk(row.lv_dm_path);
+    expect(header).toMatchObject({ volumeId: id, name, requestedBytes: 8 * MiB });
+    // attached: delete finds the data device (in sysfs) and removes it before the LV
+    expect((await cli(['attach', name, '--vg', vg.vgName], 0)).stdout).toBe(
+      `/dev/mapper/lvstamp-${id}\n`,
+    );
+    expect(await dmInfo(`lvstamp-${id}`)).not.toBeNull();
+    await cli(['delete', name, '--vg', vg.vgName], 0);
+    expect(await dmInfo(`lvstamp-${id}`)).toBeNull();
+    expect(await lvNames(vg.vgName)).toEqual([]);
+  }, 300_000);
+});
 
 describe('create is idempotent', () => {
   it('the same name and size twice: one LV, same lv_uuid and lv_time, the header written once; another size fails and changes nothing', async () => {
