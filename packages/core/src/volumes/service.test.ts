@@ -90,3 +90,55 @@ describe('VolumeService.delete', () => {
     expect(touched).toEqual([]);
   });
 });
+
+describe('VolumeService.delete: the data device', () => {
+  const id = volumeIdForName('pvc-a');
+  const map = { volumeId: id, name: `lvstamp-${id}`, major: 254, minor: 1 };
+  function service(mountedOn: string[], events: string[]): VolumeService {
+    return new VolumeService({
+      lvm: {
+        logicalVolumes: {
+          inGroups: () => {
+            events.push('lvm look-up');
+            return Promise.resolve({ groups: [], lvs: [], vgsStderr: '' });
+          },
+        },
+      } as unknown as Lvm,
+      runner: {} as CommandRunner,
+      hostLock: new NoopHostLock(),
+      dataDevices: {
+        find: (volumeId: string) => {
+          events.push(`find ${volumeId}`);
+          return Promise.resolve(map);
+        },
+        remove: (volumeId: string) => {
+          events.push(`remove ${volumeId}`);
+          return Promise.resolve();
+        },
+      } as unknown as DataDeviceManager,
+      headers: {} as HeaderIo,
+      filesystems: {
+        mounts: () =>
+          Promise.resolve(mountedOn.map((mountPoint) => ({ mountPoint, major: 254, minor: 1 }))),
+      } as unknown as FilesystemManager,
+    });
+  }
+
+  it('removes a data device it finds (sysfs) before looking for the LVs; existed', async () => {
+    const events: string[] = [];
+    const result = await service([], events).delete(id, {
+      vgNames: ['vg0'],
+      ownerId: 'a'.repeat(32),
+    });
+    expect(events).toEqual([`find ${id}`, `remove ${id}`, 'lvm look-up']);
+    expect(result).toEqual({ existed: true, removed: [] });
+  });
+
+  it('refuses a mounted data device before any lvm command', async () => {
+    const events: string[] = [];
+    await expect(
+      service(['/mnt/x'], events).delete(id, { vgNames: ['vg0'], ownerId: 'a'.repeat(32) }),
+    ).rejects.toThrow(/is mounted on \/mnt\/x; unmount it first/);
+    expect(events).toEqual([`find ${id}`]);
+  });
+});
