@@ -1,14 +1,14 @@
 /**
  * The small structural interfaces (ports) the GC needs from the rest of the
  * core. The GC codes against these, never against the concrete classes, so
- * the real LvmManager, BlockHeaderIo, DataDeviceManager and HostLock fit
+ * the real VolumeService, BlockHeaderIo, DataDeviceManager and HostLock fit
  * without the GC importing them, and tests pass fakes that record calls.
  */
 import type { DecodeResult } from '../header/types.js';
 import type { DmMap } from '../device/types.js';
 import type { VgScope, Volume, VolumeScope } from '../lvm/types.js';
 
-/** Lists lvstamp volumes (LvmManager). */
+/** Lists lvstamp volumes (VolumeService). */
 export interface GcLvmPort {
   /**
    * Every LV whose name carries the lvstamp prefix, finished and
@@ -20,7 +20,7 @@ export interface GcLvmPort {
   listVolumes(scope: VgScope): Promise<readonly Volume[]>;
 }
 
-/** Activates this owner's inactive volumes and finds the volume groups to scan (LvmManager). */
+/** Activates this owner's inactive volumes and finds the volume groups to scan (VolumeService). */
 export interface GcScopePort {
   /**
    * Activates each inactive lvstamp LV of the scope that carries the lvstamp
@@ -42,7 +42,7 @@ export interface LvRef {
   readonly ownerId: string;
 }
 
-/** Removes one LV (LvmManager or an adapter over it). */
+/** Removes one LV (VolumeService.removeLogicalVolume). */
 export interface GcLvRemoverPort {
   /**
    * Removes exactly the LV `ref` names (`lvremove --yes`), nothing else: not

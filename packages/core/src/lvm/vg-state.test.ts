@@ -176,7 +176,7 @@ describe('classifyLvmFailure, on lvcreate stderr recorded from lvm2 2.03.16', ()
   });
 });
 
-describe('LvmManager on a broken volume group', () => {
+describe('VolumeService and VolumeGroups on a broken volume group', () => {
   it('healthy: capacity as usual', async () => {
     const { runner, manager } = setup([step(VGS, 'vgs-healthy')]);
     expect(await manager.capacity(VG)).toMatchObject({ vgName: VG, freeBytes: 461373440 });
