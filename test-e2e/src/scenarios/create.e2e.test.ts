@@ -62,7 +62,7 @@ describe("create finds its new LV by lvm's naming rule", () => {
     expect(header).toMatchObject({ volumeId: id, name, requestedBytes: 8 * MiB });
     // attached: delete finds the data device (in sysfs) and removes it before the LV
     expect((await cli(['attach', name, '--vg', vg.vgName], 0)).stdout).toBe(
-      `/dev/mapper/lvstamp-${id}\n`,
+      `/dev/mapper/lvstamp-${id}`,
     );
     expect(await dmInfo(`lvstamp-${id}`)).not.toBeNull();
     await cli(['delete', name, '--vg', vg.vgName], 0);
