@@ -155,12 +155,12 @@ s_capacity_drops() {
 
 s_expand() {
   local before after
-  before=$(kubectl exec app-ext4 -- df -k /data | awk 'NR==2{print $2}')
+  before=$(kubectl exec app-ext4 -- df -kP /data | awk 'NR==2{print $2}')
   kubectl patch pvc data-ext4 -p '{"spec":{"resources":{"requests":{"storage":"160Mi"}}}}' || return 1
   wait_for "filesystem in app-ext4 grew past $before KiB" 600 sh -c \
-    "[ \"\$(kubectl exec app-ext4 -- df -k /data | awk 'NR==2{print \$2}')\" -gt $((before + 65536)) ]" ||
+    "[ \"\$(kubectl exec app-ext4 -- df -kP /data | awk 'NR==2{print \$2}')\" -gt $((before + 65536)) ]" ||
     { kubectl describe pvc data-ext4 | tail; return 1; }
-  after=$(kubectl exec app-ext4 -- df -k /data | awk 'NR==2{print $2}')
+  after=$(kubectl exec app-ext4 -- df -kP /data | awk 'NR==2{print $2}')
   log "ext4 /data: $before KiB -> $after KiB; PVC capacity $(jp pvc/data-ext4 '{.status.capacity.storage}')"
   [ "$(kubectl exec app-ext4 -- cat /data/hello)" = hello-ext4 ] || fail "data after expansion"
 }
@@ -268,8 +268,12 @@ s_gc() {
   echo "$out" | grep -q "to remove 1, removed 0" || fail "dry run summary is not 'to remove 1, removed 0'" || return 1
   [ "$(lv_count "$LEAK_LV")" = 1 ] || fail "the dry run removed $LEAK_LV" || return 1
   # README "Enabling deletion"
-  kubectl -n $NS set env cronjob/lvstamp-gc LVSTAMP_GC_APPLY=true ||
-    fail "kubectl set env cronjob/lvstamp-gc LVSTAMP_GC_APPLY=true" || return 1
+  if ! kubectl -n $NS set env cronjob/lvstamp-gc LVSTAMP_GC_APPLY=true 2>"$LOGS/set-env.err"; then
+    log "kubectl set env failed ($(tr '\n' ' ' <"$LOGS/set-env.err")); README's patch for clusters before 1.21"
+    kubectl -n $NS patch cronjob lvstamp-gc -p \
+      '{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"gc","env":[{"name":"LVSTAMP_GC_APPLY","value":"true"}]}]}}}}}}' ||
+      fail "switching the CronJob to apply" || return 1
+  fi
   out=$(gc_job gc-apply) || { echo "$out"; fail "apply Job"; return 1; }
   echo "$out"
   echo "$out" | grep -q "to remove 1, removed 1" || fail "apply summary is not 'to remove 1, removed 1'" || return 1
