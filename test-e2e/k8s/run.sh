@@ -15,19 +15,33 @@ cd "$REPO"
 T0=$SECONDS
 timed() { local s=$SECONDS; "$@"; local rc=$?; step "$1 ${2:-}: $((SECONDS - s)) s"; return $rc; }
 
-for t in qemu-system-x86_64 buildah debootstrap containerd runc ctr etcd kubectl iptables gcc patch openssl numfmt; do
-  command -v $t >/dev/null || PATH=$PATH:/usr/sbin:/sbin command -v $t >/dev/null ||
-    die "'$t' is missing (scripts/bootstrap.sh installs the tier's Debian packages)"
+# the tier's Debian packages (etcd and Go come with apps/gc-job/test/kube/build.sh)
+declare -A PKG=([buildah]=buildah [debootstrap]=debootstrap [containerd]=containerd [ctr]=containerd
+  [runc]=runc [iptables]=iptables [gcc]=gcc [patch]=patch [openssl]=openssl [jq]=jq [mkfs.ext4]=e2fsprogs
+  [numfmt]=coreutils [qemu-system-x86_64]=qemu-system-x86)
+missing=()
+for t in "${!PKG[@]}"; do
+  command -v $t >/dev/null || PATH=$PATH:/usr/sbin:/sbin command -v $t >/dev/null || missing+=("${PKG[$t]}")
 done
-[ -x /usr/lib/cni/bridge ] || die "CNI plugins missing in /usr/lib/cni (apt-get install containernetworking-plugins)"
+[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+[ -f /usr/include/stdio.h ] || missing+=(libc6-dev)
+if [ ${#missing[@]} -gt 0 ]; then
+  [ "$(id -u)" = 0 ] || die "missing Debian packages (as root: apt-get install ${missing[*]})"
+  step "apt-get install ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 ||
+    die "apt-get install ${missing[*]} failed"
+fi
+# kustomize components (deploy/kubernetes/components) need kubectl >= 1.21 (its kustomize >= v4)
+kv=$(kubectl version --client -o json 2>/dev/null | jq -r '.clientVersion.minor' | tr -dc 0-9)
+[ -n "$kv" ] && [ "$kv" -ge 21 ] || die "kubectl >= 1.21 is needed (kustomize components); found: $(kubectl version --client 2>&1 | head -1)"
 [ -f apps/csi-driver/dist/lvstamp-csi.mjs ] || die "build first (pnpm build)"
 
 KAPI=$(timed bash apps/gc-job/test/kube/build.sh kube-apiserver kube-controller-manager kube-scheduler kubelet | tail -1)
 [ -x "$KAPI/bin/kube-apiserver" ] || die "Kubernetes binaries missing after apps/gc-job/test/kube/build.sh"
 KUBELET=$(timed bash "$HERE/build-kubelet.sh" "$KAPI" | tail -1)
 [ -x "$KUBELET" ] || die "patched kubelet missing"
-ARCHIVES=$(timed bash "$HERE/build-images.sh" base pause busybox sidecars driver) || die "image build failed"
-IMAGES=$(echo "$ARCHIVES" | awk '$1 != "base" {print $2}' | tr '\n' ' ')
+ARCHIVES=$(timed bash "$HERE/build-images.sh" base pause busybox sidecars driver gc) || die "image build failed"
+ALL_IMAGES=$(echo "$ARCHIVES" | awk '$1 != "base" {print $2}' | tr '\n' ' ')
 
 # PKI for the test cluster (local-test only: self-signed CA, static admin token)
 PKI=$K8S_CACHE/pki
@@ -43,31 +57,106 @@ if [ ! -f $PKI/sa.pub ]; then
 fi
 echo "lvstamp-k8s-admin-token,admin,admin-uid,system:masters" >$PKI/tokens.csv
 
-# The user's overlay (README "Deploying on a cluster"): image names and the owner ID, nothing else
+# The user's overlays (README "Deploying on a cluster"): image names and the owner ID, and the
+# components for a slow node and for a cluster before 1.21 (CronJob as batch/v1beta1)
 RUN=$(mktemp -d "$K8S_CACHE/run.XXXXXX")
 trap 'rm -rf "$RUN"' EXIT
-OVERLAY=$RUN/overlay; mkdir -p $OVERLAY
+OVERLAY=$RUN/overlay GC_OVERLAY=$RUN/overlay-gc; mkdir -p $OVERLAY $GC_OVERLAY
 OWNER=$(openssl rand -hex 16)
+rel() { realpath --relative-to="$1" "$2"; }
 {
-  echo "resources: [$(realpath --relative-to=$OVERLAY deploy/kubernetes)]"
+  echo "resources: [$(rel $OVERLAY deploy/kubernetes)]"
+  echo "components: [$(rel $OVERLAY deploy/kubernetes/components/slow-nodes)]"
   echo "images:"
-  echo "  - {name: ghcr.io/lvstamp/lvstamp-csi, newName: ${DRIVER_IMAGE%:*}, newTag: ${DRIVER_IMAGE##*:}}"
+  echo "  - { name: ghcr.io/lvstamp/lvstamp-csi, newName: ${DRIVER_IMAGE%:*}, newTag: ${DRIVER_IMAGE##*:} }"
   for s in csi-provisioner csi-node-driver-registrar csi-resizer livenessprobe; do
-    t=$(sidecar_tag $s); echo "  - {name: registry.k8s.io/sig-storage/$s, newName: ${t%:*}, newTag: ${t##*:}}"
+    t=$(sidecar_tag $s); echo "  - { name: registry.k8s.io/sig-storage/$s, newName: ${t%:*}, newTag: ${t##*:} }"
   done
   echo "patches:"
-  echo "  - target: {kind: ConfigMap, name: lvstamp-csi-config}"
+  echo "  - target: { kind: ConfigMap, name: lvstamp-csi-config }"
   echo "    patch: '[{\"op\": \"replace\", \"path\": \"/data/owner-id\", \"value\": \"$OWNER\"}]'"
+  # not a user setting: the stand-in external-provisioner v2.1.2 reads its namespace from
+  # POD_NAMESPACE (v2.2 and later, as shipped: NAMESPACE) for the CSIStorageCapacity owner
+  echo "  - target: { kind: DaemonSet, name: lvstamp-csi-node }"
+  echo "    patch: '[{\"op\": \"test\", \"path\": \"/spec/template/spec/containers/2/name\", \"value\": \"csi-provisioner\"}, {\"op\": \"add\", \"path\": \"/spec/template/spec/containers/2/env/-\", \"value\": {\"name\": \"POD_NAMESPACE\", \"valueFrom\": {\"fieldRef\": {\"fieldPath\": \"metadata.namespace\"}}}}]'"
 } >$OVERLAY/kustomization.yaml
-kubectl kustomize $OVERLAY >/dev/null || die "kustomize of the overlay failed"
+# the GC: its image (also named in LVSTAMP_GC_IMAGE, for the per-node Jobs) and a grace period of
+# 5 s instead of 1 h, so the test's leaked volume is old enough at once
+cat >$GC_OVERLAY/kustomization.yaml <<YAML
+resources: [$(rel $GC_OVERLAY deploy/kubernetes/gc)]
+components: [$(rel $GC_OVERLAY deploy/kubernetes/components/cronjob-batch-v1beta1)]
+images:
+  - { name: ghcr.io/lvstamp/lvstamp, newName: ${GC_IMAGE%:*}, newTag: ${GC_IMAGE##*:} }
+patches:
+  - target: { kind: CronJob, name: lvstamp-gc }
+    patch: |
+      kind: CronJob
+      metadata: { name: lvstamp-gc }
+      spec:
+        jobTemplate:
+          spec:
+            template:
+              spec:
+                containers:
+                  - name: gc
+                    env:
+                      - { name: LVSTAMP_GC_IMAGE, value: $GC_IMAGE }
+                      - { name: LVSTAMP_GC_MIN_AGE, value: 5s }
+YAML
+for o in $OVERLAY $GC_OVERLAY; do
+  kubectl kustomize $o >$o.yaml || die "kustomize of $o failed"
+done
+grep -q 'apiVersion: batch/v1beta1' $GC_OVERLAY.yaml || die "the GC overlay does not render a batch/v1beta1 CronJob"
 
 LOGS=$REPO/test-e2e/results/k8s
 rm -rf "$LOGS" && mkdir -p "$LOGS"
-KBIN=$KAPI/bin DISK=/dev/vda
-export REPO KBIN KUBELET PKI IMAGES LOGS OVERLAY DISK
+
+# The node's image store (vm/store.sh): a containerd store on a disk image, made once in its own VM
+# boot and keyed by the images that rarely change (base, pause, busybox, sidecars) and containerd's
+# version; each test run attaches it with its writes discarded and imports only the blobs it lacks
+# (a changed driver or gc image: its top layers), instead of every image over 9p.
+blobs_of() { tar -tf "$1" | sed -n 's|^blobs/sha256/||p' | grep .; }
+STORE_KEY=$({
+  echo store-v1; containerd --version | awk '{print $3}'
+  for a in $(echo "$ARCHIVES" | awk '$1 ~ /^(base|pause|busybox|csi-|livenessprobe)/ {print $2}'); do tar -xOf "$a" index.json; done
+} | sha256sum | cut -c1-16)
+STORE=$K8S_CACHE/store/containerd-$STORE_KEY.raw
+# thin HAVE ARCHIVE...: prints the archives to import, each without the blobs listed in the file
+# HAVE or in an archive before it (copies under $RUN; none for an archive with nothing new)
+thin() {
+  local have=$RUN/have.blobs a t missing drop
+  cp "$1" "$have"; shift
+  for a in "$@"; do
+    missing=$(blobs_of "$a" | grep -vxFf "$have")
+    [ -z "$missing" ] && continue
+    t=$RUN/thin-$(basename "$a")
+    drop=$(blobs_of "$a" | grep -xFf "$have" | sed 's|^|blobs/sha256/|')
+    if [ -z "$drop" ]; then t=$a; else cp "$a" "$t" && tar --delete -f "$t" $drop || die "cannot thin $a"; fi
+    echo "$missing" >>"$have"
+    echo "$t"
+  done
+}
+if [ ! -s "$STORE" ] || [ ! -s "$STORE.blobs" ]; then
+  s=$SECONDS
+  mkdir -p "$K8S_CACHE/store" && rm -f "$K8S_CACHE"/store/containerd-* && truncate -s 6G "$STORE.tmp" || die "cannot make $STORE.tmp"
+  : >$RUN/none.blobs
+  IMAGES=$(thin $RUN/none.blobs $ALL_IMAGES | tr '\n' ' ') STORE_DISK=/dev/vda
+  step "making the image store $STORE (one VM boot; imports $(du -chL $IMAGES | tail -1 | cut -f1))"
+  export IMAGES LOGS STORE_DISK
+  VM_ENV="IMAGES LOGS STORE_DISK" VM_IMAGES="rw:$STORE.tmp" VM_RW="$LOGS" VM_MEM=2G VM_TIMEOUT=${VM_TIMEOUT:-2400} \
+    bash test-e2e/vm/run-in-vm.sh "bash test-e2e/k8s/vm/store.sh" 2>&1 | tee "$LOGS/store.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || { rm -f "$STORE.tmp"; die "making the image store failed (log: $LOGS/store.log)"; }
+  for a in $ALL_IMAGES; do blobs_of "$a"; done | sort -u >"$STORE.blobs.tmp" && mv "$STORE.tmp" "$STORE" &&
+    mv "$STORE.blobs.tmp" "$STORE.blobs" || die "cannot keep $STORE"
+  step "image store made: $((SECONDS - s)) s"
+fi
+IMAGES=$(thin "$STORE.blobs" $ALL_IMAGES | tr '\n' ' ')
+step "images to import on top of the store:${IMAGES:- none}"
+KBIN=$KAPI/bin DISK=/dev/vda STORE_DISK=/dev/vdb
+export REPO KBIN KUBELET PKI IMAGES LOGS OVERLAY GC_OVERLAY DISK STORE_DISK
 step "booting the test VM (logs: $LOGS)"
 s=$SECONDS
-VM_RW="$LOGS" VM_ENV="REPO KBIN KUBELET PKI IMAGES LOGS OVERLAY DISK" VM_DISKS=8G VM_MEM=${VM_MEM:-6G} \
+VM_RW="$LOGS" VM_ENV="REPO KBIN KUBELET PKI IMAGES LOGS OVERLAY GC_OVERLAY DISK STORE_DISK" VM_DISKS=8G VM_IMAGES="$STORE" VM_MEM=${VM_MEM:-6G} \
   VM_TIMEOUT=${VM_TIMEOUT:-2400} bash test-e2e/vm/run-in-vm.sh "bash test-e2e/k8s/vm/node-test.sh" 2>&1 | tee "$LOGS/run.log"
 rc=${PIPESTATUS[0]}
 step "VM: $((SECONDS - s)) s; whole tier $((SECONDS - T0)) s; exit $rc"

@@ -7,6 +7,9 @@
 #      VM_RW="/abs/dir ..."  host dirs mounted read-write at the same path in the guest (results)
 #      VM_ENV="NAME ..."     host variables exported into the guest
 #      VM_DISKS="4G ..."     empty sparse virtio disks -> /dev/vda, /dev/vdb (deleted afterwards)
+#      VM_IMAGES="/abs/f.raw ..." existing raw disk images, after VM_DISKS (-> the next /dev/vdX):
+#                            the guest's writes are discarded at exit (qemu snapshot=on); a
+#                            name prefixed "rw:" is written through instead
 #      VM_DEBUG=1 print the guest console log; VM_KEEP=1 keep the transfer dir under vm/tmp
 set -u
 VM_DIR=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
@@ -19,7 +22,7 @@ VM_CACHE=$CACHE "$VM_DIR/build-assets.sh" >&2 || { echo "run-in-vm: asset build 
 VM_ACCEL=${VM_ACCEL:-tcg}; VM_MEM=${VM_MEM:-3G}; VM_CPUS=${VM_CPUS:-$(nproc)}; VM_TIMEOUT=${VM_TIMEOUT:-3600}
 VM_RW=${VM_RW:-}
 MODULES="loop dm-mod" # everything else loads on demand (kernel request_module, lvm -> busybox modprobe)
-[ -n "${VM_DISKS:-}" ] && MODULES="$MODULES virtio_blk"
+[ -n "${VM_DISKS:-}${VM_IMAGES:-}" ] && MODULES="$MODULES virtio_blk"
 mkdir -p "$VM_DIR/tmp" && XFER=$(mktemp -d "$VM_DIR/tmp/xfer.XXXXXX") || exit 125
 chmod 755 "$XFER"
 printf '%s\n' "$*" >"$XFER/cmd.sh"
@@ -48,6 +51,14 @@ i=0
 for sz in ${VM_DISKS:-}; do
   truncate -s "$sz" "$XFER/disk$i.raw" || exit 125
   EXTRA+=(-drive "file=$XFER/disk$i.raw,if=virtio,format=raw,cache=unsafe,discard=unmap"); i=$((i + 1))
+done
+for f in ${VM_IMAGES:-}; do
+  case $f in
+    rw:*) f=${f#rw:}; mode=cache=unsafe ;;
+    *) mode=snapshot=on ;;
+  esac
+  [ -f "$f" ] || { echo "run-in-vm: VM_IMAGES file $f missing" >&2; exit 125; }
+  EXTRA+=(-drive "file=$f,if=virtio,format=raw,$mode,discard=unmap")
 done
 for p in out err; do mkfifo "$XFER/$p.in" "$XFER/$p.out"; done
 # hold a writer on each fifo so the readers open at once; closed after qemu exits => readers see EOF

@@ -482,6 +482,31 @@ describe('GetCapacity', () => {
     expect(multi.available_capacity).toBe('0');
   });
 
+  it("answers the external-provisioner's question: a mount capability with access mode UNKNOWN", async () => {
+    // what external-provisioner's capacity controller sends (v2.1 to v5: pkg/capacity)
+    const response = await h.call('Controller', 'GetCapacity', {
+      parameters: { deviceClass: 'secure', 'csi.storage.k8s.io/fstype': 'xfs' },
+      volume_capabilities: [{ mount: {}, access_mode: { mode: 'UNKNOWN' } }],
+      accessible_topology: { segments: { 'topology.lvstamp.io/node': NODE_ID } },
+    });
+    expect(response.available_capacity).toBe(String(4 * GIB));
+    const noMode = await h.call('Controller', 'GetCapacity', {
+      parameters: { deviceClass: 'secure' },
+      volume_capabilities: [{ mount: {} }],
+    });
+    expect(noMode.available_capacity).toBe(String(4 * GIB));
+    const badFs = await h.call('Controller', 'GetCapacity', {
+      parameters: { deviceClass: 'secure' },
+      volume_capabilities: [{ mount: { fs_type: 'btrfs' }, access_mode: { mode: 'UNKNOWN' } }],
+    });
+    expect(badFs.available_capacity).toBe('0');
+    const ext4Class = await h.call('Controller', 'GetCapacity', {
+      parameters: { deviceClass: 'secure', 'csi.storage.k8s.io/fstype': 'ext4' },
+      volume_capabilities: [{ mount: {}, access_mode: { mode: 'UNKNOWN' } }],
+    });
+    expect(ext4Class.available_capacity).toBe('0');
+  });
+
   it('refuses an unknown device class', async () => {
     expect(
       await codeOf(h.call('Controller', 'GetCapacity', { parameters: { deviceClass: 'x' } })),

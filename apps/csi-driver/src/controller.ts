@@ -305,7 +305,15 @@ export function createControllerService(deps: ControllerDeps) {
      * the 1 MiB data offset). A topology other than this node, or a
      * capability the class cannot serve, has 0 bytes; so has a broken volume
      * group (a PV missing or seen twice, read-only, shared), reported through
-     * onVolumeGroupState (docs/LVM-CONFIG.md).
+     * onVolumeGroupState (docs/LVM-CONFIG.md). A capability whose access mode
+     * is UNKNOWN (or absent) constrains only the access type, and an empty
+     * fs_type stands for the parameter `csi.storage.k8s.io/fstype` (else
+     * the class's first filesystem): the
+     * external-provisioner's capacity controller asks with exactly that (a
+     * mount capability, mode UNKNOWN: "capacity is independent of the
+     * capabilities"), and answering 0 there would publish CSIStorageCapacity
+     * objects of 0 bytes, which make the scheduler refuse every pod of every
+     * WaitForFirstConsumer claim (docs/kubernetes.md).
      */
     GetCapacity: async (request: GetCapacityRequest) => {
       requireControllerCapability('GET_CAPACITY');
@@ -313,8 +321,22 @@ export function createControllerService(deps: ControllerDeps) {
       const none = { available_capacity: '0', maximum_volume_size: { value: '0' } };
       if (request.accessible_topology && !isThisNode(request.accessible_topology, nodeId))
         return none;
+      // an empty fs_type is the StorageClass's csi.storage.k8s.io/fstype, else any the class takes
+      const fsType = request.parameters[`${SIDECAR_PARAM_PREFIX}fstype`] ?? deviceClass.fsTypes[0];
       for (const capability of request.volume_capabilities) {
-        if ('unsupported' in readCapability(capability, deviceClass.fsTypes)) return none;
+        const mode = capability.access_mode?.mode ?? 'UNKNOWN';
+        const mount = capability.mount;
+        const asked = {
+          ...capability,
+          access_mode:
+            mode === 'UNKNOWN'
+              ? { mode: 'SINGLE_NODE_WRITER' as const }
+              : (capability.access_mode ?? null),
+          ...(mount && mount.fs_type === '' && fsType !== undefined
+            ? { mount: { ...mount, fs_type: fsType } }
+            : {}),
+        };
+        if ('unsupported' in readCapability(asked, deviceClass.fsTypes)) return none;
       }
       const report = (problem: VolumeGroupProblem | null, message?: string) =>
         deps.onVolumeGroupState?.({

@@ -3,7 +3,8 @@
 # kube-scheduler and the kubelet (with the CSI :authority fix), started with bounded waits and
 # stopped completely by cluster_down. Everything lives in the VM's tmpfs; logs go to $LOGS.
 # Needs: KBIN (kube-apiserver, kube-controller-manager, kube-scheduler), KUBELET (binary),
-#        PKI (ca.crt, apiserver.{crt,key}, sa.{key,pub}, tokens.csv), IMAGES (OCI archives), LOGS.
+#        PKI (ca.crt, apiserver.{crt,key}, sa.{key,pub}, tokens.csv), IMAGES (OCI archives), LOGS;
+#        STORE_DISK (optional): the image store disk made by store.sh, mounted at /var/lib/containerd.
 STATE=/run/lvstamp-k8s
 NODE=vm
 NODE_IP=10.99.0.1
@@ -59,6 +60,11 @@ guest_prepare() {
   fi
   # the root is an overlayfs, which cannot be an overlayfs upper layer: tmpfs for the state dirs
   local d
+  # the image store: a disk prepared once (vm/store.sh) whose writes the VM discards, else a tmpfs
+  if [ -n "${STORE_DISK:-}" ]; then
+    mkdir -p /var/lib/containerd
+    mount -t ext4 "$STORE_DISK" /var/lib/containerd || { log "cannot mount the image store $STORE_DISK"; return 1; }
+  fi
   for d in /var/lib/containerd /var/lib/kubelet /var/log/pods /var/log/containers /etc/cni/net.d \
     /etc/lvm/archive /etc/lvm/backup; do
     mkdir -p $d; mountpoint -q $d || mount -t tmpfs -o mode=755 tmpfs $d
@@ -85,7 +91,9 @@ guest_prepare() {
 CNI
 }
 
-containerd_up() {
+# containerd_start: containerd with the CRI plugin on /var/lib/containerd (the image store disk
+# or a tmpfs), answering within a bounded wait
+containerd_start() {
   mkdir -p /etc/containerd
   cat >/etc/containerd/config.toml <<TOML
 version = 2
@@ -106,12 +114,21 @@ state = "/run/containerd"
 TOML
   start containerd containerd --config /etc/containerd/config.toml
   wait_for "containerd answers" 300 ctr version || { tails containerd; return 1; }
+}
+
+# images_import ARCHIVE...: ctr import into the CRI namespace. On the image store disk the
+# archives hold only the blobs the store lacks (build-images.sh thin); ctr skips layers whose
+# snapshots exist.
+images_import() {
   local a s; s=$(now)
-  for a in $IMAGES; do
+  [ $# -gt 0 ] || { log "nothing to import: the store holds every image: $(ctr -n k8s.io images ls -q | grep -v '^sha256:' | tr '\n' ' ')"; return 0; }
+  for a in "$@"; do
     ctr -n k8s.io images import --all-platforms "$a" >/dev/null || { log "ctr import $a failed"; return 1; }
   done
-  log "images imported ($(since $s) s): $(ctr -n k8s.io images ls -q | grep -v '^sha256:' | tr '\n' ' ')"
+  log "images imported ($(since $s) s, $(du -chL "$@" 2>/dev/null | tail -1 | cut -f1) read): $(ctr -n k8s.io images ls -q | grep -v '^sha256:' | tr '\n' ' ')"
 }
+
+containerd_up() { containerd_start && images_import $IMAGES; }
 
 control_plane_up() {
   start etcd etcd --name node --data-dir $STATE/etcd --listen-client-urls http://127.0.0.1:2379 \
@@ -188,7 +205,8 @@ KCONF
 cluster_down() {
   local pid f i live
   if [ -n "${KUBECONFIG:-}" ]; then
-    kubectl --request-timeout=60s get pods,pvc,pv,csinode -A -o wide >"$LOGS/final-objects.txt" 2>&1
+    kubectl --request-timeout=60s get pods,pvc,pv,csinode,jobs -A -o wide >"$LOGS/final-objects.txt" 2>&1
+    kubectl --request-timeout=60s get csistoragecapacities.v1alpha1.storage.k8s.io -A -o yaml >"$LOGS/capacities.yaml" 2>&1
     kubectl --request-timeout=60s get events -A --sort-by=.lastTimestamp >"$LOGS/events.txt" 2>&1
   fi
   cp -r /var/log/pods "$LOGS/pods" 2>/dev/null # the containers' logs, before the tmpfs goes

@@ -3,7 +3,8 @@
 # (cluster.sh), deploys lvstamp the way README's "Deploying on a cluster" says (an overlay over
 # deploy/kubernetes that only sets the image names and the owner ID; kubectl apply -k), runs the
 # scenarios, tears everything down and ends with "N passed, N failed".
-# Env: REPO KBIN KUBELET PKI IMAGES LOGS OVERLAY (the rendered overlay dir) DISK (the VG's disk)
+# Env: REPO KBIN KUBELET PKI IMAGES LOGS OVERLAY GC_OVERLAY (the user's overlay dirs) DISK (the VG's
+#      disk) STORE_DISK (the image store, cluster.sh)
 set -u
 . "$(dirname "$0")/cluster.sh"
 T0=$(now)
@@ -28,6 +29,7 @@ NS=lvstamp-system
 k() { kubectl "$@"; }
 jp() { kubectl get "$1" -o "jsonpath=$2" 2>/dev/null; } # jp OBJECT JSONPATH
 phase_is() { [ "$(jp "$1" '{.status.phase}')" = "$2" ]; }
+driver_ready() { [ "$(kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].status.containerStatuses[*].ready}')" = 'true true true true true' ]; }
 driver_pod() { kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].metadata.name}' 2>/dev/null; }
 lv_count() { lvs --noheadings -o lv_name lvstamp 2>/dev/null | grep -c "${1:-.}"; }
 volume_of() { jp "pv/$(jp "pvc/$1" '{.spec.volumeName}')" '{.spec.csi.volumeHandle}'; }
@@ -94,13 +96,27 @@ s_deploy() {
     "kubectl get csinode $NODE -o jsonpath='{.spec.drivers[*].name}' | grep -qw lvstamp.io" ||
     { kubectl -n $NS logs "$(driver_pod)" -c node-driver-registrar | tail; tails kubelet; return 1; }
   log "CSINode: $(kubectl get csinode $NODE -o jsonpath='{.spec.drivers[0]}')"
+  no_restarts
 }
-
+# no_restarts: the driver container never restarted (its liveness probe never killed it); the
+# sidecars' restarts are shown with the fatal line of their last run (on a loaded emulated node
+# the API server can be slower than client-go's fixed 32 s discovery timeout at a sidecar's start)
+no_restarts() {
+  local pod c n; pod=$(driver_pod)
+  for c in lvstamp-csi node-driver-registrar csi-provisioner csi-resizer liveness-probe; do
+    n=$(kubectl -n $NS get pod "$pod" -o jsonpath="{.status.containerStatuses[?(@.name==\"$c\")].restartCount}")
+    [ "$n" = 0 ] && continue
+    log "  container $c restarted $n time(s); its last run ended with:"
+    kubectl -n $NS logs "$pod" -c $c --previous | grep -E '^[EF][0-9]{4} ' | tail -3
+    [ $c = lvstamp-csi ] && { fail "the driver container restarted"; return 1; }
+  done
+  return 0
+}
 CAP0=
 capacity_of() { # capacity (bytes) the provisioner published for lvstamp-ext4 on this node
   kubectl -n $NS get csistoragecapacities.v1alpha1.storage.k8s.io -o \
     jsonpath='{range .items[?(@.storageClassName=="lvstamp-ext4")]}{.capacity}{"\n"}{end}' 2>/dev/null | head -1 |
-    numfmt --from=iec-i 2>/dev/null
+    numfmt --from=auto 2>/dev/null # a Quantity: bytes, or with a binary (Mi) or decimal (M) suffix
 }
 s_capacity_published() {
   wait_for "CSIStorageCapacity for lvstamp-ext4 published" 300 has_capacity ||
@@ -139,12 +155,12 @@ s_capacity_drops() {
 
 s_expand() {
   local before after
-  before=$(kubectl exec app-ext4 -- df -k /data | awk 'NR==2{print $2}')
+  before=$(kubectl exec app-ext4 -- df -kP /data | awk 'NR==2{print $2}')
   kubectl patch pvc data-ext4 -p '{"spec":{"resources":{"requests":{"storage":"160Mi"}}}}' || return 1
   wait_for "filesystem in app-ext4 grew past $before KiB" 600 sh -c \
-    "[ \"\$(kubectl exec app-ext4 -- df -k /data | awk 'NR==2{print \$2}')\" -gt $((before + 65536)) ]" ||
+    "[ \"\$(kubectl exec app-ext4 -- df -kP /data | awk 'NR==2{print \$2}')\" -gt $((before + 65536)) ]" ||
     { kubectl describe pvc data-ext4 | tail; return 1; }
-  after=$(kubectl exec app-ext4 -- df -k /data | awk 'NR==2{print $2}')
+  after=$(kubectl exec app-ext4 -- df -kP /data | awk 'NR==2{print $2}')
   log "ext4 /data: $before KiB -> $after KiB; PVC capacity $(jp pvc/data-ext4 '{.status.capacity.storage}')"
   [ "$(kubectl exec app-ext4 -- cat /data/hello)" = hello-ext4 ] || fail "data after expansion"
 }
@@ -181,6 +197,93 @@ s_delete_pvc() {
   [ "$(lv_count "$vol")" = 0 ] || fail "LV of $vol still in VG lvstamp: $(lvs --noheadings -o lv_name lvstamp)"
 }
 
+# --- a PVC deleted while its CreateVolume is in flight: the leak the GC is for ---
+LEAK_LV=
+lvs_names() { lvs --noheadings -o lv_name lvstamp 2>/dev/null | awk '{print $1}' | sort; }
+new_lvs_since() { lvs_names | comm -13 <(echo "$1") - | grep .; } # new_lvs_since "$(lvs_names)"
+s_leak() {
+  local lock=/run/lock/lvstamp/host.lock hb before cid killed
+  before=$(lvs_names)
+  # another lvstamp process holds the host lock (proper-lockfile: a directory and its mtime
+  # heartbeat), so the driver's CreateVolume waits for it (up to 120 s)
+  mkdir -p /run/lock/lvstamp && mkdir $lock || fail "the host lock $lock is already held" || return 1
+  (while [ -d $lock ]; do touch $lock 2>/dev/null; sleep 2; done) &
+  hb=$!
+  release() { rm -rf $lock; kill $hb 2>/dev/null; wait $hb 2>/dev/null; }
+  pvc leak lvstamp-ext4 64Mi && pod app-leak leak || { release; return 1; }
+  wait_for "CreateVolume of PVC leak in flight (event Provisioning)" 300 sh -c \
+    "kubectl get events --field-selector involvedObject.name=leak,reason=Provisioning -o name | grep -q ." ||
+    { release; fail "the provisioner never started on PVC leak"; return 1; }
+  # the user gives up: pod and PVC deleted while the driver still works on the volume
+  kubectl delete pod app-leak --wait=true --timeout=120s && kubectl delete pvc leak --wait=true --timeout=120s ||
+    { release; fail "deleting pod/PVC leak"; return 1; }
+  # and the provisioner goes away before the answer comes (a crash, an eviction, an update): the
+  # volume it asked for has no PVC and no PV, and nobody will ask for it again
+  killed=
+  for cid in $(ctr -n k8s.io containers ls -q 'labels."io.kubernetes.container.name"==csi-provisioner'); do
+    ctr -n k8s.io tasks kill -s KILL "$cid" >/dev/null 2>&1 && killed=$cid
+  done
+  [ -n "$killed" ] || { release; fail "cannot kill the csi-provisioner container"; return 1; }
+  log "csi-provisioner container ${killed:0:12} killed"
+  release
+  wait_for "the in-flight CreateVolume finished after all: a new LV in VG lvstamp" 300 new_lvs_since "$before" ||
+    { tails_driver; fail "no LV appeared (did the driver's wait for the lock time out?)"; return 1; }
+  LEAK_LV=$(new_lvs_since "$before")
+  log "leaked volume: lvstamp/$LEAK_LV; PVs: $(kubectl get pv -o jsonpath='{..volumeHandle}')"
+  [ "$(echo "$LEAK_LV" | wc -l)" = 1 ] || fail "expected one new LV, got: $LEAK_LV" || return 1
+  ! kubectl get pv -o jsonpath='{..volumeHandle}' | tr ' ' '\n' | grep -qF "${LEAK_LV#lvstamp_}" ||
+    fail "a PV references $LEAK_LV" || return 1
+  wait_for "the csi-provisioner container running again (5/5 ready)" 600 driver_ready
+}
+tails_driver() { kubectl -n $NS logs "$(driver_pod)" -c lvstamp-csi --tail=20; }
+
+# gc_job NAME: a Job from the CronJob, run now (README "Dry run now"), waited for; prints the
+# per-node Job's log (the node's plan) after the cluster summary
+gc_job() {
+  local name=$1 node_job
+  if ! kubectl -n $NS create job --from=cronjob/lvstamp-gc "$name" 2>"$LOGS/create-job.err"; then
+    # kubectl >= 1.2x reads a batch/v1beta1 CronJob (Kubernetes < 1.21) but creates Jobs only
+    # from batch/v1 ones: the README's form for such clusters
+    log "kubectl create job --from failed ($(tr '\n' ' ' <"$LOGS/create-job.err")); README's form for clusters before 1.21"
+    kubectl -n $NS get cronjob lvstamp-gc -o json |
+      jq --arg n "$name" '{apiVersion: "batch/v1", kind: "Job", metadata: {name: $n, annotations: {"cronjob.kubernetes.io/instantiate": "manual"}}, spec: .spec.jobTemplate.spec}' |
+      kubectl -n $NS create -f - || return 1
+  fi
+  kubectl -n $NS wait --for=condition=complete "job/$name" --timeout=900s ||
+    { kubectl -n $NS describe job "$name" | tail -20; kubectl -n $NS logs "job/$name" --tail=30; return 1; }
+  kubectl -n $NS logs "job/$name" | grep -v '^{'
+  node_job=$(kubectl -n $NS get jobs -l app.kubernetes.io/component=lvstamp-gc-node \
+    -o jsonpath="{range .items[?(@.metadata.ownerReferences[0].name==\"$name\")]}{.metadata.name}{end}")
+  [ -n "$node_job" ] || { log "no per-node Job owned by job/$name"; return 1; }
+  kubectl -n $NS logs "job/$node_job" | grep -v '^{'
+}
+
+s_gc() {
+  local out
+  [ -n "$LEAK_LV" ] || fail "no leaked volume to collect (the scenario before failed)" || return 1
+  kubectl apply -k "$GC_OVERLAY" || fail "kubectl apply -k (GC overlay, CronJob batch/v1beta1)" || return 1
+  out=$(gc_job gc-dry) || { echo "$out"; fail "dry-run Job"; return 1; }
+  echo "$out"
+  echo "$out" | grep -E "lvstamp/$LEAK_LV +remove-volume +6 " >/dev/null || fail "dry run does not plan to remove $LEAK_LV" || return 1
+  echo "$out" | grep -q "to remove 1, removed 0" || fail "dry run summary is not 'to remove 1, removed 0'" || return 1
+  [ "$(lv_count "$LEAK_LV")" = 1 ] || fail "the dry run removed $LEAK_LV" || return 1
+  # README "Enabling deletion"
+  if ! kubectl -n $NS set env cronjob/lvstamp-gc LVSTAMP_GC_APPLY=true 2>"$LOGS/set-env.err"; then
+    log "kubectl set env failed ($(tr '\n' ' ' <"$LOGS/set-env.err")); README's patch for clusters before 1.21"
+    kubectl -n $NS patch cronjob lvstamp-gc -p \
+      '{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"gc","env":[{"name":"LVSTAMP_GC_APPLY","value":"true"}]}]}}}}}}' ||
+      fail "switching the CronJob to apply" || return 1
+  fi
+  out=$(gc_job gc-apply) || { echo "$out"; fail "apply Job"; return 1; }
+  echo "$out"
+  echo "$out" | grep -q "to remove 1, removed 1" || fail "apply summary is not 'to remove 1, removed 1'" || return 1
+  [ "$(lv_count "$LEAK_LV")" = 0 ] || fail "$LEAK_LV still in VG lvstamp after the apply run" || return 1
+  ! dmsetup ls | grep -q "${LEAK_LV#lvstamp_}" || fail "a device-mapper map of $LEAK_LV is left" || return 1
+  wait_for "Event LeakedVolumeRemoved in namespace default" 120 sh -c \
+    "kubectl -n default get events --field-selector reason=LeakedVolumeRemoved -o name | grep -q ." ||
+    fail "no LeakedVolumeRemoved event"
+}
+
 s_probe_metrics() {
   local ip; ip=$(kubectl -n $NS get pod "$(driver_pod)" -o jsonpath='{.status.podIP}')
   [ -n "$ip" ] || fail "driver pod has no IP" || return 1
@@ -210,5 +313,7 @@ check "pod deleted and recreated on the same PVC: data still there" s_recreate_p
 check "driver pod deleted: the DaemonSet restarts it, the volume keeps working and unpublishes" s_driver_restart
 check "PVC deleted: PV and LV gone" s_delete_pvc
 check "published capacity drops after the creates" s_capacity_drops
+check "PVC deleted while its CreateVolume is in flight (provisioner restarted): a volume with no PVC or PV is left" s_leak
+check "GC CronJob (batch/v1beta1 component): a Job from it reports the leaked volume in a dry run, removes it with apply" s_gc
 check "liveness probe, registrar health and metrics answer on the pod's ports" s_probe_metrics
 check "cleanup: no LV, map or mount left on the node" s_cleanup

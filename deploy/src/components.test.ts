@@ -1,0 +1,107 @@
+// Checks the kustomize components under deploy/kubernetes/components against the manifests they
+// patch: every JSON patch (RFC 6902) is applied here to the object it targets, its `test`
+// operations must hold (so a change of the DaemonSet's container order or arguments fails here,
+// not on a user's cluster), and the result must still validate against the Kubernetes schema.
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parse, parseAllDocuments } from 'yaml';
+import { DaemonSet } from 'kubernetes-models/apps/v1';
+
+const KUBERNETES = fileURLToPath(new URL('../kubernetes/', import.meta.url));
+
+/** One RFC 6902 operation, as the components use them. */
+interface Operation {
+  readonly op: 'test' | 'replace' | 'add';
+  readonly path: string;
+  readonly value: unknown;
+}
+
+interface Component {
+  readonly kind: string;
+  readonly patches: readonly {
+    readonly target: { group?: string; version?: string; kind: string; name?: string };
+    readonly patch: string;
+  }[];
+}
+
+async function component(name: string): Promise<Component> {
+  return parse(
+    await readFile(`${KUBERNETES}components/${name}/kustomization.yaml`, 'utf8'),
+  ) as Component;
+}
+
+async function manifest(file: string): Promise<Record<string, unknown>> {
+  const docs = parseAllDocuments(await readFile(`${KUBERNETES}${file}`, 'utf8'));
+  const [doc] = Array.isArray(docs) ? docs : [docs];
+  if (doc === undefined) throw new Error(`${file} is empty`);
+  return doc.toJS() as Record<string, unknown>;
+}
+
+/**
+ * Applies RFC 6902 `test`, `replace` and `add` (with `-` for the end of an array) to `object`.
+ * @throws Error naming the operation when a path does not exist or a `test` fails.
+ */
+function applyPatch(object: unknown, operations: readonly Operation[]): void {
+  for (const operation of operations) {
+    const keys = operation.path.split('/').slice(1);
+    const last = keys.pop() as string;
+    let parent = object as Record<string, unknown>;
+    for (const key of keys) {
+      const child = parent[key] as Record<string, unknown> | undefined;
+      if (child === undefined) throw new Error(`${operation.op} ${operation.path}: no such path`);
+      parent = child;
+    }
+    if (operation.op === 'test') {
+      expect(parent[last], `test ${operation.path}`).toEqual(operation.value);
+    } else if (operation.op === 'add' && last === '-' && Array.isArray(parent)) {
+      parent.push(operation.value);
+    } else {
+      if (operation.op === 'replace' && !(last in parent))
+        throw new Error(`replace ${operation.path}: no such path`);
+      parent[last] = operation.value;
+    }
+  }
+}
+
+describe('kustomize components', () => {
+  it('slow-nodes: its tests hold on the DaemonSet, and the patched DaemonSet is valid', async () => {
+    const c = await component('slow-nodes');
+    expect(c.kind).toBe('Component');
+    const daemonSet = await manifest('daemonset.yaml');
+    expect(c.patches).toHaveLength(1);
+    const [p] = c.patches;
+    if (p === undefined) throw new Error('no patch');
+    expect(p.target).toMatchObject({
+      kind: 'DaemonSet',
+      name: (daemonSet.metadata as { name: string }).name,
+    });
+    const operations = parse(p.patch) as Operation[];
+    expect(operations.filter((o) => o.op === 'test').length).toBeGreaterThanOrEqual(5);
+    applyPatch(daemonSet, operations);
+    new DaemonSet(daemonSet).validate();
+    type Containers = { name: string; args?: string[] }[];
+    const { containers } = (
+      daemonSet as { spec: { template: { spec: { containers: Containers } } } }
+    ).spec.template.spec;
+    const args = Object.fromEntries(containers.map((x) => [x.name, x.args ?? []]));
+    expect(args['node-driver-registrar']).toContain('--timeout=60s');
+    expect(args['csi-provisioner']).toContain('--timeout=300s');
+    expect(args['csi-resizer']).toContain('--timeout=300s');
+    expect(args['liveness-probe']).toContain('--probe-timeout=60s');
+  });
+
+  it('cronjob-batch-v1beta1: turns the GC CronJob (batch/v1) into batch/v1beta1 and nothing else', async () => {
+    const c = await component('cronjob-batch-v1beta1');
+    expect(c.kind).toBe('Component');
+    const cronJob = await manifest('gc/cronjob.yaml');
+    expect(cronJob).toMatchObject({ apiVersion: 'batch/v1', kind: 'CronJob' });
+    expect(c.patches).toHaveLength(1);
+    const [p] = c.patches;
+    if (p === undefined) throw new Error('no patch');
+    expect(p.target).toEqual({ group: 'batch', version: 'v1', kind: 'CronJob' });
+    const before = structuredClone(cronJob);
+    applyPatch(cronJob, JSON.parse(p.patch) as Operation[]);
+    expect(cronJob).toEqual({ ...before, apiVersion: 'batch/v1beta1' });
+  });
+});
