@@ -269,7 +269,7 @@ s_gc() {
   [ "$(lv_count "$LEAK_LV")" = 1 ] || fail "the dry run removed $LEAK_LV" || return 1
   # README "Enabling deletion"
   if ! kubectl -n $NS set env cronjob/lvstamp-gc LVSTAMP_GC_APPLY=true 2>"$LOGS/set-env.err"; then
-    log "kubectl set env failed ($(tr '\n' ' ' <"$LOGS/set-env.err")); README's patch for clusters before 1.21"
+    log "kubectl set env failed ($(tr '\n' ' ' <"$LOGS/set-env.err")); a strategic-merge patch of the env instead"
     kubectl -n $NS patch cronjob lvstamp-gc -p \
       '{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"gc","env":[{"name":"LVSTAMP_GC_APPLY","value":"true"}]}]}}}}}}' ||
       fail "switching the CronJob to apply" || return 1
