@@ -156,6 +156,22 @@ describe('per-node Job', () => {
     ]);
   });
 
+  it('mounts lvm2’s lock directory and the host lock the node DaemonSet shares, beside /dev, /sys and the lvm config', () => {
+    const job = buildNodeJob(config(), 'worker-1') as {
+      spec: { template: { spec: { volumes: { name: string; hostPath: { path: string } }[] } } };
+    };
+    // lvm2 takes its VG locks in /run/lock/lvm (lvm.conf(5) locking_dir): without the host's
+    // directory the Job's lvremove would not wait for an lvm command run on the node itself.
+    expect(job.spec.template.spec.volumes.map((v) => v.hostPath.path)).toEqual([
+      '/dev',
+      '/sys',
+      '/etc/lvm',
+      '/run/lvm',
+      '/run/lock/lvm',
+      '/run/lock/lvstamp',
+    ]);
+  });
+
   it('names stay within 63 characters for long node names', () => {
     expect(nodeJobName(config(), 'n'.repeat(253)).length).toBeLessThanOrEqual(63);
   });

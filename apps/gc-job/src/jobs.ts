@@ -11,12 +11,17 @@ export const NODE_LABEL = 'lvstamp.io/gc-node';
 /** Label on a per-node Job's pods with the Job's name (at most 63 characters, `nodeJobName`). */
 export const JOB_NAME_LABEL = 'lvstamp.io/gc-job';
 
-/** Host paths the per-node Job mounts: what lvm2 and device-mapper need, and the shared host lock. */
+/**
+ * Host paths the per-node Job mounts: what lvm2 and device-mapper need, lvm2's own lock directory
+ * (so its `lvremove`/`lvchange` and any lvm command on the host take the same VG locks; lvm.conf(5)
+ * `global/locking_dir`), and the shared host lock. The node DaemonSet mounts the same directories.
+ */
 export const NODE_JOB_HOST_PATHS: readonly { name: string; path: string; type: string }[] = [
   { name: 'dev', path: '/dev', type: 'Directory' },
   { name: 'sys', path: '/sys', type: 'Directory' },
   { name: 'lvm-config', path: '/etc/lvm', type: 'DirectoryOrCreate' },
   { name: 'lvm-run', path: '/run/lvm', type: 'DirectoryOrCreate' },
+  { name: 'lvm-lock', path: '/run/lock/lvm', type: 'DirectoryOrCreate' },
   { name: 'host-lock', path: dirname(DEFAULT_HOST_LOCK_PATH), type: 'DirectoryOrCreate' },
 ];
 
