@@ -428,11 +428,10 @@ describe('inputs that broke other LVM tools', () => {
     expect(headerIo.calls).toHaveLength(2);
     expect(headerIo.reads).toEqual([`/dev/mapper/vg0-lvstamp_${ID_202}`]);
     expect(runner.calls.filter((c) => c.argv[0] === 'lvcreate')).toHaveLength(1);
-    // the look-ups run outside the host lock; each change takes it; adopting takes none
-    expect(hostLock.reasons).toEqual([
-      `lvcreate vg0/lvstamp_new_${ID_202}`,
-      `lvrename vg0/lvstamp_new_${ID_202}`,
-    ]);
+    // each create holds the host lock once, from its look-up to its rename: lvcreate and
+    // lvrename run inside that holding (the lock is re-entrant, so they record no reason of
+    // their own); the lock is never free between them for another process's create or delete
+    expect(hostLock.reasons).toEqual([`create ${ID_202}`, `create ${ID_202}`]);
   });
 
   it('6b. 203 MiB (203 + 1 MiB already whole extents) is a 204 MiB LV reported as 203 MiB capacity', async () => {
@@ -457,9 +456,7 @@ describe('inputs that broke other LVM tools', () => {
       vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
       { argv: lvcreateArgv(ID_203, 204 * MiB), timeout: true },
-      // retry: the leftover is looked up again under the host lock before it is removed
-      vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_203, 'lvs-203-leftover.json', {}, ['vg0']),
+      // retry: one look-up, under the same holding of the host lock as the removal
       vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_203, 'lvs-203-leftover.json', {}, ['vg0']),
       { argv: ['lvremove', '--yes', `vg0/lvstamp_new_${ID_203}`] },
@@ -1363,9 +1360,7 @@ describe('VolumeService: inactive LVs are activated, one LV at a time, only when
   it('a create retry adopts an inactive volume: activates it, then checks its header', async () => {
     const { runner, manager, headerIo } = setup([
       vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_203, 'lvs-203-inactive.json', {}, ['vg0']),
-      // activation acts on what the look-up found: looked up again under the host lock
-      vgStep('vg0', 'vgs-one.json'),
+      // the look-up and the activation under one holding of the host lock
       lookupStep(ID_203, 'lvs-203-inactive.json', {}, ['vg0']),
       activateStep('vg0', `lvstamp_${ID_203}`),
       readBackStep('vg0', `lvstamp_${ID_203}`, 'lvs-203-final.json'),

@@ -393,9 +393,8 @@ export class VolumeService {
    * checked); `lvcreate` as `lvstamp_new_<id>` with the sizes of
    * `volumeSize`; the first and last MiB of the data area zeroed; the header
    * v2 written and flushed; `lvrename` to `lvstamp_<id>`. lvm processes: one
-   * `vgs` and one `lvs` at once (the look-up, outside the host lock),
-   * `lvcreate`, `lvrename`; removing a leftover or activating the existing
-   * LV re-runs the look-up under the host lock first (DESIGN.md §2.3).
+   * `vgs` and one `lvs` at once (the look-up), `lvcreate`, `lvrename`, all
+   * under one holding of the host lock (DESIGN.md §2.3, §5).
    * @throws InvalidArgumentError for a bad name, size, VG name or owner ID.
    * @throws OutOfRangeError when no capacity fits the range, before any lvm command.
    * @throws NotFoundError when the VG does not exist; VolumeGroupUnusableError.
@@ -414,15 +413,10 @@ export class VolumeService {
     validateVgNames([request.vgName]);
     const ownerId = parseOwnerId(request.ownerId);
     const volumeId = volumeIdForName(request.name);
-    // The look-up is a report: it runs outside the host lock, so look-ups of different volumes
-    // overlap. Only a step that acts on an LV found here (removing a leftover, activating an
-    // inactive volume) needs the proof and the act under one holding: then it is looked up again
-    // under the lock. lvcreate and lvrename take the lock themselves (LvmCommand.change).
-    const found = await this.#createLookup(request, volumeId);
-    const { vg, existing, pending } = found;
-    const actsOnFound =
-      (existing !== null && !isActive(existing)) || pending.some((lv) => lv.vgName === vg.name);
-    if (!actsOnFound) return this.#create(request, volumeId, ownerId, found);
+    // One holding of the host lock from the look-up to the rename: a leftover `lvstamp_new_<id>`
+    // is removed on its tags alone (DESIGN.md §5), so while the lock is free between lvcreate and
+    // lvrename another process's create or delete of the same volume could remove the LV being
+    // built, or this rename could take another create's LV before its header is written.
     return this.#hostLock.withLock(`create ${volumeId}`, async () =>
       this.#create(request, volumeId, ownerId, await this.#createLookup(request, volumeId)),
     );
