@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { DataDeviceManager } from '../device/data-device.js';
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, NotOwnedError } from '../errors.js';
+import type { DecodeResult } from '../header/types.js';
+import type { LogicalVolume } from '../lvm/types.js';
 import type { FilesystemManager } from '../fs/filesystem.js';
 import type { HeaderIo } from './header-io.js';
 import type { Lvm } from '../lvm/lvm.js';
@@ -94,13 +96,50 @@ describe('VolumeService.delete', () => {
 describe('VolumeService.delete: the data device', () => {
   const id = volumeIdForName('pvc-a');
   const map = { volumeId: id, name: `lvstamp-${id}`, major: 254, minor: 1 };
-  function service(mountedOn: string[], events: string[]): VolumeService {
+  /** The finished LV under the map (254:0, held open by it), tagged for `owner`. */
+  const lv = (owner: string, open: boolean): LogicalVolume => ({
+    vgName: 'vg0',
+    lvName: `lvstamp_${id}`,
+    lvUuid: 'hl96uF-aaaa-bbbb-cccc-dddd-eeee-ffffff',
+    sizeBytes: 12 * 1024 * 1024,
+    attr: open ? '-wi-ao----' : '-wi-a-----',
+    active: true,
+    open,
+    kernelMajor: 254,
+    kernelMinor: 0,
+    dmPath: `/dev/mapper/vg0-lvstamp_${id}`,
+    createdAtMs: 1_700_000_000_000,
+    tags: ['lvstamp', `lvstamp.owner=${owner}`],
+  });
+  /** A valid v2 header of volume `id` for `owner`. */
+  const okHeaderFor = (owner: string): DecodeResult => ({
+    status: 'ok',
+    version: 2,
+    header: {
+      volumeId: id,
+      ownerId: owner,
+      createdAtMs: 1_700_000_000_000,
+      dataOffsetBytes: 1024 * 1024,
+      requestedBytes: 8 * 1024 * 1024,
+      name: 'pvc-a',
+    },
+  });
+  function service(
+    mountedOn: string[],
+    events: string[],
+    lookups: LogicalVolume[][] = [[]],
+    headers = new Map<string, DecodeResult>(),
+  ): VolumeService {
     return new VolumeService({
       lvm: {
         logicalVolumes: {
           inGroups: () => {
             events.push('lvm look-up');
-            return Promise.resolve({ groups: [], lvs: [], vgsStderr: '' });
+            return Promise.resolve({ groups: [], lvs: lookups.shift() ?? [], vgsStderr: '' });
+          },
+          remove: (vgName: string, lvName: string) => {
+            events.push(`lvremove ${vgName}/${lvName}`);
+            return Promise.resolve();
           },
         },
       } as unknown as Lvm,
@@ -116,7 +155,10 @@ describe('VolumeService.delete: the data device', () => {
           return Promise.resolve();
         },
       } as unknown as DataDeviceManager,
-      headers: {} as HeaderIo,
+      headers: {
+        readHeader: (path: string) =>
+          Promise.resolve(headers.get(path) ?? { status: 'not-stamped', reason: 'no magic' }),
+      } as unknown as HeaderIo,
       filesystems: {
         mounts: () =>
           Promise.resolve(mountedOn.map((mountPoint) => ({ mountPoint, major: 254, minor: 1 }))),
@@ -124,14 +166,58 @@ describe('VolumeService.delete: the data device', () => {
     });
   }
 
-  it('removes a data device it finds (sysfs) before looking for the LVs; existed', async () => {
+  it('removes a data device it finds (sysfs) whose LV is gone; existed', async () => {
     const events: string[] = [];
     const result = await service([], events).delete(id, {
       vgNames: ['vg0'],
       ownerId: 'a'.repeat(32),
     });
-    expect(events).toEqual([`find ${id}`, `remove ${id}`, 'lvm look-up']);
+    expect(events).toEqual([`find ${id}`, 'lvm look-up', `remove ${id}`]);
     expect(result).toEqual({ existed: true, removed: [] });
+  });
+
+  it('refuses another owner’s volume with its data device still in place (no side effect)', async () => {
+    const events: string[] = [];
+    await expect(
+      service([], events, [[lv('b'.repeat(32), true)]]).delete(id, {
+        vgNames: ['vg0'],
+        ownerId: 'a'.repeat(32),
+      }),
+    ).rejects.toBeInstanceOf(NotOwnedError);
+    expect(events).toEqual([`find ${id}`, 'lvm look-up']);
+  });
+
+  it('removes the data device only after the checks, then looks again: an LV still open is refused', async () => {
+    const events: string[] = [];
+    const owner = 'a'.repeat(32);
+    const headers = new Map([[lv(owner, true).dmPath ?? '', okHeaderFor(owner)]]);
+    await expect(
+      service([], events, [[lv(owner, true)], [lv(owner, true)]], headers).delete(id, {
+        vgNames: ['vg0'],
+        ownerId: owner,
+      }),
+    ).rejects.toThrow(/unmount and detach it first/);
+    expect(events).toEqual([`find ${id}`, 'lvm look-up', `remove ${id}`, 'lvm look-up']);
+  });
+
+  it('removes the data device, then the LV no longer open', async () => {
+    const events: string[] = [];
+    const owner = 'a'.repeat(32);
+    const headers = new Map([[lv(owner, true).dmPath ?? '', okHeaderFor(owner)]]);
+    const result = await service(
+      [],
+      events,
+      [[lv(owner, true)], [lv(owner, false)]],
+      headers,
+    ).delete(id, { vgNames: ['vg0'], ownerId: owner });
+    expect(events).toEqual([
+      `find ${id}`,
+      'lvm look-up',
+      `remove ${id}`,
+      'lvm look-up',
+      `lvremove vg0/lvstamp_${id}`,
+    ]);
+    expect(result).toEqual({ existed: true, removed: [`vg0/lvstamp_${id}`] });
   });
 
   it('refuses a mounted data device before any lvm command', async () => {

@@ -740,45 +740,74 @@ export class VolumeService {
     if (!WIPE_POLICIES.includes(wipe))
       throw new InvalidArgumentError(`unknown wipe policy "${wipe}"`);
     validateVgNames(scope.vgNames);
-    // Whether a data device exists is read from sysfs (no process); dmsetup runs only to remove one.
+    // Whether a data device exists is read from sysfs (no process); dmsetup runs only to remove
+    // one, and only after every check passed (a refused delete leaves the map in place).
     const map = await this.#maps.find(volumeId);
-    if (map !== null) {
-      await this.#refuseIfMounted(map);
-      await this.#maps.remove(volumeId);
-    }
+    if (map !== null) await this.#refuseIfMounted(map);
     const removed = await this.#hostLock.withLock(`delete ${volumeId}`, () =>
-      this.#deleteLvs(volumeId, scope, ownerId, wipe, options.forceUnowned === true),
+      this.#deleteLvs(volumeId, scope, ownerId, wipe, options.forceUnowned === true, map),
     );
     return { existed: removed !== null || map !== null, removed: removed ?? [] };
   }
 
-  /** The LV steps of delete; null when no LV existed. The caller holds the host lock. */
+  /**
+   * The LV steps of delete; null when no LV existed. The caller holds the host
+   * lock. `map` (the volume's data device, unmounted) holds the finished LV
+   * open: it is removed after the tag, owner and header checks passed, and the
+   * LVs are then looked up again for the open check.
+   */
   async #deleteLvs(
     volumeId: string,
     scope: VgScope,
     ownerId: string,
     wipe: WipePolicy,
     force: boolean,
+    map: DataDeviceRef | null,
   ): Promise<string[] | null> {
-    const { finished, pending } = await this.#lookup(volumeId, scope.vgNames);
-    if (finished.length + pending.length === 0) return null;
+    let { finished, pending } = await this.#lookup(volumeId, scope.vgNames);
+    if (finished.length + pending.length === 0) {
+      // the LV is gone: the map left over maps nothing of ours any more (DESIGN.md §6 rule 4)
+      if (map !== null) await this.#maps.remove(volumeId);
+      return null;
+    }
     // One volume is one LV: copies in several groups are refused, never all removed at once.
     this.#single(volumeId, finished);
-    for (const lv of [...finished, ...pending]) {
-      if (lv.open) {
-        throw new FailedPreconditionError(
-          `${await this.#openText(lv)}; unmount and detach it first`,
-        );
+    const refuseOpen = async (lvs: readonly Volume[]): Promise<void> => {
+      for (const lv of lvs) {
+        if (lv.open) {
+          throw new FailedPreconditionError(
+            `${await this.#openText(lv)}; unmount and detach it first`,
+          );
+        }
       }
-      if (!force) requireOwnerTags(lv, ownerId, this.#naming, 'delete');
-    }
+    };
+    if (map === null) await refuseOpen([...finished, ...pending]);
+    if (!force)
+      for (const lv of [...finished, ...pending])
+        requireOwnerTags(lv, ownerId, this.#naming, 'delete');
     // The finished LV's header (and a wipe) need it active; activation changes no data.
-    const ready: Volume[] = [];
+    let ready: Volume[] = [];
     for (const lv of finished) {
       const needsActive = !force || wipe !== 'none';
       const active = needsActive ? await this.#activateOwned(lv, ownerId, force) : lv;
       if (!force) await requireOwnerHeader(active, ownerId, this.#headers, 'delete');
       ready.push(active);
+    }
+    if (map !== null) {
+      await this.#maps.remove(volumeId);
+      // Without the map, is anything else holding the LVs open? The same LVs (by lv_uuid) only.
+      const again = await this.#lookup(volumeId, scope.vgNames);
+      const same = (before: readonly Volume[], after: readonly Volume[]): boolean =>
+        before.length === after.length &&
+        before.every((lv) => after.some((a) => a.lvUuid === lv.lvUuid && a.vgName === lv.vgName));
+      if (!same(ready, again.finished) || !same(pending, again.pending)) {
+        throw new FailedPreconditionError(
+          `the LVs of volume ${volumeId} changed while it was being deleted; retry`,
+        );
+      }
+      ({ finished, pending } = again);
+      ready = again.finished;
+      await refuseOpen([...finished, ...pending]);
     }
     const removed: string[] = [];
     for (const lv of [...ready, ...pending]) {
