@@ -314,13 +314,14 @@ export class DataDeviceManager {
    *
    * @param volumeIds volume IDs (32 lowercase hex digits); repeats are fine.
    * @returns one entry per distinct ID: the single-segment linear table;
-   *   null when no map has that UUID (gone since the caller listed it) or
-   *   the map has no live table (a create interrupted between creating and
-   *   loading; dmsetup prints `name,uuid,minor,rw` with no table field).
+   *   null when no map has that UUID (gone since the caller listed it), the
+   *   map has no live table (a create interrupted between creating and
+   *   loading; dmsetup prints `name,uuid,minor,rw` with no table field), or
+   *   its table is not one linear segment (several segments, another target;
+   *   `table(id)` throws for those).
    * @throws InvalidArgumentError for a malformed ID.
-   * @throws UnparseableOutputError when the output is not the concise format,
-   *   two maps carry an asked-for UUID, or an asked-for map's table is not
-   *   one linear segment (several segments, another target), as `table(id)`.
+   * @throws UnparseableOutputError when the output is not the concise format
+   *   or two maps carry an asked-for UUID.
    * @throws CommandFailedError when dmsetup fails (for example a map removed
    *   while dmsetup walks the list: "No such device or address", exit 1).
    */
@@ -340,9 +341,12 @@ export class DataDeviceManager {
     }
     for (const [uuid, id] of byUuid) {
       const entry = found.get(uuid);
+      // A map that is not one linear segment (an error or zero target after `dmsetup
+      // wipe_table`, several segments) is not the layout of a data device: null, which the GC
+      // keeps with a warning (DESIGN.md §6 rule 1) instead of stopping at the first such map.
       tables.set(
         id,
-        entry === undefined || entry.segments.length === 0
+        entry === undefined || entry.segments.length === 0 || !isOneLinear(entry.segments)
           ? null
           : linearTableOfSegments(result, entry.segments),
       );
@@ -479,6 +483,11 @@ export function parseLinearTable(result: CommandResult): LinearTable {
     result,
     result.stdout.split('\n').filter((l) => l.trim() !== ''),
   );
+}
+
+/** True when `segments` is exactly one `linear` segment (linearTableOfSegments accepts it). */
+function isOneLinear(segments: readonly string[]): boolean {
+  return segments.length === 1 && LINEAR_LINE.test(segments[0]?.trim() ?? '');
 }
 
 /**

@@ -92,6 +92,7 @@ describe('takeInventory', () => {
         openCount: 0,
         target: null,
         lv: null,
+        targetElsewhere: false,
       },
       {
         name: `lvstamp-${ATTACHED}`,
@@ -101,6 +102,7 @@ describe('takeInventory', () => {
         openCount: 1,
         target: { major: 253, minor: 3 },
         lv: `vg0/lvstamp_${ATTACHED}`,
+        targetElsewhere: false,
       },
       {
         name: `lvstamp-${STALE}`,
@@ -110,6 +112,7 @@ describe('takeInventory', () => {
         openCount: 0,
         target: { major: 7, minor: 3 },
         lv: null,
+        targetElsewhere: false,
       },
     ]);
 
@@ -221,6 +224,36 @@ describe('takeInventory', () => {
     };
     const inventory = await takeInventory(fakePorts(node).ports, SCOPE, DEFAULT_NAMING, () => NOW);
     expect(inventory.volumes.find((v) => v.volumeId === ATTACHED)?.openCount).toBe(1);
+  });
+
+  it('marks a map whose target is an LV outside the scanned volume groups; the plan keeps it', async () => {
+    // the STALE map's table targets 253:40, an LV of vg9 (not scanned): its dm device exists
+    const node: NodePorts = {
+      ...NODE,
+      dmMaps: [
+        ...NODE.dmMaps,
+        { name: 'vg9-lvstamp_x', uuid: 'LVM-abc', major: 253, minor: 40, openCount: 1 },
+      ],
+      tables: { ...NODE.tables, [STALE]: { major: 253, minor: 40 } },
+    };
+    const inventory = await takeInventory(fakePorts(node).ports, SCOPE, DEFAULT_NAMING, () => NOW);
+    const stale = inventory.maps.find((m) => m.volumeId === STALE);
+    expect(stale).toMatchObject({
+      target: { major: 253, minor: 40 },
+      lv: null,
+      targetElsewhere: true,
+    });
+    const plan = planGc(
+      inventory,
+      new Set([ATTACHED]),
+      { ownerId: OWNER, minAgeMs: 0, maxDeletions: 5, dryRun: true },
+      NOW,
+    );
+    expect(plan.entries.find((e) => e.device === `lvstamp-${STALE}`)).toMatchObject({
+      action: 'keep',
+      rule: 1,
+      severity: 'warn',
+    });
   });
 
   it('records an unknown open count when an active LV is missing from the device-mapper list', async () => {

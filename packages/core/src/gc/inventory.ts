@@ -33,10 +33,9 @@ export async function takeInventory(
   const ours = dmMaps.filter((dm) => dm.uuid.startsWith(naming.dmUuidPrefix));
   const ids = ours.flatMap((dm) => parseDmUuid(dm.uuid, naming) ?? []);
   const tables = await ports.devices.tables(ids);
-  const maps = ours.map((dm) => describeMap(dm, naming, tables, lvByNumber));
-
   const dmByNumber = new Map<string, DmMap>();
   for (const dm of dmMaps) dmByNumber.set(numberKey(dm), dm);
+  const maps = ours.map((dm) => describeMap(dm, naming, tables, lvByNumber, dmByNumber));
 
   const volumes = await Promise.all(
     lvs.map(async (lv) => describeVolume(lv, ports.headers, dmByNumber, maps)),
@@ -56,12 +55,14 @@ function describeMap(
   naming: Naming,
   tables: ReadonlyMap<string, GcLinearTarget | null>,
   lvByNumber: ReadonlyMap<string, Volume>,
+  dmByNumber: ReadonlyMap<string, DmMap>,
 ): InventoryMap {
   const volumeId = parseDmUuid(dm.uuid, naming);
   const table = volumeId === null ? null : (tables.get(volumeId) ?? null);
   const target = table === null ? null : { major: table.major, minor: table.minor };
   const lv = target === null ? undefined : lvByNumber.get(numberKey(target));
   return {
+    targetElsewhere: target !== null && lv === undefined && dmByNumber.has(numberKey(target)),
     name: dm.name,
     uuid: dm.uuid,
     volumeId,

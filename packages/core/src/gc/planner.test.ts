@@ -454,6 +454,18 @@ describe('planGc rule 4: data device maps', () => {
     });
   });
 
+  it('keeps, with a warning, a map whose target is a device outside the volume groups scanned', () => {
+    // a GC limited to one volume group must not judge the data device of a volume in another
+    const e = only(plan([], [map(id('a'), null, { targetElsewhere: true })]));
+    expect(e).toMatchObject({
+      action: 'keep',
+      rule: 1,
+      severity: 'warn',
+      reason:
+        "its table targets 253:99, a device outside the volume groups scanned; judged only by a run over that device's volume group",
+    });
+  });
+
   it('keeps a map whose LV is gone while the volume is live (rule 2)', () => {
     const e = only(plan([], [map(id('a'), null)], [id('a')]));
     expect(e).toMatchObject({ action: 'keep', rule: 2 });

@@ -29,8 +29,9 @@ import { compareText, formatDuration, formatTime, numberKey } from './util.js';
  *    `lvstamp_<id>` without a valid header is never removed. An LV is open
  *    when its effective open count is > 0 or unknown, or a data device over
  *    it is open. A map is kept when its UUID carries no ID, its name does
- *    not match its UUID, it has no linear table, or it targets an LV of
- *    another volume or an LV whose ownership is not proved.
+ *    not match its UUID, it has no linear table, it targets an LV of
+ *    another volume or an LV whose ownership is not proved, or it targets a
+ *    device outside the volume groups scanned (`targetElsewhere`).
  *    Departure: an open device that is in the live set is reported under
  *    rule 2 (info), since a mounted live volume is the normal case; open
  *    and not live stays rule 1 (warn).
@@ -359,6 +360,13 @@ function decideMap(m: InventoryMap, context: PlanContext): GcMapEntry {
   if (m.target === null)
     return keep(1, 'warn', 'no single linear table; not the layout of an lvstamp data device');
 
+  if (m.lv === null && m.targetElsewhere === true) {
+    return keep(
+      1,
+      'warn',
+      `its table targets ${numberKey(m.target)}, a device outside the volume groups scanned; judged only by a run over that device's volume group`,
+    );
+  }
   const lv = m.lv === null ? undefined : context.volumeByDevice.get(m.lv);
   let owner: (Ownership & { proved: true }) | null = null;
   if (lv !== undefined) {

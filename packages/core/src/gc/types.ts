@@ -60,6 +60,12 @@ export interface InventoryMap {
   readonly target: DeviceNumber | null;
   /** `<vg>/<lv>` of the lvstamp LV the table targets, or null when no listed LV has that number. */
   readonly lv: string | null;
+  /**
+   * True when the target is a device-mapper device of this node that is not one of the listed
+   * LVs (an LV of a volume group outside the scope, or a foreign device): the map is not judged
+   * by this run. False when the target is a listed LV or no longer exists.
+   */
+  readonly targetElsewhere?: boolean;
 }
 
 /** Everything the planner needs about one node, taken at one moment. */
