@@ -5,23 +5,19 @@
 import { spawn } from 'node:child_process';
 import { messageOf, renderTable } from '@lvstamp/app-kit';
 import {
-  BlockHeaderIo,
   CommandTimeoutError,
-  DATA_OFFSET_BYTES,
-  DEFAULT_NAMING,
   ExecaRunner,
   lvcreateArgv,
   lvNameFor,
   newLvNameFor,
-  ownerTagFor,
   volumeIdForName,
 } from '@lvstamp/core';
 import type { BenchContext } from './context.js';
-import { BENCH_OWNER_ID, cleanUp, createBenchVg, type BenchVg } from './fixture.js';
+import { bareCreate } from './bare-create.js';
+import { cleanUp, createBenchVg, type BenchVg } from './fixture.js';
 import { LvmShell } from './lvm-shell.js';
 import { formatMs, median, MiB, round, sleep, timed } from './stats.js';
 
-const REQUESTED_BYTES = 16 * MiB;
 const J = ['--reportformat', 'json', '--units', 'b', '--nosuffix'];
 const VG_FIELDS = 'vg_name,vg_uuid,vg_size,vg_free,vg_extent_size,vg_tags,vg_attr';
 const LV_FIELDS =
@@ -79,32 +75,9 @@ async function sequence(call: LvmCall, vg: BenchVg, name: string): Promise<numbe
     if (code !== 0) throw new Error(`${argv.join(' ')} exited ${code}`);
   };
   const volumeId = volumeIdForName(name);
-  const newName = newLvNameFor(volumeId);
-  const finalName = lvNameFor(volumeId);
-  const lvSizeBytes =
-    Math.ceil((REQUESTED_BYTES + DATA_OFFSET_BYTES) / vg.extentBytes) * vg.extentBytes;
-  const headers = new BlockHeaderIo();
   const start = performance.now();
   await must(lookupArgv(vg.name, volumeId));
-  await must(
-    lvcreateArgv({
-      vgName: vg.name,
-      lvName: newName,
-      sizeBytes: lvSizeBytes,
-      tags: [DEFAULT_NAMING.tag, ownerTagFor(BENCH_OWNER_ID)],
-    }),
-  );
-  const path = `/dev/mapper/${vg.name}-${newName}`;
-  await headers.clearDataArea(path, { dataOffsetBytes: DATA_OFFSET_BYTES, sizeBytes: lvSizeBytes });
-  await headers.writeHeader(path, {
-    volumeId,
-    ownerId: BENCH_OWNER_ID,
-    createdAtMs: Date.now(),
-    dataOffsetBytes: DATA_OFFSET_BYTES,
-    requestedBytes: REQUESTED_BYTES,
-    name,
-  });
-  await must(['lvrename', '--yes', vg.name, newName, finalName]);
+  const finalName = await bareCreate(must, vg, name);
   await must(['lvs', ...J, '-o', LV_FIELDS, '-S', `lv_name="${finalName}"`, vg.name]);
   await must(['lvremove', '--yes', `${vg.name}/${finalName}`]);
   return performance.now() - start;

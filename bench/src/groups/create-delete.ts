@@ -1,26 +1,14 @@
 // Group 1: a CreateVolume → DeleteVolume cycle through the driver's gRPC API against the bare lvm
 // sequence the design requires for the same work (DESIGN.md §5): lvcreate, clear the data area's
 // first and last MiB and write the header, lvrename, lvremove, run from a plain script.
-import {
-  BlockHeaderIo,
-  DATA_OFFSET_BYTES,
-  DEFAULT_NAMING,
-  lvcreateArgv,
-  lvNameFor,
-  newLvNameFor,
-  ownerTagFor,
-  volumeIdForName,
-} from '@lvstamp/core';
 import type { BenchContext } from '../context.js';
 import { BenchDriver, MOUNT_CAPABILITY } from '../driver.js';
 import { countCommands, type ProcessCount } from '../exec.js';
-import { BENCH_OWNER_ID, cleanUp, createBenchVg, type BenchVg } from '../fixture.js';
+import { bareCreate, REQUESTED_BYTES } from '../bare-create.js';
+import { cleanUp, createBenchVg, type BenchVg } from '../fixture.js';
 import { formatMs, median, MiB, round } from '../stats.js';
 import type { Metric } from '../types.js';
 import { rpcProcesses } from './rpc-processes.js';
-
-/** Requested capacity of every volume of this group: 16 MiB (LV 20 MiB with 4 MiB extents). */
-const REQUESTED_BYTES = 16 * MiB;
 
 /** One cycle: wall time in ms and the processes it started. */
 interface Cycle {
@@ -138,33 +126,8 @@ async function driverCycle(driver: BenchDriver, name: string): Promise<Cycle> {
 export async function bareCycle(context: BenchContext, vg: BenchVg, name: string): Promise<Cycle> {
   const { runner } = context;
   const mark = runner.events.length;
-  const volumeId = volumeIdForName(name);
-  const newName = newLvNameFor(volumeId);
-  const lvSizeBytes =
-    Math.ceil((REQUESTED_BYTES + DATA_OFFSET_BYTES) / vg.extentBytes) * vg.extentBytes;
-  const headers = new BlockHeaderIo();
   const start = performance.now();
-  await runner.run(
-    lvcreateArgv({
-      vgName: vg.name,
-      lvName: newName,
-      sizeBytes: lvSizeBytes,
-      tags: [DEFAULT_NAMING.tag, ownerTagFor(BENCH_OWNER_ID)],
-    }),
-  );
-  // Benchmark VG and LV names hold no '-', so the dm name is <vg>-<lv> (no escaping).
-  const path = `/dev/mapper/${vg.name}-${newName}`;
-  await headers.clearDataArea(path, { dataOffsetBytes: DATA_OFFSET_BYTES, sizeBytes: lvSizeBytes });
-  await headers.writeHeader(path, {
-    volumeId,
-    ownerId: BENCH_OWNER_ID,
-    createdAtMs: Date.now(),
-    dataOffsetBytes: DATA_OFFSET_BYTES,
-    requestedBytes: REQUESTED_BYTES,
-    name,
-  });
-  const finalName = lvNameFor(volumeId);
-  await runner.run(['lvrename', '--yes', vg.name, newName, finalName]);
+  const finalName = await bareCreate((argv) => runner.run(argv), vg, name);
   await runner.run(['lvremove', '--yes', `${vg.name}/${finalName}`]);
   return { ms: performance.now() - start, processes: countCommands(runner.since(mark)) };
 }
