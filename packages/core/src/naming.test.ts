@@ -3,10 +3,19 @@ import { InvalidArgumentError } from './errors.js';
 import {
   controlCharacterIn,
   DEFAULT_NAMING,
+  fromTagFor,
   lvDmName,
+  parseFromTag,
+  parseLvName,
+  parseSnapshotLvName,
+  parseSnapshotTags,
   requireNoControlCharacters,
   requireVgNameFitsDm,
+  snapshotIdForName,
+  snapshotLvNameFor,
+  snapshotTagsFor,
   vgNameProblem,
+  volumeIdForName,
 } from './naming.js';
 
 describe('control characters', () => {
@@ -83,5 +92,83 @@ describe('volume group names and the device-mapper name limit', () => {
     expect(() => {
       requireVgNameFitsDm('lvstamp-demo');
     }).not.toThrow();
+  });
+});
+
+describe('snapshot names and tags (docs/SNAPSHOTS.md §4)', () => {
+  const id = 'ab'.repeat(16);
+  const a = (n: number): string => 'a'.repeat(n);
+
+  it('keeps snapshot LV names apart from volume LV names', () => {
+    expect(snapshotLvNameFor(id)).toBe(`lvstamp_snap_${id}`);
+    expect(parseSnapshotLvName(`lvstamp_snap_${id}`)).toBe(id);
+    expect(parseSnapshotLvName(`lvstamp_${id}`)).toBeNull();
+    expect(parseSnapshotLvName(`lvstamp_snap_${id}x`)).toBeNull();
+    expect(parseSnapshotLvName(`lvstamp_snap_${id.toUpperCase()}`)).toBeNull();
+    // a volume LV parser never reads a snapshot as a volume
+    expect(parseLvName(`lvstamp_snap_${id}`)).toBeNull();
+  });
+
+  it('derives a snapshot ID from its name like a volume ID', () => {
+    expect(snapshotIdForName('snap-1')).toBe(volumeIdForName('snap-1'));
+    expect(() => snapshotIdForName('')).toThrow(InvalidArgumentError);
+  });
+
+  it('writes and reads the source, size and creation tags', () => {
+    const tags = snapshotTagsFor({
+      sourceVolumeId: id,
+      sizeBytes: 1073741824,
+      createdMs: 1764620000123,
+    });
+    expect(tags).toEqual([
+      `lvstamp.source=${id}`,
+      'lvstamp.size=1073741824',
+      'lvstamp.created=1764620000123',
+    ]);
+    expect(parseSnapshotTags(['lvstamp', 'lvstamp.owner=' + '0'.repeat(32), ...tags])).toEqual({
+      sourceVolumeId: id,
+      sizeBytes: 1073741824,
+      createdMs: 1764620000123,
+    });
+  });
+
+  it('reads no snapshot tags when one is missing, repeated or malformed', () => {
+    const good = [`lvstamp.source=${id}`, 'lvstamp.size=1', 'lvstamp.created=2'];
+    expect(parseSnapshotTags(good.slice(1))).toBeNull();
+    expect(parseSnapshotTags([...good, 'lvstamp.size=3'])).toBeNull();
+    expect(
+      parseSnapshotTags([`lvstamp.source=${id}`, 'lvstamp.size=01', 'lvstamp.created=2']),
+    ).toBeNull();
+    expect(
+      parseSnapshotTags([`lvstamp.source=${id}`, 'lvstamp.size=-1', 'lvstamp.created=2']),
+    ).toBeNull();
+    expect(
+      parseSnapshotTags(['lvstamp.source=xyz', 'lvstamp.size=1', 'lvstamp.created=2']),
+    ).toBeNull();
+    expect(
+      parseSnapshotTags([
+        `lvstamp.source=${id}`,
+        'lvstamp.size=99999999999999999999',
+        'lvstamp.created=2',
+      ]),
+    ).toBeNull();
+  });
+
+  it('writes and reads the from tag of a restored or cloned volume', () => {
+    expect(fromTagFor({ kind: 'snapshot', id })).toBe(`lvstamp.from=snapshot.${id}`);
+    expect(parseFromTag(['lvstamp', fromTagFor({ kind: 'volume', id })])).toEqual({
+      kind: 'volume',
+      id,
+    });
+    expect(parseFromTag(['lvstamp'])).toBeNull();
+    expect(parseFromTag([`lvstamp.from=disk.${id}`])).toBeNull();
+    expect(
+      parseFromTag([fromTagFor({ kind: 'volume', id }), fromTagFor({ kind: 'snapshot', id })]),
+    ).toBeNull();
+  });
+
+  it('leaves one byte less of VG name for a thin class, whose snapshots have the longer prefix', () => {
+    expect(vgNameProblem(a(80), DEFAULT_NAMING, 'thin')).toContain('at most 79 bytes');
+    expect(vgNameProblem(a(79), DEFAULT_NAMING, 'thin')).toBeNull();
   });
 });

@@ -10,6 +10,8 @@ export interface Naming {
   readonly lvPrefix: string;
   /** LV name prefix of a volume being created: `lvstamp_new_` + volume ID. */
   readonly newLvPrefix: string;
+  /** LV name prefix of a snapshot: `lvstamp_snap_` + snapshot ID (docs/SNAPSHOTS.md §4). */
+  readonly snapshotLvPrefix: string;
   /** LV tag set on every volume; the owner tag is `<tag>.owner=<ownerId>`. */
   readonly tag: string;
   /** device-mapper map name prefix of a data device: `lvstamp-` + volume ID. */
@@ -21,6 +23,7 @@ export interface Naming {
 export const DEFAULT_NAMING: Naming = Object.freeze({
   lvPrefix: 'lvstamp_',
   newLvPrefix: 'lvstamp_new_',
+  snapshotLvPrefix: 'lvstamp_snap_',
   tag: 'lvstamp',
   dmNamePrefix: 'lvstamp-',
   dmUuidPrefix: 'LVSTAMP-',
@@ -74,6 +77,17 @@ export function volumeIdForName(name: string): string {
 }
 
 /**
+ * The snapshot ID of a snapshot name: the volume ID's rule (first 16 bytes of
+ * SHA-256 over the UTF-8 name, 32 lowercase hex digits) in a name space of its
+ * own, since snapshot LVs carry their own prefix (docs/SNAPSHOTS.md §4). A
+ * snapshot name follows the volume name's rules (1–256 bytes, no NUL).
+ * @throws InvalidArgumentError when the name is not a valid name.
+ */
+export function snapshotIdForName(name: string): string {
+  return volumeIdForName(name);
+}
+
+/**
  * Checks and normalises an owner ID (32 hex digits, case-insensitive).
  * @throws InvalidArgumentError when it is not 32 hex digits.
  */
@@ -94,6 +108,21 @@ export function newLvNameFor(volumeId: string, naming: Naming = DEFAULT_NAMING):
   return naming.newLvPrefix + volumeId;
 }
 
+/** `lvstamp_snap_<id>`: the LV name of a snapshot (docs/SNAPSHOTS.md §4). */
+export function snapshotLvNameFor(snapshotId: string, naming: Naming = DEFAULT_NAMING): string {
+  return naming.snapshotLvPrefix + snapshotId;
+}
+
+/** Reads `lvstamp_snap_<id>` with a well-formed ID; anything else is null. */
+export function parseSnapshotLvName(
+  lvName: string,
+  naming: Naming = DEFAULT_NAMING,
+): string | null {
+  if (!lvName.startsWith(naming.snapshotLvPrefix)) return null;
+  const id = lvName.slice(naming.snapshotLvPrefix.length);
+  return isHexId(id) ? id : null;
+}
+
 /** `lvstamp-<id>`: the device-mapper name of the data device. */
 export function dmNameFor(volumeId: string, naming: Naming = DEFAULT_NAMING): string {
   return naming.dmNamePrefix + volumeId;
@@ -107,6 +136,83 @@ export function dmUuidFor(volumeId: string, naming: Naming = DEFAULT_NAMING): st
 /** `lvstamp.owner=<ownerId>`: the LV tag recording the owner. */
 export function ownerTagFor(ownerId: string, naming: Naming = DEFAULT_NAMING): string {
   return `${naming.tag}.owner=${ownerId}`;
+}
+
+/**
+ * The LV tags a snapshot carries besides `lvstamp` and the owner tag
+ * (docs/SNAPSHOTS.md §4): the source volume's ID, its capacity in bytes and
+ * the creation time in Unix milliseconds, written once by the `lvcreate`.
+ */
+export interface SnapshotTags {
+  readonly sourceVolumeId: string;
+  readonly sizeBytes: number;
+  readonly createdMs: number;
+}
+
+/**
+ * `lvstamp.source=<id>`, `lvstamp.size=<bytes>`, `lvstamp.created=<ms>`, in
+ * that order (docs/SNAPSHOTS.md §4).
+ */
+export function snapshotTagsFor(tags: SnapshotTags, naming: Naming = DEFAULT_NAMING): string[] {
+  return [
+    `${naming.tag}.source=${tags.sourceVolumeId}`,
+    `${naming.tag}.size=${tags.sizeBytes}`,
+    `${naming.tag}.created=${tags.createdMs}`,
+  ];
+}
+
+/**
+ * Reads the snapshot tags from an LV's tag list; null unless each of the
+ * three is present exactly once and well formed (a 32-hex source ID, a
+ * non-negative safe integer size and time).
+ */
+export function parseSnapshotTags(
+  lvTags: readonly string[],
+  naming: Naming = DEFAULT_NAMING,
+): SnapshotTags | null {
+  const one = (key: string): string | null => {
+    const prefix = `${naming.tag}.${key}=`;
+    const [first, ...more] = lvTags.filter((t) => t.startsWith(prefix));
+    return first !== undefined && more.length === 0 ? first.slice(prefix.length) : null;
+  };
+  const integer = (text: string | null): number | null => {
+    if (text === null || !/^(0|[1-9][0-9]*)$/.test(text)) return null;
+    const value = Number(text);
+    return Number.isSafeInteger(value) ? value : null;
+  };
+  const source = one('source');
+  const sizeBytes = integer(one('size'));
+  const createdMs = integer(one('created'));
+  if (source === null || !isHexId(source) || sizeBytes === null || createdMs === null) return null;
+  return { sourceVolumeId: source, sizeBytes, createdMs };
+}
+
+/**
+ * `lvstamp.from=snapshot.<id>` or `lvstamp.from=volume.<id>`: the tag of a
+ * volume restored from a snapshot or cloned from a volume
+ * (docs/SNAPSHOTS.md §4, §8).
+ */
+export function fromTagFor(
+  source: { readonly kind: 'snapshot' | 'volume'; readonly id: string },
+  naming: Naming = DEFAULT_NAMING,
+): string {
+  return `${naming.tag}.from=${source.kind}.${source.id}`;
+}
+
+/** Reads the `lvstamp.from=…` tag; null when absent, repeated or malformed. */
+export function parseFromTag(
+  lvTags: readonly string[],
+  naming: Naming = DEFAULT_NAMING,
+): { readonly kind: 'snapshot' | 'volume'; readonly id: string } | null {
+  const prefix = `${naming.tag}.from=`;
+  const [first, ...more] = lvTags.filter((t) => t.startsWith(prefix));
+  if (first === undefined || more.length > 0) return null;
+  const value = first.slice(prefix.length);
+  for (const kind of ['snapshot', 'volume'] as const) {
+    const id = value.startsWith(`${kind}.`) ? value.slice(kind.length + 1) : '';
+    if (isHexId(id)) return { kind, id };
+  }
+  return null;
 }
 
 /** What an LV name says about itself. */
@@ -203,11 +309,18 @@ export const LVM_NAME_LEN = 128;
  *    activate it ("Name ... too long").
  *
  * With the default names a VG name may have 80 bytes, and 82 once each `-`
- * is counted twice. lvm only fails at the first lvcreate, so lvstamp checks
+ * is counted twice; a thin class (`classType` `thin`) also holds snapshots
+ * (`lvstamp_snap_<id>`, 45 bytes), so one byte less (docs/SNAPSHOTS.md §4). lvm only fails at the first lvcreate, so lvstamp checks
  * up front: `lvstamp vg create` and the driver's configuration (docs/DESIGN.md §3).
  */
-export function vgNameProblem(vgName: string, naming: Naming = DEFAULT_NAMING): string | null {
-  const lvNames = [naming.lvPrefix, naming.newLvPrefix].map((prefix) => prefix + '0'.repeat(32));
+export function vgNameProblem(
+  vgName: string,
+  naming: Naming = DEFAULT_NAMING,
+  classType: 'thick' | 'thin' = 'thick',
+): string | null {
+  const prefixes = [naming.lvPrefix, naming.newLvPrefix];
+  if (classType === 'thin') prefixes.push(naming.snapshotLvPrefix);
+  const lvNames = prefixes.map((prefix) => prefix + '0'.repeat(32));
   const bytes = (text: string): number => Buffer.byteLength(text, 'utf8');
   const escaped = (text: string): number => bytes(text.replaceAll('-', '--'));
   const lvBytes = Math.max(...lvNames.map(bytes));
