@@ -53,6 +53,10 @@ describe('lvstamp CLI on a loop-backed volume group', () => {
     const inspected = await runCli(['inspect', 'pvc-e2e-smoke']);
     expect(inspected.exitCode).toBe(0);
     expect(inspected.stdout).toMatch(/^status: +ok$/m);
+    // new volumes carry a v2 header: its size field is the capacity, not a request (DESIGN.md §4)
+    expect(inspected.stdout).toMatch(/^version: +2$/m);
+    expect(inspected.stdout).toMatch(/^capacity: .*\(212860928 bytes\)$/m);
+    expect(inspected.stdout).toMatch(/^meaning: +a valid lvstamp v2 header: /m);
 
     const first = await runCli(['delete', 'pvc-e2e-smoke']);
     expect(first.exitCode).toBe(0);

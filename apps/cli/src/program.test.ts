@@ -38,6 +38,29 @@ function harness(services: Partial<CliServices> = {}, readText?: CliDeps['readTe
   };
 }
 
+describe('--owner-id', () => {
+  it('is checked before the command runs: a bad ID is a usage error and nothing is built', async () => {
+    const list = vi.fn();
+    const h = harness({ volumes: { list } as unknown as CliServices['volumes'] });
+    expect(await h.run('--owner-id', 'not-hex', 'list', '--vg', 'vg0')).toBe(2);
+    expect(h.stderr()).toBe(
+      `error: option '--owner-id <hex>' argument 'not-hex' is invalid. owner ID must be 32 hex digits, got "not-hex"\n`,
+    );
+    expect(h.built).toEqual([]);
+    expect(list).not.toHaveBeenCalled();
+  });
+
+  it('is normalised to lowercase', async () => {
+    const h = harness({
+      volumes: {
+        resolve: () => Promise.reject(new NotFoundError('volume "x" not found')),
+      } as unknown as CliServices['volumes'],
+    });
+    await h.run('--owner-id', 'AB'.repeat(16), 'delete', 'x', '--vg', 'vg0');
+    expect(h.built).toEqual([expect.objectContaining({ ownerId: 'ab'.repeat(16) })]);
+  });
+});
+
 describe('resize', () => {
   // an lvextend by hand, or a resize interrupted after lvextend: the LV already has the size,
   // but the map and the filesystem do not; the same resize again must finish the job

@@ -1,5 +1,10 @@
-import { DEFAULT_HOST_LOCK_PATH, STANDALONE_OWNER_ID } from '@lvstamp/core';
-import { Command, CommanderError, Option } from 'commander';
+import {
+  DEFAULT_HOST_LOCK_PATH,
+  LvstampError,
+  parseOwnerId,
+  STANDALONE_OWNER_ID,
+} from '@lvstamp/core';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EXIT_OK, EXIT_USAGE } from '@lvstamp/app-kit';
 import { describeFailure } from './errors.js';
 import type { CliDeps, CommandContext } from './context.js';
@@ -22,7 +27,8 @@ export function buildProgram(deps: CliDeps): Command {
     .addOption(
       new Option('--owner-id <hex>', 'owner ID of this installation (32 hex digits)')
         .env('LVSTAMP_OWNER_ID')
-        .default(STANDALONE_OWNER_ID, 'standalone: all zeros'),
+        .default(STANDALONE_OWNER_ID, 'standalone: all zeros')
+        .argParser(ownerIdOption),
     )
     .addOption(
       new Option('--lock-file <path>', 'host lock shared with the CSI driver and the GC job')
@@ -60,6 +66,16 @@ export function buildProgram(deps: CliDeps): Command {
   registerDemoCommand(program, context);
   for (const command of program.commands) inheritOutput(command, program);
   return program;
+}
+
+/** Checks `--owner-id` before any command runs: a bad ID is a usage error (exit 2). */
+function ownerIdOption(value: string): string {
+  try {
+    return parseOwnerId(value);
+  } catch (error) {
+    if (error instanceof LvstampError) throw new InvalidArgumentError(error.message);
+    throw error;
+  }
 }
 
 function inheritOutput(command: Command, parent: Command): void {

@@ -105,11 +105,14 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
       if (report.decode.status === 'ok') {
         const h = report.decode.header;
         lines.push(
+          `version:  ${report.decode.version}`,
           `name:     ${h.name}`,
           `id:       ${h.volumeId}`,
           `owner:    ${h.ownerId}`,
           `created:  ${new Date(h.createdAtMs).toISOString()}`,
-          `requested: ${formatBytes(h.requestedBytes)} (${h.requestedBytes} bytes)`,
+          report.decode.version === 1
+            ? `requested: ${formatBytes(h.requestedBytes)} (${h.requestedBytes} bytes)`
+            : `capacity: ${formatBytes(h.requestedBytes)} (${h.requestedBytes} bytes)`,
           `data offset: ${h.dataOffsetBytes} bytes`,
         );
       }

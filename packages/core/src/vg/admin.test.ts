@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../errors.js';
+import { FailedPreconditionError, InvalidArgumentError } from '../errors.js';
 import { ReplayRunner } from '../testing/replay-runner.js';
 import { NoopHostLock } from '../lock/host-lock.js';
 import { Lvm } from '../lvm/lvm.js';
@@ -23,4 +23,41 @@ describe('VolumeGroupAdmin: names lvm cannot hold lvstamp LVs in', () => {
       runner.assertDone();
     },
   );
+});
+
+describe('VolumeGroupAdmin: a kernel without device-mapper', () => {
+  // what dmsetup 1.02.185 says on a kernel without the driver (seen on a container host)
+  const noDriver = {
+    argv: ['dmsetup', 'version'],
+    exitCode: 1,
+    stdout: 'Library version:   1.02.185 (2022-05-18)\n',
+    stderr:
+      '/dev/mapper/control: open failed: No such device\n' +
+      'Failure to communicate with kernel device-mapper driver.\n',
+  };
+
+  it('refuses vg create on a loop file before making the file, a loop device or a group', async () => {
+    const runner = new ReplayRunner([noDriver]);
+    const hostLock = new NoopHostLock();
+    const admin = new VolumeGroupAdmin({ lvm: new Lvm({ runner, hostLock }), runner, hostLock });
+    const error = await admin
+      .createOnLoop({ name: 'demo', file: '/nonexistent/dir/f', sizeBytes: 64 * 1024 * 1024 })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FailedPreconditionError);
+    expect((error as Error).message).toBe(
+      "this host's kernel has no device-mapper driver (dmsetup version: /dev/mapper/control: open failed: No such device); " +
+        'lvstamp volumes could not be activated here, so no volume group is created',
+    );
+    runner.assertDone();
+  });
+
+  it('refuses vg create on devices before pvcreate', async () => {
+    const runner = new ReplayRunner([noDriver]);
+    const hostLock = new NoopHostLock();
+    const admin = new VolumeGroupAdmin({ lvm: new Lvm({ runner, hostLock }), runner, hostLock });
+    await expect(admin.create({ name: 'data', devices: ['/dev/sdb'] })).rejects.toThrow(
+      FailedPreconditionError,
+    );
+    runner.assertDone();
+  });
 });

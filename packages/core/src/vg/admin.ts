@@ -1,6 +1,7 @@
 import { open, unlink } from 'node:fs/promises';
 import {
   AlreadyExistsError,
+  CommandFailedError,
   FailedPreconditionError,
   InvalidArgumentError,
   NotFoundError,
@@ -79,8 +80,8 @@ export class VolumeGroupAdmin {
    * @param sizeBytes at least 16 MiB.
    * @throws InvalidArgumentError (bad name or size; a name too long for
    *   lvstamp's LV names, naming.ts vgNameProblem), AlreadyExistsError (the
-   *   VG exists), FailedPreconditionError (FILE exists: never overwritten),
-   *   CommandFailedError.
+   *   VG exists), FailedPreconditionError (FILE exists: never overwritten;
+   *   the kernel has no device-mapper driver), CommandFailedError.
    */
   async createOnLoop(request: {
     name: string;
@@ -94,6 +95,7 @@ export class VolumeGroupAdmin {
         `loop file size must be at least 16 MiB, got ${request.sizeBytes} bytes`,
       );
     }
+    await this.#requireDeviceMapper();
     return this.#lock.withLock(`vg create ${request.name}`, async () => {
       if ((await this.find(request.name)) !== null) {
         throw new AlreadyExistsError(`volume group ${request.name} already exists`);
@@ -134,12 +136,14 @@ export class VolumeGroupAdmin {
    * refuses a device that holds a signature (stdin is closed, so its "Wipe
    * it?" prompt is answered no); nothing is wiped.
    * @throws InvalidArgumentError (also a name too long for lvstamp's LV
-   *   names, naming.ts vgNameProblem), AlreadyExistsError, CommandFailedError.
+   *   names, naming.ts vgNameProblem), AlreadyExistsError,
+   *   FailedPreconditionError (no device-mapper driver), CommandFailedError.
    */
   async create(request: { name: string; devices: readonly string[] }): Promise<VolumeGroup> {
     validateVgName(request.name);
     requireVgNameFitsDm(request.name, this.#naming);
     if (request.devices.length === 0) throw new InvalidArgumentError('give at least one device');
+    await this.#requireDeviceMapper();
     return this.#lock.withLock(`vg create ${request.name}`, async () => {
       if ((await this.find(request.name)) !== null) {
         throw new AlreadyExistsError(`volume group ${request.name} already exists`);
@@ -154,6 +158,26 @@ export class VolumeGroupAdmin {
         throw new NotFoundError(`volume group ${request.name} is missing right after vgcreate`);
       return vg;
     });
+  }
+
+  /**
+   * Refuses before any side effect when the kernel has no device-mapper
+   * driver (`dmsetup version` fails): lvm would still make the group, but no
+   * logical volume in it could ever be activated (docs/FACTS.md).
+   * @throws FailedPreconditionError with dmsetup's own words.
+   */
+  async #requireDeviceMapper(): Promise<void> {
+    try {
+      await this.#runner.run(['dmsetup', 'version']);
+    } catch (error) {
+      if (!(error instanceof CommandFailedError)) throw error;
+      const said = error.stderr.split('\n').find((line) => line.trim() !== '') ?? '';
+      throw new FailedPreconditionError(
+        `this host's kernel has no device-mapper driver (dmsetup version: ${said.trim() || `exit ${error.exitCode}`}); ` +
+          'lvstamp volumes could not be activated here, so no volume group is created',
+        { cause: error },
+      );
+    }
   }
 
   /**

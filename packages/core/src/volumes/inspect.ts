@@ -75,7 +75,7 @@ function explain(decode: HeaderReading, expectedId: string | null): string {
       if (expectedId !== null && decode.header.volumeId !== expectedId) {
         return `a valid lvstamp header, but for volume ${decode.header.volumeId}, not ${expectedId}: the two ownership signals disagree; lvstamp never deletes it automatically`;
       }
-      return 'a valid lvstamp v1 header: this device is an lvstamp volume';
+      return `a valid lvstamp v${decode.version} header: this device is an lvstamp volume`;
     case 'not-stamped':
       return `no lvstamp header (${decode.reason}): not lvstamp's, never touched`;
     case 'unsupported':
