@@ -6,7 +6,7 @@
 // the operator's --force-unowned; (c) after `vgchange -an` of our group, a create retry,
 // NodeStage, expansion, GC and a delete with a wipe each activate what they need and work.
 import { randomBytes } from 'node:crypto';
-import { open, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -160,6 +160,78 @@ describe('(b) an LV with the lvstamp name but not provably ours', () => {
         `deleted ${id} (--force-unowned: not checked: the lvstamp tag, the owner tag lvstamp.owner=<owner ID> and the sector-0 header (valid, with the volume ID of the name and this owner))`,
       );
       expect(await lvsWhere(`vg_name="${vgName}" && lv_name="${lv}"`)).toEqual([]);
+    },
+    LONG,
+  );
+});
+
+describe('(b3) a volume of another installation is never attached', () => {
+  it(
+    'lvstamp attach and NodeStageVolume refuse a volume of another owner (tags or header), and make no map',
+    async () => {
+      const other = randomBytes(16).toString('hex');
+      const name = unique('theirs');
+      const id = idOf(name);
+      const lockFile = join(dir, 'host.lock');
+      await cli(
+        [
+          '--owner-id',
+          other,
+          '--lock-file',
+          lockFile,
+          'create',
+          name,
+          '--size',
+          '8Mi',
+          '--vg',
+          vgName,
+        ],
+        0,
+        { timeoutMs: LONG },
+      );
+      const where = `${vgName}/lvstamp_${id}`;
+
+      const refused = await lvstamp(['attach', id, '--vg', vgName], 1);
+      expect(refused.stderr.split('\n').filter((l) => l.startsWith('lvstamp: '))).toEqual([
+        `lvstamp: ${where} is not provably this installation's volume: refusing to attach: it lacks the owner tag lvstamp.owner=${OWNER_ID} (tags: lvstamp,lvstamp.owner=${other}); left untouched`,
+      ]);
+      await mkdir(join(dir, 'stage-theirs'), { recursive: true });
+      const stage = await csi.fails(status.FAILED_PRECONDITION, 'Node', 'NodeStageVolume', {
+        volume_id: id,
+        staging_target_path: join(dir, 'stage-theirs'),
+        volume_capability: blockCapability(),
+      });
+      expect(stage.details).toContain(`${where} is not provably this installation's volume`);
+
+      // our tags, their header (a disk moved between installations): the header decides
+      await shOk([
+        'lvchange',
+        '--deltag',
+        `lvstamp.owner=${other}`,
+        '--addtag',
+        `lvstamp.owner=${OWNER_ID}`,
+        where,
+      ]);
+      const headerRefused = await lvstamp(['attach', id, '--vg', vgName], 1);
+      expect(headerRefused.stderr).toContain(
+        `${where} is not provably this installation's volume: refusing to attach: its header names owner ${other}, not ${OWNER_ID}`,
+      );
+      expect((await sh(['dmsetup', 'info', `lvstamp-${id}`])).exitCode).not.toBe(0);
+      await cli(
+        [
+          '--owner-id',
+          other,
+          '--lock-file',
+          lockFile,
+          'delete',
+          id,
+          '--vg',
+          vgName,
+          '--force-unowned',
+        ],
+        0,
+        { timeoutMs: LONG },
+      );
     },
     LONG,
   );

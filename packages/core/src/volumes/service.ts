@@ -6,6 +6,7 @@ import {
   FailedPreconditionError,
   InvalidArgumentError,
   NotFoundError,
+  NotOwnedError,
   OutOfRangeError,
   OutOfSpaceError,
 } from '../errors.js';
@@ -573,15 +574,27 @@ export class VolumeService {
   /**
    * Creates (or keeps) the data device: the linear map over the data area
    * behind the header (DESIGN.md §4), after both ownership signals: the LV
-   * name and a valid header whose ID matches it (DESIGN.md §2.3). An
+   * name with the lvstamp and owner tags of the scope's owner, and a valid
+   * header whose ID matches the name and whose owner is the scope's
+   * (DESIGN.md §2.3): another installation's volume is never exposed. An
    * inactive LV is activated first when its tags carry the scope's owner.
    * @returns the `/dev/mapper` node and its device number.
-   * @throws NotFoundError, NotOwnedError (inactive LV without the tags),
-   *   FailedPreconditionError (header not ok or not matching), CommandFailedError.
+   * @throws NotFoundError, NotOwnedError (tags or header owner of another
+   *   installation), FailedPreconditionError (header not ok or not matching),
+   *   CommandFailedError.
    */
   async attach(volumeId: string, scope: VolumeScope): Promise<DataDevice> {
+    const ownerId = parseOwnerId(scope.ownerId);
     const volume = await this.activateVolume(volumeId, scope);
+    requireOwnerTags(volume, ownerId, this.#naming, 'attach');
     const { header, capacityBytes } = await this.#verifiedHeader(volume);
+    if (header.ownerId !== ownerId) {
+      throw new NotOwnedError(
+        `${volume.vgName}/${volume.lvName}`,
+        'header-owner',
+        `refusing to attach: its header names owner ${header.ownerId}, not ${ownerId}`,
+      );
+    }
     return this.#maps.create(volumeId, volume, header.dataOffsetBytes, capacityBytes);
   }
 
