@@ -32,11 +32,19 @@ export {
   parseOwnerId,
   requireNoControlCharacters,
   STANDALONE_OWNER_ID,
+  thinPoolNameProblem,
   validateVolumeName,
   vgNameProblem,
   volumeIdForName,
 } from './naming.js';
 export type * from './lvm/types.js';
+export {
+  THICK,
+  thinPoolOf,
+  type Provisioning,
+  type ThickProvisioning,
+  type ThinProvisioning,
+} from './provisioning.js';
 export * from './gc/index.js';
 export * from './header/index.js';
 export * from './device/index.js';

@@ -203,6 +203,7 @@ describe('DataDeviceManager.list', () => {
     const naming: Naming = {
       lvPrefix: 'x_',
       newLvPrefix: 'x_new_',
+      snapLvPrefix: 'x_snap_',
       tag: 'x',
       dmNamePrefix: 'x-',
       dmUuidPrefix: 'X-',
