@@ -14,6 +14,7 @@ export {
   CommandTimeoutError,
   UnparseableOutputError,
   VolumeGroupUnusableError,
+  ThinPoolUnusableError,
   type VolumeGroupProblem,
   IoTimeoutError,
   LockTimeoutError,
