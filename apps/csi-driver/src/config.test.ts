@@ -9,6 +9,7 @@ describe('parseConfig', () => {
     expect(config.defaultClass).toEqual({
       name: 'fast',
       volumeGroup: 'vg0',
+      provisioning: { type: 'thick' },
       wipe: 'discard',
       default: true,
       fsTypes: ['ext4', 'xfs'],
@@ -16,6 +17,7 @@ describe('parseConfig', () => {
     expect(config.deviceClasses.get('secure')).toEqual({
       name: 'secure',
       volumeGroup: 'vg1',
+      provisioning: { type: 'thick' },
       wipe: 'zero',
       default: false,
       fsTypes: ['xfs'],
@@ -72,6 +74,50 @@ describe('parseConfig', () => {
       'deviceClasses: { a: { volumeGroup: vg0, wipe: none, default: true } }\ndefaultCapacityBytes: -5',
       'c.yaml: defaultCapacityBytes: defaultCapacityBytes must be positive',
     ],
+    [
+      'deviceClasses: { a: { volumeGroup: vg0, type: thin, wipe: none, default: true } }',
+      'c.yaml: deviceClasses.a.thinPool: a thin class needs thinPool',
+    ],
+    [
+      'deviceClasses: { a: { volumeGroup: vg0, type: thin, thinPool: p, wipe: none, default: true } }',
+      'c.yaml: deviceClasses.a.overprovisionRatio: a thin class needs overprovisionRatio',
+    ],
+    [
+      'deviceClasses: { a: { volumeGroup: vg0, type: thin, thinPool: p, overprovisionRatio: 0.5, wipe: none, default: true } }',
+      'c.yaml: deviceClasses.a.overprovisionRatio: overprovisionRatio must be at least 1',
+    ],
+    [
+      'deviceClasses: { a: { volumeGroup: vg0, type: thin, thinPool: p, overprovisionRatio: .inf, wipe: none, default: true } }',
+      'c.yaml: deviceClasses.a.overprovisionRatio: overprovisionRatio must be a finite number',
+    ],
+    [
+      'deviceClasses: { a: { volumeGroup: vg0, type: thin, thinPool: p, overprovisionRatio: 2, wipe: discard, default: true } }',
+      'c.yaml: deviceClasses.a.wipe: a thin class takes only wipe: none',
+    ],
+    [
+      'deviceClasses: { a: { volumeGroup: vg0, type: thin, thinPool: lvstamp_pool, overprovisionRatio: 2, wipe: none, default: true } }',
+      'c.yaml: deviceClasses.a.thinPool: "lvstamp_pool" starts with lvstamp\'s LV name prefix "lvstamp_"',
+    ],
+    [
+      'deviceClasses: { a: { volumeGroup: vg0, type: thin, thinPool: p, overprovisionRatio: 2, thinPoolSize: 1.5, wipe: none, default: true } }',
+      'c.yaml: deviceClasses.a.thinPoolSize: thinPoolSize must be a whole number of bytes',
+    ],
+    [
+      'deviceClasses: { a: { volumeGroup: vg0, thinPool: p, wipe: none, default: true } }',
+      'c.yaml: deviceClasses.a.thinPool: only a class with type: thin has thinPool',
+    ],
+    [
+      'deviceClasses: { a: { volumeGroup: vg0, type: thinner, wipe: none, default: true } }',
+      'c.yaml: deviceClasses.a.type: type must be thick or thin',
+    ],
+    [
+      'deviceClasses: { a: { volumeGroup: vg0, type: thin, thinPool: p, overprovisionRatio: 2, wipe: none, default: true }, b: { volumeGroup: vg0, type: thin, thinPool: p, overprovisionRatio: 3, wipe: none } }',
+      'c.yaml: deviceClasses.b.thinPool: the thin pool vg0/p is already the pool of class a; a pool belongs to one class',
+    ],
+    [
+      `deviceClasses: { a: { volumeGroup: ${'v'.repeat(80)}, type: thin, thinPool: p, overprovisionRatio: 2, wipe: none, default: true } }`,
+      'c.yaml: deviceClasses.a.volumeGroup: volume group name',
+    ],
   ])('explains %j', (text, message) => {
     let thrown: unknown;
     try {
@@ -90,6 +136,32 @@ describe('parseConfig', () => {
       );
       expect(config.defaultClass.volumeGroup).toBe(vg);
     }
+  });
+
+  it('reads a thin class', () => {
+    const config = parseConfig(
+      'deviceClasses: { t: { volumeGroup: vg0, type: thin, thinPool: pool0, thinPoolSize: 4294967296, overprovisionRatio: 1, wipe: none, default: true }, u: { volumeGroup: vg0, type: thin, thinPool: pool1, overprovisionRatio: 2.5, wipe: none }, k: { volumeGroup: vg0, type: thick, wipe: zero } }',
+    );
+    expect(config.defaultClass.provisioning).toEqual({
+      type: 'thin',
+      thinPool: 'pool0',
+      thinPoolSizeBytes: 4294967296,
+      overprovisionRatio: 1,
+    });
+    expect(config.deviceClasses.get('u')?.provisioning).toEqual({
+      type: 'thin',
+      thinPool: 'pool1',
+      thinPoolSizeBytes: null,
+      overprovisionRatio: 2.5,
+    });
+    expect(config.deviceClasses.get('k')?.provisioning).toEqual({ type: 'thick' });
+  });
+
+  it('accepts a thin class volume group name one byte shorter than a thick one', () => {
+    const config = parseConfig(
+      `deviceClasses: { a: { volumeGroup: ${'v'.repeat(79)}, type: thin, thinPool: p, overprovisionRatio: 2, wipe: none, default: true } }`,
+    );
+    expect(config.defaultClass.volumeGroup).toHaveLength(79);
   });
 
   it('picks the strongest wipe policy of the classes on a volume group', () => {

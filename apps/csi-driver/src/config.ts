@@ -3,9 +3,12 @@ import * as z from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
 import {
   InvalidArgumentError,
+  THICK,
+  thinPoolNameProblem,
   VG_NAME_PATTERN,
   vgNameProblem,
   type FsType,
+  type Provisioning,
   type VolumeScope,
   type WipePolicy,
 } from '@lvstamp/core';
@@ -17,6 +20,8 @@ z.config(en());
 export interface DeviceClass {
   readonly name: string;
   readonly volumeGroup: string;
+  /** Thick (the default) or thin in one pool of the group (DESIGN.md §4 "Thin device classes"). */
+  readonly provisioning: Provisioning;
   /** What happens to a deleted volume's blocks (DESIGN.md §5). */
   readonly wipe: WipePolicy;
   readonly default: boolean;
@@ -47,6 +52,23 @@ const deviceClassSchema = z.strictObject({
     error: 'wipe must be one of none, discard, zero',
   }),
   default: z.optional(z.boolean({ error: 'default must be true or false' })),
+  type: z.optional(z.enum(['thick', 'thin'], { error: 'type must be thick or thin' })),
+  thinPool: z.optional(z.string({ error: 'thinPool must be the name of a thin pool LV' })),
+  thinPoolSize: z.optional(
+    z
+      .number({ error: 'thinPoolSize must be a number of bytes' })
+      .check(
+        z.int('thinPoolSize must be a whole number of bytes'),
+        z.positive('thinPoolSize must be positive'),
+        z.maximum(Number.MAX_SAFE_INTEGER, 'thinPoolSize is too large'),
+      ),
+  ),
+  overprovisionRatio: z.optional(
+    z
+      // zod's number refuses Infinity and NaN itself
+      .number({ error: 'overprovisionRatio must be a finite number' })
+      .check(z.gte(1, 'overprovisionRatio must be at least 1 (1 = no over-commit)')),
+  ),
   fsTypes: z.optional(
     z
       .array(z.enum(['ext4', 'xfs'], { error: 'fsTypes entries must be ext4 or xfs' }))
@@ -85,8 +107,17 @@ const configSchema = z.strictObject({
  * deviceClasses:
  *   fast: { volumeGroup: vg-fast, wipe: discard, default: true }
  *   secure: { volumeGroup: vg-slow, wipe: zero, fsTypes: [xfs] }
+ *   thin: { volumeGroup: vg-fast, type: thin, thinPool: pool0, thinPoolSize: 107374182400,
+ *           overprovisionRatio: 4, wipe: none }
  * defaultCapacityBytes: 1073741824   # optional; 1 GiB
  * ```
+ *
+ * A `type: thin` class (DESIGN.md §4 "Thin device classes") needs
+ * `thinPool` (a valid LV name not starting with lvstamp's LV prefix,
+ * core `thinPoolNameProblem`) and `overprovisionRatio` (finite, ≥ 1), may
+ * have `thinPoolSize` (bytes; the pool is created when absent), and takes
+ * only `wipe: none`; no two classes name the same volume group and pool.
+ * A thick class has none of the three thin keys.
  *
  * Rules: at least one device class; exactly one with `default: true`; a
  * volumeGroup name that lvm can hold lvstamp's LV names in (core
@@ -115,20 +146,33 @@ export function parseConfig(text: string, source = 'config'): DriverConfig {
     throw new InvalidArgumentError(lines.join('\n'));
   }
   const classes = new Map<string, DeviceClass>();
+  const problems: string[] = [];
   for (const [name, value] of Object.entries(parsed.data.deviceClasses)) {
+    const at = `${source}: deviceClasses.${name}`;
+    const provisioning = provisioningOf(value, at, problems);
     classes.set(name, {
       name,
       volumeGroup: value.volumeGroup,
+      provisioning,
       wipe: value.wipe,
       default: value.default ?? false,
       fsTypes: value.fsTypes ?? ['ext4', 'xfs'],
     });
+    const problem = vgNameProblem(value.volumeGroup, undefined, provisioning.type);
+    if (problem !== null) problems.push(`${at}.volumeGroup: ${problem}`);
   }
-  const tooLong = [...classes.values()].flatMap((c) => {
-    const problem = vgNameProblem(c.volumeGroup);
-    return problem === null ? [] : [`${source}: deviceClasses.${c.name}.volumeGroup: ${problem}`];
-  });
-  if (tooLong.length > 0) throw new InvalidArgumentError(tooLong.join('\n'));
+  const pools = new Map<string, string>();
+  for (const c of classes.values()) {
+    if (c.provisioning.type !== 'thin') continue;
+    const key = `${c.volumeGroup}/${c.provisioning.thinPool}`;
+    const other = pools.get(key);
+    if (other === undefined) pools.set(key, c.name);
+    else
+      problems.push(
+        `${source}: deviceClasses.${c.name}.thinPool: the thin pool ${key} is already the pool of class ${other}; a pool belongs to one class`,
+      );
+  }
+  if (problems.length > 0) throw new InvalidArgumentError(problems.join('\n'));
   if (classes.size === 0) {
     throw new InvalidArgumentError(`${source}: deviceClasses: name at least one device class`);
   }
@@ -145,6 +189,44 @@ export function parseConfig(text: string, source = 'config'): DriverConfig {
     deviceClasses: classes,
     defaultClass: only,
     defaultCapacityBytes: parsed.data.defaultCapacityBytes ?? GIB,
+  };
+}
+
+/** A class's provisioning from its parsed keys; each mistake is pushed onto `problems`. */
+function provisioningOf(
+  value: z.infer<typeof deviceClassSchema>,
+  at: string,
+  problems: string[],
+): Provisioning {
+  const thinKeys = (['thinPool', 'thinPoolSize', 'overprovisionRatio'] as const).filter(
+    (key) => value[key] !== undefined,
+  );
+  if (value.type !== 'thin') {
+    for (const key of thinKeys)
+      problems.push(`${at}.${key}: only a class with type: thin has ${key}`);
+    return THICK;
+  }
+  if (value.thinPool === undefined) {
+    problems.push(`${at}.thinPool: a thin class needs thinPool (the thin pool's LV name)`);
+  } else {
+    const problem = thinPoolNameProblem(value.thinPool, value.volumeGroup);
+    if (problem !== null) problems.push(`${at}.thinPool: ${problem}`);
+  }
+  if (value.overprovisionRatio === undefined) {
+    problems.push(
+      `${at}.overprovisionRatio: a thin class needs overprovisionRatio (≥ 1; 1 = no over-commit)`,
+    );
+  }
+  if (value.wipe !== 'none') {
+    problems.push(
+      `${at}.wipe: a thin class takes only wipe: none (the pool zeroes new chunks and lvremove returns them; ${value.wipe} would map or discard every chunk)`,
+    );
+  }
+  return {
+    type: 'thin',
+    thinPool: value.thinPool ?? '',
+    thinPoolSizeBytes: value.thinPoolSize ?? null,
+    overprovisionRatio: value.overprovisionRatio ?? 1,
   };
 }
 

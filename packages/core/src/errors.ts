@@ -182,6 +182,26 @@ export class VolumeGroupUnusableError extends LvstampError {
 }
 
 /**
+ * A thin class's pool cannot take new volumes (DESIGN.md §4 "Thin device
+ * classes"): the LV of that name is not a thin pool, its chunk zeroing is
+ * off, the pool is absent and the class has no `thinPoolSize`, or lvm says
+ * the pool is not a thin pool or not found. Not healed by retrying here:
+ * the CSI driver answers RESOURCE_EXHAUSTED (the claim goes to another node)
+ * and reports 0 capacity for the class.
+ */
+export class ThinPoolUnusableError extends LvstampError {
+  readonly kind = 'thin-pool-unusable';
+  readonly vgName: string;
+  readonly poolName: string;
+
+  constructor(vgName: string, poolName: string, detail: string, options?: ErrorOptions) {
+    super(`thin pool ${vgName}/${poolName} is unusable: ${detail}`, options);
+    this.vgName = vgName;
+    this.poolName = poolName;
+  }
+}
+
+/**
  * In-process block I/O on a device (a header read or write, zeroing a data
  * area) did not finish within its deadline: the device does not answer (a
  * suspended device-mapper map, a hung disk). The operation's outcome is

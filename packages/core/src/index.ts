@@ -14,6 +14,7 @@ export {
   CommandTimeoutError,
   UnparseableOutputError,
   VolumeGroupUnusableError,
+  ThinPoolUnusableError,
   type VolumeGroupProblem,
   IoTimeoutError,
   LockTimeoutError,
@@ -40,11 +41,19 @@ export {
   snapshotTagsFor,
   type SnapshotTags,
   STANDALONE_OWNER_ID,
+  thinPoolNameProblem,
   validateVolumeName,
   vgNameProblem,
   volumeIdForName,
 } from './naming.js';
 export type * from './lvm/types.js';
+export {
+  THICK,
+  thinPoolOf,
+  type Provisioning,
+  type ThickProvisioning,
+  type ThinProvisioning,
+} from './provisioning.js';
 export * from './gc/index.js';
 export * from './header/index.js';
 export * from './device/index.js';

@@ -14,6 +14,7 @@ import {
   snapshotIdForName,
   snapshotLvNameFor,
   snapshotTagsFor,
+  thinPoolNameProblem,
   vgNameProblem,
   volumeIdForName,
 } from './naming.js';
@@ -46,6 +47,32 @@ describe('control characters', () => {
   });
 });
 
+describe('thinPoolNameProblem', () => {
+  it('accepts an ordinary LV name', () => {
+    expect(thinPoolNameProblem('pool0', 'vg0')).toBeNull();
+    expect(thinPoolNameProblem('thin.pool+1_a-b', 'vg0')).toBeNull();
+  });
+
+  it.each([
+    [
+      'lvstamp_pool',
+      'starts with lvstamp\'s LV name prefix "lvstamp_": a thin pool is never a volume',
+    ],
+    ['lvstamp_new_x', 'starts with lvstamp\'s LV name prefix "lvstamp_"'],
+    ['-pool', 'is not a valid logical volume name'],
+    ['..', 'is not a valid logical volume name'],
+    ['po ol', 'is not a valid logical volume name'],
+    ['', 'is not a valid logical volume name'],
+    ['pool_tmeta', 'contains "_tmeta", which lvm reserves'],
+    [
+      'p'.repeat(124),
+      'is too long: lvm2 refuses an LV when VG name + LV name + 3 reaches 128 bytes',
+    ],
+  ])('refuses %j', (name, message) => {
+    expect(thinPoolNameProblem(name, 'vg0')).toContain(message);
+  });
+});
+
 describe('volume group names and the device-mapper name limit', () => {
   const a = (n: number): string => 'a'.repeat(n);
 
@@ -75,6 +102,17 @@ describe('volume group names and the device-mapper name limit', () => {
         'the device-mapper name of its LVs (VG and LV joined by "-", every "-" doubled) would be ' +
         "128 bytes, above the kernel's limit of 127 (DM_NAME_LEN 128 with the NUL); " +
         'use at most 80 bytes, and at most 82 counting each "-" twice',
+    );
+  });
+
+  it('measures a thin class with the snapshot name too (45 bytes): one byte less', () => {
+    expect(vgNameProblem(a(80), DEFAULT_NAMING, 'thin')).toContain(
+      'too long for lvstamp\'s LV names (45 bytes): lvm2 refuses an LV when VG name + LV name + 3 reaches 128 bytes (NAME_LEN); here 128; use at most 79 bytes, and at most 81 counting each "-" twice',
+    );
+    expect(vgNameProblem(a(79), DEFAULT_NAMING, 'thin')).toBeNull();
+    expect(vgNameProblem(`${a(75)}-b-c`, DEFAULT_NAMING, 'thin')).toBeNull(); // 81 in the dm name
+    expect(vgNameProblem(`${a(73)}-b-c-d`, DEFAULT_NAMING, 'thin')).toContain(
+      "above the kernel's limit of 127",
     );
   });
 

@@ -301,25 +301,28 @@ export const LVM_NAME_LEN = 128;
 /**
  * Why lvm could not create and activate lvstamp's LVs in a volume group of
  * this name, or null when it can. Both limits are checked with the longest
- * LV name lvstamp uses (`lvstamp_new_<32 hex digits>`, 44 bytes, by default):
+ * LV name lvstamp uses in a class of this type: `lvstamp_new_<32 hex
+ * digits>` (44 bytes) for a thick class, and for a thin class also the
+ * snapshot name `lvstamp_snap_<32 hex digits>` (45 bytes), by default:
  *
  * 1. lvm2: bytes(VG) + bytes(LV) + 3 < LVM_NAME_LEN (128), else lvcreate fails;
  * 2. device-mapper: `lvDmName(VG, LV)` (each `-` doubled) fits in
  *    DM_NAME_LEN − 1 = 127 bytes, else lvcreate makes the LV but cannot
  *    activate it ("Name ... too long").
  *
- * With the default names a VG name may have 80 bytes, and 82 once each `-`
- * is counted twice; a thin class (`classType` `thin`) also holds snapshots
- * (`lvstamp_snap_<id>`, 45 bytes), so one byte less (docs/SNAPSHOTS.md §4). lvm only fails at the first lvcreate, so lvstamp checks
- * up front: `lvstamp vg create` and the driver's configuration (docs/DESIGN.md §3).
+ * With the default names a thick class's VG name may have 80 bytes, and 82
+ * once each `-` is counted twice; a thin class's one less. lvm only fails
+ * at the first lvcreate, so lvstamp checks up front: `lvstamp vg create`
+ * and the driver's configuration (docs/DESIGN.md §3).
+ * @param type the device class's type (DESIGN.md §4); default thick.
  */
 export function vgNameProblem(
   vgName: string,
   naming: Naming = DEFAULT_NAMING,
-  classType: 'thick' | 'thin' = 'thick',
+  type: 'thick' | 'thin' = 'thick',
 ): string | null {
   const prefixes = [naming.lvPrefix, naming.newLvPrefix];
-  if (classType === 'thin') prefixes.push(naming.snapshotLvPrefix);
+  if (type === 'thin') prefixes.push(naming.snapshotLvPrefix);
   const lvNames = prefixes.map((prefix) => prefix + '0'.repeat(32));
   const bytes = (text: string): number => Buffer.byteLength(text, 'utf8');
   const escaped = (text: string): number => bytes(text.replaceAll('-', '--'));
@@ -352,4 +355,56 @@ export function vgNameProblem(
 export function requireVgNameFitsDm(vgName: string, naming: Naming = DEFAULT_NAMING): void {
   const problem = vgNameProblem(vgName, naming);
   if (problem !== null) throw new InvalidArgumentError(problem);
+}
+
+/** What lvm(8) "VALID NAMES" allows for an LV name: `a-zA-Z0-9+_.-`, not starting with `-`. */
+const LV_NAME_PATTERN = /^[A-Za-z0-9+_.][A-Za-z0-9+_.-]*$/;
+/** Substrings lvm reserves for its hidden sub-LVs (lvm(8) "VALID NAMES"). */
+const RESERVED_LV_NAME_PARTS = [
+  '_cdata',
+  '_cmeta',
+  '_corig',
+  '_iorig',
+  '_mimage',
+  '_mlog',
+  '_pmspare',
+  '_rimage',
+  '_rmeta',
+  '_tdata',
+  '_tmeta',
+  '_vdata',
+  '_vorigin',
+  '_wcorig',
+];
+
+/**
+ * Why `poolName` cannot be a thin class's pool, or null when it can: it
+ * must be a valid LV name (lvm(8) "VALID NAMES": `a-zA-Z0-9+_.-`, not
+ * starting with `-`, not `.` or `..`, no reserved `_tdata`-like part, at
+ * most 127 − 3 − bytes(VG) bytes), and must not start with lvstamp's LV
+ * prefix (`lvstamp_`): a pool is never a volume, and removing a pool
+ * removes every thin LV in it (docs/DESIGN.md §4 "Thin device classes").
+ */
+export function thinPoolNameProblem(
+  poolName: string,
+  vgName: string,
+  naming: Naming = DEFAULT_NAMING,
+): string | null {
+  if (poolName === '.' || poolName === '..' || !LV_NAME_PATTERN.test(poolName)) {
+    return `"${poolName}" is not a valid logical volume name (lvm(8) VALID NAMES: letters, digits and + _ . -, not starting with -)`;
+  }
+  const reserved = RESERVED_LV_NAME_PARTS.find((part) => poolName.includes(part));
+  if (reserved !== undefined) {
+    return `"${poolName}" contains "${reserved}", which lvm reserves for its hidden volumes (lvm(8) VALID NAMES)`;
+  }
+  for (const prefix of [naming.lvPrefix, naming.newLvPrefix, naming.snapshotLvPrefix]) {
+    if (poolName.startsWith(prefix)) {
+      return `"${poolName}" starts with lvstamp's LV name prefix "${prefix}": a thin pool is never a volume`;
+    }
+  }
+  const bytes = Buffer.byteLength(vgName, 'utf8') + Buffer.byteLength(poolName, 'utf8') + 3;
+  if (bytes >= LVM_NAME_LEN) {
+    return `"${poolName}" is too long: lvm2 refuses an LV when VG name + LV name + 3 reaches ${LVM_NAME_LEN} bytes (NAME_LEN); here ${bytes}`;
+  }
+  return null;
 }

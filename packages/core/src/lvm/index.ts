@@ -4,6 +4,7 @@ export * from './command.js';
 export * from './report.js';
 export * from './volume-groups.js';
 export * from './logical-volumes.js';
+export * from './thin-pools.js';
 export * from './lvm.js';
 export * from './device-filter.js';
 export * from './vg-state.js';

@@ -1,5 +1,6 @@
 import { LvmCommand, type LvmCommandOptions } from './command.js';
 import { LogicalVolumes } from './logical-volumes.js';
+import { ThinPools } from './thin-pools.js';
 import { VolumeGroups } from './volume-groups.js';
 
 /**
@@ -10,10 +11,12 @@ import { VolumeGroups } from './volume-groups.js';
 export class Lvm {
   readonly volumeGroups: VolumeGroups;
   readonly logicalVolumes: LogicalVolumes;
+  readonly thinPools: ThinPools;
 
   constructor(options: LvmCommandOptions) {
     const command = new LvmCommand(options);
     this.volumeGroups = new VolumeGroups(command);
     this.logicalVolumes = new LogicalVolumes(command, this.volumeGroups);
+    this.thinPools = new ThinPools(command);
   }
 }

@@ -105,6 +105,129 @@ export function parseLvsReport(stdout: string, argv: readonly string[]): Logical
   return [...byUuid.values()];
 }
 
+/**
+ * Fields of the one `lvs` that measures a thin pool (docs/DESIGN.md §4
+ * "Thin capacity"): selected with `vg_name="VG" && (lv_name="POOL" ||
+ * pool_lv="POOL")`, one row for the pool and one per thin LV in it, each
+ * carrying the group's free space. Per-LV fields only: the pool's type is
+ * read from `lv_attr` (lvs(8): volume type `t` = segtype thin-pool, `V` =
+ * thin volume), never from the per-segment `segtype`.
+ */
+export const THIN_POOL_REPORT_FIELDS = [
+  'vg_name',
+  'vg_free',
+  'vg_extent_size',
+  'lv_name',
+  'lv_size',
+  'lv_attr',
+  'lv_permissions',
+  'pool_lv',
+  'data_percent',
+  'metadata_percent',
+  'lv_metadata_size',
+  'lv_health_status',
+  'lv_when_full',
+  'zero',
+] as const;
+
+/** A thin pool LV as the thin pool report shows it. Sizes in bytes. */
+export interface ThinPoolRow {
+  readonly vgName: string;
+  readonly poolName: string;
+  /** The pool's data size in bytes (`lv_size`). */
+  readonly sizeBytes: number;
+  /** The raw `lv_attr`, e.g. `twi-aotz--`; char 9 `D` out of data, `M` metadata read-only, `F` failed. */
+  readonly attr: string;
+  /** True when `lv_attr` says thin pool (volume type `t`, segtype thin-pool). */
+  readonly isThinPool: boolean;
+  /** Data use in hundredths of a percent (`data_percent` 12.34 → 1234), null when lvm does not know (inactive). */
+  readonly dataHundredths: number | null;
+  /** Metadata use in hundredths of a percent, null when unknown. */
+  readonly metadataHundredths: number | null;
+  /** `lv_health_status`: "" when healthy, e.g. `out_of_data`, `metadata_read_only`, `failed`. */
+  readonly healthStatus: string;
+  /** `lv_when_full`: `error` (a full pool fails writes) or `queue` (writes block). */
+  readonly whenFull: string;
+  /** True when new chunks are zeroed before first use (`zero` = "zero"). */
+  readonly zero: boolean;
+}
+
+/** A thin LV in the pool: what it promises. */
+export interface ThinLvRow {
+  readonly lvName: string;
+  /** Virtual size in bytes. */
+  readonly sizeBytes: number;
+  /** `lv_permissions` is `writeable` (a read-only snapshot promises nothing new). */
+  readonly writeable: boolean;
+}
+
+/** The thin pool report of one pool: the group's free space, the pool, its thin LVs. */
+export interface ThinPoolReport {
+  /** `vg_free` in bytes; null when the report had no row (pool absent and no thin LV). */
+  readonly vgFreeBytes: number | null;
+  readonly extentSizeBytes: number | null;
+  /** The LV named like the pool (maybe not a pool), or null when there is none. */
+  readonly pool: ThinPoolRow | null;
+  readonly thinLvs: readonly ThinLvRow[];
+}
+
+const PERCENT = /^(\d+)\.(\d{2})$/;
+
+/**
+ * Parses the stdout of `lvs --reportformat json --units b --nosuffix -o
+ * <THIN_POOL_REPORT_FIELDS> -S 'vg_name="VG" && (lv_name="POOL" ||
+ * pool_lv="POOL")'`. `data_percent`/`metadata_percent`: two decimals as
+ * lvm prints them (`"11.52"`) → hundredths (1152), `""` → null (inactive
+ * pool), anything else an error.
+ * @throws UnparseableOutputError on anything but that report.
+ */
+export function parseThinPoolReport(
+  stdout: string,
+  argv: readonly string[],
+  poolName: string,
+): ThinPoolReport {
+  const reader = new FieldReader(stdout, argv);
+  const rows = reader.rows('lv');
+  let vgFreeBytes: number | null = null;
+  let extentSizeBytes: number | null = null;
+  let pool: ThinPoolRow | null = null;
+  const thinLvs: ThinLvRow[] = [];
+  const percent = (row: Row, field: string): number | null => {
+    const value = reader.optional(row, field);
+    if (value === null) return null;
+    const match = PERCENT.exec(value);
+    if (match === null) return reader.fail(`field ${field} = "${value}" is not a percentage`);
+    return Number(match[1]) * 100 + Number(match[2]);
+  };
+  for (const row of rows) {
+    vgFreeBytes = reader.bytes(row, 'vg_free');
+    extentSizeBytes = reader.positiveBytes(row, 'vg_extent_size');
+    const lvName = reader.required(row, 'lv_name');
+    const attr = reader.required(row, 'lv_attr');
+    if (lvName === poolName) {
+      pool = {
+        vgName: reader.required(row, 'vg_name'),
+        poolName: lvName,
+        sizeBytes: reader.bytes(row, 'lv_size'),
+        attr,
+        isThinPool: attr[0] === 't',
+        dataHundredths: percent(row, 'data_percent'),
+        metadataHundredths: percent(row, 'metadata_percent'),
+        healthStatus: reader.optional(row, 'lv_health_status') ?? '',
+        whenFull: reader.optional(row, 'lv_when_full') ?? '',
+        zero: reader.optional(row, 'zero') === 'zero',
+      };
+    } else if (reader.optional(row, 'pool_lv') === poolName) {
+      thinLvs.push({
+        lvName,
+        sizeBytes: reader.bytes(row, 'lv_size'),
+        writeable: reader.required(row, 'lv_permissions') === 'writeable',
+      });
+    }
+  }
+  return { vgFreeBytes, extentSizeBytes, pool, thinLvs };
+}
+
 /** Fields requested from `pvs` when discovering volume groups: where each PV lives. */
 export const PV_REPORT_FIELDS = ['pv_name', 'vg_name'] as const;
 

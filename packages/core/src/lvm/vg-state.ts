@@ -3,6 +3,7 @@ import {
   CommandFailedError,
   OutOfSpaceError,
   STDERR_MESSAGE_BYTES,
+  ThinPoolUnusableError,
   VolumeGroupUnusableError,
   type VolumeGroupProblem,
 } from '../errors.js';
@@ -88,4 +89,38 @@ export function classifyChangeFailure(vgName: string, error: unknown): unknown {
     });
   }
   return classifyLvmFailure(vgName, error);
+}
+
+// lvm2 2.03.16's refusals of a thin pool, as recorded in fixtures/thin/recorded
+// (full-thin-create-when-full, threshold-create-70, thin-on-plain-lv, thin-on-missing-pool).
+const THIN_POOL_FULL =
+  /free space in thin pool \S+ reached threshold|Thin pool \S+ is out of data space/;
+const NOT_A_THIN_POOL = /\S+ is not a thin pool|Pool \S+ not found in Volume group/;
+
+/**
+ * A failed change in the thin pool `vgName/poolName` (lvcreate --type thin,
+ * lvextend of a thin LV) as a typed error (docs/DESIGN.md §4 "Thin
+ * capacity"): lvm's "reached threshold" and "out of data space" become
+ * OutOfSpaceError, "is not a thin pool" and "Pool … not found"
+ * ThinPoolUnusableError; the rest as classifyChangeFailure.
+ */
+export function classifyThinChangeFailure(
+  vgName: string,
+  poolName: string,
+  error: unknown,
+): unknown {
+  if (error instanceof CommandFailedError) {
+    if (THIN_POOL_FULL.test(error.stderr)) {
+      return new OutOfSpaceError(
+        `thin pool ${vgName}/${poolName} is full: ${CommandFailedError.describe(error)}`,
+        { cause: error },
+      );
+    }
+    if (NOT_A_THIN_POOL.test(error.stderr)) {
+      return new ThinPoolUnusableError(vgName, poolName, lvmMessage(error.stderr), {
+        cause: error,
+      });
+    }
+  }
+  return classifyChangeFailure(vgName, error);
 }

@@ -5,3 +5,4 @@ export * from './header-reading.js';
 export * from './volume-locks.js';
 export type * from './header-io.js';
 export * from './size.js';
+export * from './thin-capacity.js';

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -12,10 +12,11 @@ import {
   OutOfRangeError,
   NotFoundError,
   OutOfSpaceError,
+  ThinPoolUnusableError,
   UnparseableOutputError,
 } from '../errors.js';
 import type { CommandRunner } from '../exec/runner.js';
-import { ReplayRunner, type ReplayStep } from '../testing/replay-runner.js';
+import { CORE_FIXTURES_DIR, ReplayRunner, type ReplayStep } from '../testing/replay-runner.js';
 import type { DataArea } from '../header/block-io.js';
 import type { DecodeResult, HeaderFields } from '../header/types.js';
 import { NoopHostLock } from '../lock/host-lock.js';
@@ -1414,5 +1415,191 @@ describe('VolumeService: inactive LVs are activated, one LV at a time, only when
       await manager.activateOwnedVolumes({ vgNames: SCOPE_VGS, ownerId: OTHER_OWNER }),
     ).toEqual([]);
     runner.assertDone();
+  });
+});
+
+describe('VolumeService: thin volumes (DESIGN.md §4 "Thin device classes", §5)', () => {
+  const THIN = {
+    type: 'thin',
+    thinPool: 'pool0',
+    thinPoolSizeBytes: null,
+    overprovisionRatio: 2,
+  } as const;
+  const request = {
+    name: 'pvc-202',
+    requiredBytes: 202 * MiB,
+    vgName: 'vg0',
+    ownerId: OWNER,
+    provisioning: THIN,
+  };
+  const poolReport: ReplayStep['argv'] = [
+    'lvs',
+    ...REPORT,
+    '-o',
+    'vg_name,vg_free,vg_extent_size,lv_name,lv_size,lv_attr,lv_permissions,pool_lv,data_percent,metadata_percent,lv_metadata_size,lv_health_status,lv_when_full,zero',
+    '-S',
+    'vg_name="vg0" && (lv_name="pool0" || pool_lv="pool0")',
+  ];
+  const row = (fields: Record<string, string>): Record<string, string> => ({
+    vg_name: 'vg0',
+    vg_free: '0',
+    vg_extent_size: '4194304',
+    lv_permissions: 'writeable',
+    pool_lv: '',
+    data_percent: '',
+    metadata_percent: '',
+    lv_metadata_size: '',
+    lv_health_status: '',
+    lv_when_full: '',
+    zero: 'zero',
+    ...fields,
+  });
+  const poolRow = (data: string, metadata = '10.00', attr = 'twi-aotz--') =>
+    row({
+      lv_name: 'pool0',
+      lv_size: String(1024 * MiB),
+      lv_attr: attr,
+      data_percent: data,
+      metadata_percent: metadata,
+      lv_metadata_size: '4194304',
+      lv_when_full: 'error',
+    });
+  const thinRow = (name: string, bytes: number) =>
+    row({ lv_name: name, lv_size: String(bytes), lv_attr: 'Vwi-a-tz--', pool_lv: 'pool0' });
+  const poolStep = (rows: Record<string, string>[]): ReplayStep => ({
+    argv: poolReport,
+    stdout: JSON.stringify({ report: [{ lv: rows }] }),
+  });
+  const thinCreate = (id: string, bytes: number): string[] => [
+    'lvcreate',
+    '--yes',
+    '--type',
+    'thin',
+    '-V',
+    `${bytes}b`,
+    '--thinpool',
+    'vg0/pool0',
+    '-n',
+    `lvstamp_new_${id}`,
+    '--addtag',
+    'lvstamp',
+    '--addtag',
+    `lvstamp.owner=${OWNER}`,
+  ];
+
+  it('creates a thin LV in the pool, stamps it without clearing the data area, renames it', async () => {
+    const { runner, manager, headerIo } = setup([
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_202, 'lvs-empty.json', {}, ['vg0']),
+      poolStep([poolRow('5.00')]),
+      { argv: thinCreate(ID_202, 204 * MiB) },
+      renameStep(ID_202),
+    ]);
+    const volume = await manager.createVolume(request);
+    runner.assertDone();
+    expect(volume).toMatchObject({ sizeBytes: 204 * MiB, capacityBytes: 202 * MiB });
+    expect(headerIo.calls).toEqual([`write /dev/mapper/vg0-lvstamp_new_${ID_202}`]);
+  });
+
+  it('creates an absent pool of thinPoolSize (tagged, --errorwhenfull y) before the first volume', async () => {
+    const { runner, manager } = setup([
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_202, 'lvs-empty.json', {}, ['vg0']),
+      poolStep([]),
+      vgStep('vg0', 'vgs-one.json'),
+      {
+        argv: [
+          'lvcreate',
+          '--yes',
+          '--type',
+          'thin-pool',
+          '-L',
+          `${1024 * MiB}b`,
+          '--errorwhenfull',
+          'y',
+          '--addtag',
+          'lvstamp',
+          '--addtag',
+          `lvstamp.owner=${OWNER}`,
+          '-n',
+          'pool0',
+          'vg0',
+        ],
+      },
+      poolStep([poolRow('0.00')]),
+      { argv: thinCreate(ID_202, 204 * MiB) },
+      renameStep(ID_202),
+    ]);
+    await manager.createVolume({
+      ...request,
+      provisioning: { ...THIN, thinPoolSizeBytes: 1024 * MiB },
+    });
+    runner.assertDone();
+  });
+
+  it('activates an inactive pool alone (lvchange -ay VG/POOL) before measuring it', async () => {
+    const { runner, manager } = setup([
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_202, 'lvs-empty.json', {}, ['vg0']),
+      poolStep([poolRow('', '', 'twi---tz--')]),
+      { argv: ['lvchange', '-ay', 'vg0/pool0'] },
+      poolStep([poolRow('1.00')]),
+      { argv: thinCreate(ID_202, 204 * MiB) },
+      renameStep(ID_202),
+    ]);
+    await manager.createVolume(request);
+    runner.assertDone();
+  });
+
+  it.each<[string, Record<string, string>[], string]>([
+    [
+      'the budget is spent',
+      [poolRow('1.00'), thinRow('other', 1900 * MiB)],
+      'admits 155189248 bytes more',
+    ],
+    ['the pool is full', [poolRow('100.00', '10.00', 'twi-aotzD-')], 'out of data space'],
+    ['metadata is at 80 %', [poolRow('1.00', '80.00')], 'metadata is 80 % used'],
+  ])('OutOfSpaceError before any lvcreate when %s', async (_what, rows, message) => {
+    const { runner, manager } = setup([
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_202, 'lvs-empty.json', {}, ['vg0']),
+      poolStep(rows),
+    ]);
+    const error = await caught(manager.createVolume(request));
+    runner.assertDone();
+    expect(error).toBeInstanceOf(OutOfSpaceError);
+    expect((error as Error).message).toContain(message);
+  });
+
+  it('ThinPoolUnusableError when the LV of the pool name is no thin pool, or zeroing is off', async () => {
+    for (const rows of [
+      [row({ lv_name: 'pool0', lv_size: String(1024 * MiB), lv_attr: '-wi-a-----', zero: '' })],
+      [{ ...poolRow('1.00'), zero: '' }],
+    ]) {
+      const { runner, manager } = setup([
+        vgStep('vg0', 'vgs-one.json'),
+        lookupStep(ID_202, 'lvs-empty.json', {}, ['vg0']),
+        poolStep(rows),
+      ]);
+      const error = await caught(manager.createVolume(request));
+      runner.assertDone();
+      expect(error).toBeInstanceOf(ThinPoolUnusableError);
+    }
+  });
+
+  it('deletes a thin volume with lvremove and no wipe, whatever the wipe policy', async () => {
+    const thinDel = readFileSync(`${CORE_FIXTURES_DIR}lvm/lvs-del-final.json`, 'utf8').replace(
+      /"lv_attr":"-wi-a-----"/,
+      '"lv_attr":"Vwi-a-tz--"',
+    );
+    expect(thinDel).toContain('Vwi-a-tz--');
+    const { runner, manager } = setup([
+      scopeStep(),
+      { argv: lookupStep(ID_DEL, 'lvs-del-final.json').argv, stdout: thinDel },
+      { argv: ['lvremove', '--yes', `vg-data/lvstamp_${ID_DEL}`] },
+    ]);
+    const result = await manager.delete(ID_DEL, SCOPE, { wipe: 'zero' });
+    runner.assertDone();
+    expect(result.removed).toEqual([`vg-data/lvstamp_${ID_DEL}`]);
   });
 });

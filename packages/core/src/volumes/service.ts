@@ -9,6 +9,7 @@ import {
   NotOwnedError,
   OutOfRangeError,
   OutOfSpaceError,
+  ThinPoolUnusableError,
 } from '../errors.js';
 import { runLogged } from '../exec/logged.js';
 import type { CommandRunner, WarnLogger } from '../exec/runner.js';
@@ -20,6 +21,8 @@ import type { HostLock } from '../lock/host-lock.js';
 import { validateLvUuid } from '../lvm/logical-volumes.js';
 import type { Lvm } from '../lvm/lvm.js';
 import { validateVgName } from '../lvm/volume-groups.js';
+import type { ThinPoolReport } from '../lvm/report.js';
+import type { Provisioning, ThinProvisioning } from '../provisioning.js';
 import type {
   CreatedVolume,
   LogicalVolume,
@@ -47,6 +50,7 @@ import type { HeaderIo } from './header-io.js';
 import { readHeaderSafely, type HeaderReading } from './header-reading.js';
 import { failedTagCheck, isActive, requireOwnerHeader, requireOwnerTags } from './ownership.js';
 import { CAPACITY_BLOCK_BYTES, capacityOf, maximumCapacity, volumeSize } from './size.js';
+import { thinAdmits, thinPoolCapacity, type ThinPoolCapacity } from './thin-capacity.js';
 
 /** Default deadline of a wipe (`blkdiscard`), in milliseconds: one hour. */
 export const DEFAULT_WIPE_TIMEOUT_MS = 3_600_000;
@@ -66,6 +70,14 @@ export interface CreateVolumeRequest {
   readonly otherVgNames?: readonly string[];
   /** 32 hex digits; STANDALONE_OWNER_ID for standalone use. */
   readonly ownerId: string;
+  /** Thick (default) or a thin LV in a pool of `vgName` (DESIGN.md §4 "Thin device classes"). */
+  readonly provisioning?: Provisioning;
+}
+
+/** A thin class's pool: its volume group and settings (for expand's budget check). */
+export interface ThinClassPool {
+  readonly vgName: string;
+  readonly thin: ThinProvisioning;
 }
 
 /** Options of delete. */
@@ -166,6 +178,38 @@ export class VolumeService {
    */
   async listVolumeGroups(): Promise<VolumeGroup[]> {
     return this.#lvm.volumeGroups.list();
+  }
+
+  /**
+   * What a thin class's pool can take (DESIGN.md §4 "Thin capacity",
+   * thinPoolCapacity): one pool report (`lvs`), plus `vgs` when the pool is
+   * absent (the group's free space for a pool still to be created). An
+   * inactive pool (usage unknown) is activated alone (`lvchange -ay
+   * VG/POOL`, the name being the class's) and measured again. Changes
+   * nothing else.
+   * @throws NotFoundError when the volume group does not exist;
+   *   VolumeGroupUnusableError; CommandFailedError, CommandTimeoutError,
+   *   UnparseableOutputError, LockTimeoutError.
+   */
+  async thinPoolCapacity(vgName: string, thin: ThinProvisioning): Promise<ThinPoolCapacity> {
+    validateVgName(vgName);
+    const report = await this.#thinPoolReport(vgName, thin);
+    return thinPoolCapacity(thin, report);
+  }
+
+  async #thinPoolReport(vgName: string, thin: ThinProvisioning): Promise<ThinPoolReport> {
+    const pools = this.#lvm.thinPools;
+    let report = await pools.report(vgName, thin.thinPool);
+    const pool = report.pool;
+    if (pool !== null && pool.isThinPool && pool.dataHundredths === null) {
+      await pools.activate(vgName, thin.thinPool);
+      report = await pools.report(vgName, thin.thinPool);
+    }
+    if (report.vgFreeBytes === null) {
+      const vg = await this.#lvm.volumeGroups.get(vgName);
+      report = { ...report, vgFreeBytes: vg.freeBytes, extentSizeBytes: vg.extentSizeBytes };
+    }
+    return report;
   }
 
   /**
@@ -459,6 +503,12 @@ export class VolumeService {
     const lvs = this.#lvm.logicalVolumes;
     const { vg, existing, pending } = found;
     if (existing !== null) {
+      const wantThin = request.provisioning?.type === 'thin';
+      if (wantThin !== isThinLv(existing)) {
+        throw new AlreadyExistsError(
+          `volume "${request.name}" (${volumeId}) exists as a ${isThinLv(existing) ? 'thin' : 'thick'} LV ${existing.vgName}/${existing.lvName}; the request's device class is ${wantThin ? 'thin' : 'thick'}`,
+        );
+      }
       const adopted = await this.#adoptExisting(existing, request, volumeId, ownerId);
       return createdVolumeOf(adopted);
     }
@@ -481,19 +531,28 @@ export class VolumeService {
       ...request,
       extentSizeBytes: vg.extentSizeBytes,
     });
-    if (lvSizeBytes > freeBytes) {
+    const thin = request.provisioning?.type === 'thin' ? request.provisioning : null;
+    if (thin !== null) {
+      await this.#readyThinPool(vg, thin, ownerId, volumeId, lvSizeBytes);
+    } else if (lvSizeBytes > freeBytes) {
       throw new OutOfSpaceError(
         `volume group ${vg.name} has ${freeBytes} bytes free, volume ${volumeId} needs ${lvSizeBytes}`,
       );
     }
 
     const newLvName = newLvNameFor(volumeId, this.#naming);
-    await lvs.create({
-      vgName: vg.name,
-      lvName: newLvName,
-      sizeBytes: lvSizeBytes,
-      tags: [this.#naming.tag, ownerTagFor(ownerId, this.#naming)],
-    });
+    const tags = [this.#naming.tag, ownerTagFor(ownerId, this.#naming)];
+    if (thin !== null) {
+      await this.#lvm.thinPools.createThinLv({
+        vgName: vg.name,
+        poolName: thin.thinPool,
+        lvName: newLvName,
+        virtualSizeBytes: lvSizeBytes,
+        tags,
+      });
+    } else {
+      await lvs.create({ vgName: vg.name, lvName: newLvName, sizeBytes: lvSizeBytes, tags });
+    }
     // No read-back: the device path is lvm's naming rule (lvDmName), the size the -L asked
     // (whole extents, so lvm does not round it); lvcreate --activate y made the node.
     const dmPath = `/dev/mapper/${lvDmName(vg.name, newLvName)}`;
@@ -505,11 +564,14 @@ export class VolumeService {
       requestedBytes: capacityBytes,
       name: request.name,
     };
-    // The extents may have held a deleted volume: its filesystem must not show through.
-    await this.#headers.clearDataArea(dmPath, {
-      dataOffsetBytes: DATA_OFFSET_BYTES,
-      sizeBytes: DATA_OFFSET_BYTES + capacityBytes,
-    });
+    // The extents may have held a deleted volume: its filesystem must not show through. A thin
+    // LV reads zeros everywhere (the pool zeroes new chunks); clearing would map 2 MiB of chunks.
+    if (thin === null) {
+      await this.#headers.clearDataArea(dmPath, {
+        dataOffsetBytes: DATA_OFFSET_BYTES,
+        sizeBytes: DATA_OFFSET_BYTES + capacityBytes,
+      });
+    }
     await this.#headers.writeHeader(dmPath, header);
     const finalLvName = lvNameFor(volumeId, this.#naming);
     await lvs.rename(vg.name, newLvName, finalLvName);
@@ -520,6 +582,57 @@ export class VolumeService {
       sizeBytes: lvSizeBytes,
       capacityBytes,
     };
+  }
+
+  /**
+   * A thin create's pool step, under the host lock (DESIGN.md §4 "Thin
+   * device classes"): the pool is measured (activated alone when inactive);
+   * absent with `thinPoolSize` → created (thinPoolCreateArgv, tagged for
+   * this owner) and measured again; then the budget check for an LV of
+   * `lvSizeBytes`.
+   * @throws ThinPoolUnusableError (not a thin pool, zero off, absent without
+   *   a size); OutOfSpaceError (budget, pool full, metadata ≥ 80 %, no room
+   *   for the pool).
+   */
+  async #readyThinPool(
+    vg: VolumeGroup,
+    thin: ThinProvisioning,
+    ownerId: string,
+    volumeId: string,
+    lvSizeBytes: number,
+  ): Promise<void> {
+    let report = await this.#thinPoolReport(vg.name, thin);
+    let capacity = thinPoolCapacity(thin, report);
+    if (capacity.condition === 'prospective' && thin.thinPoolSizeBytes !== null) {
+      await this.#lvm.thinPools.create({
+        vgName: vg.name,
+        poolName: thin.thinPool,
+        sizeBytes: capacity.poolBytes,
+        tags: [this.#naming.tag, ownerTagFor(ownerId, this.#naming)],
+      });
+      this.#logger?.warn('created thin pool', {
+        pool: `${vg.name}/${thin.thinPool}`,
+        sizeBytes: capacity.poolBytes,
+      });
+      report = await this.#thinPoolReport(vg.name, thin);
+      capacity = thinPoolCapacity(thin, report);
+    }
+    if (
+      capacity.condition === 'unusable' ||
+      (capacity.condition === 'absent' && thin.thinPoolSizeBytes === null)
+    ) {
+      throw new ThinPoolUnusableError(
+        vg.name,
+        thin.thinPool,
+        capacity.detail ?? capacity.condition,
+      );
+    }
+    const refused = thinAdmits(capacity, lvSizeBytes, lvSizeBytes);
+    if (refused !== null) {
+      throw new OutOfSpaceError(
+        `thin pool ${vg.name}/${thin.thinPool} cannot take volume ${volumeId} (${lvSizeBytes} bytes): ${refused}`,
+      );
+    }
   }
 
   async #adoptExisting(
@@ -635,7 +748,11 @@ export class VolumeService {
     volumeId: string,
     requiredBytes: number,
     scope: VolumeScope,
-    options: { readonly limitBytes?: number } = {},
+    options: {
+      readonly limitBytes?: number;
+      /** The thin classes' pools: a thin volume grows only within its pool's budget. */
+      readonly thinPools?: readonly ThinClassPool[];
+    } = {},
   ): Promise<{ status: VolumeStatus; filesystemGrown: string | null }> {
     validateVolumeId(volumeId);
     const ownerId = parseOwnerId(scope.ownerId);
@@ -645,7 +762,7 @@ export class VolumeService {
     // The range alone (any extent size): refused before any lvm command.
     volumeSize({ requiredBytes, limitBytes, extentSizeBytes: CAPACITY_BLOCK_BYTES });
     const grown = await this.#hostLock.withLock(`expand ${volumeId}`, () =>
-      this.#expandLv(volumeId, requiredBytes, limitBytes, scope, ownerId),
+      this.#expandLv(volumeId, requiredBytes, limitBytes, scope, ownerId, options.thinPools ?? []),
     );
     const map = await this.#maps.find(volumeId);
     let filesystemGrown: string | null = null;
@@ -676,6 +793,7 @@ export class VolumeService {
     limitBytes: number | undefined,
     scope: VgScope,
     ownerId: string,
+    thinPools: readonly ThinClassPool[],
   ): Promise<Volume> {
     const { finished, groups, vgsStderr } = await this.#lookup(volumeId, scope.vgNames);
     const found = this.#single(volumeId, finished);
@@ -701,7 +819,10 @@ export class VolumeService {
     let grown: Volume = volume;
     if (volume.sizeBytes < lvSizeBytes) {
       const growBytes = lvSizeBytes - volume.sizeBytes;
-      if (growBytes > vg.freeBytes) {
+      const thin = isThinLv(volume)
+        ? await this.#thinClassOf(volume, thinPools, growBytes, lvSizeBytes)
+        : null;
+      if (thin === null && growBytes > vg.freeBytes) {
         throw new OutOfSpaceError(
           `volume group ${vg.name} has ${vg.freeBytes} bytes free, growing volume ${volumeId} needs ${growBytes}`,
         );
@@ -710,12 +831,45 @@ export class VolumeService {
       if (decoded.version === 1) {
         await this.#headers.writeHeader(dmPath, { ...header, requestedBytes: current });
       }
-      await this.#lvm.logicalVolumes.extend(vg.name, volume.lvName, lvSizeBytes);
+      if (thin !== null) {
+        await this.#lvm.thinPools.extendThinLv(vg.name, thin.thinPool, volume.lvName, lvSizeBytes);
+      } else {
+        await this.#lvm.logicalVolumes.extend(vg.name, volume.lvName, lvSizeBytes);
+      }
       // -L of whole extents is exact; the device path and number do not change.
       grown = { ...volume, sizeBytes: lvSizeBytes };
     }
     await this.#headers.writeHeader(dmPath, { ...header, requestedBytes: capacityBytes });
     return { ...grown, capacityBytes };
+  }
+
+  /**
+   * The thin class of a thin volume about to grow by `growBytes` to
+   * `lvSizeBytes`, after the budget check (DESIGN.md §4 "Thin capacity").
+   * @throws FailedPreconditionError when no configured thin class names its
+   *   pool (the budget is unknown); OutOfSpaceError when the pool refuses.
+   */
+  async #thinClassOf(
+    volume: Volume,
+    thinPools: readonly ThinClassPool[],
+    growBytes: number,
+    lvSizeBytes: number,
+  ): Promise<ThinProvisioning> {
+    const candidates = thinPools.filter((p) => p.vgName === volume.vgName);
+    for (const { thin } of candidates) {
+      const report = await this.#thinPoolReport(volume.vgName, thin);
+      if (!report.thinLvs.some((lv) => lv.lvName === volume.lvName)) continue;
+      const refused = thinAdmits(thinPoolCapacity(thin, report), growBytes, lvSizeBytes);
+      if (refused !== null) {
+        throw new OutOfSpaceError(
+          `thin pool ${volume.vgName}/${thin.thinPool} cannot grow volume ${volume.volumeId} by ${growBytes} bytes: ${refused}`,
+        );
+      }
+      return thin;
+    }
+    throw new FailedPreconditionError(
+      `${volume.vgName}/${volume.lvName} is a thin volume in a pool that no thin device class names; its budget is unknown, so it is not grown`,
+    );
   }
 
   // ---- delete ---------------------------------------------------------------
@@ -824,7 +978,9 @@ export class VolumeService {
     }
     const removed: string[] = [];
     for (const lv of [...ready, ...pending]) {
-      if (wipe !== 'none' && !lv.creating && lv.dmPath !== null) {
+      // A thin LV is never wiped: lvremove returns its chunks and the pool zeroes them before
+      // reuse (DESIGN.md §5); a wipe would map, or discard, chunks a snapshot may share.
+      if (wipe !== 'none' && !lv.creating && lv.dmPath !== null && !isThinLv(lv)) {
         const argv =
           wipe === 'zero' ? ['blkdiscard', '--zeroout', lv.dmPath] : ['blkdiscard', lv.dmPath];
         await runLogged(this.#runner, this.#logger, argv, { timeoutMs: this.#wipeTimeoutMs });
@@ -1082,4 +1238,9 @@ function commonPrefix(naming: Naming): string {
   let i = 0;
   while (i < a.length && i < b.length && a[i] === b[i]) i += 1;
   return a.slice(0, i);
+}
+
+/** A thin LV: `lv_attr` volume type `V` (lvs(8)), i.e. segtype thin. */
+function isThinLv(lv: Pick<LogicalVolume, 'attr'>): boolean {
+  return lv.attr.startsWith('V');
 }
