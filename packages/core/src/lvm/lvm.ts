@@ -14,6 +14,6 @@ export class Lvm {
   constructor(options: LvmCommandOptions) {
     const command = new LvmCommand(options);
     this.volumeGroups = new VolumeGroups(command);
-    this.logicalVolumes = new LogicalVolumes(command, this.volumeGroups);
+    this.logicalVolumes = new LogicalVolumes(command);
   }
 }
