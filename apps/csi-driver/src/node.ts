@@ -141,7 +141,7 @@ export function createNodeService(deps: NodeDeps) {
         'missing',
         'directory',
       ]);
-      // attach looks the volume up itself (one lvs): an unknown volume is its NotFoundError,
+      // attach looks the volume up itself (one lvm fullreport): an unknown volume is its NotFoundError,
       // which errors.ts maps to NOT_FOUND; no separate status look-up (3 fewer commands).
       // Activates an inactive LV of this owner first (after a reboot without auto-activation).
       const device = await core.volumes.attach(request.volume_id, scope);

@@ -230,6 +230,29 @@ describe('DataDeviceManager.list', () => {
   });
 });
 
+/**
+ * A host root whose sys/block holds the maps of `lines` (dmsetup info's
+ * `name|uuid|major|minor|open`, the open count dropped: sysfs has none), as
+ * the test VM shows them: `dm-<minor>/dm/name`, `dm/uuid`, `dev`.
+ */
+const sysfsRoots: string[] = [];
+afterEach(() => {
+  for (const root of sysfsRoots.splice(0)) rmSync(root, { recursive: true, force: true });
+});
+function sysfsWith(lines: string, root = mkdtempSync(join(tmpdir(), 'lvstamp-sysfs-'))): string {
+  sysfsRoots.push(root);
+  mkdirSync(join(root, 'sys/block/loop0'), { recursive: true });
+  for (const line of lines.split('\n').filter((l) => l !== '')) {
+    const [name = '', uuid = '', major = '', minor = ''] = line.split('|');
+    const dir = join(root, 'sys/block', `dm-${minor}`);
+    mkdirSync(join(dir, 'dm'), { recursive: true });
+    writeFileSync(join(dir, 'dm/name'), `${name}\n`);
+    writeFileSync(join(dir, 'dm/uuid'), `${uuid}\n`);
+    writeFileSync(join(dir, 'dev'), `${major}:${minor}\n`);
+  }
+  return root;
+}
+
 describe('DataDeviceManager.create', () => {
   const createArgv = [
     'dmsetup',
@@ -241,26 +264,34 @@ describe('DataDeviceManager.create', () => {
     '--table',
     TABLE,
   ];
+  /** setup over a sysfs that shows `maps` (dmsetup info lines). */
+  const setupAt = (maps: string, steps: ReplayStep[], onRun?: (argv: readonly string[]) => void) =>
+    setup(steps, onRun, undefined, sysfsWith(maps));
 
-  it('creates the map, makes its node and checks the node by major:minor', async () => {
+  it('creates the map, makes its node and checks the node by major:minor; the map is read from sysfs', async () => {
+    const root = sysfsWith(lvMap);
     const { manager, nodes } = setup(
-      [
-        infoFile('dmsetup-info-none.txt'),
-        { argv: createArgv },
-        info(lvMap + ourMap(3)),
-        { argv: ['dmsetup', 'mknodes', NAME] },
-      ],
+      [{ argv: createArgv }, { argv: ['dmsetup', 'mknodes', NAME] }],
       (argv) => {
+        if (argv[1] === 'create') sysfsWith(ourMap(3), root);
         if (argv[1] === 'mknodes') nodes.nodes.set(PATH, { major: 253, minor: 3 });
       },
+      undefined,
+      root,
     );
     expect(await manager.create(ID, LV, MiB)).toEqual({ path: PATH, major: 253, minor: 3 });
     expect(nodes.lookups).toEqual([PATH, PATH]);
   });
 
+  it('fails when dmsetup create succeeded but sysfs shows no map', async () => {
+    const { manager } = setup([{ argv: createArgv }], undefined, undefined, sysfsWith(lvMap));
+    await expect(manager.create(ID, LV, MiB)).rejects.toThrow(
+      new FailedPreconditionError(`dmsetup create ${NAME} succeeded but the map is not listed`),
+    );
+  });
+
   it('uses the 1 MiB data offset by default', async () => {
-    const { manager, nodes } = setup([
-      info(lvMap + ourMap(3)),
+    const { manager, nodes } = setupAt(lvMap + ourMap(3), [
       { argv: ['dmsetup', 'table', NAME], stdout: `${TABLE}\n` },
     ]);
     nodes.nodes.set(PATH, { major: 253, minor: 3 });
@@ -268,8 +299,7 @@ describe('DataDeviceManager.create', () => {
   });
 
   it('is a no-op for an existing map with the same table and a good node', async () => {
-    const { manager, nodes } = setup([
-      info(lvMap + ourMap(3)),
+    const { manager, nodes } = setupAt(lvMap + ourMap(3), [
       { argv: ['dmsetup', 'table', NAME], stdoutFile: 'device/dmsetup-table-linear.txt' },
     ]);
     nodes.nodes.set(PATH, { major: 253, minor: 3 });
@@ -277,8 +307,7 @@ describe('DataDeviceManager.create', () => {
   });
 
   it('reloads and resumes an existing map with another table', async () => {
-    const { manager, nodes } = setup([
-      info(lvMap + ourMap(3)),
+    const { manager, nodes } = setupAt(lvMap + ourMap(3), [
       { argv: ['dmsetup', 'table', NAME], stdout: '0 1024 linear 253:0 2048\n' },
       { argv: ['dmsetup', 'reload', NAME, '--table', TABLE] },
       { argv: ['dmsetup', 'resume', '--noudevsync', NAME] },
@@ -288,8 +317,7 @@ describe('DataDeviceManager.create', () => {
   });
 
   it('loads a table into a map left without one by an interrupted create', async () => {
-    const { manager, nodes } = setup([
-      info(ourMap(3)),
+    const { manager, nodes } = setupAt(ourMap(3), [
       { argv: ['dmsetup', 'table', NAME], stdout: '' },
       { argv: ['dmsetup', 'reload', NAME, '--table', TABLE] },
       { argv: ['dmsetup', 'resume', '--noudevsync', NAME] },
@@ -299,9 +327,9 @@ describe('DataDeviceManager.create', () => {
   });
 
   it('replaces a stale node that names another device', async () => {
-    const { manager, nodes } = setup(
+    const { manager, nodes } = setupAt(
+      ourMap(3),
       [
-        info(ourMap(3)),
         { argv: ['dmsetup', 'table', NAME], stdout: `${TABLE}\n` },
         { argv: ['dmsetup', 'mknodes', NAME] },
       ],
@@ -314,8 +342,7 @@ describe('DataDeviceManager.create', () => {
   });
 
   it('fails when the node still does not match after mknodes', async () => {
-    const { manager, nodes } = setup([
-      info(ourMap(3)),
+    const { manager, nodes } = setupAt(ourMap(3), [
       { argv: ['dmsetup', 'table', NAME], stdout: `${TABLE}\n` },
       { argv: ['dmsetup', 'mknodes', NAME] },
     ]);
@@ -326,8 +353,7 @@ describe('DataDeviceManager.create', () => {
   });
 
   it('fails when no node appears', async () => {
-    const { manager } = setup([
-      info(ourMap(3)),
+    const { manager } = setupAt(ourMap(3), [
       { argv: ['dmsetup', 'table', NAME], stdout: `${TABLE}\n` },
       { argv: ['dmsetup', 'mknodes', NAME] },
     ]);
@@ -337,10 +363,10 @@ describe('DataDeviceManager.create', () => {
   });
 
   it('refuses a map of our name with a foreign UUID, and our UUID under another name', async () => {
-    const a = setup([info(`${NAME}|CRYPT-xyz|253|3|0\n`)]);
+    const a = setupAt(`${NAME}|CRYPT-xyz|253|3|0\n`, []);
     await expect(a.manager.create(ID, LV, MiB)).rejects.toThrow(FailedPreconditionError);
     a.replay.assertDone();
-    const b = setup([info(`other|LVSTAMP-${ID}|253|3|0\n`)]);
+    const b = setupAt(`other|LVSTAMP-${ID}|253|3|0\n`, []);
     await expect(b.manager.create(ID, LV, MiB)).rejects.toThrow(FailedPreconditionError);
   });
 
@@ -354,8 +380,7 @@ describe('DataDeviceManager.create', () => {
   });
 
   it('propagates a failing dmsetup create', async () => {
-    const { manager } = setup([
-      infoFile('dmsetup-info-none.txt'),
+    const { manager } = setupAt(lvMap, [
       {
         argv: createArgv,
         exitCode: 1,

@@ -117,9 +117,11 @@ export class DataDeviceManager {
    * existing map with the same table is kept; one with another table (for
    * example after the LV grew) is reloaded and resumed.
    *
-   * Runs `dmsetup create lvstamp-<id> --uuid LVSTAMP-<id> --noudevsync
-   * --table "0 <dataBytes/512> linear <major>:<minor> <dataOffset/512>"`, then
-   * `dmsetup mknodes lvstamp-<id>` when the node is missing or stale.
+   * Whether the map exists, and its device number once made, are read from
+   * sysfs in-process (as `find`); the processes are `dmsetup create
+   * lvstamp-<id> --uuid LVSTAMP-<id> --noudevsync --table "0 <dataBytes/512>
+   * linear <major>:<minor> <dataOffset/512>"`, then `dmsetup mknodes
+   * lvstamp-<id>` when the node is missing or stale (always without udev).
    *
    * @param lv the LV's device number and size in bytes (must be active).
    * @param dataOffsetBytes bytes from LV start to the data area; default 1 MiB.
@@ -142,7 +144,7 @@ export class DataDeviceManager {
     const wanted = linearTableFor(lv, dataOffsetBytes, dataBytes);
     const name = dmNameFor(requireVolumeId(volumeId), this.#naming);
     const uuid = dmUuidFor(volumeId, this.#naming);
-    let map = this.#own(await this.listAll(), volumeId);
+    let map = this.#own(await this.#sysfsMaps(), volumeId);
     if (map === null) {
       await this.#runner.run([
         'dmsetup',
@@ -154,7 +156,7 @@ export class DataDeviceManager {
         '--table',
         formatLinearTable(wanted),
       ]);
-      map = this.#own(await this.listAll(), volumeId);
+      map = this.#own(await this.#sysfsMaps(), volumeId);
       if (map === null) {
         throw new FailedPreconditionError(
           `dmsetup create ${name} succeeded but the map is not listed`,
@@ -258,6 +260,21 @@ export class DataDeviceManager {
    */
   async find(volumeId: string): Promise<DataDeviceRef | null> {
     const uuid = dmUuidFor(requireVolumeId(volumeId), this.#naming);
+    const map = (await this.#sysfsMaps()).find((m) => m.uuid === uuid);
+    return map === undefined
+      ? null
+      : { volumeId, name: map.name, major: map.major, minor: map.minor };
+  }
+
+  /**
+   * Every device-mapper device as sysfs shows it under the host root
+   * (`sys/block/dm-N/dm/name`, `dm/uuid`, `dev`), read in-process; a device
+   * that goes away while it is read is left out. No open count (that is
+   * dmsetup's, listAll).
+   * @throws FailedPreconditionError when `sys/block` cannot be listed or a
+   *   `dev` file is not `major:minor`.
+   */
+  async #sysfsMaps(): Promise<(DeviceNumber & { name: string; uuid: string })[]> {
     const blockDir = join(this.#hostRoot ?? '/', 'sys/block');
     let entries: string[];
     try {
@@ -265,28 +282,29 @@ export class DataDeviceManager {
     } catch (error) {
       throw new FailedPreconditionError(`cannot list ${blockDir}: ${(error as Error).message}`);
     }
-    const uuids = await Promise.all(
-      entries.map((entry) =>
-        readFile(join(blockDir, entry, 'dm/uuid'), 'utf8').then(
-          (text) => text.trim(),
-          () => '', // the device went away while listing
-        ),
-      ),
-    );
-    const index = uuids.indexOf(uuid);
-    const entry = entries[index];
-    if (index < 0 || entry === undefined) return null;
-    const [name, dev] = await Promise.all([
-      readFile(join(blockDir, entry, 'dm/name'), 'utf8'),
-      readFile(join(blockDir, entry, 'dev'), 'utf8'),
-    ]);
-    const match = /^(\d+):(\d+)$/.exec(dev.trim());
-    if (match === null) {
-      throw new FailedPreconditionError(
-        `${join(blockDir, entry, 'dev')} holds "${dev.trim()}", not major:minor`,
+    const read = (entry: string, file: string): Promise<string | null> =>
+      readFile(join(blockDir, entry, file), 'utf8').then(
+        (text) => text.trim(),
+        () => null, // the device went away while listing
       );
-    }
-    return { volumeId, name: name.trim(), major: Number(match[1]), minor: Number(match[2]) };
+    const maps = await Promise.all(
+      entries.map(async (entry) => {
+        const [name, uuid, dev] = await Promise.all([
+          read(entry, 'dm/name'),
+          read(entry, 'dm/uuid'),
+          read(entry, 'dev'),
+        ]);
+        if (name === null || uuid === null || dev === null) return [];
+        const match = /^(\d+):(\d+)$/.exec(dev);
+        if (match === null) {
+          throw new FailedPreconditionError(
+            `${join(blockDir, entry, 'dev')} holds "${dev}", not major:minor`,
+          );
+        }
+        return [{ name, uuid, major: Number(match[1]), minor: Number(match[2]) }];
+      }),
+    );
+    return maps.flat();
   }
 
   /**
@@ -355,7 +373,10 @@ export class DataDeviceManager {
   }
 
   /** The map of `volumeId` in a listing, checking that name and UUID agree. */
-  #own(maps: readonly DmMap[], volumeId: string): DmMap | null {
+  #own<M extends { readonly name: string; readonly uuid: string }>(
+    maps: readonly M[],
+    volumeId: string,
+  ): M | null {
     const name = dmNameFor(volumeId, this.#naming);
     const uuid = dmUuidFor(volumeId, this.#naming);
     const byName = maps.find((m) => m.name === name);
@@ -387,7 +408,7 @@ export class DataDeviceManager {
   }
 
   /** Makes sure /dev/mapper/<name> is a block device with the map's number (DESIGN.md: compare by major:minor). */
-  async #ensureNode(name: string, map: DmMap): Promise<DataDevice> {
+  async #ensureNode(name: string, map: DeviceNumber): Promise<DataDevice> {
     const path = `${MAPPER_DIR}/${name}`;
     const wanted: DeviceNumber = { major: map.major, minor: map.minor };
     let node = await this.#deviceNumberOf(path);

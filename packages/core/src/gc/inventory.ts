@@ -8,7 +8,7 @@ import type { Inventory, InventoryMap, InventoryVolume } from './types.js';
 
 /**
  * Takes the GC inventory of this node in the scope's volume groups (DESIGN.md
- * §6 "Inventory"): one `lvs`, one `dmsetup info`, one `dmsetup table`, then
+ * §6 "Inventory"): one `lvm fullreport`, one `dmsetup info`, one `dmsetup table`, then
  * an in-process header read per active LV; devices matched by major:minor.
  * An unreadable header is `{ status: 'unreadable', reason }`, never thrown.
  * @param clock the current Unix time in milliseconds (for `takenAtMs`).

@@ -1,9 +1,15 @@
 import { FailedPreconditionError, InvalidArgumentError } from '../errors.js';
 import { LV_TIME_CONFIG, LvmCommand, REPORT_OPTIONS } from './command.js';
-import { LV_REPORT_FIELDS, parseLvsReport } from './report.js';
-import { classifyChangeFailure } from './vg-state.js';
-import { VolumeGroups, validateVgName, vgSelection } from './volume-groups.js';
-import type { LogicalVolume, VolumeGroup } from './types.js';
+import {
+  FULLREPORT_PV_FIELDS,
+  LV_REPORT_FIELDS,
+  parseFullReport,
+  parseLvsReport,
+  VG_REPORT_FIELDS,
+} from './report.js';
+import { classifyChangeFailure, problemsOfVgAttr } from './vg-state.js';
+import { validateVgName, vgSelection, type GroupsReport } from './volume-groups.js';
+import type { LogicalVolume } from './types.js';
 
 // lvm uuids: 32 alphanumerics in groups joined by '-'.
 const LV_UUID = /^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$/;
@@ -19,12 +25,12 @@ export function validateLvUuid(lvUuid: string): void {
 /** Which LVs a look-up wants: exactly these names, or every name with this prefix. */
 export type LvNameFilter = { readonly names: readonly string[] } | { readonly prefix: string };
 
-/** What a look-up in a scope found: the groups of the scope that exist, and the LVs in them. */
-export interface ScopedLogicalVolumes {
-  readonly groups: readonly VolumeGroup[];
+/**
+ * What a look-up in a scope found: the groups of the scope that exist (with
+ * lvm's warnings and their PVs, for VolumeGroups.usable), and the LVs in them.
+ */
+export interface ScopedLogicalVolumes extends GroupsReport {
   readonly lvs: readonly LogicalVolume[];
-  /** lvm's warnings while listing the groups (for VolumeGroups.usable). */
-  readonly vgsStderr: string;
 }
 
 /**
@@ -66,18 +72,18 @@ export function lvcreateArgv(request: {
  */
 export class LogicalVolumes {
   readonly #lvm: LvmCommand;
-  readonly #groups: VolumeGroups;
 
-  constructor(command: LvmCommand, groups: VolumeGroups) {
+  constructor(command: LvmCommand) {
     this.#lvm = command;
-    this.#groups = groups;
   }
 
   /**
    * The LVs matching `filter` in the volume groups `vgNames` (DESIGN.md
-   * §2.3: never every group), and those groups: one `vgs -S` and one `lvs
-   * -S '(vg_name="a" || …) && (…)'`, run at once. A group that does not
-   * exist holds nothing.
+   * §2.3: never every group), and those groups, from one `lvm fullreport`
+   * (lookupArgv; docs/ARCHITECTURE.md "lvm processes per call"). A group
+   * that does not exist holds nothing. A shared group (lvmlockd) is listed
+   * as a group, for VolumeGroups.usable to refuse, but its LVs are not
+   * (lvm without `--shared` skips the whole group).
    * @throws InvalidArgumentError for a bad group name.
    * @throws FailedPreconditionError when lvm sees two groups with one of the
    *   names (a copy, or a group nested in a volume), naming both vg_uuids.
@@ -86,14 +92,15 @@ export class LogicalVolumes {
   async inGroups(vgNames: readonly string[], filter: LvNameFilter): Promise<ScopedLogicalVolumes> {
     for (const name of vgNames) validateVgName(name);
     const names = [...new Set(vgNames)];
-    if (names.length === 0) return { groups: [], lvs: [], vgsStderr: '' };
-    const inGroups = vgSelection(names);
-    const [{ groups, stderr }, lvs] = await Promise.all([
-      this.#groups.selectReport(names),
-      this.#lvs(`(${inGroups}) && (${nameSelection(filter)})`, null),
-    ]);
+    if (names.length === 0) {
+      return { groups: [], lvs: [], stderr: '', pvUuids: new Map(), sharedListed: true };
+    }
+    const result = await this.#lvm.report(lookupArgv(names, filter));
+    const found = parseFullReport(result.stdout, result.argv).filter((g) =>
+      names.includes(g.group.name),
+    );
     for (const name of names) {
-      const same = groups.filter((vg) => vg.name === name);
+      const same = found.filter((g) => g.group.name === name).map((g) => g.group);
       if (same.length > 1) {
         throw new FailedPreconditionError(
           `lvm sees ${same.length} volume groups named ${name} (vg_uuid ${same.map((vg) => vg.uuid).join(' and ')}): ` +
@@ -101,8 +108,15 @@ export class LogicalVolumes {
         );
       }
     }
-    const found = new Set(groups.map((vg) => vg.name));
-    return { groups, lvs: lvs.filter((lv) => found.has(lv.vgName)), vgsStderr: stderr };
+    return {
+      groups: found.map((g) => g.group),
+      lvs: found
+        .filter((g) => !problemsOfVgAttr(g.group.attr).includes('shared'))
+        .flatMap((g) => g.lvs),
+      stderr: result.stderr,
+      pvUuids: new Map(found.map((g) => [g.group.uuid, g.pvUuids])),
+      sharedListed: true,
+    };
   }
 
   /**
@@ -233,6 +247,57 @@ export class LogicalVolumes {
     const result = await this.#lvm.report(argv);
     return parseLvsReport(result.stdout, result.argv);
   }
+}
+
+/**
+ * The look-up of LVs in volume groups as one process (lvmreport(7)
+ * "fullreport", `--configreport`): `lvm fullreport` with no positional group
+ * (a positional name lvm sees twice, or not at all, is exit 5; a selection
+ * is exit 0 and lists both groups of one name), each sub-report with its
+ * own `-o` and `-S`: the groups' `vg` rows (VG_REPORT_FIELDS), their PV
+ * uuids, their LVs matching `filter` (LV_REPORT_FIELDS), no segments; and
+ * `--shared`, so a shared group shows in `vg_attr` instead of being
+ * skipped. The field lists are the ones `vgs` and `lvs` use.
+ */
+export function lookupArgv(vgNames: readonly string[], filter: LvNameFilter): string[] {
+  const inGroups = vgSelection(vgNames);
+  return [
+    'lvm',
+    'fullreport',
+    ...REPORT_OPTIONS,
+    ...LV_TIME_CONFIG,
+    '--shared',
+    '--configreport',
+    'vg',
+    '-o',
+    VG_REPORT_FIELDS.join(','),
+    '-S',
+    inGroups,
+    '--configreport',
+    'pv',
+    '-o',
+    FULLREPORT_PV_FIELDS.join(','),
+    '-S',
+    inGroups,
+    '--configreport',
+    'lv',
+    '-o',
+    LV_REPORT_FIELDS.join(','),
+    '-S',
+    `(${inGroups}) && (${nameSelection(filter)})`,
+    '--configreport',
+    'pvseg',
+    '-o',
+    'pvseg_start',
+    '-S',
+    'pvseg_start<0',
+    '--configreport',
+    'seg',
+    '-o',
+    'seg_start',
+    '-S',
+    'seg_start<0',
+  ];
 }
 
 /** The lvm selection (lvmreport(7)) of a name filter. */

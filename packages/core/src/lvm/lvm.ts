@@ -16,7 +16,7 @@ export class Lvm {
   constructor(options: LvmCommandOptions) {
     const command = new LvmCommand(options);
     this.volumeGroups = new VolumeGroups(command);
-    this.logicalVolumes = new LogicalVolumes(command, this.volumeGroups);
+    this.logicalVolumes = new LogicalVolumes(command);
     this.thinPools = new ThinPools(command);
   }
 }

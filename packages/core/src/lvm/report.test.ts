@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { UnparseableOutputError } from '../errors.js';
 import { CORE_FIXTURES_DIR } from '../testing/replay-runner.js';
-import { parseLvsReport, parseVgsReport } from './report.js';
+import { parseFullReport, parseLvsReport, parseVgsReport } from './report.js';
 
 const fixture = (name: string): string => readFileSync(`${CORE_FIXTURES_DIR}lvm/${name}`, 'utf8');
 const LVS = ['lvs', '--reportformat', 'json'];
@@ -123,5 +123,64 @@ describe('parseLvsReport', () => {
   it('rejects empty stdout instead of reading it as "no volumes"', () => {
     const error = parseError(() => parseLvsReport('', LVS));
     expect(error.message).toContain('stdout is not one JSON document');
+  });
+});
+
+describe('parseFullReport (lvm fullreport, recorded in the test VM)', () => {
+  const recorded = (name: string): string =>
+    readFileSync(`${CORE_FIXTURES_DIR}lvm/recorded/${name}.stdout`, 'utf8');
+  const FULL = ['lvm', 'fullreport'];
+
+  it('one entry per group with a vg row: its row, PV uuids and LVs, read as vgs and lvs read them', () => {
+    const groups = parseFullReport(recorded('fullreport-two-groups'), FULL);
+    expect(groups.map((g) => [g.group.name, g.group.attr, g.pvUuids.length, g.lvs.length])).toEqual(
+      [
+        ['lvse2eother', 'wz--n-', 1, 1],
+        ['lvse2ebroken', 'wz--n-', 2, 2],
+      ],
+    );
+    expect(groups[1]?.lvs[1]).toMatchObject({
+      vgName: 'lvse2ebroken',
+      lvName: 'lvstamp_new_dc1e11f69c551788f71fa509be2e1b06',
+      active: false,
+      kernelMajor: null,
+      tags: ['lvstamp', 'lvstamp.owner=00000000000000000000000000000000'],
+    });
+  });
+
+  it('a group that does not exist: no entry (every object without a vg row is skipped)', () => {
+    expect(parseFullReport(recorded('fullreport-missing-vg'), FULL)).toEqual([]);
+  });
+
+  it('two groups of one name are two entries with their own vg_uuid', () => {
+    const uuids = parseFullReport(recorded('fullreport-duplicate-vg'), FULL).map(
+      (g) => g.group.uuid,
+    );
+    expect(uuids).toEqual([
+      '2AOvCf-1J5r-W8wt-2VMm-seeX-4Oop-072LD4',
+      'BaFXV4-MHDT-IMyY-h8ap-CL5A-MYaW-M65bSs',
+    ]);
+  });
+
+  it('refuses an object with two vg rows, or an LV listed under another group', () => {
+    const vg = (name: string) =>
+      `{"vg_name":"${name}", "vg_uuid":"u-${name}", "vg_size":"8", "vg_free":"4", "vg_extent_size":"4", "vg_tags":"", "vg_attr":"wz--n-"}`;
+    const two = `{"report":[{"vg":[${vg('a')},${vg('b')}],"pv":[],"lv":[],"pvseg":[],"seg":[]}]}`;
+    expect(() => parseFullReport(two, FULL)).toThrow(/report object 0 has 2 vg rows/);
+    const lv = parseLvsReport(fixture('lvs-203-final.json'), LVS)[0];
+    expect(lv?.vgName).toBe('vg0');
+    const stray = JSON.stringify({
+      report: [
+        {
+          vg: [JSON.parse(vg('a')) as unknown],
+          pv: [],
+          lv: (JSON.parse(fixture('lvs-203-final.json')) as { report: { lv: unknown[] }[] })
+            .report[0]?.lv,
+          pvseg: [],
+          seg: [],
+        },
+      ],
+    });
+    expect(() => parseFullReport(stray, FULL)).toThrow(/is listed under volume group a/);
   });
 });

@@ -48,7 +48,11 @@ type Row = Readonly<Record<string, string>>;
  */
 export function parseVgsReport(stdout: string, argv: readonly string[]): VolumeGroup[] {
   const reader = new FieldReader(stdout, argv);
-  return reader.rows('vg').map((row) => ({
+  return reader.rows('vg').map((row) => vgOfRow(reader, row));
+}
+
+function vgOfRow(reader: FieldReader, row: Row): VolumeGroup {
+  return {
     name: reader.required(row, 'vg_name'),
     uuid: reader.required(row, 'vg_uuid'),
     sizeBytes: reader.bytes(row, 'vg_size'),
@@ -56,7 +60,7 @@ export function parseVgsReport(stdout: string, argv: readonly string[]): VolumeG
     extentSizeBytes: reader.positiveBytes(row, 'vg_extent_size'),
     tags: reader.tags(row, 'vg_tags'),
     attr: reader.required(row, 'vg_attr'),
-  }));
+  };
 }
 
 /**
@@ -77,8 +81,12 @@ export function parseVgsReport(stdout: string, argv: readonly string[]): VolumeG
  */
 export function parseLvsReport(stdout: string, argv: readonly string[]): LogicalVolume[] {
   const reader = new FieldReader(stdout, argv);
+  return lvsOfRows(reader, reader.rows('lv'));
+}
+
+function lvsOfRows(reader: FieldReader, rows: readonly Row[]): LogicalVolume[] {
   const byUuid = new Map<string, LogicalVolume>();
-  for (const row of reader.rows('lv')) {
+  for (const row of rows) {
     const attr = reader.required(row, 'lv_attr');
     if (attr.length < 6) reader.fail(`lv_attr "${attr}" is shorter than 6 characters`);
     const lv: LogicalVolume = {
@@ -103,6 +111,50 @@ export function parseLvsReport(stdout: string, argv: readonly string[]): Logical
     }
   }
   return [...byUuid.values()];
+}
+
+/**
+ * Fields of the `pv` sub-report of the look-up's `lvm fullreport`: the PV
+ * uuids of each group, for the duplicate-PV check (VolumeGroups.usable).
+ */
+export const FULLREPORT_PV_FIELDS = ['pv_uuid'] as const;
+
+/** One volume group of an `lvm fullreport`: its `vg` row, its PVs' uuids and its LVs. */
+export interface FullReportGroup {
+  readonly group: VolumeGroup;
+  readonly pvUuids: readonly string[];
+  readonly lvs: readonly LogicalVolume[];
+}
+
+/**
+ * Parses the stdout of `lvm fullreport --reportformat json --units b
+ * --nosuffix --config report/time_format="%s" --configreport vg -o
+ * <VG_REPORT_FIELDS> --configreport pv -o <FULLREPORT_PV_FIELDS>
+ * --configreport lv -o <LV_REPORT_FIELDS> …` (lvmreport(7) "fullreport"):
+ * `{"report":[{"vg":[…],"pv":[…],"lv":[…],"pvseg":[…],"seg":[…]}, …]}`, one
+ * object per volume group lvm processed. An object whose `vg` row the
+ * selection left out is skipped with its rows; two groups with one name
+ * are two objects. Rows are read as parseVgsReport and parseLvsReport
+ * read them.
+ * @throws UnparseableOutputError when stdout is not that report, an object
+ *   has several `vg` rows, or a field is not what the -o lists ask for.
+ */
+export function parseFullReport(stdout: string, argv: readonly string[]): FullReportGroup[] {
+  const reader = new FieldReader(stdout, argv);
+  return reader.sections().flatMap((section, index) => {
+    const vgRows = reader.list(section, 'vg', index);
+    const [vgRow, ...more] = vgRows;
+    if (more.length > 0) reader.fail(`report object ${index} has ${vgRows.length} vg rows`);
+    if (vgRow === undefined) return [];
+    const group = vgOfRow(reader, vgRow);
+    const lvs = lvsOfRows(reader, reader.list(section, 'lv', index));
+    const stray = lvs.find((lv) => lv.vgName !== group.name);
+    if (stray !== undefined) {
+      reader.fail(`LV ${stray.vgName}/${stray.lvName} is listed under volume group ${group.name}`);
+    }
+    const pvUuids = reader.list(section, 'pv', index).map((row) => reader.required(row, 'pv_uuid'));
+    return [{ group, pvUuids, lvs }];
+  });
 }
 
 /**
@@ -272,6 +324,17 @@ class FieldReader {
 
   /** The rows of the single `{"report":[{"<kind>":[...]}]}` section. */
   rows(kind: 'vg' | 'lv' | 'pv'): Row[] {
+    const sections = this.sections();
+    const [section, ...more] = sections;
+    if (section === undefined || more.length > 0) {
+      this.fail('"report" is not an array of exactly one section');
+    }
+    if (!Array.isArray(section[kind])) this.fail(`the report has no "${kind}" list`);
+    return this.list(section, kind, 0);
+  }
+
+  /** The objects of `{"report":[{…}, …]}` (fullreport: one per volume group). */
+  sections(): Record<string, unknown>[] {
     let document: unknown;
     try {
       document = JSON.parse(this.#stdout);
@@ -282,19 +345,22 @@ class FieldReader {
     const extra = Object.keys(document).filter((key) => key !== 'report' && key !== 'log');
     if (extra.length > 0) this.fail(`unexpected top-level keys ${JSON.stringify(extra)}`);
     const report = document['report'];
-    if (!Array.isArray(report) || report.length !== 1) {
-      this.fail('"report" is not an array of exactly one section');
-    }
-    const section: unknown = report[0];
-    if (!isObject(section) || !Array.isArray(section[kind])) {
-      this.fail(`the report has no "${kind}" list`);
-    }
-    const list: unknown[] = section[kind] as unknown[];
-    return list.map((row, index) => {
-      if (!isObject(row)) this.fail(`${kind} row ${index} is not an object`);
+    if (!Array.isArray(report)) this.fail('"report" is not an array');
+    return report.map((section: unknown, index) => {
+      if (!isObject(section)) this.fail(`report object ${index} is not an object`);
+      return section;
+    });
+  }
+
+  /** The `kind` rows of one report object, each a string-valued object. */
+  list(section: Record<string, unknown>, kind: string, index: number): Row[] {
+    const list = section[kind];
+    if (!Array.isArray(list)) this.fail(`report object ${index} has no "${kind}" list`);
+    return list.map((row: unknown, rowIndex) => {
+      if (!isObject(row)) this.fail(`${kind} row ${rowIndex} is not an object`);
       for (const [key, value] of Object.entries(row)) {
         if (typeof value !== 'string')
-          this.fail(`field ${key} of ${kind} row ${index} is not a string`);
+          this.fail(`field ${key} of ${kind} row ${rowIndex} is not a string`);
       }
       return row as Row;
     });

@@ -3,12 +3,14 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   CommandFailedError,
+  CommandTimeoutError,
+  FailedPreconditionError,
   STDERR_MESSAGE_BYTES,
   NotFoundError,
   OutOfSpaceError,
   VolumeGroupUnusableError,
 } from '../errors.js';
-import { ReplayRunner, type ReplayStep } from '../testing/replay-runner.js';
+import { CORE_FIXTURES_DIR, ReplayRunner, type ReplayStep } from '../testing/replay-runner.js';
 import { NoopHostLock } from '../lock/host-lock.js';
 import type { HeaderIo } from '../volumes/header-io.js';
 import { volumeIdForName } from '../naming.js';
@@ -36,10 +38,13 @@ interface Recording {
   readonly stderr: string;
   readonly exitCode: number;
 }
-function recorded(name: string): Recording {
-  const read = (ext: string) => readFileSync(`${RECORDED}${name}.${ext}`, 'utf8');
+function recorded(name: string, dir = RECORDED): Recording {
+  const read = (ext: string) => readFileSync(`${dir}${name}.${ext}`, 'utf8');
   return { stdout: read('stdout'), stderr: read('stderr'), exitCode: Number(read('exit').trim()) };
 }
+// The look-up's lvm fullreport on the same kind of group, recorded with the exact argv below
+// (fixtures/lvm/record-fullreport.sh: lvstamp_<ID> and an inactive lvstamp_new_<ID> in the group).
+const fullReport = (name: string): Recording => recorded(name, `${CORE_FIXTURES_DIR}lvm/recorded/`);
 
 // ---- exact argv ----
 const REPORT = ['--reportformat', 'json', '--units', 'b', '--nosuffix'];
@@ -47,16 +52,6 @@ const FIELDS = ['-o', 'vg_name,vg_uuid,vg_size,vg_free,vg_extent_size,vg_tags,vg
 const VGS = ['vgs', ...REPORT, ...FIELDS, '-S', `vg_name="${VG}"`];
 const VGS_SHARED = ['vgs', '--shared', ...REPORT, ...FIELDS, '-S', `vg_name="${VG}"`];
 const PVS = ['pvs', ...REPORT, '-o', 'pv_uuid', '-S', `vg_name="${VG}"`];
-const LOOKUP = [
-  'lvs',
-  ...REPORT,
-  '--config',
-  'report/time_format="%s"',
-  '-o',
-  'vg_name,lv_name,lv_uuid,lv_size,lv_attr,lv_kernel_major,lv_kernel_minor,lv_dm_path,lv_time,lv_tags',
-  '-S',
-  `(vg_name="${VG}") && (lv_name="lvstamp_${ID}" || lv_name="lvstamp_new_${ID}")`,
-];
 const LVCREATE = [
   'lvcreate',
   '--yes',
@@ -76,9 +71,48 @@ const LVCREATE = [
   `lvstamp.owner=${OWNER}`,
   VG,
 ];
-const EMPTY_LVS = '{"report":[{"lv":[]}]}';
+const inGroup = `vg_name="${VG}"`;
+const NAMES = `lv_name="lvstamp_${ID}" || lv_name="lvstamp_new_${ID}"`;
+const FULLREPORT = [
+  'lvm',
+  'fullreport',
+  ...REPORT,
+  '--config',
+  'report/time_format="%s"',
+  '--shared',
+  '--configreport',
+  'vg',
+  ...FIELDS,
+  '-S',
+  inGroup,
+  '--configreport',
+  'pv',
+  '-o',
+  'pv_uuid',
+  '-S',
+  inGroup,
+  '--configreport',
+  'lv',
+  '-o',
+  'vg_name,lv_name,lv_uuid,lv_size,lv_attr,lv_kernel_major,lv_kernel_minor,lv_dm_path,lv_time,lv_tags',
+  '-S',
+  `(${inGroup}) && (${NAMES})`,
+  '--configreport',
+  'pvseg',
+  '-o',
+  'pvseg_start',
+  '-S',
+  'pvseg_start<0',
+  '--configreport',
+  'seg',
+  '-o',
+  'seg_start',
+  '-S',
+  'seg_start<0',
+];
 
 const step = (argv: readonly string[], name: string): ReplayStep => ({ argv, ...recorded(name) });
+const lookupStep = (name: string): ReplayStep => ({ argv: FULLREPORT, ...fullReport(name) });
 
 const noHeaders: HeaderIo = {
   writeHeader: () => Promise.reject(new Error('unexpected header write')),
@@ -97,7 +131,7 @@ function setup(steps: ReplayStep[]) {
     headers: noHeaders,
     dataDevices: {
       list: unexpected,
-      find: unexpected,
+      find: () => Promise.resolve(null),
       create: unexpected,
       reload: unexpected,
       remove: unexpected,
@@ -248,10 +282,12 @@ describe('VolumeService and VolumeGroups on a broken volume group', () => {
     await expect(manager.capacity(VG)).rejects.toBeInstanceOf(NotFoundError);
   });
 
-  it('read-only PVs: vgs sees nothing wrong, lvcreate fails and is classified', async () => {
+  it('read-only PVs: the look-up sees nothing wrong, lvcreate fails and is classified', async () => {
+    // the recorded look-up on read-only PVs is the healthy one (same vg_attr, no warning); the
+    // group's row without this volume's LVs is the healthy group's look-up of another volume
+    expect(fullReport('fullreport-readonly-pv')).toEqual(fullReport('fullreport-found'));
     const { runner, manager } = setup([
-      step(VGS, 'vgs-readonly-pv'), // the look-up's report: the group's row and its warnings
-      { argv: LOOKUP, stdout: EMPTY_LVS },
+      lookupStep('fullreport-nomatch'),
       step(LVCREATE, 'lvcreate-readonly-pv'),
     ]);
     const error = await caught(manager.createVolume(request));
@@ -262,8 +298,7 @@ describe('VolumeService and VolumeGroups on a broken volume group', () => {
 
   it('"insufficient free space" stays OutOfSpaceError', async () => {
     const { manager } = setup([
-      step(VGS, 'vgs-healthy'), // the look-up's report: the group's row and its warnings
-      { argv: LOOKUP, stdout: EMPTY_LVS },
+      lookupStep('fullreport-nomatch'),
       {
         argv: LVCREATE,
         exitCode: 5,
@@ -272,5 +307,131 @@ describe('VolumeService and VolumeGroups on a broken volume group', () => {
       },
     ]);
     await expect(manager.createVolume(request)).rejects.toBeInstanceOf(OutOfSpaceError);
+  });
+});
+
+describe('the look-up (one lvm fullreport, recorded) classifies a broken group as vgs did', () => {
+  const scope = { vgNames: [VG], ownerId: OWNER };
+  const lookUp = async (name: string) => {
+    const { runner } = setup([]);
+    const replay = new ReplayRunner([lookupStep(name)]);
+    const lvm = new Lvm({ runner: replay, hostLock: new NoopHostLock() });
+    const found = await lvm.logicalVolumes.inGroups([VG], {
+      names: [`lvstamp_${ID}`, `lvstamp_new_${ID}`],
+    });
+    runner.assertDone();
+    return { replay, lvm, found };
+  };
+
+  it('healthy: the group row, its PVs and both LVs of the volume from one process', async () => {
+    const { replay, lvm, found } = await lookUp('fullreport-found');
+    expect(found.groups).toMatchObject([
+      { name: VG, uuid: 'BaFXV4-MHDT-IMyY-h8ap-CL5A-MYaW-M65bSs', extentSizeBytes: 4194304 },
+    ]);
+    expect(found.lvs.map((lv) => [lv.lvName, lv.active])).toEqual([
+      [`lvstamp_${ID}`, true],
+      [`lvstamp_new_${ID}`, false],
+    ]);
+    expect(await lvm.volumeGroups.usable(VG, found)).toMatchObject({ name: VG });
+    replay.assertDone();
+  });
+
+  it('a missing group is NotFoundError from the one report (exit 0, no vg row), no second vgs', async () => {
+    const { runner, manager } = setup([lookupStep('fullreport-missing-vg')]);
+    await expect(manager.createVolume(request)).rejects.toBeInstanceOf(NotFoundError);
+    runner.assertDone();
+  });
+
+  it("a PV missing: VolumeGroupUnusableError (missing-pv) with lvm's warnings, nothing created", async () => {
+    const { runner, manager } = setup([lookupStep('fullreport-missing-pv')]);
+    const error = await caught(manager.createVolume(request));
+    expect(error).toMatchObject({ name: 'VolumeGroupUnusableError', problem: 'missing-pv' });
+    expect((error as Error).message).toBe(
+      `volume group ${VG} is unusable (missing-pv): vg_attr wz-pn-; ${lvmMessage(fullReport('fullreport-missing-pv').stderr)}`,
+    );
+    runner.assertDone();
+  });
+
+  it("this group's PV on two devices: duplicate-pv from the report's own pv rows, no pvs", async () => {
+    const { runner, manager } = setup([lookupStep('fullreport-duplicate-pv')]);
+    await expect(manager.createVolume(request)).rejects.toMatchObject({
+      name: 'VolumeGroupUnusableError',
+      problem: 'duplicate-pv',
+    });
+    runner.assertDone();
+  });
+
+  it("another group's PV on two devices leaves this group usable", async () => {
+    const { replay, lvm, found } = await lookUp('fullreport-other-duplicate-pv');
+    expect(await lvm.volumeGroups.usable(VG, found)).toMatchObject({ name: VG });
+    replay.assertDone();
+  });
+
+  it('a report that lists no PV of the group asks pvs (a group always has one)', async () => {
+    const rec = fullReport('fullreport-duplicate-pv');
+    const noPvs = rec.stdout.replace(/"pv": \[[^\]]*\]/g, '"pv": [\n              ]');
+    expect(noPvs).not.toBe(rec.stdout);
+    const replay = new ReplayRunner([
+      { argv: FULLREPORT, ...rec, stdout: noPvs },
+      {
+        argv: PVS,
+        stdout: '{"report":[{"pv":[{"pv_uuid":"yxj23W-SJbA-Oh9v-NwK4-oVKh-dAGW-lZ2t1X"}]}]}',
+      },
+    ]);
+    const lvm = new Lvm({ runner: replay, hostLock: new NoopHostLock() });
+    const found = await lvm.logicalVolumes.inGroups([VG], {
+      names: [`lvstamp_${ID}`, `lvstamp_new_${ID}`],
+    });
+    await expect(lvm.volumeGroups.usable(VG, found)).rejects.toMatchObject({
+      problem: 'duplicate-pv',
+    });
+    replay.assertDone();
+  });
+
+  it('exported (vg_attr wzx-n-): VolumeGroupUnusableError (exported)', async () => {
+    const { runner, manager } = setup([lookupStep('fullreport-exported')]);
+    await expect(manager.createVolume(request)).rejects.toMatchObject({
+      name: 'VolumeGroupUnusableError',
+      problem: 'exported',
+    });
+    runner.assertDone();
+  });
+
+  it('shared (listed by --shared, vg_attr wz--ns): VolumeGroupUnusableError (shared), as the vgs --shared check said', async () => {
+    const { runner, manager } = setup([lookupStep('fullreport-shared')]);
+    const error = await caught(manager.createVolume(request));
+    expect(error).toMatchObject({ name: 'VolumeGroupUnusableError', problem: 'shared' });
+    expect((error as Error).message).toBe(
+      `volume group ${VG} is unusable (shared): vg_attr wz--ns: lvm skips a shared group on a node without lvmlockd`,
+    );
+    runner.assertDone();
+  });
+
+  it("a shared group's LVs stay unlisted (lvm without --shared skips the group): a delete finds nothing", async () => {
+    const { runner, manager } = setup([lookupStep('fullreport-shared')]);
+    expect(await manager.delete(ID, scope)).toEqual({ existed: false, removed: [] });
+    runner.assertDone();
+  });
+
+  it('two groups of one name: FailedPreconditionError naming both vg_uuids, nothing else run', async () => {
+    const { runner, manager } = setup([lookupStep('fullreport-duplicate-vg')]);
+    const error = await caught(manager.delete(ID, scope));
+    expect(error).toBeInstanceOf(FailedPreconditionError);
+    expect((error as Error).message).toContain(
+      `lvm sees 2 volume groups named ${VG} (vg_uuid 2AOvCf-1J5r-W8wt-2VMm-seeX-4Oop-072LD4 and BaFXV4-MHDT-IMyY-h8ap-CL5A-MYaW-M65bSs)`,
+    );
+    runner.assertDone();
+  });
+
+  it('an lvm failure is CommandFailedError, a deadline CommandTimeoutError, never "not found"', async () => {
+    const failed = setup([
+      { argv: FULLREPORT, exitCode: 5, stdout: '{"report": []}', stderr: '  Global lock failed\n' },
+    ]);
+    const error = await caught(failed.manager.delete(ID, scope));
+    expect(error).toBeInstanceOf(CommandFailedError);
+    failed.runner.assertDone();
+    const late = setup([{ argv: FULLREPORT, timeout: true }]);
+    await expect(late.manager.createVolume(request)).rejects.toBeInstanceOf(CommandTimeoutError);
+    late.runner.assertDone();
   });
 });

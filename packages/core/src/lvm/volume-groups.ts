@@ -39,6 +39,21 @@ export function vgSelection(vgNames: readonly string[]): string {
 }
 
 /**
+ * What a report said about volume groups, for VolumeGroups.usable: the rows
+ * of the groups it selected, lvm's warnings (stderr), the PV uuids of each
+ * group by `vg_uuid` when the report listed them (the look-up's `lvm
+ * fullreport`; a group missing from the map is asked with `pvs`), and
+ * whether it ran with `--shared` (then a group not listed does not exist;
+ * otherwise it may be a shared group lvm skipped).
+ */
+export interface GroupsReport {
+  readonly groups: readonly VolumeGroup[];
+  readonly stderr: string;
+  readonly pvUuids: ReadonlyMap<string, readonly string[]>;
+  readonly sharedListed: boolean;
+}
+
+/**
  * Volume groups and physical volumes through lvm (vgs(8), vgcreate(8),
  * vgremove(8), pvs(8), pvcreate(8), pvremove(8)): typed values in and out,
  * sizes in bytes. Absence is only an empty selection from a command that
@@ -65,28 +80,9 @@ export class VolumeGroups {
    * @throws InvalidArgumentError for a name lvm cannot hold; as list.
    */
   async select(vgNames: readonly string[]): Promise<VolumeGroup[]> {
-    return (await this.selectReport(vgNames)).groups;
-  }
-
-  /**
-   * As select, with lvm's warnings on stderr (for `usable`).
-   * @throws as select.
-   */
-  async selectReport(
-    vgNames: readonly string[],
-  ): Promise<{ groups: VolumeGroup[]; stderr: string }> {
     for (const name of vgNames) validateVgName(name);
-    if (vgNames.length === 0) return { groups: [], stderr: '' };
-    const argv = [
-      'vgs',
-      ...REPORT_OPTIONS,
-      '-o',
-      VG_REPORT_FIELDS.join(','),
-      '-S',
-      vgSelection(vgNames),
-    ];
-    const result = await this.#lvm.report(argv);
-    return { groups: parseVgsReport(result.stdout, result.argv), stderr: result.stderr };
+    if (vgNames.length === 0) return [];
+    return this.#vgs(vgSelection(vgNames));
   }
 
   /**
@@ -115,24 +111,24 @@ export class VolumeGroups {
   async get(vgName: string): Promise<VolumeGroup> {
     validateVgName(vgName);
     const { groups, stderr } = await this.#report(vgName, []);
-    return this.usable(vgName, groups, stderr);
+    return this.usable(vgName, { groups, stderr, pvUuids: new Map(), sharedListed: false });
   }
 
   /**
-   * The checks of `get` on rows a report already gave (a `vgs -S` whose
-   * selection includes `vgName`) and that report's stderr: asks lvm again
-   * only when the group is missing (`vgs --shared`) or lvm warned of a
-   * duplicate PV (`pvs`).
+   * The checks of `get` on what a report already gave (GroupsReport: a `vgs
+   * -S` or the look-up's `lvm fullreport` whose selection includes
+   * `vgName`): asks lvm again only when the group is missing from a report
+   * without `--shared` (`vgs --shared`), or lvm warned of a duplicate PV and
+   * the report did not list the group's PVs (`pvs`).
    * @throws as get.
    */
-  async usable(
-    vgName: string,
-    groups: readonly VolumeGroup[],
-    stderr: string,
-  ): Promise<VolumeGroup> {
+  async usable(vgName: string, report: GroupsReport): Promise<VolumeGroup> {
+    const { groups, stderr } = report;
     const [vg, ...more] = groups.filter((g) => g.name === vgName);
     if (vg === undefined) {
-      const shared = await this.#report(vgName, ['--shared']);
+      const shared = report.sharedListed
+        ? { groups: [] }
+        : await this.#report(vgName, ['--shared']);
       if (shared.groups.length > 0) {
         throw new VolumeGroupUnusableError(
           vgName,
@@ -144,16 +140,29 @@ export class VolumeGroups {
     }
     if (more.length > 0)
       throw new FailedPreconditionError(`${more.length + 1} volume groups are named ${vgName}`);
+    if (report.sharedListed && problemsOfVgAttr(vg.attr).includes('shared')) {
+      throw new VolumeGroupUnusableError(
+        vgName,
+        'shared',
+        `vg_attr ${vg.attr}: lvm skips a shared group on a node without lvmlockd`,
+      );
+    }
     requireUsable(vg, stderr);
     const duplicates = duplicatePvUuids(stderr);
     if (duplicates.length > 0) {
-      const argv = ['pvs', ...REPORT_OPTIONS, '-o', 'pv_uuid', '-S', `vg_name="${vgName}"`];
-      const own = parsePvUuids(await this.#lvm.report(argv));
+      // a group has at least one PV: an empty list is a report that did not list them
+      const listed = report.pvUuids.get(vg.uuid) ?? [];
+      const own = listed.length > 0 ? listed : await this.#pvUuidsOf(vgName);
       if (duplicates.some((uuid) => own.includes(uuid))) {
         throw new VolumeGroupUnusableError(vgName, 'duplicate-pv', lvmMessage(stderr));
       }
     }
     return vg;
+  }
+
+  async #pvUuidsOf(vgName: string): Promise<string[]> {
+    const argv = ['pvs', ...REPORT_OPTIONS, '-o', 'pv_uuid', '-S', `vg_name="${vgName}"`];
+    return parsePvUuids(await this.#lvm.report(argv));
   }
 
   /**

@@ -132,6 +132,123 @@ const renameStep = (id: string, vg = 'vg0'): ReplayStep => ({
   argv: ['lvrename', '--yes', vg, `lvstamp_new_${id}`, `lvstamp_${id}`],
 });
 
+/**
+ * The look-up's one `lvm fullreport` (LogicalVolumes.inGroups), spelled out:
+ * the `vg`, `pv` and `lv` sub-reports selected by the scope and the names,
+ * no segments, `--shared`.
+ */
+const fullReportArgv = (vgSelection: string, lvSelection: string): string[] => [
+  'lvm',
+  'fullreport',
+  ...REPORT,
+  '--config',
+  'report/time_format="%s"',
+  '--shared',
+  '--configreport',
+  'vg',
+  '-o',
+  VGS[VGS.length - 1] ?? '',
+  '-S',
+  vgSelection,
+  '--configreport',
+  'pv',
+  '-o',
+  'pv_uuid',
+  '-S',
+  vgSelection,
+  '--configreport',
+  'lv',
+  '-o',
+  LVS[LVS.length - 1] ?? '',
+  '-S',
+  lvSelection,
+  '--configreport',
+  'pvseg',
+  '-o',
+  'pvseg_start',
+  '-S',
+  'pvseg_start<0',
+  '--configreport',
+  'seg',
+  '-o',
+  'seg_start',
+  '-S',
+  'seg_start<0',
+];
+
+type ReportRow = Record<string, string>;
+const fixtureText = (step: ReplayStep): string =>
+  step.stdoutFile === undefined
+    ? (step.stdout ?? '')
+    : readFileSync(`${CORE_FIXTURES_DIR}${step.stdoutFile}`, 'utf8');
+const rowsOf = (text: string, kind: string): ReportRow[] =>
+  (JSON.parse(text) as { report: Record<string, ReportRow[]>[] }).report.flatMap(
+    (section) => section[kind] ?? [],
+  );
+
+/**
+ * The tests write a look-up as the `vgs` report and the `lvs` report that
+ * answer it (the fixtures of lvm/); `lvm fullreport` prints the same rows
+ * grouped per volume group (lvmreport(7); recorded in
+ * fixtures/lvm/fullreport-*.txt). This turns each `vgs -S <scope>` step
+ * followed by its `lvs -S '(<scope>) && (…)'` step into the one fullreport
+ * step: one object per vg row with that group's LV rows (an LV report that
+ * is not JSON stays as it is), the first non-zero exit code, both stderrs.
+ */
+function asFullReports(steps: readonly ReplayStep[]): ReplayStep[] {
+  const out: ReplayStep[] = [];
+  for (let i = 0; i < steps.length; i++) {
+    const vg = steps[i];
+    const lv = steps[i + 1];
+    const vgSelection =
+      vg?.argv[0] === 'vgs' && vg.argv[1] !== '--shared' ? vg.argv.at(-1) : undefined;
+    const lvSelection =
+      lv?.argv[0] === 'lvs' && lv.argv.at(-2) === '-S' ? lv.argv.at(-1) : undefined;
+    if (
+      vg === undefined ||
+      lv === undefined ||
+      vgSelection === undefined ||
+      lvSelection === undefined ||
+      !lvSelection.startsWith(`(${vgSelection}) && (`)
+    ) {
+      if (vg !== undefined) out.push(vg);
+      continue;
+    }
+    const lvText = fixtureText(lv);
+    let stdout = lvText;
+    try {
+      const lvRows = rowsOf(lvText, 'lv');
+      const seen = new Set<string>();
+      const sections = rowsOf(fixtureText(vg), 'vg').map((row) => {
+        const name = row['vg_name'] ?? '';
+        const first = !seen.has(name);
+        seen.add(name);
+        return {
+          vg: [row],
+          pv: [{ pv_uuid: `pv-of-${row['vg_uuid'] ?? ''}` }],
+          lv: first ? lvRows.filter((r) => r['vg_name'] === name) : [],
+          pvseg: [],
+          seg: [],
+        };
+      });
+      stdout = JSON.stringify({ report: sections }, null, 4);
+    } catch {
+      // not JSON (a notice line on stdout): the parser must refuse it as it is
+    }
+    const stderr = `${vg.stderr ?? ''}${lv.stderr ?? ''}`;
+    const exitCode = vg.exitCode ?? lv.exitCode;
+    out.push({
+      argv: fullReportArgv(vgSelection, lvSelection),
+      stdout,
+      ...(stderr === '' ? {} : { stderr }),
+      ...(exitCode === undefined ? {} : { exitCode }),
+      ...((vg.timeout ?? lv.timeout) ? { timeout: true as const } : {}),
+    });
+    i += 1;
+  }
+  return out;
+}
+
 /** Header I/O in memory: what was written is what is read. */
 class FakeHeaderIo implements HeaderIo {
   readonly writes: { devicePath: string; header: HeaderFields }[] = [];
@@ -168,7 +285,7 @@ const DEL_PATH = `/dev/mapper/vg--data-lvstamp_${ID_DEL}`;
 const GROW_PATH = `/dev/mapper/vg0-lvstamp_${ID_GROW}`;
 
 function setup(steps: ReplayStep[], hostRoot = '/nonexistent-host-root') {
-  const runner = new ReplayRunner(steps);
+  const runner = new ReplayRunner(asFullReports(steps));
   const headerIo = new FakeHeaderIo();
   // The delete and expand fixtures' LVs carry valid headers unless a test says otherwise.
   headerIo.headers.set(DEL_PATH, okHeader('pvc-del', ID_DEL));
@@ -294,7 +411,13 @@ describe('inputs that broke other LVM tools', () => {
     expect(warnings).toEqual([
       [
         'command succeeded with output on stderr',
-        { argv: [...LVS, '-S', `(${inScope(SCOPE_VGS)}) && (lv_name=~"^lvstamp_")`], stderr },
+        {
+          argv: fullReportArgv(
+            inScope(SCOPE_VGS),
+            `(${inScope(SCOPE_VGS)}) && (lv_name=~"^lvstamp_")`,
+          ),
+          stderr,
+        },
       ],
     ]);
   });
@@ -496,7 +619,7 @@ describe('inputs that broke other LVM tools', () => {
     );
     runner.assertDone();
     expect(error).toBeInstanceOf(CommandFailedError);
-    const argv = runner.calls[2]?.argv ?? [];
+    const argv = runner.calls[1]?.argv ?? [];
     expect(argv.slice(0, 8)).toEqual([
       'lvcreate',
       '--yes',
@@ -657,8 +780,8 @@ describe('VolumeService: createVolume', () => {
     const { runner, manager } = setup([
       scopeStep('vgs-empty.json', ['vg0']),
       lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
-      sharedVgStep('vg0'),
     ]);
+    // the look-up ran with --shared: a group it does not list does not exist, no second vgs
     await expect(manager.createVolume(request)).rejects.toBeInstanceOf(NotFoundError);
     runner.assertDone();
   });
@@ -836,35 +959,19 @@ describe('VolumeService: createVolume', () => {
     ).rejects.toBeInstanceOf(OutOfRangeError);
   });
 
-  it('runs the VG report and the look-up at once, not one after the other', async () => {
-    const replay = new ReplayRunner([
+  it('a new volume is three lvm processes: one fullreport (group and look-up), lvcreate, lvrename', async () => {
+    const { runner, manager } = setup([
       vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_202, 'lvs-empty.json', {}, ['vg0']),
       { argv: lvcreateArgv(ID_202, 204 * MiB) },
       renameStep(ID_202),
     ]);
-    // vgs answers only once lvs has started: run one after the other, this create never ends
-    let lookupStarted: () => void = () => undefined;
-    const lookup = new Promise<void>((resolve) => {
-      lookupStarted = resolve;
-    });
-    const runner: CommandRunner = {
-      run: async (argv, options) => {
-        const result = replay.run(argv, options);
-        if (argv[0] === 'lvs') lookupStarted();
-        if (argv[0] === 'vgs') await lookup;
-        return result;
-      },
-    };
-    const manager = volumeService({
-      runner,
-      hostLock: new NoopHostLock(),
-      headerIo: new FakeHeaderIo(),
-      clock: () => NOW,
-    });
     const request = { name: 'pvc-202', requiredBytes: 202 * MiB, vgName: 'vg0', ownerId: OWNER };
     expect((await manager.createVolume(request)).capacityBytes).toBe(202 * MiB);
-    replay.assertDone();
+    runner.assertDone();
+    expect(runner.calls.map((c) => c.argv.slice(0, c.argv[0] === 'lvm' ? 2 : 1).join(' '))).toEqual(
+      ['lvm fullreport', 'lvcreate', 'lvrename'],
+    );
   });
 
   it('withVolumeLocks serialises two concurrent creates of one volume: the second finds the first', async () => {
@@ -921,7 +1028,7 @@ describe('VolumeService: deleteVolume', () => {
     ]);
     await manager.delete(ID_DEL, SCOPE, { wipe: 'zero' });
     runner.assertDone();
-    expect(runner.calls[2]?.options).toEqual({ timeoutMs: 3_600_000 });
+    expect(runner.calls[1]?.options).toEqual({ timeoutMs: 3_600_000 });
   });
 
   it('refuses an open LV with FailedPreconditionError naming its holder, and removes nothing', async () => {
@@ -1219,7 +1326,7 @@ describe('VolumeService: ownership before a delete (DESIGN.md §2.3)', () => {
     runner.assertDone(); // no lvchange, no blkdiscard, no lvremove
     expect(error).toBeInstanceOf(FailedPreconditionError);
     expect((error as Error).message).toBe(
-      `volume ${ID_DEL} exists in several volume groups: vg-data, vg0`,
+      `volume ${ID_DEL} exists in several volume groups: vg0, vg-data`,
     );
   });
 

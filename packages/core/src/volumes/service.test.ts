@@ -135,7 +135,13 @@ describe('VolumeService.delete: the data device', () => {
         logicalVolumes: {
           inGroups: () => {
             events.push('lvm look-up');
-            return Promise.resolve({ groups: [], lvs: lookups.shift() ?? [], vgsStderr: '' });
+            return Promise.resolve({
+              groups: [],
+              lvs: lookups.shift() ?? [],
+              stderr: '',
+              pvUuids: new Map(),
+              sharedListed: true,
+            });
           },
           remove: (vgName: string, lvName: string) => {
             events.push(`lvremove ${vgName}/${lvName}`);

@@ -20,7 +20,7 @@ import type { DecodeResult, HeaderFields } from '../header/types.js';
 import type { HostLock } from '../lock/host-lock.js';
 import { validateLvUuid } from '../lvm/logical-volumes.js';
 import type { Lvm } from '../lvm/lvm.js';
-import { validateVgName } from '../lvm/volume-groups.js';
+import { validateVgName, type GroupsReport } from '../lvm/volume-groups.js';
 import type { ThinPoolReport } from '../lvm/report.js';
 import type { Provisioning, ThinProvisioning } from '../provisioning.js';
 import type {
@@ -358,7 +358,7 @@ export class VolumeService {
 
   /**
    * Every lvstamp volume in the scope with its header, data device and mount
-   * points: one `vgs` and one `lvs`, one `dmsetup info`, one mountinfo read,
+   * points: one `lvm fullreport`, one `dmsetup info`, one mountinfo read,
    * and one sector-0 read per active volume.
    * @throws as listVolumes; CommandFailedError of dmsetup.
    */
@@ -438,7 +438,7 @@ export class VolumeService {
    * checked); `lvcreate` as `lvstamp_new_<id>` with the sizes of
    * `volumeSize`; the first and last MiB of the data area zeroed; the header
    * v2 written and flushed; `lvrename` to `lvstamp_<id>`. lvm processes: one
-   * `vgs` and one `lvs` at once (the look-up), `lvcreate`, `lvrename`, all
+   * `lvm fullreport` (the look-up), `lvcreate`, `lvrename`, all
    * under one holding of the host lock (DESIGN.md §2.3, §5).
    * @throws InvalidArgumentError for a bad name, size, VG name or owner ID.
    * @throws OutOfRangeError when no capacity fits the range, before any lvm command.
@@ -480,7 +480,7 @@ export class VolumeService {
   }
 
   /**
-   * The create's look-up (one `vgs` and one `lvs`, at once): the target
+   * The create's look-up (one `lvm fullreport`, LogicalVolumes.inGroups): the target
    * group, checked usable (VolumeGroups.usable), the finished volume in any
    * group searched, and leftovers `lvstamp_new_<id>`.
    */
@@ -489,8 +489,8 @@ export class VolumeService {
     volumeId: string,
   ): Promise<{ vg: VolumeGroup; existing: Volume | null; pending: Volume[] }> {
     const vgNames = [request.vgName, ...(request.otherVgNames ?? [])];
-    const { groups, finished, pending, vgsStderr } = await this.#lookup(volumeId, vgNames);
-    const vg = await this.#lvm.volumeGroups.usable(request.vgName, groups, vgsStderr);
+    const { groups, finished, pending } = await this.#lookup(volumeId, vgNames);
+    const vg = await this.#lvm.volumeGroups.usable(request.vgName, groups);
     return { vg, existing: this.#single(volumeId, finished), pending };
   }
 
@@ -795,7 +795,7 @@ export class VolumeService {
     ownerId: string,
     thinPools: readonly ThinClassPool[],
   ): Promise<Volume> {
-    const { finished, groups, vgsStderr } = await this.#lookup(volumeId, scope.vgNames);
+    const { finished, groups } = await this.#lookup(volumeId, scope.vgNames);
     const found = this.#single(volumeId, finished);
     if (found === null) throw new NotFoundError(`volume ${volumeId} does not exist`);
     const volume = await this.#activateOwned(found, ownerId);
@@ -808,8 +808,8 @@ export class VolumeService {
       );
     }
     if (current >= requiredBytes) return { ...volume, capacityBytes: current };
-    // The look-up's own vgs row: extent size and free space, checked usable.
-    const vg = await this.#lvm.volumeGroups.usable(volume.vgName, groups, vgsStderr);
+    // The look-up's own vg row: extent size and free space, checked usable.
+    const vg = await this.#lvm.volumeGroups.usable(volume.vgName, groups);
     const { capacityBytes, lvSizeBytes } = volumeSize({
       requiredBytes,
       limitBytes,
@@ -1037,20 +1037,18 @@ export class VolumeService {
   ): Promise<{
     finished: Volume[];
     pending: Volume[];
-    groups: readonly VolumeGroup[];
-    vgsStderr: string;
+    groups: GroupsReport;
   }> {
     const finalName = lvNameFor(volumeId, this.#naming);
     const newName = newLvNameFor(volumeId, this.#naming);
-    const { groups, lvs, vgsStderr } = await this.#lvm.logicalVolumes.inGroups(vgNames, {
+    const groups = await this.#lvm.logicalVolumes.inGroups(vgNames, {
       names: [finalName, newName],
     });
-    const volumes = lvs.map((lv) => this.#volumeOrThrow(lv));
+    const volumes = groups.lvs.map((lv) => this.#volumeOrThrow(lv));
     return {
       finished: volumes.filter((v) => v.lvName === finalName),
       pending: volumes.filter((v) => v.lvName === newName),
       groups,
-      vgsStderr,
     };
   }
 
