@@ -1,5 +1,6 @@
 import { LvmCommand, REPORT_OPTIONS } from './command.js';
-import { parseThinPoolReport, THIN_POOL_REPORT_FIELDS, type ThinPoolReport } from './report.js';
+import { parseThinPoolReport, THIN_POOL_REPORT_FIELDS } from './report.js';
+import type { ThinPoolReport } from './types.js';
 import { classifyThinChangeFailure } from './vg-state.js';
 import { validateVgName } from './volume-groups.js';
 

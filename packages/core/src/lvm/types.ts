@@ -90,3 +90,44 @@ export type VgScope = Pick<VolumeScope, 'vgNames'>;
 
 /** How a deleted volume's blocks are treated before the LV is removed. */
 export type WipePolicy = 'none' | 'discard' | 'zero';
+
+/** A thin pool LV as the thin pool report shows it. Sizes in bytes. */
+export interface ThinPoolRow {
+  readonly vgName: string;
+  readonly poolName: string;
+  /** The pool's data size in bytes (`lv_size`). */
+  readonly sizeBytes: number;
+  /** The raw `lv_attr`, e.g. `twi-aotz--`; char 9 `D` out of data, `M` metadata read-only, `F` failed. */
+  readonly attr: string;
+  /** True when `lv_attr` says thin pool (volume type `t`, segtype thin-pool). */
+  readonly isThinPool: boolean;
+  /** Data use in hundredths of a percent (`data_percent` 12.34 → 1234), null when lvm does not know (inactive). */
+  readonly dataHundredths: number | null;
+  /** Metadata use in hundredths of a percent, null when unknown. */
+  readonly metadataHundredths: number | null;
+  /** `lv_health_status`: "" when healthy, e.g. `out_of_data`, `metadata_read_only`, `failed`. */
+  readonly healthStatus: string;
+  /** `lv_when_full`: `error` (a full pool fails writes) or `queue` (writes block). */
+  readonly whenFull: string;
+  /** True when new chunks are zeroed before first use (`zero` = "zero"). */
+  readonly zero: boolean;
+}
+
+/** A thin LV in the pool: what it promises. */
+export interface ThinLvRow {
+  readonly lvName: string;
+  /** Virtual size in bytes. */
+  readonly sizeBytes: number;
+  /** `lv_permissions` is `writeable` (a read-only snapshot promises nothing new). */
+  readonly writeable: boolean;
+}
+
+/** The thin pool report of one pool: the group's free space, the pool, its thin LVs. */
+export interface ThinPoolReport {
+  /** `vg_free` in bytes; null when the report had no row (pool absent and no thin LV). */
+  readonly vgFreeBytes: number | null;
+  readonly extentSizeBytes: number | null;
+  /** The LV named like the pool (maybe not a pool), or null when there is none. */
+  readonly pool: ThinPoolRow | null;
+  readonly thinLvs: readonly ThinLvRow[];
+}

@@ -21,7 +21,7 @@ import type { HostLock } from '../lock/host-lock.js';
 import { validateLvUuid } from '../lvm/logical-volumes.js';
 import type { Lvm } from '../lvm/lvm.js';
 import { validateVgName, type GroupsReport } from '../lvm/volume-groups.js';
-import type { ThinPoolReport } from '../lvm/report.js';
+import type { ThinPoolReport } from '../lvm/types.js';
 import type { Provisioning, ThinProvisioning } from '../provisioning.js';
 import type {
   CreatedVolume,

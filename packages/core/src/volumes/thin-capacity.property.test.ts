@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ThinLvRow, ThinPoolReport, ThinPoolRow } from '../lvm/report.js';
+import type { ThinLvRow, ThinPoolReport, ThinPoolRow } from '../lvm/types.js';
 import type { ThinProvisioning } from '../provisioning.js';
 import { volumeSize } from './size.js';
 import { thinAdmits, thinPoolCapacity } from './thin-capacity.js';

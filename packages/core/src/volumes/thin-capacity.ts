@@ -1,5 +1,5 @@
 import { DATA_OFFSET_BYTES } from '../header/constants.js';
-import type { ThinPoolReport } from '../lvm/report.js';
+import type { ThinPoolReport } from '../lvm/types.js';
 import type { ThinProvisioning } from '../provisioning.js';
 import { CAPACITY_BLOCK_BYTES, roundUp } from './size.js';
 
