@@ -9,6 +9,7 @@ import {
   vgNameProblem,
   type FsType,
   type Provisioning,
+  type ThinClassPool,
   type VolumeScope,
   type WipePolicy,
 } from '@lvstamp/core';
@@ -254,6 +255,13 @@ export function wipePolicyFor(config: DriverConfig, vgName: string): WipePolicy 
  */
 export function driverScope(config: DriverConfig, ownerId: string): VolumeScope {
   return { vgNames: configuredVolumeGroups(config), ownerId };
+}
+
+/** The pools of the thin classes (for expand's budget check, DESIGN.md §4 "Thin capacity"). */
+export function thinClassPools(config: DriverConfig): ThinClassPool[] {
+  return [...config.deviceClasses.values()].flatMap((c) =>
+    c.provisioning.type === 'thin' ? [{ vgName: c.volumeGroup, thin: c.provisioning }] : [],
+  );
 }
 
 /** Every volume group the configuration names, once each. */

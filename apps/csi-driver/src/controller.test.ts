@@ -55,6 +55,7 @@ describe('CreateVolume', () => {
         vgName: 'vg0',
         otherVgNames: ['vg0', 'vg1'],
         ownerId: OWNER_ID,
+        provisioning: { type: 'thick' },
       },
     ]);
   });

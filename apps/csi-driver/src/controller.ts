@@ -6,6 +6,7 @@ import {
   requireNoControlCharacters,
   volumeIdForName,
   VolumeGroupUnusableError,
+  type ThinPoolCapacity,
   type VgScope,
   type Volume,
   type VolumeGroupProblem,
@@ -17,7 +18,7 @@ import {
   requireControllerCapability,
 } from './capabilities.js';
 import type { DeviceClass, DriverConfig } from './config.js';
-import { driverScope, wipePolicyFor } from './config.js';
+import { driverScope, thinClassPools, wipePolicyFor } from './config.js';
 import type {
   ControllerExpandVolumeRequest,
   CreateVolumeRequest,
@@ -55,6 +56,16 @@ export interface ControllerDeps {
    * docs/LVM-CONFIG.md "Broken volume groups").
    */
   readonly onVolumeGroupState?: (state: VolumeGroupState) => void;
+  /** Told after each GetCapacity of a thin class what its pool can take (logs). */
+  readonly onThinPoolState?: (state: ThinPoolState) => void;
+}
+
+/** What GetCapacity found about a thin class's pool. */
+export interface ThinPoolState {
+  readonly deviceClass: string;
+  /** `vg/pool`. */
+  readonly pool: string;
+  readonly capacity: ThinPoolCapacity;
 }
 
 /** What GetCapacity found about a device class's volume group. */
@@ -146,6 +157,7 @@ export function createControllerService(deps: ControllerDeps) {
   // When every device class wipes alike, DeleteVolume needs no look-up to choose the policy.
   const wipes = new Set([...config.deviceClasses.values()].map((c) => c.wipe));
   const uniformWipe = wipes.size === 1 ? config.defaultClass.wipe : null;
+  const thinPools = thinClassPools(config);
 
   return {
     /**
@@ -160,7 +172,10 @@ export function createControllerService(deps: ControllerDeps) {
      * or above 2^53 − 1) → OUT_OF_RANGE; requisite topology without this
      * node, a full or a broken volume group (with lvm's message) →
      * RESOURCE_EXHAUSTED; same name with another size or class →
-     * ALREADY_EXISTS. Same name, compatible → the same volume.
+     * ALREADY_EXISTS. Same name, compatible → the same volume. A thin class
+     * (DESIGN.md §4 "Thin device classes"): its pool's budget spent, the
+     * pool full or its metadata ≥ 80 %, or the pool unusable →
+     * RESOURCE_EXHAUSTED before any lvcreate.
      */
     CreateVolume: async (request: CreateVolumeRequest) => {
       requireControllerCapability('CREATE_DELETE_VOLUME');
@@ -197,6 +212,7 @@ export function createControllerService(deps: ControllerDeps) {
           vgName: deviceClass.volumeGroup,
           otherVgNames: scope.vgNames,
           ownerId: deps.ownerId,
+          provisioning: deviceClass.provisioning,
         })
         .catch((error: unknown) => {
           if (error instanceof NotFoundError) {
@@ -313,7 +329,10 @@ export function createControllerService(deps: ControllerDeps) {
      * mount capability, mode UNKNOWN: "capacity is independent of the
      * capabilities"), and answering 0 there would publish CSIStorageCapacity
      * objects of 0 bytes, which make the scheduler refuse every pod of every
-     * WaitForFirstConsumer claim (docs/kubernetes.md).
+     * WaitForFirstConsumer claim (docs/kubernetes.md). A thin class answers
+     * its pool's capacity (core thinPoolCapacity, DESIGN.md §4 "Thin
+     * capacity") in both fields: exactly what CreateVolume admits, 0 for a
+     * full, unhealthy or unusable pool.
      */
     GetCapacity: async (request: GetCapacityRequest) => {
       requireControllerCapability('GET_CAPACITY');
@@ -345,6 +364,28 @@ export function createControllerService(deps: ControllerDeps) {
           problem,
           ...(message === undefined ? {} : { message }),
         });
+      const thin = deviceClass.provisioning.type === 'thin' ? deviceClass.provisioning : null;
+      if (thin !== null) {
+        let pool: ThinPoolCapacity;
+        try {
+          pool = await core.volumes.thinPoolCapacity(deviceClass.volumeGroup, thin);
+        } catch (error) {
+          if (!(error instanceof VolumeGroupUnusableError)) throw error;
+          report(error.problem, error.message);
+          return none;
+        }
+        report(null);
+        deps.onThinPoolState?.({
+          deviceClass: deviceClass.name,
+          pool: `${deviceClass.volumeGroup}/${thin.thinPool}`,
+          capacity: pool,
+        });
+        // What a create admits: the pool's budget and free space, one volume at most the pool.
+        return {
+          available_capacity: writeBytes(pool.capacityBytes),
+          maximum_volume_size: { value: writeBytes(pool.capacityBytes) },
+        };
+      }
       let capacity;
       try {
         capacity = await core.volumes.capacity(deviceClass.volumeGroup);
@@ -389,12 +430,10 @@ export function createControllerService(deps: ControllerDeps) {
       // that cannot be one of ours is answered here.
       if (!isHexId(request.volume_id))
         throw new CsiError(GrpcStatus.NOT_FOUND, `volume ${request.volume_id} does not exist`);
-      const { status } = await core.volumes.expand(
-        request.volume_id,
-        range.requiredBytes,
-        scope,
-        range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {},
-      );
+      const { status } = await core.volumes.expand(request.volume_id, range.requiredBytes, scope, {
+        ...(range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {}),
+        thinPools,
+      });
       return {
         capacity_bytes: writeBytes(status.volume.capacityBytes ?? 0),
         node_expansion_required: access === null || access.kind === 'mount',

@@ -1,8 +1,11 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { VolumeGroupProblem } from '@lvstamp/core';
+import type { ThinPoolCapacity, VolumeGroupProblem } from '@lvstamp/core';
 import type { DriverConfig } from './config.js';
 import { configuredVolumeGroups } from './config.js';
+
+/** How long one measurement of the thin pools serves the gauges of one scrape, in ms. */
+const THIN_MEASURE_TTL_MS = 1000;
 import type { DriverCore } from './ports.js';
 
 /** Every VolumeGroupProblem, for the gauge's explicit zeros. */
@@ -17,7 +20,11 @@ const VOLUME_GROUP_PROBLEMS: readonly VolumeGroupProblem[] = [
 /**
  * Prometheus metrics of the driver (README.md, metrics): RPC count and latency by
  * method and code, volume group size and free bytes, volumes per device
- * class. The volume figures are asked from lvm at scrape time (no cache).
+ * class, and per thin class its pool's data and metadata use and whether it
+ * is full (`lvstamp_thin_pool_full{kind="data"|"metadata"}`: data out of
+ * space, or metadata ≥ 80 % / read-only; DESIGN.md §4 "Thin capacity").
+ * The volume figures are asked from lvm at scrape time (the thin pools
+ * once per scrape).
  */
 export class DriverMetrics {
   readonly registry = new Registry();
@@ -69,6 +76,72 @@ export class DriverMetrics {
         }
       },
     });
+    const thinClasses = [...deps.config.deviceClasses.values()].flatMap((c) =>
+      c.provisioning.type === 'thin'
+        ? [{ name: c.name, vgName: c.volumeGroup, thin: c.provisioning }]
+        : [],
+    );
+    let measured: { at: number; pools: Promise<(ThinPoolCapacity | null)[]> } | null = null;
+    // One report per pool for the three gauges of one scrape; a failed look-up is no sample.
+    const measure = (): Promise<(ThinPoolCapacity | null)[]> => {
+      const now = Date.now();
+      if (measured === null || now - measured.at > THIN_MEASURE_TTL_MS) {
+        measured = {
+          at: now,
+          pools: Promise.all(
+            thinClasses.map((c) => lvm.thinPoolCapacity(c.vgName, c.thin).catch(() => null)),
+          ),
+        };
+      }
+      return measured.pools;
+    };
+    const thinGauge = (
+      name: string,
+      help: string,
+      samples: (pool: ThinPoolCapacity) => [Record<string, string>, number | null][],
+      withKind = false,
+    ): void => {
+      new Gauge({
+        name,
+        help,
+        labelNames: withKind ? ['device_class', 'pool', 'kind'] : ['device_class', 'pool'],
+        registers: [this.registry],
+        async collect() {
+          this.reset();
+          const pools = await measure();
+          thinClasses.forEach((c, index) => {
+            const pool = pools[index];
+            if (pool === null || pool === undefined) return;
+            for (const [labels, value] of samples(pool)) {
+              if (value === null) continue;
+              this.set(
+                { device_class: c.name, pool: `${c.vgName}/${c.thin.thinPool}`, ...labels },
+                value,
+              );
+            }
+          });
+        },
+      });
+    };
+    thinGauge(
+      'lvstamp_thin_pool_data_ratio',
+      'Share of a thin class pool data space in use (data_percent / 100)',
+      (pool) => [[{}, pool.dataRatio]],
+    );
+    thinGauge(
+      'lvstamp_thin_pool_metadata_ratio',
+      'Share of a thin class pool metadata in use (metadata_percent / 100)',
+      (pool) => [[{}, pool.metadataRatio]],
+    );
+    thinGauge(
+      'lvstamp_thin_pool_full',
+      'Whether a thin class pool takes no new volume (1): kind data (out of data space) or metadata (at or above 80 % or read-only)',
+      (pool) => [
+        [{ kind: 'data' }, pool.condition === 'data-full' ? 1 : 0],
+        [{ kind: 'metadata' }, pool.condition === 'metadata-full' ? 1 : 0],
+      ],
+      true,
+    );
     new Gauge({
       name: 'lvstamp_volumes',
       help: 'lvstamp volumes per device class (by the class volume group)',

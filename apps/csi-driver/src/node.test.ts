@@ -381,13 +381,13 @@ describe('NodeExpandVolume', () => {
   it('grows through the core and returns the real capacity', async () => {
     const response = await expand({ capacity_range: { required_bytes: String(2 * GIB) } });
     expect(response).toEqual({ capacity_bytes: String(2 * GIB) });
-    expect(h.core.calls).toEqual([['expand', id, 2 * GIB, {}]]);
+    expect(h.core.calls).toEqual([['expand', id, 2 * GIB, { thinPools: [] }]]);
   });
 
   it('converges without a size: keeps the current capacity', async () => {
     const response = await expand();
     // at least one byte: the core keeps the capacity, still reloads the map and grows the filesystem
-    expect(h.core.calls).toEqual([['expand', id, 1, {}]]);
+    expect(h.core.calls).toEqual([['expand', id, 1, { thinPools: [] }]]);
     expect(response).toEqual({ capacity_bytes: String(GIB) });
   });
 
@@ -395,7 +395,7 @@ describe('NodeExpandVolume', () => {
     h.paths.kinds.set('/dev/block-target', 'block-device');
     h.paths.devices.set('/dev/block-target', { major: 253, minor: 7 });
     await expand({ volume_path: '/dev/block-target' });
-    expect(h.core.calls).toEqual([['expand', id, 1, {}]]);
+    expect(h.core.calls).toEqual([['expand', id, 1, { thinPools: [] }]]);
   });
 
   it.each<[string, () => void]>([

@@ -5,6 +5,8 @@ import {
   NotFoundError,
   sameDevice,
   VolumeGroupUnusableError,
+  type ThinClassPool,
+  type Volume,
   type VolumeScope,
   type VolumeStatus,
 } from '@lvstamp/core';
@@ -41,6 +43,8 @@ export interface NodeDeps {
   readonly paths: NodePaths;
   /** The configured volume groups and the owner ID (config.driverScope). */
   readonly scope: VolumeScope;
+  /** The thin classes' pools (config.thinClassPools); default none. */
+  readonly thinPools?: readonly ThinClassPool[];
 }
 
 async function statusOf(
@@ -68,6 +72,7 @@ type VolumePathKind = 'filesystem' | 'block' | 'unreadable-filesystem';
  */
 export function createNodeService(deps: NodeDeps) {
   const { core, paths, scope } = deps;
+  const thinPools = deps.thinPools ?? [];
 
   /** The data device is mounted (by major:minor, from mountinfo) at `path`. */
   const isStagedAt = async (status: VolumeStatus, path: string): Promise<boolean> => {
@@ -268,7 +273,9 @@ export function createNodeService(deps: NodeDeps) {
         requirePathArg(request.staging_target_path, 'staging_target_path');
       const status = await statusOf(core, request.volume_id, scope);
       const kind = await volumePathKind(status, request.volume_path);
-      const broken = await volumeGroupProblem(core, status.volume.vgName);
+      const broken =
+        (await volumeGroupProblem(core, status.volume.vgName)) ??
+        (await thinPoolProblem(core, status.volume, thinPools));
       const condition = !status.volume.active
         ? { abnormal: true, message: `the logical volume of ${request.volume_id} is not active` }
         : broken !== null
@@ -337,7 +344,7 @@ export function createNodeService(deps: NodeDeps) {
         status.volume.volumeId,
         Math.max(range.requiredBytes, 1),
         scope,
-        range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {},
+        { ...(range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {}), thinPools },
       );
       return { capacity_bytes: writeBytes(after.volume.capacityBytes ?? 0) };
     },
@@ -371,4 +378,26 @@ async function volumeGroupProblem(
     if (error instanceof VolumeGroupUnusableError) return error.message;
     throw error;
   }
+}
+
+/**
+ * Why the thin pool of a thin volume cannot take writes, or null: the pool
+ * out of data space, its metadata at or above 80 % or read-only, or
+ * unhealthy (DESIGN.md §4 "Thin capacity"). A thick volume, or a thin one in
+ * a pool no class names, has no pool problem to report.
+ */
+async function thinPoolProblem(
+  core: DriverCore,
+  volume: Volume,
+  thinPools: readonly ThinClassPool[],
+): Promise<string | null> {
+  if (!volume.attr.startsWith('V')) return null;
+  for (const { vgName, thin } of thinPools) {
+    if (vgName !== volume.vgName) continue;
+    const pool = await core.volumes.thinPoolCapacity(vgName, thin);
+    if (!pool.thinLvNames.includes(volume.lvName)) continue;
+    const full = ['data-full', 'metadata-full', 'failed'].includes(pool.condition);
+    return full ? (pool.detail ?? pool.condition) : null;
+  }
+  return null;
 }

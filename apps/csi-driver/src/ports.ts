@@ -17,6 +17,7 @@ export interface DriverCore {
     | 'createVolume'
     | 'listVolumeGroups'
     | 'capacity'
+    | 'thinPoolCapacity'
     | 'findVolume'
     | 'listVolumes'
   >;

@@ -8,7 +8,7 @@ import {
   KeyedMutex,
   volumeIdForName,
 } from '@lvstamp/core';
-import { driverScope, type DriverConfig } from './config.js';
+import { driverScope, thinClassPools, type DriverConfig } from './config.js';
 import { createControllerService } from './controller.js';
 import type { Handler } from './csi-types.js';
 import { toRpcFailure } from './errors.js';
@@ -124,6 +124,20 @@ export function createServer(deps: ServerDeps): DriverServer {
         }
         deps.metrics?.volumeGroupState(state.deviceClass, state.volumeGroup, state.problem);
       },
+      onThinPoolState: ({ deviceClass, pool, capacity }) => {
+        const { condition, detail, dataRatio, metadataRatio } = capacity;
+        if (condition !== 'ok' && condition !== 'prospective') {
+          deps.logger.warn(
+            { deviceClass, pool, condition, detail },
+            'thin pool takes no new volume: its device class reports 0 capacity',
+          );
+        } else if (dataRatio !== null && dataRatio >= 0.9) {
+          deps.logger.warn(
+            { deviceClass, pool, dataRatio, metadataRatio },
+            'thin pool data above 90 %',
+          );
+        }
+      },
     }),
     { CreateVolume: nameKey, DeleteVolume: idKey, ControllerExpandVolume: idKey },
     mutex,
@@ -134,6 +148,7 @@ export function createServer(deps: ServerDeps): DriverServer {
       core: deps.core,
       paths: deps.paths ?? fsNodePaths,
       scope: driverScope(deps.config, deps.ownerId),
+      thinPools: thinClassPools(deps.config),
     }),
     {
       NodeStageVolume: idKey,

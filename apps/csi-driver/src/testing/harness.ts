@@ -13,6 +13,7 @@ import {
   type DataDevice,
   type DeviceNumber,
   type MountInfoEntry,
+  type ThinPoolCapacity,
   type Volume,
   type VolumeGroup,
   type VolumeStatus,
@@ -94,6 +95,8 @@ export class FakeCore implements DriverCore {
   readonly calls: Call[] = [];
   /** When set, `create` waits for it (to hold the per-volume lock). */
   createGate: Promise<void> | null = null;
+  /** What thinPoolCapacity answers, by `vg/pool`; an absent key is NotFoundError. */
+  readonly thinPools = new Map<string, ThinPoolCapacity>();
   /** Thrown by the next call of the named method. */
   failNext = new Map<string, Error>();
   /** The scope (volume groups and owner) each call that takes one received, in order. */
@@ -221,6 +224,14 @@ export class FakeCore implements DriverCore {
         freeBytes: vg.freeBytes,
         maximumVolumeBytes: maximumCapacity(vg),
       });
+    },
+    thinPoolCapacity: (vgName, thin) => {
+      this.calls.push(['thinPoolCapacity', vgName, thin.thinPool]);
+      this.#maybeFail('thinPoolCapacity');
+      const pool = this.thinPools.get(`${vgName}/${thin.thinPool}`);
+      if (pool === undefined)
+        return Promise.reject(new NotFoundError(`volume group ${vgName} does not exist`));
+      return Promise.resolve(pool);
     },
     // As the core: only the scope's volume groups are searched.
     findVolume: (volumeId, scope) => {

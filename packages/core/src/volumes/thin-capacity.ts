@@ -52,6 +52,8 @@ export interface ThinPoolCapacity {
   readonly limitBytes: number;
   /** max(0, L − data offset) in whole 4 KiB blocks: GetCapacity's answer. */
   readonly capacityBytes: number;
+  /** Names of the thin LVs in the pool (to tell which pool a volume is in). */
+  readonly thinLvNames: readonly string[];
   /** data_percent / 100 and metadata_percent / 100, null when unknown. */
   readonly dataRatio: number | null;
   readonly metadataRatio: number | null;
@@ -84,6 +86,7 @@ export function thinPoolCapacity(thin: ThinProvisioning, report: ThinPoolReport)
     .filter((lv) => lv.writeable)
     .reduce((sum, lv) => sum + lv.sizeBytes, 0);
   const pool = report.pool;
+  const thinLvNames = report.thinLvs.map((lv) => lv.lvName);
   const none = (condition: ThinPoolCondition, detail: string, poolBytes = 0) => ({
     condition,
     detail,
@@ -93,6 +96,7 @@ export function thinPoolCapacity(thin: ThinProvisioning, report: ThinPoolReport)
     budgetBytes: 0,
     limitBytes: 0,
     capacityBytes: 0,
+    thinLvNames,
     dataRatio: pool?.dataHundredths == null ? null : pool.dataHundredths / 10000,
     metadataRatio: pool?.metadataHundredths == null ? null : pool.metadataHundredths / 10000,
   });
@@ -110,7 +114,10 @@ export function thinPoolCapacity(thin: ThinProvisioning, report: ThinPoolReport)
         poolBytes,
       );
     }
-    return measured('prospective', poolBytes, 0, 0, thin, extent, null, null);
+    return {
+      ...measured('prospective', poolBytes, 0, 0, thin, extent, null, null),
+      thinLvNames,
+    };
   }
   const where = `${pool.vgName}/${pool.poolName}`;
   if (!pool.isThinPool) {
@@ -155,7 +162,7 @@ export function thinPoolCapacity(thin: ThinProvisioning, report: ThinPoolReport)
   const usedBytes = Number(
     ceilDiv(BigInt(pool.sizeBytes) * BigInt(pool.dataHundredths + 1), 10000n),
   );
-  return measured(
+  const ok = measured(
     'ok',
     pool.sizeBytes,
     Math.min(usedBytes, pool.sizeBytes),
@@ -165,6 +172,7 @@ export function thinPoolCapacity(thin: ThinProvisioning, report: ThinPoolReport)
     pool.dataHundredths / 10000,
     pool.metadataHundredths / 10000,
   );
+  return { ...ok, thinLvNames };
 }
 
 function measured(
@@ -176,7 +184,7 @@ function measured(
   extent: number,
   dataRatio: number | null,
   metadataRatio: number | null,
-): ThinPoolCapacity {
+): Omit<ThinPoolCapacity, 'thinLvNames'> {
   const freeBytes = Math.max(0, poolBytes - usedBytes);
   const budgetBytes = Math.floor(poolBytes * thin.overprovisionRatio) - promisedBytes;
   const bound = Math.min(budgetBytes, Math.floor(freeBytes * thin.overprovisionRatio), poolBytes);
