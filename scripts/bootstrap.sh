@@ -19,7 +19,7 @@ declare -A PKG=(
   [lvm]=lvm2 [dmsetup]=dmsetup [mkfs.ext4]=e2fsprogs [resize2fs]=e2fsprogs [mkfs.xfs]=xfsprogs
   [xfs_growfs]=xfsprogs [blkid]=util-linux [blockdev]=util-linux [flock]=util-linux [losetup]=mount
   [mount]=mount [qemu-system-x86_64]=qemu-system-x86 [xz]=xz-utils [cpio]=cpio [depmod]=kmod
-  [gzip]=gzip [dpkg-deb]=dpkg [timeout]=coreutils [fio]=fio
+  [gzip]=gzip [dpkg-deb]=dpkg [timeout]=coreutils [fio]=fio [thin_check]=thin-provisioning-tools
 )
 missing=()
 for bin in "${!PKG[@]}"; do

@@ -153,6 +153,8 @@ export interface DriverOptions {
   readonly vgName: string;
   /** Owner ID written into headers (32 hex digits). */
   readonly ownerId: string;
+  /** The driver's whole config file instead of driverConfigYaml(vgName). */
+  readonly configYaml?: string;
 }
 
 /** A running driver and a client connected to it. */
@@ -189,7 +191,7 @@ export async function startDriver(
   if (!existsSync(DRIVER_MAIN)) throw new Error(`${DRIVER_MAIN} is missing: build the driver`);
   const socket = join(options.dir, 'csi.sock');
   const config = join(options.dir, 'config.yaml');
-  await writeFile(config, driverConfigYaml(options.vgName));
+  await writeFile(config, options.configYaml ?? driverConfigYaml(options.vgName));
   const chunks: string[] = [];
   const state: { exited: boolean; code: number | null; child: ChildProcess | null } = {
     exited: false,
