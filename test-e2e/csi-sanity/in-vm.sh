@@ -1,7 +1,8 @@
 #!/bin/bash
 # in-vm.sh: runs inside the test VM (or on a host with device-mapper, as root). Makes a 40 GiB
-# sparse loop-backed volume group, starts the built lvstamp-csi on a unix socket with one device
-# class on it, runs csi-sanity (CSI_SANITY) against it with the sizes the conformance tier asks for,
+# sparse loop-backed volume group, starts the built lvstamp-csi on a unix socket with one thin device
+# class on it (a 4 GiB pool that the driver creates at the first CreateVolume, over-provisioning
+# ratio 10: csi-sanity makes many 1 GiB volumes and writes almost nothing; docs/DESIGN.md §4), runs csi-sanity (CSI_SANITY) against it with the sizes the conformance tier asks for,
 # writes the JUnit report to $RESULTS/csi-sanity.xml, prints the counts and every skipped spec by
 # name, and tears everything down. Exit code: csi-sanity's (non-zero when a spec failed).
 set -uo pipefail
@@ -26,7 +27,7 @@ LOOP=$(losetup --find --show "$WORK/pv.img") || exit 1
 pvcreate -q "$LOOP" && vgcreate -q "$VG" "$LOOP" || exit 1
 cat >"$WORK/config.yaml" <<CONF
 deviceClasses:
-  sanity: { volumeGroup: $VG, wipe: none, default: true }
+  sanity: { volumeGroup: $VG, type: thin, thinPool: sanitypool, thinPoolSize: 4294967296, overprovisionRatio: 10, wipe: none, default: true }
 CONF
 node "$ROOT/apps/csi-driver/dist/lvstamp-csi.mjs" --endpoint "unix://$WORK/csi.sock" \
   --node-id csi-sanity-node --config "$WORK/config.yaml" --lock-file "$WORK/host.lock" \
