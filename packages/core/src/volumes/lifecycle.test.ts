@@ -1694,6 +1694,56 @@ describe('VolumeService: thin volumes (DESIGN.md §4 "Thin device classes", §5)
     }
   });
 
+  describe('expand of a thin volume', () => {
+    const GROW_PATH = `/dev/mapper/vg0-lvstamp_${ID_GROW}`;
+    const growLv = `lvstamp_${ID_GROW}`;
+    const thinGrow = readFileSync(`${CORE_FIXTURES_DIR}lvm/lvs-grow-before.json`, 'utf8').replace(
+      '"lv_attr":"-wi-ao----"',
+      '"lv_attr":"Vwi-aotz--"',
+    );
+    const lookup = { argv: lookupStep(ID_GROW, 'lvs-grow-before.json').argv, stdout: thinGrow };
+    const pools = [{ vgName: 'vg0', thin: THIN }];
+
+    it('checks the pool budget, then lvextend -L of the thin LV', async () => {
+      expect(thinGrow).toContain('Vwi-aotz--');
+      const { runner, manager, headerIo } = setup([
+        scopeStep(),
+        lookup,
+        poolStep([poolRow('5.00'), thinRow(growLv, 104 * MiB)]),
+        { argv: ['lvextend', '--yes', '-L', `${204 * MiB}b`, `vg0/${growLv}`] },
+      ]);
+      headerIo.headers.set(GROW_PATH, okHeaderV2('pvc-grow', ID_GROW, 103 * MiB));
+      const volume = await expandedVolume(manager, ID_GROW, 200 * MiB, SCOPE, {
+        thinPools: pools,
+      });
+      runner.assertDone();
+      expect(volume).toMatchObject({ sizeBytes: 204 * MiB, capacityBytes: 200 * MiB });
+    });
+
+    it('OutOfSpaceError and no lvextend when the pool cannot take the growth', async () => {
+      const { runner, manager, headerIo } = setup([
+        scopeStep(),
+        lookup,
+        poolStep([poolRow('97.00'), thinRow(growLv, 104 * MiB)]),
+      ]);
+      headerIo.headers.set(GROW_PATH, okHeaderV2('pvc-grow', ID_GROW, 103 * MiB));
+      const error = await caught(manager.expand(ID_GROW, 200 * MiB, SCOPE, { thinPools: pools }));
+      runner.assertDone();
+      expect(error).toBeInstanceOf(OutOfSpaceError);
+      expect((error as Error).message).toContain('cannot grow volume');
+      expect(headerIo.writes).toEqual([]);
+    });
+
+    it('FailedPreconditionError when no thin class names its pool', async () => {
+      const { runner, manager, headerIo } = setup([scopeStep(), lookup]);
+      headerIo.headers.set(GROW_PATH, okHeaderV2('pvc-grow', ID_GROW, 103 * MiB));
+      const error = await caught(manager.expand(ID_GROW, 200 * MiB, SCOPE));
+      runner.assertDone();
+      expect(error).toBeInstanceOf(FailedPreconditionError);
+      expect((error as Error).message).toContain('in a pool that no thin device class names');
+    });
+  });
+
   it('deletes a thin volume with lvremove and no wipe, whatever the wipe policy', async () => {
     const thinDel = readFileSync(`${CORE_FIXTURES_DIR}lvm/lvs-del-final.json`, 'utf8').replace(
       /"lv_attr":"-wi-a-----"/,
