@@ -30,7 +30,7 @@ function lvmWith(steps: ReplayStep[]): { lvm: Lvm; runner: ReplayRunner } {
 }
 
 describe('thin pool argv', () => {
-  it('creates a pool with --errorwhenfull y, lvm defaults otherwise, tags, exact bytes', () => {
+  it('creates a pool with lvm defaults, tags, exact bytes (no --errorwhenfull: lvcreate refuses it)', () => {
     expect(
       thinPoolCreateArgv({
         vgName: VG,
@@ -45,8 +45,6 @@ describe('thin pool argv', () => {
       'thin-pool',
       '-L',
       '1073741824b',
-      '--errorwhenfull',
-      'y',
       '--addtag',
       'lvstamp',
       '--addtag',
@@ -248,10 +246,14 @@ describe('thin failures (recorded lvm2 messages)', () => {
     runner.assertDone();
   });
 
-  it('creates a pool (pool-create)', async () => {
+  it('creates a pool, then sets --errorwhenfull y with lvchange (pool-create, full-set-errorwhenfull)', async () => {
     const request = { vgName: VG, poolName: 'pool0', sizeBytes: 1073741824, tags: ['lvstamp'] };
     const { lvm, runner } = lvmWith([
       { argv: thinPoolCreateArgv(request), ...recorded('pool-create') },
+      {
+        argv: ['lvchange', '--errorwhenfull', 'y', 'lvsthin/pool0'],
+        ...recorded('full-set-errorwhenfull'),
+      },
     ]);
     await lvm.thinPools.create(request);
     runner.assertDone();

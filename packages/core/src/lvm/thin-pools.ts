@@ -6,11 +6,11 @@ import { validateVgName } from './volume-groups.js';
 
 /**
  * The argv that makes a thin pool (lvcreate(8), lvmthin(7)):
- * `lvcreate --yes --type thin-pool -L <bytes>b --errorwhenfull y --addtag …
- * -n POOL VG`. lvm's defaults for chunk size and metadata size; chunk
- * zeroing on (lvm's default); `--errorwhenfull y` so that a full pool fails
- * a write with ENOSPC instead of blocking the writer (docs/DESIGN.md §4
- * "Thin device classes").
+ * `lvcreate --yes --type thin-pool -L <bytes>b --addtag … -n POOL VG`.
+ * lvm's defaults for chunk size and metadata size; chunk zeroing on (lvm's
+ * default). lvm2 2.03.16 refuses `--errorwhenfull` here (exit 3, "Option
+ * --errorwhenfull is unsupported with thin pools."): ThinPools.create sets
+ * it with lvchange right after.
  */
 export function thinPoolCreateArgv(request: {
   readonly vgName: string;
@@ -25,8 +25,6 @@ export function thinPoolCreateArgv(request: {
     'thin-pool',
     '-L',
     `${request.sizeBytes}b`,
-    '--errorwhenfull',
-    'y',
     ...request.tags.flatMap((tag) => ['--addtag', tag]),
     '-n',
     request.poolName,
@@ -98,7 +96,10 @@ export class ThinPools {
   }
 
   /**
-   * Makes the pool (thinPoolCreateArgv), under the host lock.
+   * Makes the pool (thinPoolCreateArgv), then `lvchange --errorwhenfull y
+   * VG/POOL` so that a full pool fails a write with ENOSPC instead of
+   * blocking the writer (docs/DESIGN.md §4 "Thin device classes"), under
+   * the host lock.
    * @throws OutOfSpaceError (too few free extents), VolumeGroupUnusableError;
    *   CommandFailedError, CommandTimeoutError, LockTimeoutError.
    */
@@ -109,11 +110,24 @@ export class ThinPools {
     readonly tags: readonly string[];
   }): Promise<void> {
     const argv = thinPoolCreateArgv(request);
+    const target = `${request.vgName}/${request.poolName}`;
     try {
-      await this.#lvm.change(`lvcreate ${request.vgName}/${request.poolName}`, argv);
+      await this.#lvm.change(`lvcreate ${target}`, argv);
     } catch (error) {
       throw classifyThinChangeFailure(request.vgName, request.poolName, error);
     }
+    await this.setErrorWhenFull(request.vgName, request.poolName);
+  }
+
+  /**
+   * `lvchange --errorwhenfull y VG/POOL` (lvchange(8)): writes to a full
+   * pool fail at once (`lv_when_full` `error`) instead of queueing. Changes
+   * no data; the caller checked the name against its class.
+   * @throws CommandFailedError, CommandTimeoutError, LockTimeoutError.
+   */
+  async setErrorWhenFull(vgName: string, poolName: string): Promise<void> {
+    const target = `${vgName}/${poolName}`;
+    await this.#lvm.change(`lvchange ${target}`, ['lvchange', '--errorwhenfull', 'y', target]);
   }
 
   /**

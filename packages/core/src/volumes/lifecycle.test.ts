@@ -1608,7 +1608,7 @@ describe('VolumeService: thin volumes (DESIGN.md §4 "Thin device classes", §5)
     expect(headerIo.calls).toEqual([`write /dev/mapper/vg0-lvstamp_new_${ID_202}`]);
   });
 
-  it('creates an absent pool of thinPoolSize (tagged, --errorwhenfull y) before the first volume', async () => {
+  it('creates an absent pool of thinPoolSize (tagged), sets --errorwhenfull y, before the first volume', async () => {
     const { runner, manager } = setup([
       vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_202, 'lvs-empty.json', {}, ['vg0']),
@@ -1622,8 +1622,6 @@ describe('VolumeService: thin volumes (DESIGN.md §4 "Thin device classes", §5)
           'thin-pool',
           '-L',
           `${1024 * MiB}b`,
-          '--errorwhenfull',
-          'y',
           '--addtag',
           'lvstamp',
           '--addtag',
@@ -1633,6 +1631,7 @@ describe('VolumeService: thin volumes (DESIGN.md §4 "Thin device classes", §5)
           'vg0',
         ],
       },
+      { argv: ['lvchange', '--errorwhenfull', 'y', 'vg0/pool0'] },
       poolStep([poolRow('0.00')]),
       { argv: thinCreate(ID_202, 204 * MiB) },
       renameStep(ID_202),
