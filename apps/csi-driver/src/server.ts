@@ -131,7 +131,13 @@ export function createServer(deps: ServerDeps): DriverServer {
             { deviceClass, pool, condition, detail },
             'thin pool takes no new volume: its device class reports 0 capacity',
           );
-        } else if (dataRatio !== null && dataRatio >= 0.9) {
+        } else if (capacity.whenFull === 'queue') {
+          deps.logger.warn(
+            { deviceClass, pool, whenFull: capacity.whenFull },
+            'thin pool queues writes when full (lv_when_full queue): writers then block; lvchange --errorwhenfull y makes them fail with ENOSPC',
+          );
+        }
+        if (dataRatio !== null && dataRatio >= 0.9) {
           deps.logger.warn(
             { deviceClass, pool, dataRatio, metadataRatio },
             'thin pool data above 90 %',

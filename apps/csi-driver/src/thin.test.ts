@@ -34,6 +34,7 @@ function pool(overrides: Partial<ThinPoolCapacity> = {}): ThinPoolCapacity {
     budgetBytes: 4 * GIB,
     limitBytes: 1016 * MIB,
     capacityBytes: 1015 * MIB,
+    whenFull: 'error',
     thinLvNames: [],
     dataRatio: 0.01,
     metadataRatio: 0.1,
@@ -61,6 +62,12 @@ describe('thin classes in the Controller service', () => {
       maximum_volume_size: { value: String(1015 * MIB) },
     });
     expect(core.calls).toContainEqual(['thinPoolCapacity', 'vg0', 'pool0']);
+  });
+
+  it('GetCapacity warns about an adopted pool that queues writes when full', async () => {
+    core.thinPools.set('vg0/pool0', pool({ whenFull: 'queue' }));
+    await h.call('Controller', 'GetCapacity', { volume_capabilities: [MOUNT], parameters: {} });
+    expect(JSON.stringify(h.logs.lines)).toContain('thin pool queues writes when full');
   });
 
   it('GetCapacity of a full pool is 0 and logs why', async () => {

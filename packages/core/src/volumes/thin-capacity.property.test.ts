@@ -98,6 +98,7 @@ describe('thinPoolCapacity', () => {
     expect(capacity.limitBytes).toBe(4 * GIB - promised);
     expect(capacity.capacityBytes).toBe(4 * GIB - promised - MIB);
     expect(capacity.condition).toBe('ok');
+    expect(capacity.whenFull).toBe('error');
   });
 
   it('V > P × ratio → 0, never a wrap (TopoLVM #961)', () => {

@@ -52,6 +52,8 @@ export interface ThinPoolCapacity {
   readonly limitBytes: number;
   /** max(0, L − data offset) in whole 4 KiB blocks: GetCapacity's answer. */
   readonly capacityBytes: number;
+  /** The pool's `lv_when_full`: `error` (writes fail when full), `queue` (writes block), null when absent. */
+  readonly whenFull: string | null;
   /** Names of the thin LVs in the pool (to tell which pool a volume is in). */
   readonly thinLvNames: readonly string[];
   /** data_percent / 100 and metadata_percent / 100, null when unknown. */
@@ -96,6 +98,7 @@ export function thinPoolCapacity(thin: ThinProvisioning, report: ThinPoolReport)
     budgetBytes: 0,
     limitBytes: 0,
     capacityBytes: 0,
+    whenFull: pool?.whenFull ?? null,
     thinLvNames,
     dataRatio: pool?.dataHundredths == null ? null : pool.dataHundredths / 10000,
     metadataRatio: pool?.metadataHundredths == null ? null : pool.metadataHundredths / 10000,
@@ -116,6 +119,7 @@ export function thinPoolCapacity(thin: ThinProvisioning, report: ThinPoolReport)
     }
     return {
       ...measured('prospective', poolBytes, 0, 0, thin, extent, null, null),
+      whenFull: null,
       thinLvNames,
     };
   }
@@ -172,7 +176,7 @@ export function thinPoolCapacity(thin: ThinProvisioning, report: ThinPoolReport)
     pool.dataHundredths / 10000,
     pool.metadataHundredths / 10000,
   );
-  return { ...ok, thinLvNames };
+  return { ...ok, whenFull: pool.whenFull, thinLvNames };
 }
 
 function measured(
@@ -184,7 +188,7 @@ function measured(
   extent: number,
   dataRatio: number | null,
   metadataRatio: number | null,
-): Omit<ThinPoolCapacity, 'thinLvNames'> {
+): Omit<ThinPoolCapacity, 'thinLvNames' | 'whenFull'> {
   const freeBytes = Math.max(0, poolBytes - usedBytes);
   const budgetBytes = Math.floor(poolBytes * thin.overprovisionRatio) - promisedBytes;
   const bound = Math.min(budgetBytes, Math.floor(freeBytes * thin.overprovisionRatio), poolBytes);
