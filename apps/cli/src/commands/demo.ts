@@ -185,7 +185,12 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
           for (const o of outcomes)
             say(`${o.entry.device}: ${o.outcome}${o.detail ? `: ${o.detail}` : ''}`);
           if (
-            !outcomes.some((o) => o.outcome === 'removed' && o.entry.volumeId === b.volume.volumeId)
+            !outcomes.some(
+              (o) =>
+                o.outcome === 'removed' &&
+                o.entry.target === 'volume' &&
+                o.entry.volumeId === b.volume.volumeId,
+            )
           ) {
             throw new ReportedFailure('gc did not remove the leaked volume pvc-demo-b');
           }

@@ -2,14 +2,17 @@ import { describe, expect, it } from 'vitest';
 import type { DmMap } from '../device/types.js';
 import { CommandFailedError, LockTimeoutError } from '../errors.js';
 import type { DecodeResult } from '../header/types.js';
-import type { Volume } from '../lvm/types.js';
+import type { LogicalVolume, Volume } from '../lvm/types.js';
 import {
   DEFAULT_NAMING,
   dmNameFor,
   dmUuidFor,
   lvNameFor,
+  fromTagFor,
   newLvNameFor,
   ownerTagFor,
+  snapshotLvNameFor,
+  snapshotTagsFor,
 } from '../naming.js';
 import { applyGcPlan } from './executor.js';
 import { takeInventory } from './inventory.js';
@@ -30,6 +33,7 @@ const LIVE = 'd'.repeat(32);
 class FakeNode {
   readonly calls: string[] = [];
   volumes: Volume[] = [];
+  snapshots: LogicalVolume[] = [];
   dmMaps: DmMap[] = [];
   tables = new Map<string, GcLinearTarget>();
   headers = new Map<string, DecodeResult>();
@@ -101,13 +105,19 @@ class FakeNode {
         this.step(`listVolumes ${scope.vgNames.join(',')}`, () =>
           this.volumes.filter((v) => scope.vgNames.includes(v.vgName)),
         ),
+      listSnapshotLogicalVolumes: (scope) =>
+        this.step(`listSnapshotLogicalVolumes ${scope.vgNames.join(',')}`, () =>
+          this.snapshots.filter((v) => scope.vgNames.includes(v.vgName)),
+        ),
       activateOwnedVolumes: () => this.step('activateOwnedVolumes', () => []),
+      activateOwnedSnapshots: () => this.step('activateOwnedSnapshots', () => []),
       discoverVolumeGroups: () => this.step('discoverVolumeGroups', () => ['vg0']),
       removeLogicalVolume: (ref) =>
         this.step(
           `removeLogicalVolume ${ref.vgName}/${ref.lvName} ${ref.lvUuid} ${ref.ownerId}`,
           () => {
             this.volumes = this.volumes.filter((v) => v.lvUuid !== ref.lvUuid);
+            this.snapshots = this.snapshots.filter((v) => v.lvUuid !== ref.lvUuid);
             this.dmMaps = this.dmMaps.filter((m) => m.uuid !== `LVM-${ref.lvUuid}`);
           },
         ),
@@ -465,5 +475,124 @@ describe('applyGcPlan', () => {
     expect(keepOnly.entries.length).toBeGreaterThan(0);
     expect(await applyGcPlan(keepOnly, node.ports)).toEqual([]);
     expect(node.calls).toEqual([]);
+  });
+});
+
+describe('applyGcPlan snapshots and interrupted restores', () => {
+  const SOURCE = 'e'.repeat(32);
+  const SNAP = '5'.repeat(32);
+  const RESTORE = '6'.repeat(32);
+  const snapLv = `vg0/${snapshotLvNameFor(SNAP)}`;
+
+  function addSnapshot(node: FakeNode, header: DecodeResult): LogicalVolume {
+    const lvName = snapshotLvNameFor(SNAP);
+    const lv: LogicalVolume = {
+      vgName: 'vg0',
+      lvName,
+      lvUuid: `uuid-${lvName}`,
+      sizeBytes: 1077936128,
+      attr: 'Vri-a-tz-k',
+      active: true,
+      open: false,
+      kernelMajor: 253,
+      kernelMinor: 77,
+      dmPath: `/dev/mapper/vg0-${lvName}`,
+      createdAtMs: NOW - 3 * HOUR,
+      tags: [
+        'lvstamp',
+        ownerTagFor(OWNER),
+        ...snapshotTagsFor({
+          sourceVolumeId: SOURCE,
+          sizeBytes: 1 << 30,
+          createdMs: NOW - 3 * HOUR,
+        }),
+      ],
+    };
+    node.snapshots.push(lv);
+    node.dmMaps.push({
+      name: `vg0-${lvName}`,
+      uuid: `LVM-${lv.lvUuid}`,
+      major: 253,
+      minor: 77,
+      openCount: 0,
+    });
+    node.headers.set(lv.dmPath ?? '', header);
+    return lv;
+  }
+
+  async function plannedSnapshot(header = okHeader(SOURCE)) {
+    const node = new FakeNode();
+    addSnapshot(node, header);
+    const restore = node.addVolume(RESTORE, true, okHeader(SOURCE));
+    node.volumes = node.volumes.map((v) =>
+      v === restore ? { ...v, tags: [...v.tags, fromTagFor({ kind: 'snapshot', id: SNAP })] } : v,
+    );
+    const inventory = await takeInventory(node.ports, SCOPE, DEFAULT_NAMING, () => NOW);
+    const plan = planGc(
+      inventory,
+      new Set(),
+      { ownerId: OWNER, minAgeMs: HOUR, maxDeletions: 10, dryRun: false },
+      NOW,
+      { snapshotLiveSet: new Set() },
+    );
+    node.calls.length = 0;
+    return { node, plan };
+  }
+
+  it('re-checks an orphan snapshot (name, uuid, tags, sector 0, open) under the lock, then removes it by uuid', async () => {
+    const { node, plan } = await plannedSnapshot();
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(summary(outcomes)).toEqual([
+      `vg0/lvstamp_new_${RESTORE}: removed: removed LV vg0/lvstamp_new_${RESTORE}`,
+      `${snapLv}: removed: removed snapshot LV ${snapLv}`,
+    ]);
+    expect(node.calls.slice(node.calls.indexOf(`lock gc: remove snapshot ${snapLv}`))).toEqual([
+      `lock gc: remove snapshot ${snapLv}`,
+      'listSnapshotLogicalVolumes vg0',
+      `readHeader /dev/mapper/vg0-${snapshotLvNameFor(SNAP)}`,
+      'listAll',
+      `removeLogicalVolume ${snapLv} uuid-${snapshotLvNameFor(SNAP)} ${OWNER}`,
+      'unlock',
+    ]);
+    expect(node.snapshots).toEqual([]);
+    expect(node.volumes).toEqual([]);
+  });
+
+  it("skips a snapshot whose sector 0 became another owner's before the removal", async () => {
+    const { node, plan } = await plannedSnapshot();
+    node.headers.set(
+      `/dev/mapper/vg0-${snapshotLvNameFor(SNAP)}`,
+      okHeader(SOURCE, 'f'.repeat(32)),
+    );
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(outcomes.find((o) => o.entry.device === snapLv)).toMatchObject({
+      outcome: 'skipped',
+      detail: expect.stringContaining('sector 0 changed') as unknown,
+    });
+    expect(node.calls.filter((c) => c.startsWith('removeLogicalVolume vg0/lvstamp_snap_'))).toEqual(
+      [],
+    );
+  });
+
+  it('skips a snapshot that was recreated (another lv_uuid) or lost its source tag', async () => {
+    const { node, plan } = await plannedSnapshot();
+    node.snapshots = node.snapshots.map((s) => ({ ...s, tags: ['lvstamp', ownerTagFor(OWNER)] }));
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(outcomes.find((o) => o.entry.device === snapLv)?.detail).toBe(
+      `lvstamp.source tag is missing now, planned ${SOURCE}`,
+    );
+    const again = await plannedSnapshot();
+    again.node.snapshots = again.node.snapshots.map((s) => ({ ...s, lvUuid: 'uuid-other' }));
+    const recreated = await applyGcPlan(again.plan, again.node.ports);
+    expect(recreated.find((o) => o.entry.device === snapLv)?.outcome).toBe('skipped');
+  });
+
+  it('skips an interrupted restore whose header became its own (the restore went on)', async () => {
+    const { node, plan } = await plannedSnapshot();
+    node.headers.set(`/dev/mapper/vg0-lvstamp_new_${RESTORE}`, okHeader(RESTORE));
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(outcomes.find((o) => o.entry.device === `vg0/lvstamp_new_${RESTORE}`)?.detail).toContain(
+      `planned the source's ${SOURCE}`,
+    );
   });
 });

@@ -1,8 +1,8 @@
 import type { DmMap } from '../device/types.js';
-import { dmNameFor, dmUuidFor, ownerTagFor } from '../naming.js';
+import { dmNameFor, dmUuidFor, ownerTagFor, parseFromTag, parseSnapshotTags } from '../naming.js';
 import { readHeaderSafely } from '../volumes/header-reading.js';
 import type { GcExecutorPorts } from './ports.js';
-import type { GcMapEntry, GcOutcome, GcPlan, GcVolumeEntry } from './types.js';
+import type { GcMapEntry, GcOutcome, GcPlan, GcSnapshotEntry, GcVolumeEntry } from './types.js';
 import { describeError, kernelNumber, numberKey } from './util.js';
 
 /** Options of `applyGcPlan`. */
@@ -13,7 +13,7 @@ export interface GcApplyOptions {
 
 /**
  * Applies a GC plan (DESIGN.md §6 "The executor"): every `remove-map`, then
- * every `remove-volume`, each re-checked and acted on under the host lock; a
+ * every `remove-volume`, then every `remove-snapshot`, each re-checked and acted on under the host lock; a
  * changed device is `skipped`, a failure `failed` (the rest still run), and
  * nothing is retried. A dry run calls no port and skips every removal.
  * @returns one outcome per removal entry, in the order acted on.
@@ -28,13 +28,16 @@ export async function applyGcPlan(
   const volumeEntries = plan.entries.filter(
     (e): e is GcVolumeEntry => e.action === 'remove-volume',
   );
+  const snapshotEntries = plan.entries.filter(
+    (e): e is GcSnapshotEntry => e.action === 'remove-snapshot',
+  );
   const outcomes: GcOutcome[] = [];
   const report = (outcome: GcOutcome) => {
     outcomes.push(outcome);
     options.onOutcome?.(outcome);
   };
 
-  for (const entry of [...mapEntries, ...volumeEntries]) {
+  for (const entry of [...mapEntries, ...volumeEntries, ...snapshotEntries]) {
     if (plan.dryRun) {
       report({ entry, outcome: 'skipped', detail: 'dry run' });
       continue;
@@ -45,9 +48,13 @@ export async function applyGcPlan(
           ? await ports.hostLock.withLock(`gc: remove data device ${entry.device}`, () =>
               removeMap(plan, entry, ports),
             )
-          : await ports.hostLock.withLock(`gc: remove volume ${entry.device}`, () =>
-              removeVolume(plan, entry, ports),
-            );
+          : entry.target === 'volume'
+            ? await ports.hostLock.withLock(`gc: remove volume ${entry.device}`, () =>
+                removeVolume(plan, entry, ports),
+              )
+            : await ports.hostLock.withLock(`gc: remove snapshot ${entry.device}`, () =>
+                removeSnapshot(plan, entry, ports),
+              );
       report({ entry, ...step });
     } catch (error) {
       report({ entry, outcome: 'failed', detail: describeError(error) });
@@ -104,6 +111,17 @@ async function removeVolume(
         `header changed: volume ID ${header.header.volumeId}, owner ${header.header.ownerId}; planned ${entry.volumeId}, owner ${plan.ownerId}`,
       );
     }
+  } else if (entry.evidence === 'source-header') {
+    if (header.status !== 'ok') return skipped(`header is ${header.status} now: ${header.reason}`);
+    if (header.header.volumeId !== entry.headerVolumeId || header.header.ownerId !== plan.ownerId) {
+      return skipped(
+        `header changed: volume ID ${header.header.volumeId}, owner ${header.header.ownerId}; planned the source's ${entry.headerVolumeId ?? '(none)'}, owner ${plan.ownerId}`,
+      );
+    }
+    const tag = ownerTagFor(plan.ownerId, plan.naming);
+    if (!lv.tags.includes(tag) || parseFromTag(lv.tags, plan.naming) === null) {
+      return skipped(`LV no longer carries the owner tag ${tag} and a ${plan.naming.tag}.from tag`);
+    }
   } else if (entry.evidence === 'owner-tag') {
     if (header.status !== 'not-stamped') {
       return skipped(
@@ -147,6 +165,64 @@ async function removeVolume(
         ? `removed LV ${entry.device}`
         : `removed data device ${ownMap.name}, then LV ${entry.device}`,
   };
+}
+
+/**
+ * Re-checks a snapshot LV under the host lock (DESIGN.md §6 "Snapshots"):
+ * same name and `lv_uuid`, active, the tags (`lvstamp`, owner, the planned
+ * `lvstamp.source`), sector 0 still the source's header of this owner, not
+ * open; then `lvremove` by uuid (which checks uuid, name, open and tags once more).
+ */
+async function removeSnapshot(
+  plan: GcPlan,
+  entry: GcSnapshotEntry,
+  ports: GcExecutorPorts,
+): Promise<Step> {
+  const lv = (await ports.lvm.listSnapshotLogicalVolumes({ vgNames: [entry.vgName] })).find(
+    (v) => v.vgName === entry.vgName && v.lvName === entry.lvName,
+  );
+  if (lv === undefined) return skipped(`LV ${entry.device} no longer exists`);
+  if (lv.lvUuid !== entry.lvUuid) {
+    return skipped(
+      `LV ${entry.device} was recreated: lv_uuid ${lv.lvUuid}, planned ${entry.lvUuid}`,
+    );
+  }
+  const tag = ownerTagFor(plan.ownerId, plan.naming);
+  if (!lv.tags.includes(plan.naming.tag) || !lv.tags.includes(tag)) {
+    return skipped(`LV no longer carries the tags ${plan.naming.tag} and ${tag}`);
+  }
+  const source = parseSnapshotTags(lv.tags, plan.naming)?.sourceVolumeId ?? null;
+  if (source === null || source !== entry.sourceVolumeId) {
+    return skipped(
+      `${plan.naming.tag}.source tag is ${source ?? 'missing'} now, planned ${entry.sourceVolumeId ?? '(none)'}`,
+    );
+  }
+  const header = await readHeaderSafely(lv, ports.headers);
+  if (header.status !== 'ok') return skipped(`sector 0 is ${header.status} now: ${header.reason}`);
+  if (header.header.volumeId !== source || header.header.ownerId !== plan.ownerId) {
+    return skipped(
+      `sector 0 changed: volume ID ${header.header.volumeId}, owner ${header.header.ownerId}; planned ${source}, owner ${plan.ownerId}`,
+    );
+  }
+  const kernel = kernelNumber(lv);
+  if (kernel === null) return skipped(`LV ${entry.device} is inactive now`);
+  const lvDm = (await ports.devices.listAll()).find(
+    (m) => m.major === kernel.major && m.minor === kernel.minor,
+  );
+  if (lvDm === undefined) {
+    return skipped(
+      `device ${numberKey(kernel)} of LV ${entry.device} is not in the device-mapper list`,
+    );
+  }
+  if (lvDm.openCount !== 0)
+    return skipped(`LV ${entry.device} is open now (open count ${lvDm.openCount})`);
+  await ports.lvm.removeLogicalVolume({
+    vgName: lv.vgName,
+    lvName: lv.lvName,
+    lvUuid: lv.lvUuid,
+    ownerId: plan.ownerId,
+  });
+  return { outcome: 'removed', detail: `removed snapshot LV ${entry.device}` };
 }
 
 /** The data device `lvstamp-<id>` when it exists and its table targets `lvKey` (major:minor); else null. */

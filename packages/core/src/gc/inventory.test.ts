@@ -6,7 +6,7 @@ import type { DmMap } from '../device/types.js';
 import { CommandFailedError } from '../errors.js';
 import type { CommandRunner } from '../exec/runner.js';
 import type { DecodeResult } from '../header/types.js';
-import type { Volume } from '../lvm/types.js';
+import type { LogicalVolume, Volume } from '../lvm/types.js';
 import { DEFAULT_NAMING } from '../naming.js';
 import { takeInventory } from './inventory.js';
 import { planGc } from './planner.js';
@@ -14,6 +14,7 @@ import type { GcInventoryPorts, GcLinearTarget } from './ports.js';
 
 interface NodePorts {
   readonly volumes: Volume[];
+  readonly snapshots?: LogicalVolume[];
   readonly dmMaps: DmMap[];
   readonly tables: Record<string, GcLinearTarget>;
   readonly headers: Record<string, DecodeResult | { throws: string }>;
@@ -41,6 +42,10 @@ function fakePorts(node: NodePorts = NODE) {
       listVolumes: () => {
         calls.push('listVolumes');
         return Promise.resolve(node.volumes);
+      },
+      listSnapshotLogicalVolumes: () => {
+        calls.push('listSnapshotLogicalVolumes');
+        return Promise.resolve(node.snapshots ?? []);
       },
     },
     devices: {
@@ -73,6 +78,7 @@ describe('takeInventory', () => {
 
     expect(calls).toEqual([
       'listVolumes',
+      'listSnapshotLogicalVolumes',
       'listAll',
       `tables ${ATTACHED},${STALE}`,
       `readHeader /dev/mapper/vg0-lvstamp_${ATTACHED}`,
@@ -303,7 +309,7 @@ describe('takeInventory', () => {
     const { ports, calls } = fakePorts();
     const broken: GcInventoryPorts = {
       ...ports,
-      lvm: { listVolumes: () => Promise.reject(failure) },
+      lvm: { ...ports.lvm, listVolumes: () => Promise.reject(failure) },
     };
     await expect(takeInventory(broken, SCOPE, DEFAULT_NAMING, () => NOW)).rejects.toBe(failure);
     expect(calls).toEqual([]);
@@ -389,6 +395,7 @@ describe('takeInventory: commands started', () => {
             commands.push('listVolumes');
             return Promise.resolve(volumes);
           },
+          listSnapshotLogicalVolumes: () => Promise.resolve([]),
         },
         devices: new DataDeviceManager({ runner }),
         headers: {

@@ -1,15 +1,16 @@
 import type { DeviceNumber, DmMap } from '../device/types.js';
-import type { VgScope, Volume } from '../lvm/types.js';
-import { DEFAULT_NAMING, parseDmUuid, type Naming } from '../naming.js';
+import type { LogicalVolume, VgScope, Volume } from '../lvm/types.js';
+import { DEFAULT_NAMING, parseDmUuid, parseSnapshotLvName, type Naming } from '../naming.js';
 import type { GcHeaderPort, GcInventoryPorts, GcLinearTarget } from './ports.js';
 import { readHeaderSafely } from '../volumes/header-reading.js';
 import { compareText, kernelNumber, lvDevice, numberKey } from './util.js';
-import type { Inventory, InventoryMap, InventoryVolume } from './types.js';
+import type { Inventory, InventoryMap, InventorySnapshot, InventoryVolume } from './types.js';
 
 /**
  * Takes the GC inventory of this node in the scope's volume groups (DESIGN.md
- * §6 "Inventory"): one `lvm fullreport`, one `dmsetup info`, one `dmsetup table`, then
- * an in-process header read per active LV; devices matched by major:minor.
+ * §6 "Inventory"): the volumes' `lvm fullreport` and the snapshots' one, one
+ * `dmsetup info`, one `dmsetup table`, then an in-process header read per
+ * active LV (snapshots included); devices matched by major:minor.
  * An unreadable header is `{ status: 'unreadable', reason }`, never thrown.
  * @param clock the current Unix time in milliseconds (for `takenAtMs`).
  * @throws any other port failure unchanged: an inventory is complete or an error.
@@ -22,6 +23,7 @@ export async function takeInventory(
 ): Promise<Inventory> {
   const takenAtMs = clock();
   const lvs = await ports.lvm.listVolumes(scope);
+  const snapshotLvs = await ports.lvm.listSnapshotLogicalVolumes(scope);
   const dmMaps = await ports.devices.listAll();
 
   const lvByNumber = new Map<string, Volume>();
@@ -41,11 +43,43 @@ export async function takeInventory(
     lvs.map(async (lv) => describeVolume(lv, ports.headers, dmByNumber, maps)),
   );
 
+  const snapshots = await Promise.all(
+    snapshotLvs.flatMap((lv) => {
+      const snapshotId = parseSnapshotLvName(lv.lvName, naming);
+      return snapshotId === null
+        ? []
+        : [describeSnapshot(lv, snapshotId, ports.headers, dmByNumber)];
+    }),
+  );
+
   return {
     takenAtMs,
     naming,
     volumes: volumes.sort((a, b) => compareText(a.device, b.device)),
     maps: maps.sort((a, b) => compareText(a.name, b.name)),
+    snapshots: snapshots.sort((a, b) => compareText(a.device, b.device)),
+  };
+}
+
+async function describeSnapshot(
+  lv: LogicalVolume,
+  snapshotId: string,
+  headers: GcHeaderPort,
+  dmByNumber: ReadonlyMap<string, DmMap>,
+): Promise<InventorySnapshot> {
+  const kernel = kernelNumber(lv);
+  return {
+    snapshotId,
+    vgName: lv.vgName,
+    lvName: lv.lvName,
+    lvUuid: lv.lvUuid,
+    device: lvDevice(lv),
+    sizeBytes: lv.sizeBytes,
+    lvCreatedAtMs: lv.createdAtMs,
+    tags: lv.tags,
+    kernel,
+    header: await readHeaderSafely(lv, headers),
+    openCount: effectiveOpenCount(kernel, dmByNumber, 0),
   };
 }
 

@@ -7,6 +7,9 @@ import {
   lvNameFor,
   newLvNameFor,
   ownerTagFor,
+  parseSnapshotTags,
+  snapshotLvNameFor,
+  snapshotTagsFor,
 } from '../naming.js';
 import { planGc } from './planner.js';
 import type {
@@ -270,6 +273,113 @@ describe('planGc properties', () => {
       'volume keep 6',
       'volume remove-volume 5',
       'volume remove-volume 6',
+    ]);
+  });
+});
+
+// Snapshot LVs (DESIGN.md §6 "Snapshots"): random tags, sector 0, open counts and live sets.
+
+const snapshotArb = fc.record({
+  snapshotId: idArb,
+  vgName: fc.constantFrom('vg0', 'vg1'),
+  header: headerArb,
+  base: fc.subarray(['lvstamp', ownerTagFor(OWNERS[0]), ownerTagFor(OWNERS[1])]),
+  source: fc.option(idArb, { nil: null }),
+  createdMs: fc.integer({ min: NOW - 10 * HOUR, max: NOW + HOUR }),
+  openCount: fc.option(fc.nat(1), { nil: null, freq: 5 }),
+});
+
+const snapshotNodeArb = fc
+  .uniqueArray(snapshotArb, { maxLength: 8, selector: (s) => `${s.vgName}/${s.snapshotId}` })
+  .map((raws): Inventory => ({
+    takenAtMs: NOW,
+    naming: DEFAULT_NAMING,
+    volumes: [],
+    maps: [],
+    snapshots: raws.map((r, i) => ({
+      snapshotId: r.snapshotId,
+      vgName: r.vgName,
+      lvName: snapshotLvNameFor(r.snapshotId),
+      lvUuid: `uuid-s${String(i)}`,
+      device: `${r.vgName}/${snapshotLvNameFor(r.snapshotId)}`,
+      sizeBytes: 1 << 30,
+      lvCreatedAtMs: r.createdMs,
+      tags: [
+        ...r.base,
+        ...(r.source === null
+          ? []
+          : snapshotTagsFor({
+              sourceVolumeId: r.source,
+              sizeBytes: 1 << 30,
+              createdMs: r.createdMs,
+            })),
+      ],
+      kernel: { major: 253, minor: 700 + i },
+      header: r.header,
+      openCount: r.openCount,
+    })),
+  }));
+
+describe('planGc snapshot properties', () => {
+  it('removes a snapshot only with both signals, not live, not open and old enough', () => {
+    fc.assert(
+      fc.property(
+        snapshotNodeArb,
+        fc.option(liveArb, { nil: undefined }),
+        liveArb,
+        policyArb,
+        (inventory, snapshotLive, live, policy) => {
+          const plan = planGc(
+            inventory,
+            live,
+            policy,
+            NOW,
+            snapshotLive === undefined ? {} : { snapshotLiveSet: snapshotLive },
+          );
+          const byDevice = new Map((inventory.snapshots ?? []).map((s) => [s.device, s]));
+          expect(plan.entries).toHaveLength(byDevice.size);
+          for (const entry of plan.entries) {
+            expect(entry.reason.trim()).not.toBe('');
+            if (entry.action !== 'remove-snapshot') continue;
+            const s = byDevice.get(entry.device);
+            if (s === undefined) throw new Error(`no snapshot ${entry.device}`);
+            const tags = parseSnapshotTags(s.tags);
+            expect(snapshotLive?.has(s.snapshotId)).toBe(false);
+            expect(s.tags).toContain('lvstamp');
+            expect(s.tags).toContain(ownerTagFor(policy.ownerId));
+            expect(tags).not.toBeNull();
+            expect(s.header.status).toBe('ok');
+            if (s.header.status !== 'ok' || tags === null) continue;
+            expect(s.header.header.ownerId).toBe(policy.ownerId);
+            expect(s.header.header.volumeId).toBe(tags.sourceVolumeId);
+            expect(s.openCount).toBe(0);
+            expect(oldEnough(tags.createdMs, policy)).toBe(true);
+          }
+          const removals = plan.entries.filter((e) => e.action === 'remove-snapshot').length;
+          expect(removals).toBeLessThanOrEqual(policy.maxDeletions);
+          expect(plan.summary.removeSnapshot).toBe(removals);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('generates snapshots that reach every snapshot rule and action', () => {
+    const seen = new Set<string>();
+    for (const [inventory, snapshotLive, policy] of fc.sample(
+      fc.tuple(snapshotNodeArb, liveArb, policyArb),
+      { numRuns: 3000, seed: 42 },
+    )) {
+      for (const e of planGc(inventory, new Set(), policy, NOW, { snapshotLiveSet: snapshotLive })
+        .entries)
+        seen.add(`${e.target} ${e.action} ${String(e.rule)}`);
+    }
+    expect([...seen].sort()).toEqual([
+      'snapshot keep 1',
+      'snapshot keep 2',
+      'snapshot keep 3',
+      'snapshot keep 6',
+      'snapshot remove-snapshot 6',
     ]);
   });
 });

@@ -552,7 +552,13 @@ describe('planGc deletion cap', () => {
     const p = plan(orphans(), [], [], { maxDeletions: 1 });
     expect(p.capped).toBe(true);
     expect(p.deletionCap).toBe(1);
-    expect(p.entries.map((e) => [e.volumeId, e.action, e.severity])).toEqual([
+    expect(
+      p.entries.map((e) => [
+        e.target === 'snapshot' ? e.snapshotId : e.volumeId,
+        e.action,
+        e.severity,
+      ]),
+    ).toEqual([
       [id('a'), 'remove-volume', 'info'],
       [id('b'), 'keep', 'warn'],
       [id('c'), 'keep', 'warn'],

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors.js';
-import { dmNameFor, isHexId, ownerTagFor } from '../naming.js';
+import { dmNameFor, isHexId, ownerTagFor, parseFromTag, parseSnapshotTags } from '../naming.js';
 import type {
   GcMapEntry,
   GcPlan,
@@ -7,9 +7,11 @@ import type {
   GcPlanSummary,
   GcPolicy,
   GcRule,
+  GcSnapshotEntry,
   GcVolumeEntry,
   Inventory,
   InventoryMap,
+  InventorySnapshot,
   InventoryVolume,
 } from './types.js';
 import { compareText, formatDuration, formatTime, numberKey } from './util.js';
@@ -25,7 +27,12 @@ import { compareText, formatDuration, formatTime, numberKey } from './util.js';
  *    that is `ok`, carries the name's volume ID and the policy's owner. A
  *    headerless (`not-stamped`) `lvstamp_new_<id>` — lvcreate zeroed the
  *    start, the header was not yet written (DESIGN.md §5) — counts as proved
- *    only with the LV tag `lvstamp.owner=<policy owner>`. A finished
+ *    only with the LV tag `lvstamp.owner=<policy owner>`. A `lvstamp_new_<id>`
+ *    whose header is `ok` and of the policy's owner but carries another
+ *    volume ID (an interrupted restore or clone still holds its source's
+ *    header) counts only with the lvstamp tag, the owner tag and a
+ *    `lvstamp.from=…` tag (for `volume.<id>`, the header's ID must be that
+ *    ID); its age is the LV creation time. A finished
  *    `lvstamp_<id>` without a valid header is never removed. An LV is open
  *    when its effective open count is > 0 or unknown, or a data device over
  *    it is open. A map is kept when its UUID carries no ID, its name does
@@ -45,12 +52,21 @@ import { compareText, formatDuration, formatTime, numberKey } from './util.js';
  * 5. `lvstamp_new_*` older than the grace period → `remove-volume`.
  * 6. Otherwise an orphan → `remove-volume`.
  *
+ * Snapshot LVs `lvstamp_snap_<id>` (DESIGN.md §6 "Snapshots"), same rule
+ * numbers: (1) tags `lvstamp`, the owner's and well-formed
+ * `lvstamp.source`/`size`/`created`, and sector 0 `ok` with the policy's
+ * owner and the `lvstamp.source` ID — a signal missing or disagreeing, or
+ * the device open, or no snapshot live set given → keep, warn; (2) in the
+ * snapshot live set → keep, also when the source volume is gone; (3)
+ * younger than the grace period by `lvstamp.created` → keep; (6) otherwise
+ * an orphan → `remove-snapshot`.
+ *
  * Cap: at most `deletionCap` = min(`maxDeletions`, floor(`maxDeletionPercent`
  * × own stamped volumes / 100)) `remove-volume` entries, where own stamped
  * volumes are those whose header is `ok` with the policy's owner. Floor, so
  * the percentage is never exceeded (a small installation needs a larger
  * percentage to delete anything). Map removals leave data untouched, can be
- * rebuilt from the LV, and are not counted. Removals past the cap, in entry
+ * rebuilt from the LV, and are not counted; snapshot removals are. Removals past the cap, in entry
  * order, become keep/warn "deletion cap of N reached" and `capped` is true.
  *
  * Entries are sorted by `device` (code-unit order), then by `target`.
@@ -58,6 +74,8 @@ import { compareText, formatDuration, formatTime, numberKey } from './util.js';
  * @param inventory from `takeInventory`.
  * @param liveSet volume IDs (32 lowercase hex digits) still referenced.
  * @param nowMs current Unix time in milliseconds.
+ * @param options.snapshotLiveSet snapshot IDs (32 lowercase hex digits)
+ *   still referenced; without it every snapshot is kept with a warning.
  * @throws InvalidArgumentError for a malformed policy, `nowMs` or live-set entry.
  */
 export function planGc(
@@ -65,6 +83,7 @@ export function planGc(
   liveSet: ReadonlySet<string>,
   policy: GcPolicy,
   nowMs: number,
+  options: { readonly snapshotLiveSet?: ReadonlySet<string> } = {},
 ): GcPlan {
   validatePolicy(policy);
   if (!Number.isFinite(nowMs))
@@ -76,21 +95,31 @@ export function planGc(
       );
     }
   }
+  for (const id of options.snapshotLiveSet ?? []) {
+    if (!isHexId(id)) {
+      throw new InvalidArgumentError(
+        `snapshot live set entry "${id}" is not a snapshot ID (32 lowercase hex digits)`,
+      );
+    }
+  }
 
   const context: PlanContext = {
     policy,
     liveSet,
+    snapshotLiveSet: options.snapshotLiveSet ?? null,
     nowMs,
     ownerTag: ownerTagFor(policy.ownerId, inventory.naming),
     ownerTagPrefix: `${inventory.naming.tag}.owner=`,
     inventory,
     volumeByDevice: new Map(inventory.volumes.map((v) => [v.device, v])),
+    volumeIds: new Set(inventory.volumes.map((v) => v.volumeId)),
     mapByName: new Map(inventory.maps.map((m) => [m.name, m])),
   };
 
   const decided: GcPlanEntry[] = [
     ...inventory.volumes.map((v) => decideVolume(v, context)),
     ...inventory.maps.map((m) => decideMap(m, context)),
+    ...(inventory.snapshots ?? []).map((snap) => decideSnapshot(snap, context)),
   ].sort(compareEntries);
 
   const ownStamped = inventory.volumes.filter(
@@ -100,7 +129,7 @@ export function planGc(
   let removals = 0;
   let capped = false;
   const entries = decided.map((entry): GcPlanEntry => {
-    if (entry.action !== 'remove-volume') return entry;
+    if (entry.action !== 'remove-volume' && entry.action !== 'remove-snapshot') return entry;
     if (removals < cap.limit) {
       removals += 1;
       return entry;
@@ -123,7 +152,7 @@ export function planGc(
     deletionCap: cap.limit,
     capped,
     entries,
-    summary: summarize(entries),
+    summary: summarize(entries, inventory.snapshots !== undefined),
   };
 }
 
@@ -162,11 +191,14 @@ export function validatePolicy(policy: GcPolicy): void {
 interface PlanContext {
   readonly policy: GcPolicy;
   readonly liveSet: ReadonlySet<string>;
+  /** Null when the caller gave none: every snapshot is kept. */
+  readonly snapshotLiveSet: ReadonlySet<string> | null;
   readonly nowMs: number;
   readonly ownerTag: string;
   readonly ownerTagPrefix: string;
   readonly inventory: Inventory;
   readonly volumeByDevice: ReadonlyMap<string, InventoryVolume>;
+  readonly volumeIds: ReadonlySet<string>;
   readonly mapByName: ReadonlyMap<string, InventoryMap>;
 }
 
@@ -174,7 +206,9 @@ interface PlanContext {
 type Ownership =
   | {
       readonly proved: true;
-      readonly evidence: 'header' | 'owner-tag';
+      readonly evidence: 'header' | 'owner-tag' | 'source-header';
+      /** For `source-header`: the volume ID in the header. */
+      readonly headerVolumeId?: string;
       /** Creation time the age is measured from, Unix ms, or null when unknown. */
       readonly createdAtMs: number | null;
       /** Where `createdAtMs` comes from, for reasons. */
@@ -187,6 +221,7 @@ function ownershipOf(v: InventoryVolume, context: PlanContext): Ownership {
   switch (header.status) {
     case 'ok': {
       const fields = header.header;
+      if (fields.volumeId !== v.volumeId && v.creating) return copyOwnership(v, fields, context);
       if (fields.volumeId !== v.volumeId) {
         return refused(
           `header volume ID ${fields.volumeId} does not match the name's ID ${v.volumeId}; never deleted automatically`,
@@ -234,6 +269,48 @@ function ownershipOf(v: InventoryVolume, context: PlanContext): Ownership {
     case 'unreadable':
       return refused(`header unreadable: ${header.reason}; kept until it can be read`);
   }
+}
+
+/**
+ * An `lvstamp_new_<id>` whose `ok` header carries another volume ID: an
+ * interrupted restore or clone (the copy still holds its source's header)
+ * when it carries the lvstamp tag, the owner tag and `lvstamp.from=…`, and
+ * the header is of this owner (for `volume.<id>`, with that ID).
+ */
+function copyOwnership(
+  v: InventoryVolume,
+  fields: { readonly volumeId: string; readonly ownerId: string },
+  context: PlanContext,
+): Ownership {
+  const mismatch = `header volume ID ${fields.volumeId} does not match the name's ID ${v.volumeId}`;
+  const from = parseFromTag(v.tags, context.inventory.naming);
+  if (from === null) {
+    return refused(
+      `${mismatch} and no ${context.inventory.naming.tag}.from tag (not an interrupted restore or clone); never deleted automatically`,
+    );
+  }
+  if (!v.tags.includes(context.inventory.naming.tag) || !v.tags.includes(context.ownerTag)) {
+    return refused(
+      `interrupted restore or clone without the tags ${context.inventory.naming.tag} and ${context.ownerTag}: only one ownership signal`,
+    );
+  }
+  if (fields.ownerId !== context.policy.ownerId) {
+    return refused(
+      `interrupted restore or clone whose header is another installation's (owner ${fields.ownerId}, this GC's owner ${context.policy.ownerId})`,
+    );
+  }
+  if (from.kind === 'volume' && from.id !== fields.volumeId) {
+    return refused(
+      `${mismatch}, and it is not the clone source ${from.id} its ${context.inventory.naming.tag}.from tag names`,
+    );
+  }
+  return {
+    proved: true,
+    evidence: 'source-header',
+    headerVolumeId: fields.volumeId,
+    createdAtMs: v.lvCreatedAtMs,
+    createdFrom: 'LV creation time',
+  };
 }
 
 function refused(reason: string): Ownership {
@@ -320,7 +397,9 @@ function decideVolume(v: InventoryVolume, context: PlanContext): GcVolumeEntry {
     const signal =
       owner.evidence === 'owner-tag'
         ? `no header yet, owner tag ${context.ownerTag}`
-        : 'header written, rename pending';
+        : owner.evidence === 'source-header'
+          ? `restore or clone: sector 0 still holds source ${owner.headerVolumeId}'s header, ${context.inventory.naming.tag}.from tag`
+          : 'header written, rename pending';
     return {
       ...base,
       action: 'remove-volume',
@@ -328,6 +407,7 @@ function decideVolume(v: InventoryVolume, context: PlanContext): GcVolumeEntry {
       severity: 'info',
       reason: `interrupted create (${signal}), not in the live set, ${age}`,
       evidence: owner.evidence,
+      ...(owner.headerVolumeId === undefined ? {} : { headerVolumeId: owner.headerVolumeId }),
     };
   }
   return {
@@ -408,6 +488,104 @@ function decideMap(m: InventoryMap, context: PlanContext): GcMapEntry {
   };
 }
 
+/** Snapshot rules (see planGc): two signals, live set, grace period, orphan. */
+function decideSnapshot(snap: InventorySnapshot, context: PlanContext): GcSnapshotEntry {
+  const naming = context.inventory.naming;
+  const tags = parseSnapshotTags(snap.tags, naming);
+  const base = {
+    target: 'snapshot',
+    snapshotId: snap.snapshotId,
+    sourceVolumeId: tags?.sourceVolumeId ?? null,
+    device: snap.device,
+    vgName: snap.vgName,
+    lvName: snap.lvName,
+    lvUuid: snap.lvUuid,
+  } as const;
+  const keep = (rule: GcRule, severity: 'info' | 'warn', reason: string): GcSnapshotEntry => ({
+    ...base,
+    action: 'keep',
+    rule,
+    severity,
+    reason,
+  });
+
+  const signal = snapshotSignalProblem(snap, tags, context);
+  if (signal !== null) return keep(1, 'warn', signal);
+  if (tags === null) return keep(1, 'warn', 'snapshot tags missing'); // narrowed by the check above
+
+  const live = context.snapshotLiveSet?.has(snap.snapshotId) === true;
+  const open =
+    snap.openCount === null
+      ? 'open count unknown (its device is missing from the device-mapper list)'
+      : snap.openCount > 0
+        ? `LV device open (${snap.openCount})`
+        : null;
+  if (open !== null) {
+    return live
+      ? keep(2, 'info', `in the snapshot live set; ${open}`)
+      : keep(1, 'warn', `${open}, but not in the snapshot live set`);
+  }
+  if (context.snapshotLiveSet === null) {
+    return keep(1, 'warn', 'no snapshot live set was given to this run; snapshots are kept');
+  }
+  if (live) {
+    const sourceLive = context.volumeIds.has(tags.sourceVolumeId);
+    return keep(
+      2,
+      'info',
+      sourceLive
+        ? 'in the snapshot live set'
+        : `in the snapshot live set (its source volume ${tags.sourceVolumeId} is gone from this node's scope)`,
+    );
+  }
+  const owner = {
+    proved: true,
+    evidence: 'header',
+    createdAtMs: tags.createdMs,
+    createdFrom: `${naming.tag}.created tag`,
+  } as const;
+  const young = ageCheck(owner, context);
+  if (young !== null) return keep(3, young.severity, young.reason);
+  return {
+    ...base,
+    action: 'remove-snapshot',
+    rule: 6,
+    severity: 'info',
+    reason: `orphan snapshot of volume ${tags.sourceVolumeId}: not in the snapshot live set, ${ageText(owner, context)}`,
+  };
+}
+
+/** Why a snapshot's two ownership signals do not hold (docs/DESIGN.md §6), or null. */
+function snapshotSignalProblem(
+  snap: InventorySnapshot,
+  tags: ReturnType<typeof parseSnapshotTags>,
+  context: PlanContext,
+): string | null {
+  const naming = context.inventory.naming;
+  if (!snap.tags.includes(naming.tag) || !snap.tags.includes(context.ownerTag)) {
+    const other = snap.tags.find((t) => t.startsWith(context.ownerTagPrefix));
+    return other === undefined
+      ? `snapshot without the tags ${naming.tag} and ${context.ownerTag}: only one ownership signal`
+      : `snapshot tagged for another owner (${other})`;
+  }
+  if (tags === null) {
+    return `snapshot without well-formed ${naming.tag}.source, ${naming.tag}.size and ${naming.tag}.created tags; never deleted automatically`;
+  }
+  const { header } = snap;
+  if (header.status !== 'ok') {
+    return header.status === 'unreadable'
+      ? `sector 0 unreadable: ${header.reason}; kept until it can be read`
+      : `sector 0 is ${header.status} (${header.reason}), not its source's header; never deleted automatically`;
+  }
+  if (header.header.ownerId !== context.policy.ownerId) {
+    return `sector 0 is another installation's header (owner ${header.header.ownerId}, this GC's owner ${context.policy.ownerId})`;
+  }
+  if (header.header.volumeId !== tags.sourceVolumeId) {
+    return `sector 0 holds volume ${header.header.volumeId}'s header, but the ${naming.tag}.source tag says ${tags.sourceVolumeId}`;
+  }
+  return null;
+}
+
 function deletionCap(
   policy: GcPolicy,
   ownStamped: number,
@@ -425,7 +603,7 @@ function compareEntries(a: GcPlanEntry, b: GcPlanEntry): number {
   return compareText(a.device, b.device) || compareText(a.target, b.target);
 }
 
-function summarize(entries: readonly GcPlanEntry[]): GcPlanSummary {
+function summarize(entries: readonly GcPlanEntry[], withSnapshots: boolean): GcPlanSummary {
   const count = (test: (e: GcPlanEntry) => boolean) => entries.filter(test).length;
   return {
     volumes: count((e) => e.target === 'volume'),
@@ -433,6 +611,12 @@ function summarize(entries: readonly GcPlanEntry[]): GcPlanSummary {
     keep: count((e) => e.action === 'keep'),
     removeMap: count((e) => e.action === 'remove-map'),
     removeVolume: count((e) => e.action === 'remove-volume'),
+    ...(withSnapshots
+      ? {
+          snapshots: count((e) => e.target === 'snapshot'),
+          removeSnapshot: count((e) => e.action === 'remove-snapshot'),
+        }
+      : {}),
     warnings: count((e) => e.severity === 'warn'),
   };
 }

@@ -6,7 +6,7 @@
  */
 import type { DecodeResult } from '../header/types.js';
 import type { DmMap } from '../device/types.js';
-import type { VgScope, Volume, VolumeScope } from '../lvm/types.js';
+import type { LogicalVolume, VgScope, Volume, VolumeScope } from '../lvm/types.js';
 
 /** Lists lvstamp volumes (VolumeService). */
 export interface GcLvmPort {
@@ -18,6 +18,12 @@ export interface GcLvmPort {
    * empty list.
    */
   listVolumes(scope: VgScope): Promise<readonly Volume[]>;
+  /**
+   * Every snapshot LV `lvstamp_snap_<id>` in the scope's volume groups,
+   * active or not, whatever its tags (DESIGN.md §6 "Snapshots"). Throws as
+   * `listVolumes`.
+   */
+  listSnapshotLogicalVolumes(scope: VgScope): Promise<readonly LogicalVolume[]>;
 }
 
 /** Activates this owner's inactive volumes and finds the volume groups to scan (VolumeService). */
@@ -28,6 +34,12 @@ export interface GcScopePort {
    * host lock), so that its header can be read; returns `vg/lv` of each.
    */
   activateOwnedVolumes(scope: VolumeScope): Promise<readonly string[]>;
+  /**
+   * Activates each inactive snapshot LV of the scope that carries the
+   * lvstamp tag and this owner's tag (`lvchange -ay -K <vg>/<lv>` under the
+   * host lock: thin snapshots skip a plain activation); returns `vg/lv` of each.
+   */
+  activateOwnedSnapshots(scope: VolumeScope): Promise<readonly string[]>;
   /** Volume groups tagged `lvstamp` or holding lvstamp-tagged LVs. */
   discoverVolumeGroups(): Promise<readonly string[]>;
 }

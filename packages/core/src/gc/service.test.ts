@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { VgScope, VolumeScope } from '../lvm/types.js';
 import { FailedPreconditionError } from '../errors.js';
-import { GcService, refuseEmptyLiveSet } from './service.js';
+import { DEFAULT_NAMING } from '../naming.js';
+import { GcService, refuseEmptyLiveSet, refuseEmptySnapshotLiveSet } from './service.js';
 import type { GcExecutorPorts } from './ports.js';
+import type { Inventory } from './types.js';
 
 const OWNER = '0123456789abcdef0123456789abcdef';
 
@@ -22,6 +24,8 @@ function ports(calls: string[]): GcExecutorPorts {
         calls.push(`listVolumes ${scope.vgNames.join(',')}`);
         return Promise.resolve([]);
       },
+      listSnapshotLogicalVolumes: () => Promise.resolve([]),
+      activateOwnedSnapshots: () => Promise.reject(new Error('not expected')),
       removeLogicalVolume: () => Promise.reject(new Error('not expected')),
     },
     headers: { readHeader: () => Promise.reject(new Error('not expected')) },
@@ -139,5 +143,60 @@ describe('refuseEmptyLiveSet (DESIGN.md §2.4)', () => {
         1,
       );
     }).not.toThrow();
+  });
+});
+
+describe('refuseEmptySnapshotLiveSet', () => {
+  const OWNER_TAG = `lvstamp.owner=${OWNER}`;
+  const inventory = (tags: string[][]): Inventory => ({
+    takenAtMs: 0,
+    naming: DEFAULT_NAMING,
+    volumes: [],
+    maps: [],
+    snapshots: tags.map((t, i) => ({
+      snapshotId: String(i).repeat(32),
+      vgName: 'vg0',
+      lvName: `lvstamp_snap_${String(i).repeat(32)}`,
+      lvUuid: `u${i}`,
+      device: `vg0/lvstamp_snap_${String(i).repeat(32)}`,
+      sizeBytes: 1,
+      lvCreatedAtMs: 0,
+      tags: t,
+      kernel: null,
+      header: { status: 'unreadable', reason: 'LV is inactive' },
+      openCount: 0,
+    })),
+  });
+
+  it('refuses an empty snapshot live set while snapshots of this owner exist', () => {
+    expect(() =>
+      refuseEmptySnapshotLiveSet(
+        { snapshotLiveSet: new Set(), allowEmptyLiveSet: false },
+        inventory([['lvstamp', OWNER_TAG]]),
+        OWNER,
+      ),
+    ).toThrow(/snapshot live set is empty while 1 snapshot LV\(s\) of this owner exist/);
+  });
+
+  it('accepts it with no own snapshot, when allowed, or when no snapshot live set is given', () => {
+    const own = inventory([['lvstamp', OWNER_TAG]]);
+    const foreign = inventory([['lvstamp', 'lvstamp.owner=' + 'f'.repeat(32)]]);
+    expect(() =>
+      refuseEmptySnapshotLiveSet(
+        { snapshotLiveSet: new Set(), allowEmptyLiveSet: false },
+        foreign,
+        OWNER,
+      ),
+    ).not.toThrow();
+    expect(() =>
+      refuseEmptySnapshotLiveSet(
+        { snapshotLiveSet: new Set(), allowEmptyLiveSet: true },
+        own,
+        OWNER,
+      ),
+    ).not.toThrow();
+    expect(() =>
+      refuseEmptySnapshotLiveSet({ allowEmptyLiveSet: false }, own, OWNER),
+    ).not.toThrow();
   });
 });

@@ -31,6 +31,12 @@ export interface GcPlanRequest {
    * live set itself.
    */
   readonly liveSetSource?: LiveSetSource;
+  /**
+   * Snapshot IDs (32 hex digits) that something still references, separate
+   * from the volume IDs (DESIGN.md §6 "Snapshots"). Without it every
+   * snapshot LV is kept with a warning.
+   */
+  readonly snapshotLiveSet?: ReadonlySet<string>;
   readonly policy: GcPolicy;
   /** Unix milliseconds. */
   readonly nowMs: number;
@@ -78,18 +84,33 @@ export class GcService {
     // Only when the inventory shows an inactive LV with this owner's tags: activate (one lvchange
     // each, the volumes re-listed under the host lock) and take the inventory again.
     const ownerTag = ownerTagFor(request.policy.ownerId, this.#naming);
-    const inactiveOwned = inventory.volumes.some(
-      (v) => v.kernel === null && v.tags.includes(this.#naming.tag) && v.tags.includes(ownerTag),
-    );
-    const activated = inactiveOwned
-      ? await this.#ports.lvm.activateOwnedVolumes({ vgNames, ownerId: request.policy.ownerId })
-      : [];
+    const inactiveOwned = (lvs: readonly { kernel: unknown; tags: readonly string[] }[]) =>
+      lvs.some(
+        (v) => v.kernel === null && v.tags.includes(this.#naming.tag) && v.tags.includes(ownerTag),
+      );
+    const scope = { vgNames, ownerId: request.policy.ownerId };
+    const activated = [
+      ...(inactiveOwned(inventory.volumes)
+        ? await this.#ports.lvm.activateOwnedVolumes(scope)
+        : []),
+      // Snapshots rest inactive with the activation-skip flag: `lvchange -ay -K`, exactly each LV.
+      ...(inactiveOwned(inventory.snapshots ?? [])
+        ? await this.#ports.lvm.activateOwnedSnapshots(scope)
+        : []),
+    ];
     if (activated.length > 0) {
       inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
     }
     const stamped = inventory.volumes.filter((v) => v.header.status === 'ok').length;
     refuseEmptyLiveSet(request, stamped);
-    const plan = planGc(inventory, request.liveSet, request.policy, request.nowMs);
+    refuseEmptySnapshotLiveSet(request, inventory, request.policy.ownerId);
+    const plan = planGc(
+      inventory,
+      request.liveSet,
+      request.policy,
+      request.nowMs,
+      request.snapshotLiveSet === undefined ? {} : { snapshotLiveSet: request.snapshotLiveSet },
+    );
     return { inventory, plan, vgNames, activated };
   }
 
@@ -97,6 +118,29 @@ export class GcService {
   async apply(plan: GcPlan, options: GcApplyOptions = {}): Promise<GcOutcome[]> {
     return applyGcPlan(plan, this.#ports, options);
   }
+}
+
+/**
+ * The snapshot side of refuseEmptyLiveSet (DESIGN.md §6 "Snapshots"): an
+ * empty snapshot live set while snapshot LVs tagged for this owner exist is
+ * refused unless `allowEmptyLiveSet`. No snapshot live set at all is not
+ * refused (every snapshot is kept then).
+ * @throws FailedPreconditionError.
+ */
+export function refuseEmptySnapshotLiveSet(
+  request: Pick<GcPlanRequest, 'snapshotLiveSet' | 'allowEmptyLiveSet'>,
+  inventory: Inventory,
+  ownerId: string,
+): void {
+  if (request.snapshotLiveSet === undefined || request.snapshotLiveSet.size > 0) return;
+  if (request.allowEmptyLiveSet) return;
+  const ownerTag = ownerTagFor(ownerId, inventory.naming);
+  const own = (inventory.snapshots ?? []).filter((s) => s.tags.includes(ownerTag)).length;
+  if (own === 0) return;
+  throw new FailedPreconditionError(
+    `the snapshot live set is empty while ${own} snapshot LV(s) of this owner exist; refusing to plan ` +
+      '(an empty list is more often a failed one); allow it explicitly if no snapshot is really in use',
+  );
 }
 
 /**

@@ -46,6 +46,33 @@ export interface InventoryVolume {
   readonly dataMaps: readonly string[];
 }
 
+/**
+ * One snapshot LV `lvstamp_snap_<id>` (docs/DESIGN.md §6 "Snapshots"). Its
+ * sector 0 is the source volume's header (a snapshot is never written).
+ */
+export interface InventorySnapshot {
+  /** 32 hex digits, from the LV name. */
+  readonly snapshotId: string;
+  readonly vgName: string;
+  readonly lvName: string;
+  /** lvm's `lv_uuid`. */
+  readonly lvUuid: string;
+  /** `<vg>/<lv>`. */
+  readonly device: string;
+  /** LV size in bytes. */
+  readonly sizeBytes: number;
+  /** LV creation time from lvm (`lv_time`), Unix milliseconds; null when lvm did not say. */
+  readonly lvCreatedAtMs: number | null;
+  /** LV tags: `lvstamp`, `lvstamp.owner=…`, `lvstamp.source=…`, `lvstamp.size=…`, `lvstamp.created=…`. */
+  readonly tags: readonly string[];
+  /** Kernel device number of the LV, or null when inactive. */
+  readonly kernel: DeviceNumber | null;
+  /** The decoded sector 0 (the source volume's header), or `unreadable`. */
+  readonly header: InventoryHeader;
+  /** Open count of the LV device; 0 when inactive; null when unknown. */
+  readonly openCount: number | null;
+}
+
 /** One device-mapper map whose UUID starts with `LVSTAMP-`. */
 export interface InventoryMap {
   /** Map name, e.g. `lvstamp-<id>`. */
@@ -78,6 +105,8 @@ export interface Inventory {
   readonly volumes: readonly InventoryVolume[];
   /** Sorted by `name`. */
   readonly maps: readonly InventoryMap[];
+  /** Snapshot LVs `lvstamp_snap_<id>`, sorted by `device`; absent in inventories taken before snapshots existed. */
+  readonly snapshots?: readonly InventorySnapshot[];
 }
 
 /** GC policy (DESIGN.md §6). */
@@ -101,7 +130,7 @@ export interface GcPolicy {
 export type GcRule = 1 | 2 | 3 | 4 | 5 | 6;
 
 /** What happens to one device. Removing a volume includes removing its data device first. */
-export type GcAction = 'keep' | 'remove-map' | 'remove-volume';
+export type GcAction = 'keep' | 'remove-map' | 'remove-volume' | 'remove-snapshot';
 
 interface GcEntryBase {
   readonly action: GcAction;
@@ -126,9 +155,29 @@ export interface GcVolumeEntry extends GcEntryBase {
   /**
    * The second ownership signal besides the name: a valid header with this
    * ID and owner, or (for a headerless `lvstamp_new_*` only) the owner tag.
+   * `source-header`: an interrupted restore or clone (`lvstamp_new_<id>`
+   * with `lvstamp.from=…` and the owner tag) whose sector 0 still holds its
+   * source's header, of this owner, with the ID in `headerVolumeId`.
    * Null when ownership was not proved (entry kept under rule 1).
    */
-  readonly evidence: 'header' | 'owner-tag' | null;
+  readonly evidence: 'header' | 'owner-tag' | 'source-header' | null;
+  /** For `source-header` evidence: the volume ID in the header (the source's). */
+  readonly headerVolumeId?: string;
+}
+
+/** A plan entry about a snapshot LV (docs/DESIGN.md §6 "Snapshots"). */
+export interface GcSnapshotEntry extends GcEntryBase {
+  readonly target: 'snapshot';
+  readonly snapshotId: string;
+  /** The `lvstamp.source` tag, or null when the tags are missing or malformed. */
+  readonly sourceVolumeId: string | null;
+  /** `<vg>/<lv>`. */
+  readonly device: string;
+  readonly action: 'keep' | 'remove-snapshot';
+  readonly vgName: string;
+  readonly lvName: string;
+  /** lv_uuid seen in the inventory; the executor acts only on this LV. */
+  readonly lvUuid: string;
 }
 
 /** A plan entry about a data device map. */
@@ -141,7 +190,7 @@ export interface GcMapEntry extends GcEntryBase {
   readonly action: 'keep' | 'remove-map';
 }
 
-export type GcPlanEntry = GcVolumeEntry | GcMapEntry;
+export type GcPlanEntry = GcVolumeEntry | GcMapEntry | GcSnapshotEntry;
 
 /** Counts of a plan. */
 export interface GcPlanSummary {
@@ -150,6 +199,9 @@ export interface GcPlanSummary {
   readonly keep: number;
   readonly removeMap: number;
   readonly removeVolume: number;
+  /** Snapshot LVs planned (present when the inventory listed snapshots). */
+  readonly snapshots?: number;
+  readonly removeSnapshot?: number;
   readonly warnings: number;
 }
 

@@ -1,10 +1,10 @@
-import type { Volume } from '../lvm/types.js';
+import type { LogicalVolume } from '../lvm/types.js';
 import type { DeviceNumber } from '../device/types.js';
 
 // Small helpers shared by the GC modules; not part of the public API.
 
 /** The LV's kernel device number, or null when lvm reports none (inactive). */
-export function kernelNumber(lv: Volume): DeviceNumber | null {
+export function kernelNumber(lv: LogicalVolume): DeviceNumber | null {
   if (lv.kernelMajor === null || lv.kernelMinor === null) return null;
   return { major: lv.kernelMajor, minor: lv.kernelMinor };
 }

@@ -1516,6 +1516,30 @@ describe('VolumeService: inactive LVs are activated, one LV at a time, only when
     runner.assertDone();
   });
 
+  it("activateOwnedSnapshots (GC): only inactive snapshots with this owner's tags, one `lvchange -ay -K` each", async () => {
+    const snap = 'lvstamp_snap_5a0f3c2e1d4b6a798c0e2f4a6b8d0c1e';
+    const { runner, manager } = setup([
+      scopeStep(),
+      listStep('lvs-snap-inactive.json'),
+      scopeStep(),
+      listStep('lvs-snap-inactive.json'),
+      { argv: ['lvchange', '-ay', '-K', `vg0/${snap}`] },
+    ]);
+    expect(await manager.activateOwnedSnapshots(SCOPE)).toEqual([`vg0/${snap}`]);
+    runner.assertDone();
+  });
+
+  it('listSnapshotLogicalVolumes: the snapshot LVs of the scope only, any owner, one lvs', async () => {
+    const { runner, manager } = setup([scopeStep(), listStep('lvs-snap-inactive.json')]);
+    const lvs = await manager.listSnapshotLogicalVolumes({ vgNames: SCOPE_VGS });
+    expect(lvs.map((lv) => [lv.lvName, lv.active])).toEqual([
+      ['lvstamp_snap_5a0f3c2e1d4b6a798c0e2f4a6b8d0c1e', false],
+      ['lvstamp_snap_6b1f3c2e1d4b6a798c0e2f4a6b8d0c1e', false],
+      ['lvstamp_snap_7c2f3c2e1d4b6a798c0e2f4a6b8d0c1e', true],
+    ]);
+    runner.assertDone();
+  });
+
   it('activateOwnedVolumes of another owner activates nothing', async () => {
     const { runner, manager } = setup([scopeStep(), listStep('lvs-inactive.json')]);
     expect(

@@ -41,6 +41,7 @@ import {
   newLvNameFor,
   ownerTagFor,
   parseLvName,
+  parseSnapshotLvName,
   parseOwnerId,
   validateVolumeName,
   volumeIdForName,
@@ -295,6 +296,20 @@ export class VolumeService {
   }
 
   /**
+   * Every snapshot LV `lvstamp_snap_<id>` (well-formed ID) in the scope's
+   * volume groups, active or not, whatever its tags (the GC judges them;
+   * DESIGN.md §6 "Snapshots"). The same single look-up as
+   * listPrefixedLogicalVolumes.
+   * @throws as LogicalVolumes.inGroups.
+   */
+  async listSnapshotLogicalVolumes(scope: VgScope): Promise<LogicalVolume[]> {
+    const { lvs } = await this.#lvm.logicalVolumes.inGroups(scope.vgNames, {
+      prefix: commonPrefix(this.#naming),
+    });
+    return lvs.filter((lv) => parseSnapshotLvName(lv.lvName, this.#naming) !== null);
+  }
+
+  /**
    * lvstamp volumes in the scope: `lvstamp_<id>` and `lvstamp_new_<id>`
    * (creating), each with its capacity from its header (one sector-0 read
    * in-process per active volume; DESIGN.md §4 "Capacity").
@@ -423,6 +438,32 @@ export class VolumeService {
       for (const volume of await inactiveOwned()) {
         await this.#lvm.logicalVolumes.activate(volume.vgName, volume.lvName);
         activated.push(`${volume.vgName}/${volume.lvName}`);
+      }
+      return activated;
+    });
+  }
+
+  /**
+   * Activates every inactive snapshot LV of the scope that carries the
+   * lvstamp tag and this owner's tag, so that the GC can read its sector 0:
+   * one `lvchange -ay -K <vg>/<lv>` each (exactly that LV; `-K` because thin
+   * snapshots carry the activation-skip flag, docs/SNAPSHOTS.md §1), under
+   * the host lock, after a re-listing under it.
+   * @returns `vg/lv` of each LV activated.
+   * @throws as listSnapshotLogicalVolumes; CommandFailedError, LockTimeoutError.
+   */
+  async activateOwnedSnapshots(scope: VolumeScope): Promise<string[]> {
+    const ownerId = parseOwnerId(scope.ownerId);
+    const inactiveOwned = async (): Promise<LogicalVolume[]> =>
+      (await this.listSnapshotLogicalVolumes(scope)).filter(
+        (lv) => !isActive(lv) && failedTagCheck(lv, ownerId, this.#naming) === null,
+      );
+    if ((await inactiveOwned()).length === 0) return [];
+    return this.#hostLock.withLock('activate inactive lvstamp snapshots', async () => {
+      const activated: string[] = [];
+      for (const lv of await inactiveOwned()) {
+        await this.#lvm.logicalVolumes.activateSkipped(lv.vgName, lv.lvName);
+        activated.push(`${lv.vgName}/${lv.lvName}`);
       }
       return activated;
     });
