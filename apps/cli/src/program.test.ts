@@ -4,10 +4,11 @@ import {
   NotFoundError,
   NotOwnedError,
   STANDALONE_OWNER_ID,
+  snapshotIdForName,
   volumeIdForName,
 } from '@lvstamp/core';
 import { describe, expect, it, vi } from 'vitest';
-import { parseLiveSet } from './commands/gc.js';
+import { parseLiveSet, parseSnapshotLiveSet } from './commands/gc.js';
 import { FORCE_UNOWNED_SKIPS } from './commands/volume.js';
 import { runCli, type CliDeps } from './program.js';
 import type { CliServices } from './services.js';
@@ -335,6 +336,27 @@ describe('gc', () => {
     expect(h.stdout()).toContain('dry run: nothing was removed');
   });
 
+  it('passes --live-snapshots as the separate snapshot live set', async () => {
+    const plan = vi.fn(() =>
+      Promise.resolve({
+        plan: { dryRun: true, capped: false, entries: [] },
+        vgNames: ['vg0'],
+        activated: [],
+      }),
+    );
+    const files: Record<string, string> = { 'live.txt': 'pvc-a\n', 'snaps.txt': 'snap-a\n' };
+    const h = harness({ gc: { plan } as unknown as CliServices['gc'] }, (path) =>
+      Promise.resolve(files[path] ?? ''),
+    );
+    expect(await h.run('gc', '--live', 'live.txt', '--live-snapshots', 'snaps.txt')).toBe(0);
+    expect(plan).toHaveBeenCalledWith(
+      expect.objectContaining({
+        liveSet: new Set([volumeIdForName('pvc-a')]),
+        snapshotLiveSet: new Set([snapshotIdForName('snap-a')]),
+      }),
+    );
+  });
+
   it('parses a live set of names and IDs, losing nothing of any line', () => {
     const id = 'a'.repeat(32);
     expect(parseLiveSet(`${id}\n  pvc-x  \n#c\r\n\n`)).toEqual(
@@ -351,5 +373,15 @@ describe('gc', () => {
 
   it('names the line of an invalid live-set entry', () => {
     expect(() => parseLiveSet(`ok\n${'x'.repeat(300)}\n`)).toThrow(/^live set line 2: /);
+  });
+
+  it('parses a snapshot live set of snapshot names and IDs with the same rules', () => {
+    const id = 'b'.repeat(32);
+    expect(parseSnapshotLiveSet(`${id}\nsnap-1\n`)).toEqual(
+      new Set([id, snapshotIdForName(id), snapshotIdForName('snap-1')]),
+    );
+    expect(() => parseSnapshotLiveSet(`${'x'.repeat(300)}\n`)).toThrow(
+      /^snapshot live set line 1: /,
+    );
   });
 });

@@ -82,6 +82,72 @@ export async function buildLiveSet(
   return { ids, driverPvCount, pvcCount: pvcs.items.length, pages, pvByVolumeId, oddHandles };
 }
 
+/** The snapshot live set of one run (DESIGN.md §6 "Snapshots"). */
+export interface SnapshotLiveSet {
+  /** Snapshot IDs (32 lowercase hex digits) that must be kept. */
+  readonly ids: ReadonlySet<string>;
+  /** VolumeSnapshotContents of this driver. */
+  readonly contentCount: number;
+  /** Pages read. */
+  readonly pages: number;
+  /**
+   * Set when the VolumeSnapshotContent CRD is not installed (404): the set is
+   * empty, which holds only while no snapshot LV of this owner exists (the
+   * GC refuses otherwise, with this text).
+   */
+  readonly unavailable: string | null;
+  /** Contents of this driver with a handle that is not a snapshot ID; for warnings. */
+  readonly oddHandles: readonly string[];
+}
+
+/**
+ * Builds the snapshot live set from the API server (DESIGN.md §6
+ * "Snapshots"): `status.snapshotHandle` and `spec.source.snapshotHandle` of
+ * every VolumeSnapshotContent (`snapshot.storage.k8s.io/v1`) whose
+ * `spec.driver` is `driverName`, in any state (ready, failed, being
+ * deleted). Read in pages as `buildLiveSet`.
+ * @throws KubeApiError for any failed page except a 404 on the first one
+ *   (the CRD is not installed: `unavailable` is set instead).
+ */
+export async function buildSnapshotLiveSet(
+  api: KubeApi,
+  options: { driverName: string; pageSize: number },
+): Promise<SnapshotLiveSet> {
+  let contents;
+  try {
+    contents = await listAll(
+      (p) => api.listVolumeSnapshotContents(p),
+      options.pageSize,
+      'volumesnapshotcontents',
+    );
+  } catch (error) {
+    if (error instanceof KubeApiError && error.status === 404) {
+      return {
+        ids: new Set(),
+        contentCount: 0,
+        pages: 1,
+        unavailable:
+          'VolumeSnapshotContents cannot be listed: the snapshot.storage.k8s.io/v1 CRD is not installed (404)',
+        oddHandles: [],
+      };
+    }
+    throw error;
+  }
+  const ids = new Set<string>();
+  const oddHandles: string[] = [];
+  let contentCount = 0;
+  for (const content of contents.items) {
+    if (content.driver !== options.driverName) continue;
+    contentCount += 1;
+    for (const handle of [content.statusHandle, content.sourceHandle]) {
+      if (handle === null || handle === '') continue;
+      if (isHexId(handle)) ids.add(handle);
+      else oddHandles.push(`${content.name} (snapshotHandle "${handle}")`);
+    }
+  }
+  return { ids, contentCount, pages: contents.pages, unavailable: null, oddHandles };
+}
+
 /**
  * Reads every page of a list. A page that fails throws; there is no retry
  * and no restart from the first page, because a list that had to be

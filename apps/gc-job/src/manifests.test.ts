@@ -93,7 +93,7 @@ describe('deploy/kubernetes/gc', () => {
     for (const name of env.keys()) expect(known, name).toContain(name);
   });
 
-  it('RBAC: list PVs, PVCs, CSINodes; create/get/patch Jobs in its namespace; create Events in default; nothing more', async () => {
+  it('RBAC: list PVs, PVCs, CSINodes, VolumeSnapshotContents; create/get/patch Jobs in its namespace; create Events in default; nothing more', async () => {
     const objects = await loadGcManifests();
     const rules = (kind: string, name: string) =>
       objects.find((o) => o.kind === kind && o.metadata.name === name) as unknown as {
@@ -107,6 +107,11 @@ describe('deploy/kubernetes/gc', () => {
         verbs: ['list'],
       },
       { apiGroups: ['storage.k8s.io'], resources: ['csinodes'], verbs: ['list'] },
+      {
+        apiGroups: ['snapshot.storage.k8s.io'],
+        resources: ['volumesnapshotcontents'],
+        verbs: ['list'],
+      },
     ]);
     expect(rules('Role', 'lvstamp-gc').rules).toEqual([
       { apiGroups: ['batch'], resources: ['jobs'], verbs: ['create', 'get', 'patch'] },

@@ -3,7 +3,7 @@ import type { GcOutcome, GcPlan, GcPlanEntry, GcService } from '@lvstamp/core';
 import type { Logger } from 'pino';
 import type { NodeConfig } from './config.js';
 import type { EventSpec, KubeApi } from './kube/api.js';
-import { buildLiveSet, type LiveSet } from './live-set.js';
+import { buildLiveSet, buildSnapshotLiveSet, type LiveSet } from './live-set.js';
 
 /** Annotation on a per-node Job that carries the node's summary (JSON of `NodeSummary`). */
 export const REPORT_ANNOTATION = 'lvstamp.io/gc-report';
@@ -42,6 +42,11 @@ export interface NodeReport {
     readonly driverPvs: number;
     readonly pvcs: number;
     readonly pages: number;
+    /** Snapshot IDs from VolumeSnapshotContents of this driver. */
+    readonly snapshotIds: number;
+    readonly snapshotContents: number;
+    /** Why the snapshot live set could not be read (the CRD absent), or null. */
+    readonly snapshotsUnavailable: string | null;
   };
   readonly plan: GcPlan;
   readonly outcomes: readonly GcOutcome[];
@@ -61,8 +66,10 @@ export interface NodeRunDeps {
 /**
  * One node's GC run (`lvstamp-gc node`, DESIGN.md §6):
  *
- * 1. the live set from the API server (`buildLiveSet`): any failed page
- *    aborts here, before the inventory and before anything is deleted;
+ * 1. the live set from the API server (`buildLiveSet`) and the snapshot
+ *    live set (`buildSnapshotLiveSet`): any failed page aborts here, before
+ *    the inventory and before anything is deleted; the VolumeSnapshotContent
+ *    CRD absent aborts in step 2 when snapshot LVs of this owner exist;
  * 2. inventory and plan on this node (core `GcService.plan`, pure planner
  *    of DESIGN.md §6 with owner, grace period and both caps), which refuses
  *    when no PV of this driver exists while stamped volumes do, unless
@@ -98,6 +105,26 @@ export async function runNode(config: NodeConfig, deps: NodeRunDeps): Promise<No
       'PV of this driver whose volume handle is not a volume ID; kept by name',
     );
   }
+  const snapshots = await buildSnapshotLiveSet(deps.kube, {
+    driverName: config.driverName,
+    pageSize: config.pageSize,
+  });
+  logger.info(
+    {
+      node: config.nodeName,
+      snapshotIds: snapshots.ids.size,
+      snapshotContents: snapshots.contentCount,
+      pages: snapshots.pages,
+      ...(snapshots.unavailable === null ? {} : { unavailable: snapshots.unavailable }),
+    },
+    'snapshot live set read',
+  );
+  for (const odd of snapshots.oddHandles) {
+    logger.warn(
+      { volumeSnapshotContent: odd },
+      'VolumeSnapshotContent of this driver whose snapshot handle is not a snapshot ID; it names no lvstamp snapshot',
+    );
+  }
 
   const { plan } = await deps.gc.plan({
     liveSet: liveSet.ids,
@@ -106,6 +133,10 @@ export async function runNode(config: NodeConfig, deps: NodeRunDeps): Promise<No
       what: `the list of PersistentVolumes of driver ${config.driverName}`,
       count: liveSet.driverPvCount,
     },
+    snapshotLiveSet: snapshots.ids,
+    ...(snapshots.unavailable === null
+      ? {}
+      : { snapshotLiveSetUnavailable: snapshots.unavailable }),
     policy: {
       ownerId: config.ownerId,
       minAgeMs: config.minAgeMs,
@@ -144,6 +175,9 @@ export async function runNode(config: NodeConfig, deps: NodeRunDeps): Promise<No
       driverPvs: liveSet.driverPvCount,
       pvcs: liveSet.pvcCount,
       pages: liveSet.pages,
+      snapshotIds: snapshots.ids.size,
+      snapshotContents: snapshots.contentCount,
+      snapshotsUnavailable: snapshots.unavailable,
     },
     plan,
     outcomes,
@@ -208,7 +242,10 @@ async function recordEvents(
   const events: EventSpec[] = [];
   const timeMs = deps.now();
   const about = (entry: GcPlanEntry): EventSpec['involvedObject'] => {
-    const pv = entry.volumeId === null ? undefined : liveSet.pvByVolumeId.get(entry.volumeId);
+    const pv =
+      entry.target === 'snapshot' || entry.volumeId === null
+        ? undefined
+        : liveSet.pvByVolumeId.get(entry.volumeId);
     return pv === undefined
       ? { apiVersion: 'v1', kind: 'Node', name: config.nodeName }
       : { apiVersion: 'v1', kind: 'PersistentVolume', name: pv.name, uid: pv.uid };
@@ -227,7 +264,11 @@ async function recordEvents(
   for (const o of outcomes) {
     if (o.outcome === 'removed') {
       const reason =
-        o.entry.action === 'remove-map' ? 'StaleDataDeviceRemoved' : 'LeakedVolumeRemoved';
+        o.entry.action === 'remove-map'
+          ? 'StaleDataDeviceRemoved'
+          : o.entry.action === 'remove-snapshot'
+            ? 'LeakedSnapshotRemoved'
+            : 'LeakedVolumeRemoved';
       event(o.entry, reason, 'Normal', `${o.detail} (${o.entry.reason})`);
     } else if (o.outcome === 'failed') {
       event(o.entry, 'LeakedVolumeRemovalFailed', 'Warning', o.detail);

@@ -1,4 +1,4 @@
-import { volumeIdForName } from '@lvstamp/core';
+import { snapshotIdForName, volumeIdForName } from '@lvstamp/core';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { FakeKube } from './testing/fake-kube.js';
 import { FakeNode } from './testing/fake-node.js';
@@ -59,7 +59,9 @@ describe('lvstamp-gc node', () => {
       status: 'ok',
     });
     expect(node.removed).toEqual([]);
-    expect(report?.plan.entries.find((e) => e.volumeId === orphan)?.action).toBe('remove-volume');
+    expect(
+      report?.plan.entries.find((e) => e.target !== 'snapshot' && e.volumeId === orphan)?.action,
+    ).toBe('remove-volume');
   });
 
   it('--apply removes exactly the aged orphans, under the host lock, and records an Event each', async () => {
@@ -107,7 +109,9 @@ describe('lvstamp-gc node', () => {
     const { code, report } = await run(kube, node, ['--apply']);
     expect(code).toBe(0);
     expect(node.removed).toEqual([]);
-    expect(report?.plan.entries.find((e) => e.volumeId === inflight)).toMatchObject({
+    expect(
+      report?.plan.entries.find((e) => e.target !== 'snapshot' && e.volumeId === inflight),
+    ).toMatchObject({
       action: 'keep',
       rule: 2,
     });
@@ -177,7 +181,8 @@ describe('lvstamp-gc node', () => {
     const { code, report } = await run(kube, node, ['--apply', '--max-delete-percent', '100']);
     expect(code).toBe(0);
     expect(node.removed).toEqual([]);
-    const entry = (id: string) => report?.plan.entries.find((e) => e.volumeId === id);
+    const entry = (id: string) =>
+      report?.plan.entries.find((e) => e.target !== 'snapshot' && e.volumeId === id);
     expect(entry(foreign)).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
     expect(entry(young)).toMatchObject({ action: 'keep', rule: 3, severity: 'info' });
     expect(entry(future)).toMatchObject({ action: 'keep', rule: 3, severity: 'warn' });
@@ -243,7 +248,15 @@ describe('lvstamp-gc node', () => {
   it('reads every page: 7 PVs with --page-size 2 is 4 pages', async () => {
     kube.pvs = Array.from({ length: 7 }, (_, i) => pv(`pvc-${i}`, 'Bound'));
     const { report } = await run(kube, node, ['--page-size', '2']);
-    expect(report?.liveSet).toEqual({ ids: 7, driverPvs: 7, pvcs: 0, pages: 5 });
+    expect(report?.liveSet).toEqual({
+      ids: 7,
+      driverPvs: 7,
+      pvcs: 0,
+      pages: 5,
+      snapshotIds: 0,
+      snapshotContents: 0,
+      snapshotsUnavailable: null,
+    });
     expect(
       kube.calls.filter((c) => c.method === 'listPersistentVolumes').map((c) => c.args[0]),
     ).toEqual([
@@ -325,6 +338,156 @@ describe('lvstamp-gc node', () => {
     expect(deps.out()).toMatch(
       /node n9: 1 device\(s\), kept 0, warnings 0, to remove 1, removed 1, skipped 0, errors 0; applied\n$/,
     );
+  });
+});
+
+describe('lvstamp-gc node: snapshots (VolumeSnapshotContents of this driver)', () => {
+  let kube: FakeKube;
+  let node: FakeNode;
+  beforeEach(() => {
+    kube = new FakeKube();
+    node = new FakeNode();
+    kube.pvs = [pv('pvc-live', 'Bound')];
+    node.add({ name: 'pvc-live', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+  });
+  const content = (
+    name: string,
+    handles: { status?: string; source?: string },
+    driver = 'lvstamp.io',
+  ) => ({
+    name,
+    driver,
+    statusHandle: handles.status ?? null,
+    sourceHandle: handles.source ?? null,
+  });
+  const snapLv = (id: string) => `lvstamp_snap_${id}`;
+
+  it('keeps snapshots named by status.snapshotHandle or spec.source.snapshotHandle (source volume gone), removes the unreferenced one', async () => {
+    const bound = node.addSnapshot({
+      name: 'snap-bound',
+      source: 'pvc-gone',
+      ownerId: OWNER,
+      createdAtMs: NOW - 5 * HOUR,
+    });
+    const imported = node.addSnapshot({
+      name: 'snap-imported',
+      source: 'pvc-live',
+      ownerId: OWNER,
+      createdAtMs: NOW - 5 * HOUR,
+    });
+    const orphan = node.addSnapshot({
+      name: 'snap-orphan',
+      source: 'pvc-live',
+      ownerId: OWNER,
+      createdAtMs: NOW - 5 * HOUR,
+    });
+    const otherDriver = node.addSnapshot({
+      name: 'snap-other-driver',
+      source: 'pvc-live',
+      ownerId: OWNER,
+      createdAtMs: NOW - 5 * HOUR,
+    });
+    kube.snapshotContents = [
+      content('snapcontent-1', { status: bound }),
+      content('snapcontent-2', { source: imported }),
+      content('snapcontent-3', { status: otherDriver }, 'other.csi.io'),
+    ];
+    const { code, report } = await run(kube, node, ['--apply', '--page-size', '2']);
+    expect(code).toBe(0);
+    expect(node.removed.sort()).toEqual([snapLv(orphan), snapLv(otherDriver)].sort());
+    expect(node.snapshots.map((s) => s.lvName).sort()).toEqual(
+      [snapLv(bound), snapLv(imported)].sort(),
+    );
+    expect(report?.liveSet).toMatchObject({
+      snapshotIds: 2,
+      snapshotContents: 2,
+      snapshotsUnavailable: null,
+    });
+    const reasons = kube.events.map((e) => e.reason);
+    expect(reasons.filter((r) => r === 'LeakedSnapshotRemoved')).toHaveLength(2);
+    expect(kube.calls.filter((c) => c.method === 'listVolumeSnapshotContents')).toHaveLength(2);
+  });
+
+  it("keeps a snapshot whose sector 0 is another owner's, with a warning", async () => {
+    const foreign = node.addSnapshot({
+      name: 'snap-foreign',
+      source: 'pvc-live',
+      ownerId: OWNER,
+      createdAtMs: NOW - 5 * HOUR,
+      headerOwnerId: OTHER,
+    });
+    node.addSnapshot({
+      name: 'snap-live',
+      source: 'pvc-live',
+      ownerId: OWNER,
+      createdAtMs: NOW - 5 * HOUR,
+    });
+    kube.snapshotContents = [content('c', { status: snapshotIdForName('snap-live') })];
+    const { code, report } = await run(kube, node, ['--apply']);
+    expect(code).toBe(0);
+    expect(node.removed).toEqual([]);
+    const entry = report?.plan.entries.find((e) => e.device === `vg0/${snapLv(foreign)}`);
+    expect(entry).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
+  });
+
+  it('a failed VolumeSnapshotContent page aborts the run before anything is removed', async () => {
+    node.add({ name: 'pvc-orphan', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+    kube.snapshotContents = [content('a', {}), content('b', {}), content('c', {})];
+    kube.failOn('listVolumeSnapshotContents', 2, 403, 'forbidden');
+    const { code, err } = await run(kube, node, ['--apply', '--page-size', '2']);
+    expect(code).not.toBe(0);
+    expect(err).toContain('forbidden');
+    expect(node.removed).toEqual([]);
+  });
+
+  it('the CRD absent (404) is an empty snapshot live set while no snapshot LV of this owner exists', async () => {
+    const orphan = node.add({ name: 'pvc-orphan', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+    kube.snapshotContents = null;
+    const { code, report } = await run(kube, node, ['--apply']);
+    expect(code).toBe(0);
+    expect(node.removed).toEqual([orphan]);
+    expect(report?.liveSet.snapshotsUnavailable).toContain('CRD is not installed (404)');
+  });
+
+  it('the CRD absent (404) aborts when snapshot LVs of this owner exist, even with --allow-empty-live-set', async () => {
+    node.add({ name: 'pvc-orphan', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+    node.addSnapshot({
+      name: 'snap',
+      source: 'pvc-live',
+      ownerId: OWNER,
+      createdAtMs: NOW - 5 * HOUR,
+    });
+    kube.snapshotContents = null;
+    const { code, err } = await run(kube, node, ['--apply', '--allow-empty-live-set']);
+    expect(code).not.toBe(0);
+    expect(err).toContain(
+      '1 snapshot LV(s) of this owner exist but VolumeSnapshotContents cannot be listed: the snapshot.storage.k8s.io/v1 CRD is not installed (404); refusing to plan',
+    );
+    expect(node.removed).toEqual([]);
+  });
+});
+
+describe('lvstamp-gc live-set --snapshots (the snapshot live set for `lvstamp gc --live-snapshots`)', () => {
+  it('prints the snapshot IDs of the driver’s VolumeSnapshotContents, one per line, sorted', async () => {
+    const kube = new FakeKube();
+    kube.snapshotContents = [
+      { name: 'b', driver: 'lvstamp.io', statusHandle: 'b'.repeat(32), sourceHandle: null },
+      { name: 'a', driver: 'lvstamp.io', statusHandle: null, sourceHandle: 'a'.repeat(32) },
+      { name: 'c', driver: 'other.io', statusHandle: 'c'.repeat(32), sourceHandle: null },
+    ];
+    const deps = testDeps(kube, new FakeNode(), { nowMs: NOW });
+    expect(await runGc(['live-set', '--snapshots'], deps)).toBe(0);
+    expect(deps.out()).toBe(`${'a'.repeat(32)}\n${'b'.repeat(32)}\n`);
+    expect(deps.err()).toContain('2 snapshot IDs from 2 VolumeSnapshotContent(s) of lvstamp.io');
+  });
+
+  it('exits 1 and prints nothing when the CRD is not installed', async () => {
+    const kube = new FakeKube();
+    kube.snapshotContents = null;
+    const deps = testDeps(kube, new FakeNode(), { nowMs: NOW });
+    expect(await runGc(['live-set', '--snapshots'], deps)).toBe(1);
+    expect(deps.out()).toBe('');
+    expect(deps.err()).toContain('CRD is not installed (404)');
   });
 });
 

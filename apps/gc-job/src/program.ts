@@ -16,7 +16,7 @@ import { describeFailure, EXIT_NOT_STARTED } from './errors.js';
 import type { KubeApi } from './kube/api.js';
 import type { KubeCredentials } from './kube/client.js';
 import type { Logger } from './log.js';
-import { buildLiveSet } from './live-set.js';
+import { buildLiveSet, buildSnapshotLiveSet } from './live-set.js';
 import { abortedSummary, REPORT_ANNOTATION, runNode, type NodeSummary } from './node-run.js';
 import { renderClusterReport, renderNodeReport } from './report.js';
 
@@ -237,8 +237,20 @@ export function buildProgram(
         'KUBECONFIG',
       ),
     )
-    .action(async (raw: Partial<RawCommonOptions>) => {
-      state.exitCode = await liveSetAction(raw, deps);
+    .addOption(
+      new Option(
+        '--snapshots',
+        'print the snapshot live set instead, one snapshot ID per line: what `lvstamp gc --live-snapshots FILE` needs ' +
+          '(status.snapshotHandle and spec.source.snapshotHandle of every VolumeSnapshotContent of the driver); ' +
+          'exit 1 when the VolumeSnapshotContent CRD is not installed',
+      ).default(false),
+    )
+    .action(async (raw: Partial<RawCommonOptions> & { snapshots?: boolean }) => {
+      const { snapshots, ...common } = raw;
+      state.exitCode =
+        snapshots === true
+          ? await snapshotLiveSetAction(common, deps)
+          : await liveSetAction(common, deps);
     });
 
   addCommonOptions(
@@ -373,6 +385,33 @@ async function liveSetAction(raw: Partial<RawCommonOptions>, deps: GcJobDeps): P
   );
   deps.stderr.write(
     `live set: ${live.ids.size} volume IDs from ${live.driverPvCount} PV(s) of ${config.driverName} and ${live.pvcCount} PVC(s), ${live.pages} page(s)\n`,
+  );
+  return EXIT_OK;
+}
+
+async function snapshotLiveSetAction(
+  raw: Partial<RawCommonOptions>,
+  deps: GcJobDeps,
+): Promise<number> {
+  const config = resolveLiveSetConfig(
+    withEnvironment<RawCommonOptions>({ json: false, ...raw }, deps.env),
+    deps.env,
+  );
+  const kube = deps.createKubeApi(config.credentials, config.requestTimeoutMs);
+  const live = await buildSnapshotLiveSet(kube, config);
+  if (live.unavailable !== null) {
+    throw new ReportedFailure(
+      `${live.unavailable}; without a snapshot live set \`lvstamp gc\` keeps every snapshot`,
+    );
+  }
+  deps.stdout.write(
+    [...live.ids]
+      .sort()
+      .map((id) => `${id}\n`)
+      .join(''),
+  );
+  deps.stderr.write(
+    `snapshot live set: ${live.ids.size} snapshot IDs from ${live.contentCount} VolumeSnapshotContent(s) of ${config.driverName}, ${live.pages} page(s)\n`,
   );
   return EXIT_OK;
 }

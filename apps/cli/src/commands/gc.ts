@@ -4,6 +4,7 @@ import {
   InvalidArgumentError,
   isHexId,
   planTable,
+  snapshotIdForName,
   volumeIdForName,
   type GcOutcome,
   type GcPlan,
@@ -16,6 +17,7 @@ import { parseDuration } from '../quantity.js';
 
 interface GcOptions {
   live?: string;
+  liveSnapshots?: string;
   minAge: string;
   maxDelete: string;
   apply: boolean;
@@ -32,6 +34,10 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
       'find volumes nothing references any more and plan their removal (dry run unless --apply)',
     )
     .option('--live <file>', 'file with one live volume name or ID per line; - for standard input')
+    .option(
+      '--live-snapshots <file>',
+      'file with one live snapshot name or ID per line (the --live file rules); without it every snapshot is kept',
+    )
     .option('--min-age <duration>', 'grace period: keep volumes younger than this', '1h')
     .option('--max-delete <n>', 'remove at most N devices in this run', '10')
     .option('--apply', 'carry out the plan (default: print it only)', false)
@@ -49,6 +55,8 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
         "are scanned; inactive LVs with this owner's tags are activated (lvchange --activate y) to read them.\n" +
         '\nThe live set must hold every PV of the driver AND pvc-<uid> of every PVC: a claim being provisioned\n' +
         'has no PV yet, and a node clock that was behind makes its new volume look old (README).\n' +
+        '\nSnapshots (lvstamp_snap_<id>) are judged against their own live set (--live-snapshots, e.g. from\n' +
+        '`lvstamp-gc live-set --snapshots`): without it every snapshot is kept with a warning.\n' +
         '\nExample:\n  lvstamp-gc live-set > live.txt && lvstamp gc --live live.txt --min-age 2h',
     )
     .action(async (opts: GcOptions) => {
@@ -56,11 +64,16 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
       const maxDeletions = parseCount(opts.maxDelete);
       const liveSet =
         opts.live === undefined ? new Set<string>() : await readLiveSet(ctx, opts.live);
+      const snapshotLiveSet =
+        opts.liveSnapshots === undefined
+          ? undefined
+          : await readLiveSet(ctx, opts.liveSnapshots, 'snapshot');
       const gc = ctx.services().gc;
       progress(io, 'taking inventory of volumes and data devices');
       const { plan, vgNames, activated } = await gc.plan({
         liveSet,
         allowEmptyLiveSet: opts.allowEmptyLiveSet,
+        ...(snapshotLiveSet === undefined ? {} : { snapshotLiveSet }),
         policy: { ownerId: ctx.globals().ownerId, minAgeMs, maxDeletions, dryRun: !opts.apply },
         nowMs: ctx.deps.now(),
         ...(opts.vg === undefined ? {} : { vgNames: [opts.vg] }),
@@ -100,17 +113,32 @@ function parseCount(text: string): number {
   return Number(text);
 }
 
-async function readLiveSet(ctx: CommandContext, path: string): Promise<Set<string>> {
+async function readLiveSet(
+  ctx: CommandContext,
+  path: string,
+  kind: 'volume' | 'snapshot' = 'volume',
+): Promise<Set<string>> {
   let text: string;
   try {
     text = await ctx.deps.readText(path);
   } catch (error) {
     const why = messageOf(error);
     throw new FailedPreconditionError(
-      `cannot read the live set from ${path === '-' ? 'standard input' : path}: ${why}; refusing to run`,
+      `cannot read the ${kind === 'snapshot' ? 'snapshot ' : ''}live set from ${path === '-' ? 'standard input' : path}: ${why}; refusing to run`,
     );
   }
-  return parseLiveSet(text);
+  return kind === 'snapshot' ? parseSnapshotLiveSet(text) : parseLiveSet(text);
+}
+
+/**
+ * Reads a snapshot live set: one snapshot name or snapshot ID per line,
+ * with parseLiveSet's rules (a line counts in every form; 32 hex digits
+ * count as an ID and as a name), names mapped with snapshotIdForName.
+ * @returns snapshot IDs (32 hex digits).
+ * @throws InvalidArgumentError (with the line number) for an invalid name.
+ */
+export function parseSnapshotLiveSet(text: string): Set<string> {
+  return parseIds(text, snapshotIdForName, 'snapshot live set');
 }
 
 /**
@@ -124,6 +152,10 @@ async function readLiveSet(ctx: CommandContext, path: string): Promise<Set<strin
  *   a valid volume name (over 256 bytes, or holding NUL).
  */
 export function parseLiveSet(text: string): Set<string> {
+  return parseIds(text, volumeIdForName, 'live set');
+}
+
+function parseIds(text: string, idForName: (name: string) => string, what: string): Set<string> {
   const ids = new Set<string>();
   const lines = text.split('\n');
   lines.forEach((line, index) => {
@@ -133,10 +165,10 @@ export function parseLiveSet(text: string): Set<string> {
     for (const form of forms) {
       if (isHexId(form)) ids.add(form);
       try {
-        ids.add(volumeIdForName(form));
+        ids.add(idForName(form));
       } catch (error) {
         const why = error instanceof Error ? error.message : 'invalid';
-        throw new InvalidArgumentError(`live set line ${index + 1}: ${why}; refusing to run`);
+        throw new InvalidArgumentError(`${what} line ${index + 1}: ${why}; refusing to run`);
       }
     }
   });

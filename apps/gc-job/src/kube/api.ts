@@ -44,6 +44,20 @@ export interface PersistentVolumeClaimInfo {
   readonly phase: string | null;
 }
 
+/**
+ * What the GC needs of a VolumeSnapshotContent (`snapshot.storage.k8s.io/v1`,
+ * cluster-scoped; external-snapshotter v5 CRDs).
+ */
+export interface VolumeSnapshotContentInfo {
+  readonly name: string;
+  /** `spec.driver`, or null when unset. */
+  readonly driver: string | null;
+  /** `status.snapshotHandle` (set once CreateSnapshot returned), or null. */
+  readonly statusHandle: string | null;
+  /** `spec.source.snapshotHandle` (a pre-provisioned snapshot), or null. */
+  readonly sourceHandle: string | null;
+}
+
 /** A CSINode: which CSI drivers run on the node of the same name. */
 export interface CsiNodeInfo {
   readonly name: string;
@@ -126,6 +140,11 @@ export interface KubeApi {
   listPersistentVolumes(page: PageRequest): Promise<Page<PersistentVolumeInfo>>;
   /** GET /api/v1/persistentvolumeclaims?limit&continue (all namespaces). */
   listPersistentVolumeClaims(page: PageRequest): Promise<Page<PersistentVolumeClaimInfo>>;
+  /**
+   * GET /apis/snapshot.storage.k8s.io/v1/volumesnapshotcontents?limit&continue.
+   * @throws KubeApiError; status 404 when the CRD is not installed.
+   */
+  listVolumeSnapshotContents(page: PageRequest): Promise<Page<VolumeSnapshotContentInfo>>;
   /** GET /apis/storage.k8s.io/v1/csinodes?limit&continue. */
   listCsiNodes(page: PageRequest): Promise<Page<CsiNodeInfo>>;
   /**

@@ -4,6 +4,7 @@ import {
   CoreV1Event,
   CoreV1Api,
   createConfiguration,
+  CustomObjectsApi,
   KubeConfig,
   PatchStrategy,
   ServerConfiguration,
@@ -18,6 +19,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, KubeApiError } from '../errors.js';
 import type {
+  VolumeSnapshotContentInfo,
   ContainerStateInfo,
   CsiNodeInfo,
   EventInfo,
@@ -111,6 +113,7 @@ export function createKubeApi(kc: KubeConfig, options: { requestTimeoutMs: numbe
   const core = new CoreV1Api(configuration);
   const storage = new StorageV1Api(configuration);
   const batch = new BatchV1Api(configuration);
+  const custom = new CustomObjectsApi(configuration);
   const timeoutMs = options.requestTimeoutMs;
 
   return {
@@ -129,6 +132,23 @@ export function createKubeApi(kc: KubeConfig, options: { requestTimeoutMs: numbe
           continueToken: list.metadata?._continue,
         };
       }),
+    listVolumeSnapshotContents: (page) =>
+      call(
+        'list volumesnapshotcontents.snapshot.storage.k8s.io',
+        timeoutMs,
+        async (): Promise<Page<VolumeSnapshotContentInfo>> => {
+          const list = (await custom.listClusterCustomObject({
+            group: 'snapshot.storage.k8s.io',
+            version: 'v1',
+            plural: 'volumesnapshotcontents',
+            ...listParams(page),
+          })) as CustomList;
+          return {
+            items: (list.items ?? []).map(snapshotContentInfo),
+            continueToken: list.metadata?.continue,
+          };
+        },
+      ),
     listPersistentVolumeClaims: (page) =>
       call(
         'list persistentvolumeclaims in all namespaces',
@@ -212,6 +232,27 @@ export function createKubeApi(kc: KubeConfig, options: { requestTimeoutMs: numbe
           body: Object.assign(new CoreV1Event(), eventBody(event)),
         });
       }),
+  };
+}
+
+/** A custom-object list as JSON (the generated client types it as `object`). */
+interface CustomList {
+  readonly items?: readonly unknown[];
+  readonly metadata?: { readonly continue?: string };
+}
+
+function snapshotContentInfo(item: unknown): VolumeSnapshotContentInfo {
+  const o = item as {
+    metadata?: { name?: unknown };
+    spec?: { driver?: unknown; source?: { snapshotHandle?: unknown } };
+    status?: { snapshotHandle?: unknown };
+  } | null;
+  const text = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+  return {
+    name: text(o?.metadata?.name) ?? '',
+    driver: text(o?.spec?.driver),
+    statusHandle: text(o?.status?.snapshotHandle),
+    sourceHandle: text(o?.spec?.source?.snapshotHandle),
   };
 }
 

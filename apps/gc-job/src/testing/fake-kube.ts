@@ -10,6 +10,7 @@ import type {
   PersistentVolumeClaimInfo,
   PersistentVolumeInfo,
   PodInfo,
+  VolumeSnapshotContentInfo,
 } from '../kube/api.js';
 
 type Method = keyof KubeApi;
@@ -23,6 +24,8 @@ export class FakeKube implements KubeApi {
   pvs: PersistentVolumeInfo[] = [];
   pvcs: PersistentVolumeClaimInfo[] = [];
   csiNodes: CsiNodeInfo[] = [];
+  /** VolumeSnapshotContents; null: the CRD is not installed (every list answers 404). */
+  snapshotContents: VolumeSnapshotContentInfo[] | null = [];
   /** Pods by namespace; `listPods` matches `key=value` label selectors (comma = and). */
   pods: (PodInfo & { namespace: string })[] = [];
   /** Warning events to list, by namespace. */
@@ -60,6 +63,18 @@ export class FakeKube implements KubeApi {
   }
   listPersistentVolumeClaims(page: PageRequest): Promise<Page<PersistentVolumeClaimInfo>> {
     return this.#run('listPersistentVolumeClaims', [page], () => this.#page(this.pvcs, page));
+  }
+  listVolumeSnapshotContents(page: PageRequest): Promise<Page<VolumeSnapshotContentInfo>> {
+    return this.#run('listVolumeSnapshotContents', [page], () => {
+      if (this.snapshotContents === null) {
+        throw new KubeApiError(
+          'list volumesnapshotcontents',
+          404,
+          'the server could not find the requested resource',
+        );
+      }
+      return this.#page(this.snapshotContents, page);
+    });
   }
   listCsiNodes(page: PageRequest): Promise<Page<CsiNodeInfo>> {
     return this.#run('listCsiNodes', [page], () => this.#page(this.csiNodes, page));

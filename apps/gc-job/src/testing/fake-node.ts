@@ -2,10 +2,14 @@ import {
   DEFAULT_NAMING,
   lvNameFor,
   ownerTagFor,
+  snapshotIdForName,
+  snapshotLvNameFor,
+  snapshotTagsFor,
   volumeIdForName,
   type DecodeResult,
   type DmMap,
   type GcExecutorPorts,
+  type LogicalVolume,
   type LvRef,
   type Volume,
 } from '@lvstamp/core';
@@ -30,6 +34,8 @@ export interface FakeVolumeSpec {
  */
 export class FakeNode {
   readonly volumes: Volume[] = [];
+  /** Snapshot LVs `lvstamp_snap_<id>` (active, read-only thin snapshots). */
+  readonly snapshots: LogicalVolume[] = [];
   readonly headers = new Map<string, DecodeResult>();
   readonly dm: DmMap[] = [];
   readonly removed: string[] = [];
@@ -91,6 +97,61 @@ export class FakeNode {
     return volumeId;
   }
 
+  /**
+   * A snapshot LV of volume `source` (a name) whose sector 0 is the source's
+   * header of `headerOwnerId` (default: the snapshot's owner).
+   * @returns the snapshot ID (snapshotIdForName(name)).
+   */
+  addSnapshot(spec: {
+    readonly name: string;
+    readonly source: string;
+    readonly ownerId: string;
+    readonly createdAtMs: number;
+    readonly headerOwnerId?: string;
+  }): string {
+    const snapshotId = snapshotIdForName(spec.name);
+    const sourceId = volumeIdForName(spec.source);
+    const lvName = snapshotLvNameFor(snapshotId);
+    const minor = this.#minor++;
+    const dmPath = `/dev/mapper/vg0-${lvName}`;
+    this.snapshots.push({
+      vgName: 'vg0',
+      lvName,
+      lvUuid: `uuid-${minor}`,
+      sizeBytes: 2 * 1024 * 1024,
+      attr: 'Vri-a-tz-k',
+      active: true,
+      open: false,
+      kernelMajor: 253,
+      kernelMinor: minor,
+      dmPath,
+      createdAtMs: spec.createdAtMs,
+      tags: [
+        DEFAULT_NAMING.tag,
+        ownerTagFor(spec.ownerId),
+        ...snapshotTagsFor({
+          sourceVolumeId: sourceId,
+          sizeBytes: 1048576,
+          createdMs: spec.createdAtMs,
+        }),
+      ],
+    });
+    this.dm.push({ name: `vg0-${lvName}`, uuid: `LVM-${minor}`, major: 253, minor, openCount: 0 });
+    this.headers.set(dmPath, {
+      status: 'ok',
+      version: 1,
+      header: {
+        volumeId: sourceId,
+        ownerId: spec.headerOwnerId ?? spec.ownerId,
+        createdAtMs: spec.createdAtMs - 3_600_000,
+        dataOffsetBytes: 1048576,
+        requestedBytes: 1048576,
+        name: spec.source,
+      },
+    });
+    return snapshotId;
+  }
+
   /** Volume IDs still present. */
   ids(): string[] {
     return this.volumes.map((v) => v.volumeId);
@@ -104,9 +165,20 @@ export class FakeNode {
         // The fake's volumes live in vg0 and are all active.
         discoverVolumeGroups: () => Promise.resolve(['vg0']),
         activateOwnedVolumes: () => Promise.resolve([]),
+        listSnapshotLogicalVolumes: (scope) =>
+          Promise.resolve(this.snapshots.filter((v) => scope.vgNames.includes(v.vgName))),
+        activateOwnedSnapshots: () => Promise.resolve([]),
         removeLogicalVolume: (ref: LvRef) => {
           if (!this.#lockHeld)
             return Promise.reject(new Error('removeLogicalVolume without the host lock'));
+          const s = this.snapshots.findIndex(
+            (v) => v.lvUuid === ref.lvUuid && v.lvName === ref.lvName,
+          );
+          if (s >= 0) {
+            this.snapshots.splice(s, 1);
+            this.removed.push(ref.lvName);
+            return Promise.resolve();
+          }
           const i = this.volumes.findIndex(
             (v) => v.lvUuid === ref.lvUuid && v.lvName === ref.lvName,
           );

@@ -11,9 +11,8 @@ import {
 import { planGc } from './planner.js';
 import type {
   GcPlan,
+  GcPlanEntry,
   GcPolicy,
-  GcSnapshotEntry,
-  GcVolumeEntry,
   Inventory,
   InventoryHeader,
   InventorySnapshot,
@@ -91,14 +90,16 @@ function plan(
   );
 }
 
-function only<T>(p: GcPlan): T {
+function only(p: GcPlan): GcPlanEntry {
   expect(p.entries).toHaveLength(1);
-  return p.entries[0] as T;
+  const [entry] = p.entries;
+  if (entry === undefined) throw new Error('no entry');
+  return entry;
 }
 
 describe('planGc snapshots', () => {
   it('removes an orphan snapshot older than the grace period (rule 6)', () => {
-    const entry = only<GcSnapshotEntry>(plan([snapshot()], []));
+    const entry = only(plan([snapshot()], []));
     expect(entry).toMatchObject({
       target: 'snapshot',
       snapshotId: SNAP,
@@ -112,23 +113,23 @@ describe('planGc snapshots', () => {
   });
 
   it('keeps a snapshot in the snapshot live set, also when its source volume is gone (rule 2)', () => {
-    const entry = only<GcSnapshotEntry>(plan([snapshot()], [SNAP]));
+    const entry = only(plan([snapshot()], [SNAP]));
     expect(entry).toMatchObject({ action: 'keep', rule: 2, severity: 'info' });
     expect(entry.reason).toContain(`its source volume ${SOURCE} is gone`);
   });
 
   it('does not take a volume ID for a snapshot ID: the two live sets are separate', () => {
-    const entry = only<GcSnapshotEntry>(plan([snapshot()], [], [], [SNAP]));
+    const entry = only(plan([snapshot()], [], [], [SNAP]));
     expect(entry.action).toBe('remove-snapshot');
   });
 
   it('keeps a snapshot younger than the grace period by its lvstamp.created tag (rule 3)', () => {
-    const entry = only<GcSnapshotEntry>(plan([snapshot(SNAP, {}, NOW - HOUR + 1)], []));
+    const entry = only(plan([snapshot(SNAP, {}, NOW - HOUR + 1)], []));
     expect(entry).toMatchObject({ action: 'keep', rule: 3, severity: 'info' });
   });
 
   it('keeps every snapshot with a warning when no snapshot live set was given', () => {
-    const entry = only<GcSnapshotEntry>(plan([snapshot()], undefined));
+    const entry = only(plan([snapshot()], undefined));
     expect(entry).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
     expect(entry.reason).toContain('no snapshot live set');
   });
@@ -174,7 +175,7 @@ describe('planGc snapshots', () => {
   ];
   for (const [what, changes, reason] of refusals) {
     it(`keeps and warns (rule 1) for ${what}`, () => {
-      const entry = only<GcSnapshotEntry>(plan([snapshot(SNAP, changes)], []));
+      const entry = only(plan([snapshot(SNAP, changes)], []));
       expect(entry).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
       expect(entry.reason).toContain(reason);
     });
@@ -220,7 +221,7 @@ describe('planGc interrupted restores and clones (lvstamp_new_<id> with the sour
   }
 
   it('removes it after the grace period (rule 5), aged by the LV creation time', () => {
-    const entry = only<GcVolumeEntry>(plan([], [], [pending()]));
+    const entry = only(plan([], [], [pending()]));
     expect(entry).toMatchObject({
       action: 'remove-volume',
       rule: 5,
@@ -231,36 +232,32 @@ describe('planGc interrupted restores and clones (lvstamp_new_<id> with the sour
   });
 
   it('keeps it within the grace period (the header createdAt is the source’s, not the copy’s)', () => {
-    const entry = only<GcVolumeEntry>(plan([], [], [pending({ lvCreatedAtMs: NOW - 60_000 })]));
+    const entry = only(plan([], [], [pending({ lvCreatedAtMs: NOW - 60_000 })]));
     expect(entry).toMatchObject({ action: 'keep', rule: 3 });
   });
 
   it('keeps it with a warning without a lvstamp.from tag (another ID in the header)', () => {
-    const entry = only<GcVolumeEntry>(plan([], [], [pending({}, '')]));
+    const entry = only(plan([], [], [pending({}, '')]));
     expect(entry).toMatchObject({ action: 'keep', rule: 1, severity: 'warn', evidence: null });
     expect(entry.reason).toContain('no lvstamp.from tag');
   });
 
   it("keeps it with a warning when the source header is another owner's", () => {
-    const entry = only<GcVolumeEntry>(
-      plan([], [], [pending({ header: okHeader(SOURCE, OTHER_OWNER) })]),
-    );
+    const entry = only(plan([], [], [pending({ header: okHeader(SOURCE, OTHER_OWNER) })]));
     expect(entry).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
   });
 
   it('keeps it with a warning without the owner tag', () => {
     const from = fromTagFor({ kind: 'snapshot', id: SNAP });
-    const entry = only<GcVolumeEntry>(plan([], [], [pending({ tags: ['lvstamp', from] })]));
+    const entry = only(plan([], [], [pending({ tags: ['lvstamp', from] })]));
     expect(entry).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
   });
 
   it('keeps a clone whose header is not the volume its lvstamp.from tag names', () => {
     const from = fromTagFor({ kind: 'volume', id: 'd'.repeat(32) });
-    const entry = only<GcVolumeEntry>(plan([], [], [pending({}, from)]));
+    const entry = only(plan([], [], [pending({}, from)]));
     expect(entry).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
-    const clone = only<GcVolumeEntry>(
-      plan([], [], [pending({}, fromTagFor({ kind: 'volume', id: SOURCE }))]),
-    );
+    const clone = only(plan([], [], [pending({}, fromTagFor({ kind: 'volume', id: SOURCE }))]));
     expect(clone.action).toBe('remove-volume');
   });
 
@@ -270,7 +267,7 @@ describe('planGc interrupted restores and clones (lvstamp_new_<id> with the sour
       lvName: `lvstamp_${NEW}`,
       device: `vg0/lvstamp_${NEW}`,
     });
-    const entry = only<GcVolumeEntry>(plan([], [], [finished]));
+    const entry = only(plan([], [], [finished]));
     expect(entry).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
   });
 });

@@ -62,8 +62,9 @@ import { compareText, formatDuration, formatTime, numberKey } from './util.js';
  * an orphan → `remove-snapshot`.
  *
  * Cap: at most `deletionCap` = min(`maxDeletions`, floor(`maxDeletionPercent`
- * × own stamped volumes / 100)) `remove-volume` entries, where own stamped
- * volumes are those whose header is `ok` with the policy's owner. Floor, so
+ * × own stamped LVs / 100)) `remove-volume` and `remove-snapshot` entries,
+ * where own stamped LVs are the volumes and snapshots whose header is `ok`
+ * with the policy's owner. Floor, so
  * the percentage is never exceeded (a small installation needs a larger
  * percentage to delete anything). Map removals leave data untouched, can be
  * rebuilt from the LV, and are not counted; snapshot removals are. Removals past the cap, in entry
@@ -122,7 +123,7 @@ export function planGc(
     ...(inventory.snapshots ?? []).map((snap) => decideSnapshot(snap, context)),
   ].sort(compareEntries);
 
-  const ownStamped = inventory.volumes.filter(
+  const ownStamped = [...inventory.volumes, ...(inventory.snapshots ?? [])].filter(
     (v) => v.header.status === 'ok' && v.header.header.ownerId === policy.ownerId,
   ).length;
   const cap = deletionCap(policy, ownStamped);

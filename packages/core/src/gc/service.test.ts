@@ -169,34 +169,76 @@ describe('refuseEmptySnapshotLiveSet', () => {
   });
 
   it('refuses an empty snapshot live set while snapshots of this owner exist', () => {
-    expect(() =>
+    expect(() => {
       refuseEmptySnapshotLiveSet(
         { snapshotLiveSet: new Set(), allowEmptyLiveSet: false },
         inventory([['lvstamp', OWNER_TAG]]),
         OWNER,
-      ),
-    ).toThrow(/snapshot live set is empty while 1 snapshot LV\(s\) of this owner exist/);
+      );
+    }).toThrow(/snapshot live set is empty while 1 snapshot LV\(s\) of this owner exist/);
   });
 
   it('accepts it with no own snapshot, when allowed, or when no snapshot live set is given', () => {
     const own = inventory([['lvstamp', OWNER_TAG]]);
     const foreign = inventory([['lvstamp', 'lvstamp.owner=' + 'f'.repeat(32)]]);
-    expect(() =>
+    expect(() => {
       refuseEmptySnapshotLiveSet(
         { snapshotLiveSet: new Set(), allowEmptyLiveSet: false },
         foreign,
         OWNER,
-      ),
-    ).not.toThrow();
-    expect(() =>
+      );
+    }).not.toThrow();
+    expect(() => {
       refuseEmptySnapshotLiveSet(
         { snapshotLiveSet: new Set(), allowEmptyLiveSet: true },
         own,
         OWNER,
-      ),
-    ).not.toThrow();
-    expect(() =>
-      refuseEmptySnapshotLiveSet({ allowEmptyLiveSet: false }, own, OWNER),
-    ).not.toThrow();
+      );
+    }).not.toThrow();
+    expect(() => {
+      refuseEmptySnapshotLiveSet({ allowEmptyLiveSet: false }, own, OWNER);
+    }).not.toThrow();
+  });
+});
+
+describe('refuseEmptySnapshotLiveSet with the snapshot live set unavailable', () => {
+  const OWNER_TAG = `lvstamp.owner=${OWNER}`;
+  const inventory = (tags: string[][]): Inventory => ({
+    takenAtMs: 0,
+    naming: DEFAULT_NAMING,
+    volumes: [],
+    maps: [],
+    snapshots: tags.map((t, i) => ({
+      snapshotId: String(i).repeat(32),
+      vgName: 'vg0',
+      lvName: `lvstamp_snap_${String(i).repeat(32)}`,
+      lvUuid: `u${i}`,
+      device: `vg0/lvstamp_snap_${String(i).repeat(32)}`,
+      sizeBytes: 1,
+      lvCreatedAtMs: 0,
+      tags: t,
+      kernel: null,
+      header: { status: 'unreadable', reason: 'LV is inactive' },
+      openCount: 0,
+    })),
+  });
+  const unavailable = {
+    snapshotLiveSet: new Set<string>(),
+    allowEmptyLiveSet: true,
+    snapshotLiveSetUnavailable: 'the CRD is not installed (404)',
+  };
+
+  it('aborts when snapshot LVs of this owner exist, even with allowEmptyLiveSet', () => {
+    expect(() => {
+      refuseEmptySnapshotLiveSet(unavailable, inventory([['lvstamp', OWNER_TAG]]), OWNER);
+    }).toThrow(
+      '1 snapshot LV(s) of this owner exist but the CRD is not installed (404); refusing to plan',
+    );
+  });
+
+  it('is an empty snapshot live set when none of this owner exists', () => {
+    expect(() => {
+      refuseEmptySnapshotLiveSet(unavailable, inventory([]), OWNER);
+    }).not.toThrow();
   });
 });

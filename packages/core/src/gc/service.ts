@@ -37,6 +37,13 @@ export interface GcPlanRequest {
    * snapshot LV is kept with a warning.
    */
   readonly snapshotLiveSet?: ReadonlySet<string>;
+  /**
+   * Set when the snapshot live set could not be read at all (the CronJob:
+   * the VolumeSnapshotContent CRD is not installed), with why: the run
+   * aborts when the inventory holds a snapshot LV of this owner, whatever
+   * `allowEmptyLiveSet` says; otherwise the empty `snapshotLiveSet` stands.
+   */
+  readonly snapshotLiveSetUnavailable?: string;
   readonly policy: GcPolicy;
   /** Unix milliseconds. */
   readonly nowMs: number;
@@ -124,18 +131,27 @@ export class GcService {
  * The snapshot side of refuseEmptyLiveSet (DESIGN.md §6 "Snapshots"): an
  * empty snapshot live set while snapshot LVs tagged for this owner exist is
  * refused unless `allowEmptyLiveSet`. No snapshot live set at all is not
- * refused (every snapshot is kept then).
+ * refused (every snapshot is kept then). A snapshot live set that could not
+ * be read (`snapshotLiveSetUnavailable`) is refused whenever such LVs exist.
  * @throws FailedPreconditionError.
  */
 export function refuseEmptySnapshotLiveSet(
-  request: Pick<GcPlanRequest, 'snapshotLiveSet' | 'allowEmptyLiveSet'>,
+  request: Pick<
+    GcPlanRequest,
+    'snapshotLiveSet' | 'allowEmptyLiveSet' | 'snapshotLiveSetUnavailable'
+  >,
   inventory: Inventory,
   ownerId: string,
 ): void {
-  if (request.snapshotLiveSet === undefined || request.snapshotLiveSet.size > 0) return;
-  if (request.allowEmptyLiveSet) return;
   const ownerTag = ownerTagFor(ownerId, inventory.naming);
   const own = (inventory.snapshots ?? []).filter((s) => s.tags.includes(ownerTag)).length;
+  if (request.snapshotLiveSetUnavailable !== undefined && own > 0) {
+    throw new FailedPreconditionError(
+      `${own} snapshot LV(s) of this owner exist but ${request.snapshotLiveSetUnavailable}; refusing to plan`,
+    );
+  }
+  if (request.snapshotLiveSet === undefined || request.snapshotLiveSet.size > 0) return;
+  if (request.allowEmptyLiveSet) return;
   if (own === 0) return;
   throw new FailedPreconditionError(
     `the snapshot live set is empty while ${own} snapshot LV(s) of this owner exist; refusing to plan ` +

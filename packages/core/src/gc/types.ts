@@ -118,8 +118,8 @@ export interface GcPolicy {
   /** Most volumes removed in one run (a non-negative integer). */
   readonly maxDeletions: number;
   /**
-   * Optional further cap: at most floor(percent × own stamped volumes / 100)
-   * volumes removed in one run; 0–100.
+   * Optional further cap: at most floor(percent × own stamped volumes and
+   * snapshots / 100) of them removed in one run; 0–100.
    */
   readonly maxDeletionPercent?: number;
   /** True: the executor changes nothing. Runs are dry by default (callers default this to true). */
