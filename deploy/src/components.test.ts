@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { DaemonSet } from 'kubernetes-models/apps/v1';
+import { StorageClass } from 'kubernetes-models/storage.k8s.io/v1';
 
 const KUBERNETES = fileURLToPath(new URL('../kubernetes/', import.meta.url));
 
@@ -103,5 +104,33 @@ describe('kustomize components', () => {
     const before = structuredClone(cronJob);
     applyPatch(cronJob, JSON.parse(p.patch) as Operation[]);
     expect(cronJob).toEqual({ ...before, apiVersion: 'batch/v1beta1' });
+  });
+
+  it('snapshots: a VolumeSnapshotClass of the driver (Delete) and a thin StorageClass', async () => {
+    const kustomization = parse(
+      await readFile(`${KUBERNETES}components/snapshots/kustomization.yaml`, 'utf8'),
+    ) as { kind: string; resources: string[] };
+    expect(kustomization.kind).toBe('Component');
+    expect(kustomization.resources).toEqual(['volumesnapshotclass.yaml', 'storageclass-thin.yaml']);
+    const driver = (await manifest('csidriver.yaml')) as { metadata: { name: string } };
+    // The v1 CRD (external-snapshotter v5.0.1) requires driver and deletionPolicy (Delete|Retain).
+    expect(await manifest('components/snapshots/volumesnapshotclass.yaml')).toEqual({
+      apiVersion: 'snapshot.storage.k8s.io/v1',
+      kind: 'VolumeSnapshotClass',
+      metadata: { name: 'lvstamp', labels: { 'app.kubernetes.io/part-of': 'lvstamp' } },
+      driver: driver.metadata.name,
+      deletionPolicy: 'Delete',
+    });
+    const thin = await manifest('components/snapshots/storageclass-thin.yaml');
+    new StorageClass(thin as never).validate();
+    expect(thin).toMatchObject({
+      provisioner: driver.metadata.name,
+      parameters: { deviceClass: 'thin' },
+      volumeBindingMode: 'WaitForFirstConsumer',
+    });
+    const config = (await manifest('configmap-driver.yaml')) as { data: { 'config.yaml': string } };
+    expect(config.data['config.yaml']).toMatch(
+      /^\s*# thin: \{ volumeGroup: lvstamp, type: thin, thinPool: pool0,/m,
+    );
   });
 });

@@ -195,6 +195,7 @@ describe('deploy/kubernetes', () => {
       'csi-provisioner',
       'csi-resizer',
       'liveness-probe',
+      'csi-snapshotter',
     ]);
     // privileged only where needed
     expect(
@@ -215,6 +216,47 @@ describe('deploy/kubernetes', () => {
         '--enable-capacity=true',
         '--capacity-ownerref-level=1',
       ]),
+    );
+    // distributed snapshotting: one sidecar per node, told its node, no leader election
+    const snapshotter = pod.containers.find((c) => c.name === 'csi-snapshotter') as unknown as {
+      args: string[];
+      env: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+    };
+    expect(snapshotter.args).toEqual(
+      expect.arrayContaining(['--node-deployment=true', '--leader-election=false']),
+    );
+    expect(snapshotter.env).toContainEqual({
+      name: 'NODE_NAME',
+      valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } },
+    });
+    const nodeRole = find(objects, 'ClusterRole', 'lvstamp-csi-node') as unknown as {
+      rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+    };
+    const allowed = (group: string, resource: string) =>
+      nodeRole.rules
+        .filter((r) => r.apiGroups.includes(group) && r.resources.includes(resource))
+        .flatMap((r) => r.verbs);
+    // external-snapshotter v5.0.1 deploy/kubernetes/csi-snapshotter/rbac-csi-snapshotter.yaml
+    expect(allowed('snapshot.storage.k8s.io', 'volumesnapshotcontents').sort()).toEqual([
+      'create',
+      'delete',
+      'get',
+      'list',
+      'patch',
+      'update',
+      'watch',
+    ]);
+    expect(allowed('snapshot.storage.k8s.io', 'volumesnapshotcontents/status').sort()).toEqual([
+      'patch',
+      'update',
+    ]);
+    expect(allowed('snapshot.storage.k8s.io', 'volumesnapshotclasses').sort()).toEqual([
+      'get',
+      'list',
+      'watch',
+    ]);
+    expect(allowed('', 'events')).toEqual(
+      expect.arrayContaining(['list', 'watch', 'create', 'update', 'patch']),
     );
     const volumeNames = new Set(pod.volumes.map((v) => v.name));
     for (const container of pod.containers) {
