@@ -52,7 +52,8 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
         "matches the name and carries this installation's owner ID, it is not open, not in the live set,\n" +
         'and older than the grace period. Everything else is kept, with the reason printed.\n' +
         'Only the volume groups named with --vg (or else those tagged lvstamp or holding lvstamp volumes)\n' +
-        "are scanned; inactive LVs with this owner's tags are activated (lvchange --activate y) to read them.\n" +
+        "are scanned; inactive LVs with this owner's tags are activated (lvchange --activate y; snapshots,\n" +
+        'which skip a plain activation: lvchange -ay -K) to read them.\n' +
         '\nThe live set must hold every PV of the driver AND pvc-<uid> of every PVC: a claim being provisioned\n' +
         'has no PV yet, and a node clock that was behind makes its new volume look old (README).\n' +
         '\nSnapshots (lvstamp_snap_<id>) are judged against their own live set (--live-snapshots, e.g. from\n' +
