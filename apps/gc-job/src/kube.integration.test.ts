@@ -4,13 +4,17 @@
 // one server for this file. The node's core is a fake (no device-mapper here); everything
 // Kubernetes is real: validation, RBAC with the deploy/ manifests, pagination, Jobs, Events.
 import {
+  ApiextensionsV1Api,
   BatchV1Api,
   CoreV1Api,
+  CustomObjectsApi,
   KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
   StorageV1Api,
   type KubernetesObject,
 } from '@kubernetes/client-node';
-import { volumeIdForName } from '@lvstamp/core';
+import { snapshotIdForName, volumeIdForName } from '@lvstamp/core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createKubeApi } from './kube/client.js';
 import type { KubeApi } from './kube/api.js';
@@ -529,6 +533,115 @@ describe('lvstamp-gc cluster: a node that never runs its Job', () => {
       'lvstamp-gc: 3 node(s) never ran their Job (not-started: node-a, node-c, node-full); see the report above\n',
     );
   }, 300_000);
+});
+
+describe('VolumeSnapshotContents against kube-apiserver v1.20', () => {
+  const GROUP = 'snapshot.storage.k8s.io';
+  const now = Date.now();
+  const bound = snapshotIdForName('snap-bound');
+  const imported = snapshotIdForName('snap-imported');
+
+  it('the CRD absent is a 404; installed, the snapshot handles of the driver keep their snapshot LVs (ServiceAccount of deploy/)', async () => {
+    await expect(api().listVolumeSnapshotContents({ limit: 10 })).rejects.toMatchObject({
+      status: 404,
+    });
+    // The v1 CRD's names and scope (external-snapshotter client/config/crd), schema left open.
+    await kapi.admin.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({
+      body: {
+        metadata: {
+          name: `volumesnapshotcontents.${GROUP}`,
+          annotations: {
+            'api-approved.kubernetes.io':
+              'https://github.com/kubernetes-csi/external-snapshotter/pull/419',
+          },
+        },
+        spec: {
+          group: GROUP,
+          scope: 'Cluster',
+          names: {
+            plural: 'volumesnapshotcontents',
+            singular: 'volumesnapshotcontent',
+            kind: 'VolumeSnapshotContent',
+            listKind: 'VolumeSnapshotContentList',
+          },
+          versions: [
+            {
+              name: 'v1',
+              served: true,
+              storage: true,
+              subresources: { status: {} },
+              schema: {
+                openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true },
+              },
+            },
+          ],
+        },
+      },
+    });
+    const custom = kapi.admin.makeApiClient(CustomObjectsApi);
+    const content = (name: string, driver: string, source: Record<string, string>) => ({
+      apiVersion: `${GROUP}/v1`,
+      kind: 'VolumeSnapshotContent',
+      metadata: { name },
+      spec: {
+        driver,
+        deletionPolicy: 'Delete',
+        source,
+        volumeSnapshotRef: { name, namespace: 'default' },
+      },
+    });
+    const create = async (body: ReturnType<typeof content>) => {
+      for (let i = 0; ; i += 1) {
+        try {
+          return (await custom.createClusterCustomObject({
+            group: GROUP,
+            version: 'v1',
+            plural: 'volumesnapshotcontents',
+            body,
+          })) as unknown;
+        } catch (error) {
+          if (i >= 60) throw error; // the CRD takes a moment to be served
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+      }
+    };
+    await create(content('snapcontent-bound', 'lvstamp.io', { volumeHandle: 'a'.repeat(32) }));
+    await custom.patchClusterCustomObjectStatus(
+      {
+        group: GROUP,
+        version: 'v1',
+        plural: 'volumesnapshotcontents',
+        name: 'snapcontent-bound',
+        body: { status: { snapshotHandle: bound, readyToUse: true } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await create(content('snapcontent-imported', 'lvstamp.io', { snapshotHandle: imported }));
+    await create(
+      content('snapcontent-other', 'other.csi.io', {
+        snapshotHandle: snapshotIdForName('snap-orphan'),
+      }),
+    );
+
+    const node = new FakeNode();
+    for (const name of ['snap-bound', 'snap-imported', 'snap-orphan']) {
+      node.addSnapshot({ name, source: 'pvc-gone', ownerId: OWNER, createdAtMs: now - 5 * HOUR });
+    }
+    const token = await saToken('lvstamp-gc');
+    const { code, err, report } = await runNodeJson(
+      api(kapi.kubeConfigForToken(token)),
+      node,
+      now,
+      ['--apply', '--max-delete-percent', '100', '--page-size', '1'],
+    );
+    expect(err).toBe('');
+    expect(code).toBe(0);
+    expect(report?.liveSet).toMatchObject({ snapshotIds: 2, snapshotContents: 2 });
+    expect(node.removed).toEqual([`lvstamp_snap_${snapshotIdForName('snap-orphan')}`]);
+    expect(node.snapshots.map((s) => s.lvName).sort()).toEqual(
+      [`lvstamp_snap_${bound}`, `lvstamp_snap_${imported}`].sort(),
+    );
+  });
 });
 
 describe('an API server that stops mid-run', () => {
