@@ -510,9 +510,8 @@ function decideSnapshot(snap: InventorySnapshot, context: PlanContext): GcSnapsh
     reason,
   });
 
-  const signal = snapshotSignalProblem(snap, tags, context);
-  if (signal !== null) return keep(1, 'warn', signal);
-  if (tags === null) return keep(1, 'warn', 'snapshot tags missing'); // narrowed by the check above
+  const signals = snapshotSignals(snap, tags, context);
+  if (!signals.proved) return keep(1, 'warn', signals.reason);
 
   const live = context.snapshotLiveSet?.has(snap.snapshotId) === true;
   const open =
@@ -530,19 +529,19 @@ function decideSnapshot(snap: InventorySnapshot, context: PlanContext): GcSnapsh
     return keep(1, 'warn', 'no snapshot live set was given to this run; snapshots are kept');
   }
   if (live) {
-    const sourceLive = context.volumeIds.has(tags.sourceVolumeId);
+    const sourceLive = context.volumeIds.has(signals.sourceVolumeId);
     return keep(
       2,
       'info',
       sourceLive
         ? 'in the snapshot live set'
-        : `in the snapshot live set (its source volume ${tags.sourceVolumeId} is gone from this node's scope)`,
+        : `in the snapshot live set (its source volume ${signals.sourceVolumeId} is gone from this node's scope)`,
     );
   }
   const owner = {
     proved: true,
     evidence: 'header',
-    createdAtMs: tags.createdMs,
+    createdAtMs: signals.createdMs,
     createdFrom: `${naming.tag}.created tag`,
   } as const;
   const young = ageCheck(owner, context);
@@ -552,11 +551,26 @@ function decideSnapshot(snap: InventorySnapshot, context: PlanContext): GcSnapsh
     action: 'remove-snapshot',
     rule: 6,
     severity: 'info',
-    reason: `orphan snapshot of volume ${tags.sourceVolumeId}: not in the snapshot live set, ${ageText(owner, context)}`,
+    reason: `orphan snapshot of volume ${signals.sourceVolumeId}: not in the snapshot live set, ${ageText(owner, context)}`,
   };
 }
 
-/** Why a snapshot's two ownership signals do not hold (docs/DESIGN.md §6), or null. */
+/** A snapshot's two ownership signals (DESIGN.md §6 "Snapshots"): its tags, or why they do not hold. */
+function snapshotSignals(
+  snap: InventorySnapshot,
+  tags: ReturnType<typeof parseSnapshotTags>,
+  context: PlanContext,
+):
+  | ({ readonly proved: true } & NonNullable<ReturnType<typeof parseSnapshotTags>>)
+  | { readonly proved: false; readonly reason: string } {
+  const problem = snapshotSignalProblem(snap, tags, context);
+  if (problem !== null || tags === null) {
+    return { proved: false, reason: problem ?? 'snapshot tags missing' };
+  }
+  return { proved: true, ...tags };
+}
+
+/** Why a snapshot's two ownership signals do not hold, or null. */
 function snapshotSignalProblem(
   snap: InventorySnapshot,
   tags: ReturnType<typeof parseSnapshotTags>,
