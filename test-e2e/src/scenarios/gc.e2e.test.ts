@@ -121,8 +121,8 @@ beforeAll(async () => {
   ]);
   // orphan A keeps a stale (attached, unmounted) data device
   const [, openDevice] = await Promise.all([
-    cli(['attach', names.orphanA], 0),
-    cli(['attach', names.open], 0).then((r) => r.stdout),
+    cli(['--owner-id', owner, 'attach', names.orphanA], 0),
+    cli(['--owner-id', owner, 'attach', names.open], 0).then((r) => r.stdout),
   ]);
 
   // a corrupt header: one byte of the name flipped on the LV device
