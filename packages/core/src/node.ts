@@ -12,7 +12,13 @@ import { DEFAULT_NAMING, type Naming } from './naming.js';
 import { VolumeGroupAdmin } from './vg/admin.js';
 import { InspectService } from './volumes/inspect.js';
 import { VolumeService } from './volumes/service.js';
-import { VOLUME_SERVICE_KEYS, withVolumeLocks } from './volumes/volume-locks.js';
+import { SnapshotService } from './volumes/snapshots.js';
+import {
+  SNAPSHOT_SERVICE_KEYS,
+  VOLUME_SERVICE_KEYS,
+  withVolumeLocks,
+} from './volumes/volume-locks.js';
+import { KeyedMutex } from './lock/keyed-mutex.js';
 
 /** How to build the services of one node. Everything has a production default. */
 export interface NodeServicesOptions {
@@ -42,6 +48,8 @@ export interface NodeServices {
   readonly dataDevices: DataDeviceManager;
   readonly filesystems: FilesystemManager;
   readonly volumes: VolumeService;
+  /** Snapshots, restore and clone; serialised per snapshot and per new volume with `volumes`. */
+  readonly snapshots: SnapshotService;
   readonly volumeGroups: VolumeGroupAdmin;
   readonly inspector: InspectService;
   readonly gc: GcService;
@@ -62,6 +70,8 @@ export function createNodeServices(options: NodeServicesOptions = {}): NodeServi
   const lvm = new Lvm({ runner, hostLock, ...(options.logger ? { logger: options.logger } : {}) });
   const dataDevices = new DataDeviceManager({ runner, naming });
   const filesystems = new FilesystemManager({ runner });
+  // One mutex for volumes and snapshots: a restore takes its new volume's key, as a create does.
+  const mutex = new KeyedMutex();
   const volumes = withVolumeLocks(
     new VolumeService({
       lvm,
@@ -75,6 +85,22 @@ export function createNodeServices(options: NodeServicesOptions = {}): NodeServi
       ...(options.logger ? { logger: options.logger } : {}),
     }),
     VOLUME_SERVICE_KEYS,
+    mutex,
+  );
+  const snapshots = withVolumeLocks(
+    new SnapshotService({
+      lvm,
+      runner,
+      hostLock,
+      headers,
+      dataDevices,
+      filesystems,
+      naming,
+      ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+    }),
+    SNAPSHOT_SERVICE_KEYS,
+    mutex,
   );
   return {
     runner,
@@ -84,6 +110,7 @@ export function createNodeServices(options: NodeServicesOptions = {}): NodeServi
     dataDevices,
     filesystems,
     volumes,
+    snapshots,
     volumeGroups: new VolumeGroupAdmin({ lvm, runner, hostLock, naming }),
     inspector: new InspectService({ volumes, headers }),
     gc: new GcService({

@@ -8,3 +8,4 @@ export * from './thin-pools.js';
 export * from './lvm.js';
 export * from './device-filter.js';
 export * from './vg-state.js';
+export * from './thin-snapshots.js';

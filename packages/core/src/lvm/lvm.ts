@@ -1,6 +1,7 @@
 import { LvmCommand, type LvmCommandOptions } from './command.js';
 import { LogicalVolumes } from './logical-volumes.js';
 import { ThinPools } from './thin-pools.js';
+import { ThinSnapshots } from './thin-snapshots.js';
 import { VolumeGroups } from './volume-groups.js';
 
 /**
@@ -12,11 +13,13 @@ export class Lvm {
   readonly volumeGroups: VolumeGroups;
   readonly logicalVolumes: LogicalVolumes;
   readonly thinPools: ThinPools;
+  readonly thinSnapshots: ThinSnapshots;
 
   constructor(options: LvmCommandOptions) {
     const command = new LvmCommand(options);
     this.volumeGroups = new VolumeGroups(command);
     this.logicalVolumes = new LogicalVolumes(command);
     this.thinPools = new ThinPools(command);
+    this.thinSnapshots = new ThinSnapshots(command);
   }
 }

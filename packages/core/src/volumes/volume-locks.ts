@@ -1,6 +1,7 @@
 import { KeyedMutex } from '../lock/keyed-mutex.js';
-import { isHexId, volumeIdForName } from '../naming.js';
+import { isHexId, snapshotIdForName, volumeIdForName } from '../naming.js';
 import type { CreateVolumeRequest, VolumeService } from './service.js';
+import type { CreateVolumeFromRequest, SnapshotService } from './snapshots.js';
 
 type KeyOf<F> = F extends (...args: infer A) => unknown ? (...args: A) => string | null : never;
 
@@ -38,7 +39,7 @@ export function withVolumeLocks<T extends object>(
 }
 
 const byId = (volumeId: string): string | null => (isHexId(volumeId) ? volumeId : null);
-const byName = (request: CreateVolumeRequest): string | null => {
+const byName = (request: Pick<CreateVolumeRequest, 'name'>): string | null => {
   try {
     return volumeIdForName(request.name);
   } catch {
@@ -55,4 +56,26 @@ export const VOLUME_SERVICE_KEYS: VolumeKeys<VolumeService> = {
   expand: byId,
   delete: byId,
   activateVolume: byId,
+};
+
+/** The key of a snapshot in the shared KeyedMutex: its own name space beside the volume IDs. */
+const bySnapshotId = (snapshotId: string): string | null =>
+  isHexId(snapshotId) ? `snapshot:${snapshotId}` : null;
+const bySnapshotName = (request: { readonly name: string }): string | null => {
+  try {
+    return `snapshot:${snapshotIdForName(request.name)}`;
+  } catch {
+    return null; // the call itself refuses the name
+  }
+};
+
+/**
+ * The SnapshotService methods that change something: a snapshot keyed by its
+ * ID, a restore or clone by the new volume's ID (the key a plain create of
+ * that volume takes, so both share one KeyedMutex).
+ */
+export const SNAPSHOT_SERVICE_KEYS: VolumeKeys<SnapshotService> = {
+  createSnapshot: bySnapshotName,
+  deleteSnapshot: bySnapshotId,
+  createVolumeFrom: (request: CreateVolumeFromRequest) => byName(request),
 };
