@@ -21,7 +21,10 @@ export type ControllerCapability =
   | 'LIST_VOLUMES'
   | 'GET_CAPACITY'
   | 'EXPAND_VOLUME'
-  | 'SINGLE_NODE_MULTI_WRITER';
+  | 'SINGLE_NODE_MULTI_WRITER'
+  | 'CREATE_DELETE_SNAPSHOT'
+  | 'LIST_SNAPSHOTS'
+  | 'CLONE_VOLUME';
 
 export const CONTROLLER_CAPABILITIES: readonly ControllerCapability[] = Object.freeze([
   'CREATE_DELETE_VOLUME',
@@ -29,6 +32,9 @@ export const CONTROLLER_CAPABILITIES: readonly ControllerCapability[] = Object.f
   'GET_CAPACITY',
   'EXPAND_VOLUME',
   'SINGLE_NODE_MULTI_WRITER',
+  'CREATE_DELETE_SNAPSHOT',
+  'LIST_SNAPSHOTS',
+  'CLONE_VOLUME',
 ]);
 
 export type NodeCapability =

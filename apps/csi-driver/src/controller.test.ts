@@ -176,13 +176,13 @@ describe('CreateVolume', () => {
     ['a wipe other than the class policy', { parameters: { wipe: 'none' } }, 'INVALID_ARGUMENT'],
     ['an unknown parameter', { parameters: { color: 'red' } }, 'INVALID_ARGUMENT'],
     [
-      'a snapshot source',
-      { volume_content_source: { snapshot: { snapshot_id: 's' } } },
+      'a snapshot source without an ID',
+      { volume_content_source: { snapshot: { snapshot_id: '' } } },
       'INVALID_ARGUMENT',
     ],
     [
-      'a clone source',
-      { volume_content_source: { volume: { volume_id: 'v' } } },
+      'a clone source without an ID',
+      { volume_content_source: { volume: { volume_id: '' } } },
       'INVALID_ARGUMENT',
     ],
     ['a negative size', { capacity_range: { required_bytes: '-1' } }, 'INVALID_ARGUMENT'],
@@ -561,13 +561,15 @@ describe('ControllerExpandVolume and capabilities', () => {
         'GET_CAPACITY',
         'EXPAND_VOLUME',
         'SINGLE_NODE_MULTI_WRITER',
+        'CREATE_DELETE_SNAPSHOT',
+        'LIST_SNAPSHOTS',
+        'CLONE_VOLUME',
       ].map((type) => ({ rpc: { type }, type: 'rpc' })),
     );
     for (const method of [
       'ControllerPublishVolume',
       'ControllerUnpublishVolume',
-      'CreateSnapshot',
-      'ListSnapshots',
+      'GetSnapshot',
       'ControllerGetVolume',
     ]) {
       expect(await codeOf(h.call('Controller', method, {}))).toBe('UNIMPLEMENTED');

@@ -34,6 +34,12 @@ import { requireVolumeIdArg } from './args.js';
 import { CsiError, invalidArgument } from './errors.js';
 import type { DriverCore } from './ports.js';
 import { readCapacityRange, writeBytes } from './sizes.js';
+import {
+  contentSourceMsg,
+  createSnapshotHandlers,
+  readContentSource,
+  withThickClass,
+} from './snapshots.js';
 import { isThisNode, nodeTopology } from './topology.js';
 
 /** StorageClass parameter naming the device class. */
@@ -49,7 +55,7 @@ export interface ControllerDeps {
   /** 32 hex digits, written into each new volume's header. */
   readonly ownerId: string;
   readonly config: DriverConfig;
-  readonly core: Pick<DriverCore, 'volumes'>;
+  readonly core: Pick<DriverCore, 'volumes' | 'snapshots'>;
   /**
    * Told after each GetCapacity whether the class's volume group can take
    * volumes (problem null) or not, and why (the log line and metric of
@@ -167,7 +173,7 @@ export function createControllerService(deps: ControllerDeps) {
      * filesystem (core volumeSize; DESIGN.md §4 "Capacity"). Errors:
      * missing name or capabilities, a name with control characters (refused
      * as the CLI refuses it), an unsupported capability, parameter or
-     * content source → INVALID_ARGUMENT; unsatisfiable capacity range
+     * content source kind → INVALID_ARGUMENT; unsatisfiable capacity range
      * (limit below required, below 4 KiB blocks or the filesystem minimum,
      * or above 2^53 − 1) → OUT_OF_RANGE; requisite topology without this
      * node, a full or a broken volume group (with lvm's message) →
@@ -175,7 +181,12 @@ export function createControllerService(deps: ControllerDeps) {
      * ALREADY_EXISTS. Same name, compatible → the same volume. A thin class
      * (DESIGN.md §4 "Thin device classes"): its pool's budget spent, the
      * pool full or its metadata ≥ 80 %, or the pool unusable →
-     * RESOURCE_EXHAUSTED before any lvcreate.
+     * RESOURCE_EXHAUSTED before any lvcreate. With a
+     * `volume_content_source` (a snapshot, or a volume: a clone) the volume
+     * is a thin copy of it (docs/DESIGN.md §5 "Restore and clone"): the
+     * source's capacity unless more is asked, a smaller one → OUT_OF_RANGE;
+     * an unknown source → NOT_FOUND; a thick source or a class in another
+     * volume group → INVALID_ARGUMENT; the response carries content_source.
      */
     CreateVolume: async (request: CreateVolumeRequest) => {
       requireControllerCapability('CREATE_DELETE_VOLUME');
@@ -184,11 +195,7 @@ export function createControllerService(deps: ControllerDeps) {
       const volumeId = volumeIdForName(request.name);
       const deviceClass = readParameters(config, request.parameters);
       const minimumBytes = requireCapabilities(request.volume_capabilities, deviceClass);
-      if (request.volume_content_source?.type !== undefined) {
-        throw invalidArgument(
-          'volume_content_source is not supported: lvstamp has no snapshots or clones (no CREATE_DELETE_SNAPSHOT or CLONE_VOLUME capability)',
-        );
-      }
+      const source = readContentSource(request.volume_content_source);
       const requisite = request.accessibility_requirements?.requisite ?? [];
       if (requisite.length > 0 && !requisite.some((t) => isThisNode(t, nodeId))) {
         throw new CsiError(
@@ -197,6 +204,28 @@ export function createControllerService(deps: ControllerDeps) {
         );
       }
       const range = readCapacityRange(request.capacity_range);
+      if (source !== null) {
+        // A copy: the source's capacity unless more is asked (never less: OUT_OF_RANGE).
+        const copy = await core.snapshots
+          .createVolumeFrom({
+            name: request.name,
+            source,
+            requiredBytes: range.requiredBytes,
+            minimumBytes,
+            ...(range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {}),
+            vgName: deviceClass.volumeGroup,
+            scope,
+          })
+          .catch((error: unknown) => {
+            throw withThickClass(config, error);
+          });
+        return {
+          volume: {
+            ...toVolumeMsg(volumeId, copy.capacityBytes),
+            content_source: contentSourceMsg(source),
+          },
+        };
+      }
       // Nothing asked: the default. A lone limit is what was asked for (the core's size rule).
       const requiredBytes =
         range.requiredBytes === 0 && range.limitBytes === 0
@@ -442,9 +471,7 @@ export function createControllerService(deps: ControllerDeps) {
 
     ControllerPublishVolume: () => unimplemented('PUBLISH_UNPUBLISH_VOLUME'),
     ControllerUnpublishVolume: () => unimplemented('PUBLISH_UNPUBLISH_VOLUME'),
-    CreateSnapshot: () => unimplemented('CREATE_DELETE_SNAPSHOT'),
-    DeleteSnapshot: () => unimplemented('CREATE_DELETE_SNAPSHOT'),
-    ListSnapshots: () => unimplemented('LIST_SNAPSHOTS'),
+    ...createSnapshotHandlers({ config, core, scope }),
     GetSnapshot: () => unimplemented('GET_SNAPSHOT'),
     ControllerGetVolume: () => unimplemented('GET_VOLUME'),
     ControllerModifyVolume: () => unimplemented('MODIFY_VOLUME'),

@@ -43,7 +43,7 @@ export interface CreateVolumeRequest {
   readonly volume_capabilities: readonly VolumeCapabilityMsg[];
   readonly parameters: StringMap;
   readonly secrets: StringMap;
-  readonly volume_content_source?: { readonly type?: string } | null;
+  readonly volume_content_source?: VolumeContentSourceMsg | null;
   readonly accessibility_requirements?: {
     readonly requisite: readonly TopologyMsg[];
     readonly preferred: readonly TopologyMsg[];
@@ -51,11 +51,53 @@ export interface CreateVolumeRequest {
   readonly mutable_parameters: StringMap;
 }
 
+/** CSI VolumeContentSource: a oneof, `type` names the member set. */
+export interface VolumeContentSourceMsg {
+  readonly type?: 'snapshot' | 'volume';
+  readonly snapshot?: { readonly snapshot_id: string } | null;
+  readonly volume?: { readonly volume_id: string } | null;
+}
+
 export interface VolumeMsg {
   readonly capacity_bytes: Int64;
   readonly volume_id: string;
   readonly volume_context: StringMap;
+  readonly content_source?: VolumeContentSourceMsg | null;
   readonly accessible_topology: readonly TopologyMsg[];
+}
+
+/** google.protobuf.Timestamp: seconds as a decimal string, nanoseconds. */
+export interface TimestampMsg {
+  readonly seconds: Int64;
+  readonly nanos: number;
+}
+
+export interface SnapshotMsg {
+  readonly size_bytes: Int64;
+  readonly snapshot_id: string;
+  readonly source_volume_id: string;
+  readonly creation_time: TimestampMsg;
+  readonly ready_to_use: boolean;
+  readonly group_snapshot_id: string;
+}
+
+export interface CreateSnapshotRequest {
+  readonly source_volume_id: string;
+  readonly name: string;
+  readonly secrets: StringMap;
+  readonly parameters: StringMap;
+}
+
+export interface DeleteSnapshotRequest {
+  readonly snapshot_id: string;
+  readonly secrets: StringMap;
+}
+
+export interface ListSnapshotsRequest {
+  readonly max_entries: number;
+  readonly starting_token: string;
+  readonly source_volume_id: string;
+  readonly snapshot_id: string;
 }
 
 export interface DeleteVolumeRequest {

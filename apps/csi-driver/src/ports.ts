@@ -1,4 +1,9 @@
-import type { DeviceNumber, FilesystemManager, VolumeService } from '@lvstamp/core';
+import type {
+  DeviceNumber,
+  FilesystemManager,
+  SnapshotService,
+  VolumeService,
+} from '@lvstamp/core';
 
 /**
  * The part of the core's node facade the driver calls (tests fake it at
@@ -20,6 +25,15 @@ export interface DriverCore {
     | 'thinPoolCapacity'
     | 'findVolume'
     | 'listVolumes'
+  >;
+  /** Snapshots, restore and clone; `thawDataDeviceMounts` runs once at start. */
+  readonly snapshots: Pick<
+    SnapshotService,
+    | 'createSnapshot'
+    | 'deleteSnapshot'
+    | 'listSnapshots'
+    | 'createVolumeFrom'
+    | 'thawDataDeviceMounts'
   >;
   readonly filesystems: Pick<
     FilesystemManager,

@@ -123,6 +123,16 @@ export async function runDriver(argv: readonly string[], deps: DriverDeps): Prom
     deps.stderr.write(`lvstamp-csi: ${messageOf(error)}\n`);
     return 2;
   }
+  // A driver that died between fsfreeze -f and -u left a filesystem frozen: thaw them all.
+  try {
+    const thawed = await core.snapshots.thawDataDeviceMounts();
+    if (thawed.length > 0) logger.warn({ mountPoints: thawed }, 'thawed frozen filesystems');
+  } catch (error) {
+    logger.warn(
+      { error: messageOf(error) },
+      'could not check data device mounts for frozen filesystems',
+    );
+  }
   const metrics = new DriverMetrics({ config, core });
   const server = createServer({
     endpoint: options.endpoint,

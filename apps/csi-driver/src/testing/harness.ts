@@ -8,9 +8,12 @@ import {
   NotFoundError,
   maximumCapacity,
   OutOfRangeError,
+  snapshotIdForName,
+  ThickVolumeError,
   volumeIdForName,
   volumeSize,
   type DataDevice,
+  type Snapshot,
   type DeviceNumber,
   type MountInfoEntry,
   type ThinPoolCapacity,
@@ -247,6 +250,83 @@ export class FakeCore implements DriverCore {
           .map((e) => e.volume)
           .filter((v) => scope.vgNames.includes(v.vgName)),
       ),
+  };
+
+  /** Snapshots by ID, as the core keeps them: ID, source, size, time. */
+  readonly snapshotStore = new Map<string, Snapshot>();
+  /** The source IDs the fake treats as thick volumes (ThickVolumeError). */
+  readonly thickVolumes = new Set<string>();
+  /** Unix ms given to each new snapshot. */
+  now = 1_732_900_000_123;
+
+  readonly snapshots: DriverCore['snapshots'] = {
+    createSnapshot: (request) => {
+      this.calls.push(['createSnapshot', request.name, request.sourceVolumeId]);
+      this.scopes.push(request.scope);
+      const snapshotId = snapshotIdForName(request.name);
+      const existing = this.snapshotStore.get(snapshotId);
+      if (existing !== undefined) {
+        if (existing.sourceVolumeId !== request.sourceVolumeId) {
+          return Promise.reject(new AlreadyExistsError(`snapshot ${snapshotId} exists`));
+        }
+        return Promise.resolve(existing);
+      }
+      const source = this.store.get(request.sourceVolumeId)?.volume;
+      if (source === undefined) {
+        return Promise.reject(new NotFoundError(`volume ${request.sourceVolumeId} does not exist`));
+      }
+      if (this.thickVolumes.has(source.volumeId)) {
+        return Promise.reject(new ThickVolumeError(`volume ${source.volumeId}`, source));
+      }
+      const snapshot: Snapshot = {
+        snapshotId,
+        vgName: source.vgName,
+        lvName: `lvstamp_snap_${snapshotId}`,
+        sourceVolumeId: source.volumeId,
+        sizeBytes: source.capacityBytes ?? 0,
+        createdMs: this.now,
+      };
+      this.snapshotStore.set(snapshotId, snapshot);
+      return Promise.resolve(snapshot);
+    },
+    deleteSnapshot: (snapshotId, scope) => {
+      this.calls.push(['deleteSnapshot', snapshotId]);
+      this.scopes.push(scope);
+      this.#maybeFail('deleteSnapshot');
+      return Promise.resolve({ existed: this.snapshotStore.delete(snapshotId) });
+    },
+    listSnapshots: (scope) => {
+      this.scopes.push(scope);
+      return Promise.resolve(
+        [...this.snapshotStore.values()]
+          .filter((s) => scope.vgNames.includes(s.vgName))
+          .sort((a, b) => (a.snapshotId < b.snapshotId ? -1 : 1)),
+      );
+    },
+    createVolumeFrom: (request) => {
+      this.calls.push(['createVolumeFrom', request]);
+      const source =
+        request.source.kind === 'snapshot'
+          ? this.snapshotStore.get(request.source.id)
+          : this.store.get(request.source.id)?.volume;
+      if (source === undefined) {
+        return Promise.reject(
+          new NotFoundError(`${request.source.kind} ${request.source.id} does not exist`),
+        );
+      }
+      const sourceCapacity =
+        'snapshotId' in source ? source.sizeBytes : (source.capacityBytes ?? 0);
+      if (request.requiredBytes !== 0 && request.requiredBytes < sourceCapacity) {
+        return Promise.reject(new OutOfRangeError('below the source'));
+      }
+      const capacity = Math.max(request.requiredBytes, sourceCapacity);
+      const volume = this.add(request.name, capacity, request.vgName);
+      return Promise.resolve({ ...volume, capacityBytes: capacity });
+    },
+    thawDataDeviceMounts: () => {
+      this.calls.push(['thawDataDeviceMounts']);
+      return Promise.resolve([]);
+    },
   };
 
   readonly filesystems: DriverCore['filesystems'] = {

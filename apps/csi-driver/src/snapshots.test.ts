@@ -1,0 +1,222 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { NotOwnedError, snapshotIdForName, volumeIdForName } from '@lvstamp/core';
+import {
+  codeOf,
+  failureOf,
+  GIB,
+  MIB,
+  OWNER_ID,
+  startHarness,
+  type Harness,
+} from './testing/harness.js';
+
+const MOUNT = {
+  mount: { fs_type: '', mount_flags: [] },
+  access_mode: { mode: 'SINGLE_NODE_WRITER' },
+};
+
+let h: Harness;
+beforeEach(async () => {
+  h = await startHarness();
+});
+afterEach(async () => {
+  await h.close();
+});
+
+interface SnapshotMsg {
+  readonly snapshot_id: string;
+}
+interface ListMsg {
+  readonly entries: readonly { readonly snapshot: SnapshotMsg }[];
+  readonly next_token: string;
+}
+interface VolumeMsg {
+  readonly capacity_bytes: string;
+  readonly content_source: unknown;
+}
+
+const snap = (name: string, source_volume_id: string) =>
+  h.call('Controller', 'CreateSnapshot', { name, source_volume_id });
+const snapshotIdOf = async (name: string, source: string): Promise<string> =>
+  ((await snap(name, source)).snapshot as SnapshotMsg).snapshot_id;
+
+describe('CreateSnapshot', () => {
+  it('answers the snapshot ready to use, with its ID, source, size and the creation time of the core', async () => {
+    const source = h.core.add('pvc-src', GIB);
+    const response = await snap('snap-1', source.volumeId);
+    expect(response.snapshot).toEqual({
+      size_bytes: String(GIB),
+      snapshot_id: snapshotIdForName('snap-1'),
+      source_volume_id: source.volumeId,
+      creation_time: { seconds: '1732900000', nanos: 123_000_000 },
+      ready_to_use: true,
+      group_snapshot_id: '',
+    });
+    expect(h.core.scopes.at(-1)).toEqual({ vgNames: ['vg0', 'vg1'], ownerId: OWNER_ID });
+    // a retry gives the same answer
+    expect((await snap('snap-1', source.volumeId)).snapshot).toEqual(response.snapshot);
+  });
+
+  it.each([
+    ['no name', { source_volume_id: 'a'.repeat(32) }, 'INVALID_ARGUMENT'],
+    ['no source volume ID', { name: 'snap-1' }, 'INVALID_ARGUMENT'],
+    [
+      'a name with a control character',
+      { name: 'a\nb', source_volume_id: 'x' },
+      'INVALID_ARGUMENT',
+    ],
+    ['an unknown source', { name: 'snap-1', source_volume_id: 'a'.repeat(32) }, 'NOT_FOUND'],
+  ])('refuses %s', async (_what, request, code) => {
+    expect(await codeOf(h.call('Controller', 'CreateSnapshot', request))).toBe(code);
+  });
+
+  it('the same name for another source is ALREADY_EXISTS', async () => {
+    const a = h.core.add('pvc-a', GIB);
+    const b = h.core.add('pvc-b', GIB);
+    await snap('snap-1', a.volumeId);
+    expect(await codeOf(snap('snap-1', b.volumeId))).toBe('ALREADY_EXISTS');
+  });
+
+  it('a thick source is INVALID_ARGUMENT naming its device class', async () => {
+    const source = h.core.add('pvc-thick', GIB);
+    h.core.thickVolumes.add(source.volumeId);
+    const failure = await failureOf(snap('snap-1', source.volumeId));
+    expect(failure.code).toBe('INVALID_ARGUMENT');
+    expect(failure.details).toMatch(
+      /thick device class "fast"; snapshots and clones need a thin class/,
+    );
+  });
+});
+
+describe('DeleteSnapshot', () => {
+  it('deletes; an unknown or malformed ID is success; no ID is INVALID_ARGUMENT', async () => {
+    const source = h.core.add('pvc-src', GIB);
+    const id = await snapshotIdOf('snap-1', source.volumeId);
+    expect(await h.call('Controller', 'DeleteSnapshot', { snapshot_id: id })).toEqual({});
+    expect(h.core.snapshotStore.size).toBe(0);
+    expect(await h.call('Controller', 'DeleteSnapshot', { snapshot_id: id })).toEqual({});
+    const calls = h.core.calls.length;
+    expect(
+      await h.call('Controller', 'DeleteSnapshot', { snapshot_id: 'reallyfakesnapshotid' }),
+    ).toEqual({});
+    expect(h.core.calls.length).toBe(calls);
+    expect(await codeOf(h.call('Controller', 'DeleteSnapshot', {}))).toBe('INVALID_ARGUMENT');
+  });
+
+  it('a snapshot failing an ownership check is FAILED_PRECONDITION naming the LV', async () => {
+    h.core.failNext.set(
+      'deleteSnapshot',
+      new NotOwnedError('vg0/lvstamp_snap_x', 'header-id', 'refusing to delete: other'),
+    );
+    const failure = await failureOf(
+      h.call('Controller', 'DeleteSnapshot', { snapshot_id: 'a'.repeat(32) }),
+    );
+    expect(failure.code).toBe('FAILED_PRECONDITION');
+    expect(failure.details).toMatch(/vg0\/lvstamp_snap_x/);
+  });
+});
+
+describe('ListSnapshots', () => {
+  const list = async (request: object): Promise<ListMsg> =>
+    (await h.call('Controller', 'ListSnapshots', request)) as unknown as ListMsg;
+
+  it('filters by snapshot ID and source, pages by ID token, and refuses bad tokens and sizes', async () => {
+    const a = h.core.add('pvc-a', GIB);
+    const b = h.core.add('pvc-b', GIB);
+    const ids: string[] = [];
+    for (const [name, source] of [
+      ['s1', a],
+      ['s2', a],
+      ['s3', b],
+      ['s4', a],
+      ['s5', b],
+    ] as const) {
+      ids.push(await snapshotIdOf(name, source.volumeId));
+    }
+    const sorted = [...ids].sort();
+    const all = await list({});
+    expect(all.entries.map((e) => e.snapshot.snapshot_id)).toEqual(sorted);
+    expect(all.next_token).toBe('');
+
+    expect((await list({ snapshot_id: ids[2] })).entries).toHaveLength(1);
+    expect((await list({ snapshot_id: 'none-exist-id' })).entries).toEqual([]);
+    expect((await list({ snapshot_id: 'f'.repeat(32) })).entries).toEqual([]);
+    const ofB = await list({ source_volume_id: b.volumeId });
+    expect(ofB.entries).toHaveLength(2);
+    expect((await list({ source_volume_id: 'nope' })).entries).toEqual([]);
+
+    const first = await list({ max_entries: 2 });
+    expect(first.entries).toHaveLength(2);
+    expect(first.next_token).toBe(sorted[1]);
+    // a snapshot deleted between two pages does not break the walk
+    await h.call('Controller', 'DeleteSnapshot', { snapshot_id: sorted[2] });
+    const rest = await list({ starting_token: first.next_token });
+    expect(rest.entries.map((e) => e.snapshot.snapshot_id)).toEqual(sorted.slice(3));
+
+    expect(await codeOf(list({ starting_token: 'garbage' }))).toBe('ABORTED');
+    expect(await codeOf(list({ max_entries: -1 }))).toBe('INVALID_ARGUMENT');
+  });
+});
+
+describe('CreateVolume from a content source', () => {
+  const create = (request: object) =>
+    h.call('Controller', 'CreateVolume', {
+      name: 'pvc-copy',
+      volume_capabilities: [MOUNT],
+      ...request,
+    });
+
+  it('restores from a snapshot with the source capacity, and answers with content_source', async () => {
+    const source = h.core.add('pvc-src', GIB);
+    const sid = await snapshotIdOf('snap-1', source.volumeId);
+    const response = await create({ volume_content_source: { snapshot: { snapshot_id: sid } } });
+    expect(response.volume).toMatchObject({
+      capacity_bytes: String(GIB),
+      volume_id: volumeIdForName('pvc-copy'),
+      content_source: { snapshot: { snapshot_id: sid }, type: 'snapshot' },
+    });
+    expect(h.core.calls.at(-1)).toEqual([
+      'createVolumeFrom',
+      expect.objectContaining({
+        name: 'pvc-copy',
+        source: { kind: 'snapshot', id: sid },
+        requiredBytes: 0,
+        vgName: 'vg0',
+        scope: { vgNames: ['vg0', 'vg1'], ownerId: OWNER_ID },
+      }),
+    ]);
+  });
+
+  it('clones a volume; a larger size is passed on, a smaller one is OUT_OF_RANGE', async () => {
+    const source = h.core.add('pvc-src', GIB);
+    const clone = (await create({
+      volume_content_source: { volume: { volume_id: source.volumeId } },
+      capacity_range: { required_bytes: String(2 * GIB) },
+    })) as { volume: VolumeMsg };
+    expect(clone.volume.capacity_bytes).toBe(String(2 * GIB));
+    expect(clone.volume.content_source).toMatchObject({ volume: { volume_id: source.volumeId } });
+    expect(
+      await codeOf(
+        h.call('Controller', 'CreateVolume', {
+          name: 'pvc-small',
+          volume_capabilities: [MOUNT],
+          volume_content_source: { volume: { volume_id: source.volumeId } },
+          capacity_range: { required_bytes: String(512 * MIB) },
+        }),
+      ),
+    ).toBe('OUT_OF_RANGE');
+  });
+
+  it('an unknown snapshot or volume is NOT_FOUND', async () => {
+    expect(
+      await codeOf(
+        create({
+          volume_content_source: { snapshot: { snapshot_id: 'non-existing-snapshot-id' } },
+        }),
+      ),
+    ).toBe('NOT_FOUND');
+    expect(
+      await codeOf(create({ volume_content_source: { volume: { volume_id: 'fake-vol-id' } } })),
+    ).toBe('NOT_FOUND');
+  });
+});

@@ -1,0 +1,163 @@
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import {
+  isHexId,
+  requireNoControlCharacters,
+  ThickVolumeError,
+  type ContentSource,
+  type Snapshot,
+  type VolumeScope,
+} from '@lvstamp/core';
+import { requireControllerCapability } from './capabilities.js';
+import type { DriverConfig } from './config.js';
+import type {
+  CreateSnapshotRequest,
+  DeleteSnapshotRequest,
+  ListSnapshotsRequest,
+  SnapshotMsg,
+  VolumeContentSourceMsg,
+} from './csi-types.js';
+import { CsiError, invalidArgument } from './errors.js';
+import type { DriverCore } from './ports.js';
+import { writeBytes } from './sizes.js';
+
+/** What the snapshot RPCs need. */
+export interface SnapshotDeps {
+  readonly config: DriverConfig;
+  readonly core: Pick<DriverCore, 'snapshots'>;
+  /** The configured volume groups and this installation's owner ID. */
+  readonly scope: VolumeScope;
+}
+
+/** The CSI Snapshot message of a core snapshot (CSI spec "CreateSnapshot"): ready at once. */
+export function toSnapshotMsg(snapshot: Snapshot): SnapshotMsg {
+  return {
+    size_bytes: writeBytes(snapshot.sizeBytes),
+    snapshot_id: snapshot.snapshotId,
+    source_volume_id: snapshot.sourceVolumeId,
+    creation_time: {
+      seconds: String(Math.floor(snapshot.createdMs / 1000)),
+      nanos: (snapshot.createdMs % 1000) * 1_000_000,
+    },
+    ready_to_use: true,
+    group_snapshot_id: '',
+  };
+}
+
+/**
+ * Reads CreateVolume's `volume_content_source`: null when none is set.
+ * @throws CsiError INVALID_ARGUMENT for a source without an ID.
+ */
+export function readContentSource(
+  source: VolumeContentSourceMsg | null | undefined,
+): ContentSource | null {
+  if (source === null || source === undefined || source.type === undefined) return null;
+  if (source.type === 'snapshot') {
+    const id = source.snapshot?.snapshot_id ?? '';
+    if (id === '') throw invalidArgument('volume_content_source.snapshot.snapshot_id is required');
+    return { kind: 'snapshot', id };
+  }
+  const id = source.volume?.volume_id ?? '';
+  if (id === '') throw invalidArgument('volume_content_source.volume.volume_id is required');
+  return { kind: 'volume', id };
+}
+
+/** The response's `content_source` for a source (CSI spec: "MUST be set" when the request had one). */
+export function contentSourceMsg(source: ContentSource): VolumeContentSourceMsg {
+  return source.kind === 'snapshot'
+    ? { snapshot: { snapshot_id: source.id } }
+    : { volume: { volume_id: source.id } };
+}
+
+/**
+ * A core ThickVolumeError restated with the device class of its volume
+ * group (docs/SNAPSHOTS.md §7); anything else unchanged.
+ */
+export function withThickClass(config: DriverConfig, error: unknown): unknown {
+  if (!(error instanceof ThickVolumeError)) return error;
+  const deviceClass = [...config.deviceClasses.values()].find(
+    (c) => c.volumeGroup === error.vgName,
+  );
+  return invalidArgument(
+    `${error.lv} is in the thick device class "${deviceClass?.name ?? '?'}"; snapshots and clones need a thin class (docs/SNAPSHOTS.md)`,
+  );
+}
+
+/**
+ * The CSI snapshot RPCs (CSI spec "CreateSnapshot", "DeleteSnapshot",
+ * "ListSnapshots") over the core's SnapshotService, in the configured
+ * volume groups only.
+ */
+export function createSnapshotHandlers(deps: SnapshotDeps) {
+  const { config, core, scope } = deps;
+  return {
+    /**
+     * CSI spec CreateSnapshot: a read-only thin snapshot of the source
+     * (docs/DESIGN.md §5 "Snapshots"), ready at once. Missing name or
+     * source ID, a name with control characters, a thick source (naming its
+     * class) → INVALID_ARGUMENT; unknown source → NOT_FOUND; the same name
+     * for another source → ALREADY_EXISTS; a full pool → RESOURCE_EXHAUSTED.
+     * The same name and source again → the same snapshot.
+     */
+    CreateSnapshot: async (request: CreateSnapshotRequest) => {
+      requireControllerCapability('CREATE_DELETE_SNAPSHOT');
+      if (request.name === '') throw invalidArgument('name is required');
+      if (request.source_volume_id === '') throw invalidArgument('source_volume_id is required');
+      requireNoControlCharacters(request.name, 'name');
+      requireNoControlCharacters(request.source_volume_id, 'source_volume_id');
+      const snapshot = await core.snapshots
+        .createSnapshot({ name: request.name, sourceVolumeId: request.source_volume_id, scope })
+        .catch((error: unknown) => {
+          throw withThickClass(config, error);
+        });
+      return { snapshot: toSnapshotMsg(snapshot) };
+    },
+
+    /**
+     * CSI spec DeleteSnapshot: missing ID → INVALID_ARGUMENT; an unknown or
+     * malformed ID is success. A snapshot failing an ownership check →
+     * FAILED_PRECONDITION naming the LV and the check, left untouched.
+     */
+    DeleteSnapshot: async (request: DeleteSnapshotRequest) => {
+      requireControllerCapability('CREATE_DELETE_SNAPSHOT');
+      if (request.snapshot_id === '') throw invalidArgument('snapshot_id is required');
+      if (!isHexId(request.snapshot_id)) return {};
+      await core.snapshots.deleteSnapshot(request.snapshot_id, scope);
+      return {};
+    },
+
+    /**
+     * CSI spec ListSnapshots: this owner's snapshots in the configured
+     * groups, ordered by snapshot ID, filtered by `snapshot_id` (a malformed
+     * or unknown one gives an empty list) and `source_volume_id`.
+     * `next_token` is the last ID returned and a page starts after it, so a
+     * deletion between pages skips nothing; a token that is not an ID →
+     * ABORTED; negative max_entries → INVALID_ARGUMENT.
+     */
+    ListSnapshots: async (request: ListSnapshotsRequest) => {
+      requireControllerCapability('LIST_SNAPSHOTS');
+      if (request.max_entries < 0) throw invalidArgument('max_entries must not be negative');
+      const token = request.starting_token;
+      if (token !== '' && !isHexId(token)) {
+        throw new CsiError(
+          GrpcStatus.ABORTED,
+          `starting_token "${token}" is not a token this driver issued`,
+        );
+      }
+      const wanted = request.snapshot_id;
+      if (wanted !== '' && !isHexId(wanted)) return { entries: [], next_token: '' };
+      const source = request.source_volume_id;
+      const snapshots = (await core.snapshots.listSnapshots(scope)).filter(
+        (s) =>
+          (wanted === '' || s.snapshotId === wanted) &&
+          (source === '' || s.sourceVolumeId === source) &&
+          (token === '' || s.snapshotId > token),
+      );
+      const page = request.max_entries > 0 ? snapshots.slice(0, request.max_entries) : snapshots;
+      const more = page.length < snapshots.length;
+      return {
+        entries: page.map((s) => ({ snapshot: toSnapshotMsg(s) })),
+        next_token: more ? (page.at(-1)?.snapshotId ?? '') : '',
+      };
+    },
+  };
+}
