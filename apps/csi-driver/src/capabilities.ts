@@ -32,10 +32,25 @@ export const CONTROLLER_CAPABILITIES: readonly ControllerCapability[] = Object.f
   'GET_CAPACITY',
   'EXPAND_VOLUME',
   'SINGLE_NODE_MULTI_WRITER',
+]);
+
+/**
+ * Offered besides CONTROLLER_CAPABILITIES when at least one device class is
+ * thin: snapshots and copies are thin snapshots (docs/SNAPSHOTS.md §7;
+ * capabilities are per driver, not per class).
+ */
+export const THIN_CONTROLLER_CAPABILITIES: readonly ControllerCapability[] = Object.freeze([
   'CREATE_DELETE_SNAPSHOT',
   'LIST_SNAPSHOTS',
   'CLONE_VOLUME',
 ]);
+
+/** The controller capabilities of a configuration: the thin ones only with a thin class. */
+export function controllerCapabilitiesFor(hasThinClass: boolean): readonly ControllerCapability[] {
+  return hasThinClass
+    ? [...CONTROLLER_CAPABILITIES, ...THIN_CONTROLLER_CAPABILITIES]
+    : CONTROLLER_CAPABILITIES;
+}
 
 export type NodeCapability =
   | 'STAGE_UNSTAGE_VOLUME'
@@ -52,9 +67,12 @@ export const NODE_CAPABILITIES: readonly NodeCapability[] = Object.freeze([
   'SINGLE_NODE_MULTI_WRITER',
 ]);
 
-/** @throws CsiError UNIMPLEMENTED when the controller does not declare `capability`. */
-export function requireControllerCapability(capability: string): void {
-  if (!(CONTROLLER_CAPABILITIES as readonly string[]).includes(capability)) {
+/** @throws CsiError UNIMPLEMENTED when the controller does not declare `capability` (among `offered`). */
+export function requireControllerCapability(
+  capability: string,
+  offered: readonly ControllerCapability[] = CONTROLLER_CAPABILITIES,
+): void {
+  if (!(offered as readonly string[]).includes(capability)) {
     throw new CsiError(
       GrpcStatus.UNIMPLEMENTED,
       `controller capability ${capability} is not offered`,

@@ -561,14 +561,14 @@ describe('ControllerExpandVolume and capabilities', () => {
         'GET_CAPACITY',
         'EXPAND_VOLUME',
         'SINGLE_NODE_MULTI_WRITER',
-        'CREATE_DELETE_SNAPSHOT',
-        'LIST_SNAPSHOTS',
-        'CLONE_VOLUME',
       ].map((type) => ({ rpc: { type }, type: 'rpc' })),
     );
     for (const method of [
       'ControllerPublishVolume',
       'ControllerUnpublishVolume',
+      'CreateSnapshot',
+      'DeleteSnapshot',
+      'ListSnapshots',
       'GetSnapshot',
       'ControllerGetVolume',
     ]) {

@@ -4,6 +4,7 @@ import {
   isHexId,
   NotFoundError,
   requireNoControlCharacters,
+  thinPoolOf,
   volumeIdForName,
   VolumeGroupUnusableError,
   type ThinPoolCapacity,
@@ -12,7 +13,7 @@ import {
   type VolumeGroupProblem,
 } from '@lvstamp/core';
 import {
-  CONTROLLER_CAPABILITIES,
+  controllerCapabilitiesFor,
   readCapability,
   requireCapability,
   requireControllerCapability,
@@ -164,6 +165,7 @@ export function createControllerService(deps: ControllerDeps) {
   const wipes = new Set([...config.deviceClasses.values()].map((c) => c.wipe));
   const uniformWipe = wipes.size === 1 ? config.defaultClass.wipe : null;
   const thinPools = thinClassPools(config);
+  const offered = controllerCapabilitiesFor(thinPools.length > 0);
 
   return {
     /**
@@ -205,6 +207,16 @@ export function createControllerService(deps: ControllerDeps) {
       }
       const range = readCapacityRange(request.capacity_range);
       if (source !== null) {
+        requireControllerCapability(
+          source.kind === 'snapshot' ? 'CREATE_DELETE_SNAPSHOT' : 'CLONE_VOLUME',
+          offered,
+        );
+        const thin = thinPoolOf(deviceClass.provisioning);
+        if (thin === null) {
+          throw invalidArgument(
+            `device class "${deviceClass.name}" is thick; a volume from a snapshot or a volume needs a thin class (docs/SNAPSHOTS.md)`,
+          );
+        }
         // A copy: the source's capacity unless more is asked (never less: OUT_OF_RANGE).
         const copy = await core.snapshots
           .createVolumeFrom({
@@ -215,6 +227,7 @@ export function createControllerService(deps: ControllerDeps) {
             ...(range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {}),
             vgName: deviceClass.volumeGroup,
             scope,
+            thin,
           })
           .catch((error: unknown) => {
             throw withThickClass(config, error);
@@ -433,7 +446,7 @@ export function createControllerService(deps: ControllerDeps) {
     },
 
     ControllerGetCapabilities: () =>
-      Promise.resolve({ capabilities: CONTROLLER_CAPABILITIES.map((type) => ({ rpc: { type } })) }),
+      Promise.resolve({ capabilities: offered.map((type) => ({ rpc: { type } })) }),
 
     /**
      * CSI spec ControllerExpandVolume: lvextend, the header's new capacity
@@ -471,7 +484,7 @@ export function createControllerService(deps: ControllerDeps) {
 
     ControllerPublishVolume: () => unimplemented('PUBLISH_UNPUBLISH_VOLUME'),
     ControllerUnpublishVolume: () => unimplemented('PUBLISH_UNPUBLISH_VOLUME'),
-    ...createSnapshotHandlers({ config, core, scope }),
+    ...createSnapshotHandlers({ config, core, scope, offered }),
     GetSnapshot: () => unimplemented('GET_SNAPSHOT'),
     ControllerGetVolume: () => unimplemented('GET_VOLUME'),
     ControllerModifyVolume: () => unimplemented('MODIFY_VOLUME'),

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NotOwnedError, snapshotIdForName, volumeIdForName } from '@lvstamp/core';
+import { parseConfig } from './config.js';
 import {
   codeOf,
   failureOf,
@@ -15,9 +16,16 @@ const MOUNT = {
   access_mode: { mode: 'SINGLE_NODE_WRITER' },
 };
 
+// One thin class (the default) and one thick class.
+const THIN_CONFIG = `
+deviceClasses:
+  fast: { volumeGroup: vg0, type: thin, thinPool: pool0, overprovisionRatio: 10, wipe: none, default: true }
+  secure: { volumeGroup: vg1, wipe: zero }
+`;
+
 let h: Harness;
 beforeEach(async () => {
-  h = await startHarness();
+  h = await startHarness({ config: parseConfig(THIN_CONFIG) });
 });
 afterEach(async () => {
   await h.close();
@@ -39,6 +47,24 @@ const snap = (name: string, source_volume_id: string) =>
   h.call('Controller', 'CreateSnapshot', { name, source_volume_id });
 const snapshotIdOf = async (name: string, source: string): Promise<string> =>
   ((await snap(name, source)).snapshot as SnapshotMsg).snapshot_id;
+
+describe('capabilities', () => {
+  it('with a thin class: CREATE_DELETE_SNAPSHOT, LIST_SNAPSHOTS and CLONE_VOLUME besides the others', async () => {
+    const caps = (await h.call('Controller', 'ControllerGetCapabilities', {})) as {
+      capabilities: { rpc: { type: string } }[];
+    };
+    expect(caps.capabilities.map((c) => c.rpc.type)).toEqual([
+      'CREATE_DELETE_VOLUME',
+      'LIST_VOLUMES',
+      'GET_CAPACITY',
+      'EXPAND_VOLUME',
+      'SINGLE_NODE_MULTI_WRITER',
+      'CREATE_DELETE_SNAPSHOT',
+      'LIST_SNAPSHOTS',
+      'CLONE_VOLUME',
+    ]);
+  });
+});
 
 describe('CreateSnapshot', () => {
   it('answers the snapshot ready to use, with its ID, source, size and the creation time of the core', async () => {
@@ -183,6 +209,7 @@ describe('CreateVolume from a content source', () => {
         requiredBytes: 0,
         vgName: 'vg0',
         scope: { vgNames: ['vg0', 'vg1'], ownerId: OWNER_ID },
+        thin: { type: 'thin', thinPool: 'pool0', thinPoolSizeBytes: null, overprovisionRatio: 10 },
       }),
     ]);
   });
@@ -205,6 +232,21 @@ describe('CreateVolume from a content source', () => {
         }),
       ),
     ).toBe('OUT_OF_RANGE');
+  });
+
+  it('a thick target class is INVALID_ARGUMENT naming it, before the core is asked', async () => {
+    const source = h.core.add('pvc-src', GIB);
+    const calls = h.core.calls.length;
+    const failure = await failureOf(
+      create({
+        parameters: { deviceClass: 'secure' },
+        volume_capabilities: [{ ...MOUNT, mount: { fs_type: 'xfs', mount_flags: [] } }],
+        volume_content_source: { volume: { volume_id: source.volumeId } },
+      }),
+    );
+    expect(failure.code).toBe('INVALID_ARGUMENT');
+    expect(failure.details).toMatch(/device class "secure" is thick/);
+    expect(h.core.calls.length).toBe(calls);
   });
 
   it('an unknown snapshot or volume is NOT_FOUND', async () => {

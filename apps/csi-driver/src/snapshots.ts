@@ -7,7 +7,7 @@ import {
   type Snapshot,
   type VolumeScope,
 } from '@lvstamp/core';
-import { requireControllerCapability } from './capabilities.js';
+import { requireControllerCapability, type ControllerCapability } from './capabilities.js';
 import type { DriverConfig } from './config.js';
 import type {
   CreateSnapshotRequest,
@@ -26,6 +26,8 @@ export interface SnapshotDeps {
   readonly core: Pick<DriverCore, 'snapshots'>;
   /** The configured volume groups and this installation's owner ID. */
   readonly scope: VolumeScope;
+  /** The controller capabilities offered (controllerCapabilitiesFor). */
+  readonly offered: readonly ControllerCapability[];
 }
 
 /** The CSI Snapshot message of a core snapshot (CSI spec "CreateSnapshot"): ready at once. */
@@ -88,7 +90,7 @@ export function withThickClass(config: DriverConfig, error: unknown): unknown {
  * volume groups only.
  */
 export function createSnapshotHandlers(deps: SnapshotDeps) {
-  const { config, core, scope } = deps;
+  const { config, core, scope, offered } = deps;
   return {
     /**
      * CSI spec CreateSnapshot: a read-only thin snapshot of the source
@@ -99,7 +101,7 @@ export function createSnapshotHandlers(deps: SnapshotDeps) {
      * The same name and source again → the same snapshot.
      */
     CreateSnapshot: async (request: CreateSnapshotRequest) => {
-      requireControllerCapability('CREATE_DELETE_SNAPSHOT');
+      requireControllerCapability('CREATE_DELETE_SNAPSHOT', offered);
       if (request.name === '') throw invalidArgument('name is required');
       if (request.source_volume_id === '') throw invalidArgument('source_volume_id is required');
       requireNoControlCharacters(request.name, 'name');
@@ -118,7 +120,7 @@ export function createSnapshotHandlers(deps: SnapshotDeps) {
      * FAILED_PRECONDITION naming the LV and the check, left untouched.
      */
     DeleteSnapshot: async (request: DeleteSnapshotRequest) => {
-      requireControllerCapability('CREATE_DELETE_SNAPSHOT');
+      requireControllerCapability('CREATE_DELETE_SNAPSHOT', offered);
       if (request.snapshot_id === '') throw invalidArgument('snapshot_id is required');
       if (!isHexId(request.snapshot_id)) return {};
       await core.snapshots.deleteSnapshot(request.snapshot_id, scope);
@@ -134,7 +136,7 @@ export function createSnapshotHandlers(deps: SnapshotDeps) {
      * ABORTED; negative max_entries → INVALID_ARGUMENT.
      */
     ListSnapshots: async (request: ListSnapshotsRequest) => {
-      requireControllerCapability('LIST_SNAPSHOTS');
+      requireControllerCapability('LIST_SNAPSHOTS', offered);
       if (request.max_entries < 0) throw invalidArgument('max_entries must not be negative');
       const token = request.starting_token;
       if (token !== '' && !isHexId(token)) {

@@ -7,6 +7,8 @@ import {
   NotFoundError,
   NotOwnedError,
   OutOfRangeError,
+  OutOfSpaceError,
+  ThinPoolUnusableError,
   type OwnershipCheck,
 } from '../errors.js';
 import { runLogged } from '../exec/logged.js';
@@ -15,6 +17,7 @@ import type { FilesystemManager } from '../fs/filesystem.js';
 import { DATA_OFFSET_BYTES } from '../header/constants.js';
 import type { DecodeResult, HeaderFields } from '../header/types.js';
 import type { HostLock } from '../lock/host-lock.js';
+import type { ThinProvisioning } from '../provisioning.js';
 import type { Lvm } from '../lvm/lvm.js';
 import { isThinLv } from '../lvm/thin-snapshots.js';
 import type { CreatedVolume, LogicalVolume, VolumeScope } from '../lvm/types.js';
@@ -41,6 +44,7 @@ import {
 import type { HeaderIo } from './header-io.js';
 import { failedTagCheck, isActive, requireOwnerTags } from './ownership.js';
 import { CAPACITY_BLOCK_BYTES, capacityOf, volumeSize } from './size.js';
+import { thinAdmits, thinPoolCapacity } from './thin-capacity.js';
 
 /** Deadline of one `fsfreeze` in milliseconds (a freeze waits for dirty data to reach the disk). */
 export const FREEZE_TIMEOUT_MS = 120_000;
@@ -82,6 +86,12 @@ export interface CreateVolumeFromRequest {
   readonly vgName: string;
   /** Every group searched for the source and for an existing LV of the new volume. */
   readonly scope: VolumeScope;
+  /**
+   * The target class's pool: the source must be a thin LV of it, and the
+   * pool's budget must admit the copy (DESIGN.md §4 "Thin capacity"). Null:
+   * not checked (standalone use, where no class names a pool).
+   */
+  readonly thin?: ThinProvisioning | null;
 }
 
 /**
@@ -427,6 +437,15 @@ export class SnapshotService {
         requiredBytes: capacityBytes,
         extentSizeBytes: vg.extentSizeBytes,
       });
+      if (request.thin) {
+        await this.#requireInPool(
+          vg.name,
+          request.thin,
+          origin,
+          Math.max(lvSizeBytes, origin.sizeBytes),
+          volumeId,
+        );
+      }
       const create = (): Promise<void> =>
         this.#lvm.thinSnapshots.createCopy({
           vgName: vg.name,
@@ -465,6 +484,43 @@ export class SnapshotService {
         capacityBytes,
       };
     });
+  }
+
+  /**
+   * The origin is a thin LV of the class's pool, and the pool admits a
+   * writable LV of `lvSizeBytes` (thinAdmits): one pool report (`lvs`), the
+   * pool activated alone first when its usage is unknown.
+   * @throws InvalidArgumentError when the origin is in another pool;
+   *   ThinPoolUnusableError; OutOfSpaceError when the budget refuses.
+   */
+  async #requireInPool(
+    vgName: string,
+    thin: ThinProvisioning,
+    origin: LogicalVolume,
+    lvSizeBytes: number,
+    volumeId: string,
+  ): Promise<void> {
+    const pools = this.#lvm.thinPools;
+    let report = await pools.report(vgName, thin.thinPool);
+    if (report.pool !== null && report.pool.isThinPool && report.pool.dataHundredths === null) {
+      await pools.activate(vgName, thin.thinPool);
+      report = await pools.report(vgName, thin.thinPool);
+    }
+    if (!report.thinLvs.some((lv) => lv.lvName === origin.lvName)) {
+      throw new InvalidArgumentError(
+        `${origin.vgName}/${origin.lvName} is not in the thin pool ${vgName}/${thin.thinPool} of the class asked for: a thin copy lives in its origin's pool`,
+      );
+    }
+    const capacity = thinPoolCapacity(thin, report);
+    if (capacity.condition === 'unusable' || capacity.condition === 'absent') {
+      throw new ThinPoolUnusableError(vgName, thin.thinPool, capacity.detail ?? capacity.condition);
+    }
+    const refused = thinAdmits(capacity, lvSizeBytes, lvSizeBytes);
+    if (refused !== null) {
+      throw new OutOfSpaceError(
+        `thin pool ${vgName}/${thin.thinPool} cannot take volume ${volumeId} (${lvSizeBytes} bytes): ${refused}`,
+      );
+    }
   }
 
   // ---- driver start ---------------------------------------------------------
