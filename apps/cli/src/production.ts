@@ -25,6 +25,7 @@ function productionServices(options: GlobalOptions): CliServices {
   });
   return {
     volumes: node.volumes,
+    snapshots: node.snapshots,
     volumeGroups: node.volumeGroups,
     gc: node.gc,
     inspector: node.inspector,

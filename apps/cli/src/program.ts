@@ -11,6 +11,7 @@ import type { CliDeps, CommandContext } from './context.js';
 import type { CliServices, GlobalOptions } from './services.js';
 import { registerVolumeGroupCommands } from './commands/vg.js';
 import { registerVolumeCommands } from './commands/volume.js';
+import { registerSnapshotCommands } from './commands/snapshot.js';
 import { registerGcCommand } from './commands/gc.js';
 import { registerDemoCommand } from './commands/demo.js';
 
@@ -62,6 +63,7 @@ export function buildProgram(deps: CliDeps): Command {
   };
   registerVolumeGroupCommands(program, context);
   registerVolumeCommands(program, context);
+  registerSnapshotCommands(program, context);
   registerGcCommand(program, context);
   registerDemoCommand(program, context);
   for (const command of program.commands) inheritOutput(command, program);

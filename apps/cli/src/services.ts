@@ -1,4 +1,10 @@
-import type { GcService, InspectService, VolumeGroupAdmin, VolumeService } from '@lvstamp/core';
+import type {
+  GcService,
+  InspectService,
+  SnapshotService,
+  VolumeGroupAdmin,
+  VolumeService,
+} from '@lvstamp/core';
 
 /** Options every command sees, from flags or the environment. */
 export interface GlobalOptions {
@@ -22,6 +28,16 @@ export interface CliServices {
     | 'delete'
     | 'defaultVolumeGroup'
     | 'discoverVolumeGroups'
+    | 'findVolume'
+  >;
+  readonly snapshots: Pick<
+    SnapshotService,
+    | 'createSnapshot'
+    | 'listSnapshots'
+    | 'deleteSnapshot'
+    | 'resolveSnapshot'
+    | 'findSnapshot'
+    | 'createVolumeFrom'
   >;
   readonly volumeGroups: Pick<VolumeGroupAdmin, 'list' | 'createOnLoop' | 'create' | 'remove'>;
   readonly gc: Pick<GcService, 'plan' | 'apply'>;

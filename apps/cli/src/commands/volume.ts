@@ -3,12 +3,14 @@ import {
   FailedPreconditionError,
   InvalidArgumentError,
   isHexId,
+  NotFoundError,
   NotOwnedError,
   requireNoControlCharacters,
   type VolumeStatus,
   type WipePolicy,
 } from '@lvstamp/core';
 import { Option, type Command } from 'commander';
+import { UsageError } from '../errors.js';
 import { progress, writeJson } from '../output.js';
 import type { CommandContext } from '../context.js';
 import { formatBytes, formatCapacity, parseSize } from '../quantity.js';
@@ -25,33 +27,86 @@ export const FORCE_UNOWNED_SKIPS =
 export function registerVolumeCommands(program: Command, ctx: CommandContext): void {
   const { io } = ctx.deps;
   const json = (): boolean => ctx.globals().json;
+  const printCreated = (name: string, status: VolumeStatus): void => {
+    if (json()) writeJson(io, statusJson(status));
+    else
+      io.stdout.write(
+        `volume ${name} ready: id ${status.volume.volumeId}, ${formatCapacity(status.volume.capacityBytes)} ` +
+          `usable on ${status.volume.vgName}/${status.volume.lvName} (${formatBytes(status.volume.sizeBytes)} LV)\n`,
+      );
+  };
 
   program
     .command('create')
-    .description('create a volume: an LV with a provenance header, of at least SIZE usable bytes')
+    .description(
+      'create a volume: an LV with a provenance header, of at least SIZE usable bytes, or a thin copy of a snapshot or volume',
+    )
     .argument('<name>', 'volume name (1–256 bytes of UTF-8)')
-    .requiredOption('--size <size>', 'capacity, e.g. 512Mi or 1Gi; rounded up to whole extents')
+    .option(
+      '--size <size>',
+      'capacity, e.g. 512Mi or 1Gi; rounded up to whole extents (a copy: default and minimum the source capacity)',
+    )
     .option('--vg <vg>', 'volume group (default: the one volume group tagged lvstamp)')
-    .addHelpText('after', '\nExample:\n  lvstamp create scratch --size 512Mi --vg demo')
-    .action(async (name: string, opts: { size: string; vg?: string }) => {
-      const requiredBytes = parseSize(opts.size);
-      checkNewVolumeName(name);
-      const volumes = ctx.services().volumes;
-      const vgName = opts.vg ?? (await volumes.defaultVolumeGroup());
-      progress(io, `creating volume ${name} (${formatBytes(requiredBytes)}) in ${vgName}`);
-      const status = await volumes.create({
-        name,
-        requiredBytes,
-        vgName,
-        ownerId: ctx.globals().ownerId,
-      });
-      if (json()) writeJson(io, statusJson(status));
-      else
-        io.stdout.write(
-          `volume ${name} ready: id ${status.volume.volumeId}, ${formatCapacity(status.volume.capacityBytes)} ` +
-            `usable on ${status.volume.vgName}/${status.volume.lvName} (${formatBytes(status.volume.sizeBytes)} LV)\n`,
-        );
-    });
+    .option('--from-snapshot <snapshot>', "a copy of this snapshot's data (name or ID)")
+    .option('--from-volume <volume>', "a copy (clone) of this thin volume's data (name or ID)")
+    .addHelpText(
+      'after',
+      '\nExamples:\n  lvstamp create scratch --size 512Mi --vg demo\n  lvstamp create restored --from-snapshot nightly',
+    )
+    .action(
+      async (
+        name: string,
+        opts: { size?: string; vg?: string; fromSnapshot?: string; fromVolume?: string },
+      ) => {
+        if (opts.fromSnapshot !== undefined && opts.fromVolume !== undefined) {
+          throw new UsageError('--from-snapshot and --from-volume exclude each other');
+        }
+        const from = opts.fromSnapshot ?? opts.fromVolume;
+        if (opts.size === undefined && from === undefined) {
+          throw new UsageError("required option '--size <size>' not specified");
+        }
+        const requiredBytes = opts.size === undefined ? 0 : parseSize(opts.size);
+        checkNewVolumeName(name);
+        const services = ctx.services();
+        const volumes = services.volumes;
+        if (from !== undefined) {
+          const scope = await commandScope(io, volumes, opts.vg);
+          const owned = { ...scope, ownerId: ctx.globals().ownerId };
+          const source =
+            opts.fromSnapshot !== undefined
+              ? {
+                  kind: 'snapshot' as const,
+                  id: await services.snapshots.resolveSnapshot(opts.fromSnapshot, owned),
+                }
+              : { kind: 'volume' as const, id: await volumes.resolve(from, scope) };
+          const origin =
+            source.kind === 'snapshot'
+              ? await services.snapshots.findSnapshot(source.id, owned)
+              : await volumes.findVolume(source.id, scope);
+          if (origin === null) throw new NotFoundError(`${source.kind} ${from} does not exist`);
+          progress(io, `creating volume ${name} from ${source.kind} ${from} in ${origin.vgName}`);
+          const created = await services.snapshots.createVolumeFrom({
+            name,
+            source,
+            requiredBytes,
+            vgName: origin.vgName,
+            scope: owned,
+          });
+          const status = await volumes.status(created.volumeId, { vgNames: [origin.vgName] });
+          printCreated(name, status);
+          return;
+        }
+        const vgName = opts.vg ?? (await volumes.defaultVolumeGroup());
+        progress(io, `creating volume ${name} (${formatBytes(requiredBytes)}) in ${vgName}`);
+        const status = await volumes.create({
+          name,
+          requiredBytes,
+          vgName,
+          ownerId: ctx.globals().ownerId,
+        });
+        printCreated(name, status);
+      },
+    );
 
   program
     .command('list')
