@@ -36,7 +36,7 @@ export const CONTROLLER_CAPABILITIES: readonly ControllerCapability[] = Object.f
 
 /**
  * Offered besides CONTROLLER_CAPABILITIES when at least one device class is
- * thin: snapshots and copies are thin snapshots (docs/SNAPSHOTS.md §7;
+ * thin: snapshots and copies are thin snapshots (docs/DESIGN.md §5 "Restore and clone";
  * capabilities are per driver, not per class).
  */
 export const THIN_CONTROLLER_CAPABILITIES: readonly ControllerCapability[] = Object.freeze([

@@ -72,7 +72,7 @@ export function contentSourceMsg(source: ContentSource): VolumeContentSourceMsg 
 
 /**
  * A core ThickVolumeError restated with the device class of its volume
- * group (docs/SNAPSHOTS.md §7); anything else unchanged.
+ * group (docs/DESIGN.md §5 "Restore and clone"); anything else unchanged.
  */
 export function withThickClass(config: DriverConfig, error: unknown): unknown {
   if (!(error instanceof ThickVolumeError)) return error;

@@ -133,7 +133,7 @@ describe('volume group names and the device-mapper name limit', () => {
   });
 });
 
-describe('snapshot names and tags (docs/SNAPSHOTS.md §4)', () => {
+describe('snapshot names and tags (docs/DESIGN.md §3)', () => {
   const id = 'ab'.repeat(16);
   const a = (n: number): string => 'a'.repeat(n);
 

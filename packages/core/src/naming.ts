@@ -10,7 +10,7 @@ export interface Naming {
   readonly lvPrefix: string;
   /** LV name prefix of a volume being created: `lvstamp_new_` + volume ID. */
   readonly newLvPrefix: string;
-  /** LV name prefix of a snapshot: `lvstamp_snap_` + snapshot ID (docs/SNAPSHOTS.md §4). */
+  /** LV name prefix of a snapshot: `lvstamp_snap_` + snapshot ID (docs/DESIGN.md §3). */
   readonly snapshotLvPrefix: string;
   /** LV tag set on every volume; the owner tag is `<tag>.owner=<ownerId>`. */
   readonly tag: string;
@@ -79,7 +79,7 @@ export function volumeIdForName(name: string): string {
 /**
  * The snapshot ID of a snapshot name: the volume ID's rule (first 16 bytes of
  * SHA-256 over the UTF-8 name, 32 lowercase hex digits) in a name space of its
- * own, since snapshot LVs carry their own prefix (docs/SNAPSHOTS.md §4). A
+ * own, since snapshot LVs carry their own prefix (docs/DESIGN.md §3). A
  * snapshot name follows the volume name's rules (1–256 bytes, no NUL).
  * @throws InvalidArgumentError when the name is not a valid name.
  */
@@ -108,7 +108,7 @@ export function newLvNameFor(volumeId: string, naming: Naming = DEFAULT_NAMING):
   return naming.newLvPrefix + volumeId;
 }
 
-/** `lvstamp_snap_<id>`: the LV name of a snapshot (docs/SNAPSHOTS.md §4). */
+/** `lvstamp_snap_<id>`: the LV name of a snapshot (docs/DESIGN.md §3). */
 export function snapshotLvNameFor(snapshotId: string, naming: Naming = DEFAULT_NAMING): string {
   return naming.snapshotLvPrefix + snapshotId;
 }
@@ -140,7 +140,7 @@ export function ownerTagFor(ownerId: string, naming: Naming = DEFAULT_NAMING): s
 
 /**
  * The LV tags a snapshot carries besides `lvstamp` and the owner tag
- * (docs/SNAPSHOTS.md §4): the source volume's ID, its capacity in bytes and
+ * (docs/DESIGN.md §3): the source volume's ID, its capacity in bytes and
  * the creation time in Unix milliseconds, written once by the `lvcreate`.
  */
 export interface SnapshotTags {
@@ -151,7 +151,7 @@ export interface SnapshotTags {
 
 /**
  * `lvstamp.source=<id>`, `lvstamp.size=<bytes>`, `lvstamp.created=<ms>`, in
- * that order (docs/SNAPSHOTS.md §4).
+ * that order (docs/DESIGN.md §3).
  */
 export function snapshotTagsFor(tags: SnapshotTags, naming: Naming = DEFAULT_NAMING): string[] {
   return [
@@ -190,7 +190,7 @@ export function parseSnapshotTags(
 /**
  * `lvstamp.from=snapshot.<id>` or `lvstamp.from=volume.<id>`: the tag of a
  * volume restored from a snapshot or cloned from a volume
- * (docs/SNAPSHOTS.md §4, §8).
+ * (docs/DESIGN.md §3, docs/SNAPSHOTS.md §8).
  */
 export function fromTagFor(
   source: { readonly kind: 'snapshot' | 'volume'; readonly id: string },

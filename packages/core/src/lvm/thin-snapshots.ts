@@ -5,7 +5,7 @@ import { classifyChangeFailure } from './vg-state.js';
 /**
  * True for a thin LV (lvs(8) "lv_attr bits", first character `V`: a thin
  * volume, a thin snapshot included): only these can be snapshotted without
- * a copy (docs/SNAPSHOTS.md §7).
+ * a copy (docs/DESIGN.md §5 "Restore and clone").
  */
 export function isThinLv(lv: { readonly attr: string }): boolean {
   return lv.attr.startsWith('V');
@@ -23,7 +23,7 @@ export interface ThinSnapshotRequest {
 /**
  * The argv of a read-only thin snapshot (lvcreate(8) `-s` without a size,
  * `-pr`): inactive with lvm's activation-skip flag `k`, every tag in the
- * same metadata commit (docs/SNAPSHOTS.md §5 step 7).
+ * same metadata commit (docs/DESIGN.md §5 "Snapshots").
  */
 export function snapshotCreateArgv(request: ThinSnapshotRequest): string[] {
   return [
@@ -39,7 +39,7 @@ export function snapshotCreateArgv(request: ThinSnapshotRequest): string[] {
 }
 
 /**
- * The argv of a restore or clone (docs/SNAPSHOTS.md §6 step 4): a writable
+ * The argv of a restore or clone (docs/DESIGN.md §5 "Restore and clone"): a writable
  * (`-prw`) thin snapshot without the activation-skip flag (`-kn`), created
  * active (`-ay`), tagged in the same commit.
  */
