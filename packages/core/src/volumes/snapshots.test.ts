@@ -665,6 +665,103 @@ describe('createVolumeFrom', () => {
     runner.assertDone();
   });
 
+  describe('into a thin class: the origin must be in its pool, the pool must admit the copy', () => {
+    const THIN = {
+      type: 'thin' as const,
+      thinPool: 'pool0',
+      thinPoolSizeBytes: null,
+      overprovisionRatio: 2,
+    };
+    const poolStep = (thinLvs: [string, number][], dataPercent = '10.00'): ReplayStep => {
+      const row = (fields: Record<string, string>): Record<string, string> => ({
+        vg_name: VG,
+        vg_free: '0',
+        vg_extent_size: '4194304',
+        lv_permissions: 'writeable',
+        pool_lv: '',
+        data_percent: '',
+        metadata_percent: '',
+        lv_metadata_size: '',
+        lv_health_status: '',
+        lv_when_full: '',
+        zero: 'zero',
+        ...fields,
+      });
+      return {
+        argv: [
+          'lvs',
+          ...REPORT,
+          '-o',
+          'vg_name,vg_free,vg_extent_size,lv_name,lv_size,lv_attr,lv_permissions,pool_lv,data_percent,metadata_percent,lv_metadata_size,lv_health_status,lv_when_full,zero',
+          '-S',
+          `vg_name="${VG}" && (lv_name="pool0" || pool_lv="pool0")`,
+        ],
+        stdout: JSON.stringify({
+          report: [
+            {
+              lv: [
+                row({
+                  lv_name: 'pool0',
+                  lv_size: String(1024 * MiB),
+                  lv_attr: 'twi-aotz--',
+                  data_percent: dataPercent,
+                  metadata_percent: '10.00',
+                  lv_metadata_size: '4194304',
+                  lv_when_full: 'error',
+                }),
+                ...thinLvs.map(([name, bytes]) =>
+                  row({
+                    lv_name: name,
+                    lv_size: String(bytes),
+                    lv_attr: 'Vri---tz-k',
+                    lv_permissions: 'read-only',
+                    pool_lv: 'pool0',
+                  }),
+                ),
+              ],
+            },
+          ],
+        }),
+      };
+    };
+
+    it('an origin in another pool is INVALID_ARGUMENT before any change', async () => {
+      const { runner, service } = setup([
+        lvsStep([SNAP_LV, FINAL_LV, NEW_LV], snapInactive),
+        poolStep([['lvstamp_other', 64 * MiB]]),
+      ]);
+      const error = await caught(service.createVolumeFrom(request({ thin: THIN })));
+      runner.assertDone();
+      expect(error).toBeInstanceOf(InvalidArgumentError);
+      expect((error as Error).message).toMatch(/not in the thin pool lvsthin\/pool0/);
+    });
+
+    it("a copy above the pool's budget is RESOURCE_EXHAUSTED (OutOfSpaceError) before any change", async () => {
+      const { runner, service } = setup([
+        lvsStep([SNAP_LV, FINAL_LV, NEW_LV], snapInactive),
+        poolStep([[SNAP_LV, 64 * MiB]]),
+      ]);
+      // the pool admits at most 2 GiB of writable thin LVs (1 GiB × ratio 2)
+      const error = await caught(
+        service.createVolumeFrom(request({ thin: THIN, requiredBytes: 3 * 1024 * MiB })),
+      );
+      runner.assertDone();
+      expect(error).toBeInstanceOf(OutOfSpaceError);
+    });
+
+    it('an origin in the pool with room: the copy is made', async () => {
+      const { runner, headers, service } = setup([
+        lvsStep([SNAP_LV, FINAL_LV, NEW_LV], snapInactive),
+        poolStep([[SNAP_LV, 64 * MiB]]),
+        { argv: copyArgv(SNAP_LV, FROM_SNAPSHOT) },
+        { argv: ['lvrename', '--yes', VG, NEW_LV, FINAL_LV] },
+      ]);
+      headers.headers.set(NEW_PATH, header(VID, 'pvc-origin'));
+      await service.createVolumeFrom(request({ thin: THIN }));
+      runner.assertDone();
+    });
+  });
+
   it('a missing source is NOT_FOUND, a thick one INVALID_ARGUMENT', async () => {
     const missing = setup([lvsStep([SNAP_LV, FINAL_LV, NEW_LV])]);
     expect(await caught(missing.service.createVolumeFrom(request()))).toBeInstanceOf(NotFoundError);
