@@ -36,6 +36,7 @@ import { CsiError, invalidArgument } from './errors.js';
 import type { DriverCore } from './ports.js';
 import { readCapacityRange, writeBytes } from './sizes.js';
 import {
+  COPY_CONTEXT_KEY,
   contentSourceMsg,
   createSnapshotHandlers,
   readContentSource,
@@ -235,6 +236,7 @@ export function createControllerService(deps: ControllerDeps) {
         return {
           volume: {
             ...toVolumeMsg(volumeId, copy.capacityBytes),
+            volume_context: { [COPY_CONTEXT_KEY]: 'true' },
             content_source: contentSourceMsg(source),
           },
         };

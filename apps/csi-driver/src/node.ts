@@ -16,6 +16,7 @@ import {
   requireCapability,
   requireNodeCapability,
 } from './capabilities.js';
+import { COPY_CONTEXT_KEY } from './snapshots.js';
 import type {
   NodeExpandVolumeRequest,
   NodeGetVolumeStatsRequest,
@@ -129,7 +130,10 @@ export function createNodeService(deps: NodeDeps) {
      * signals are checked first); for a mount volume formats it only when
      * blkid says blank and it reads (never another filesystem:
      * FAILED_PRECONDITION) and mounts it at the staging path. Idempotent.
-     * A malformed path, or a staging path that exists but is no directory →
+     * A copy (volume context `lvstamp.io/copy`, set by CreateVolume from a
+     * content source) has its filesystem grown to the data device after the
+     * mount: it is the source's size when more was asked. A malformed path,
+     * or a staging path that exists but is no directory →
      * INVALID_ARGUMENT before anything is attached or probed; unknown or
      * malformed volume ID → NOT_FOUND (CSI spec NodeStageVolume errors).
      */
@@ -157,6 +161,10 @@ export function createNodeService(deps: NodeDeps) {
         fsType: access.fsType,
         options: access.mountFlags,
       });
+      // a copy asked larger than its source: its filesystem is the source's size until grown
+      if (request.volume_context[COPY_CONTEXT_KEY] === 'true') {
+        await core.filesystems.grow(request.staging_target_path, access.fsType);
+      }
       return {};
     },
 

@@ -37,7 +37,7 @@ export interface DriverCore {
   >;
   readonly filesystems: Pick<
     FilesystemManager,
-    'format' | 'mount' | 'bindMount' | 'unmount' | 'usage' | 'mounts'
+    'format' | 'mount' | 'bindMount' | 'unmount' | 'usage' | 'mounts' | 'grow'
   >;
 }
 

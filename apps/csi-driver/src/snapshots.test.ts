@@ -234,6 +234,26 @@ describe('CreateVolume from a content source', () => {
     ).toBe('OUT_OF_RANGE');
   });
 
+  it('a copy carries the volume context that makes NodeStageVolume grow its filesystem; a plain volume does not', async () => {
+    const source = h.core.add('pvc-src', GIB);
+    const copy = (await create({
+      volume_content_source: { volume: { volume_id: source.volumeId } },
+      capacity_range: { required_bytes: String(2 * GIB) },
+    })) as { volume: { volume_id: string; volume_context: Record<string, string> } };
+    expect(copy.volume.volume_context).toEqual({ 'lvstamp.io/copy': 'true' });
+    const stage = (volumeId: string, context: Record<string, string>) =>
+      h.call('Node', 'NodeStageVolume', {
+        volume_id: volumeId,
+        staging_target_path: `/stage/${volumeId}`,
+        volume_capability: MOUNT,
+        volume_context: context,
+      });
+    await stage(copy.volume.volume_id, copy.volume.volume_context);
+    expect(h.core.calls.at(-1)).toEqual(['grow', `/stage/${copy.volume.volume_id}`, 'ext4']);
+    await stage(source.volumeId, {});
+    expect(h.core.calls.at(-1)?.[0]).toBe('mount');
+  });
+
   it('a thick target class is INVALID_ARGUMENT naming it, before the core is asked', async () => {
     const source = h.core.add('pvc-src', GIB);
     const calls = h.core.calls.length;

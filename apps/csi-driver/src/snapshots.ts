@@ -63,6 +63,13 @@ export function readContentSource(
   return { kind: 'volume', id };
 }
 
+/**
+ * Volume context key of a copy (a restore or clone): NodeStageVolume grows
+ * its filesystem to the data device, which is larger when more than the
+ * source's capacity was asked (docs/DESIGN.md §5 "Restore and clone").
+ */
+export const COPY_CONTEXT_KEY = 'lvstamp.io/copy';
+
 /** The response's `content_source` for a source (CSI spec: "MUST be set" when the request had one). */
 export function contentSourceMsg(source: ContentSource): VolumeContentSourceMsg {
   return source.kind === 'snapshot'

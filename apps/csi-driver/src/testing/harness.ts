@@ -362,6 +362,10 @@ export class FakeCore implements DriverCore {
       });
     },
     mounts: () => Promise.resolve(this.mountTable),
+    grow: (mountPath, fsType) => {
+      this.calls.push(['grow', mountPath, fsType]);
+      return Promise.resolve();
+    },
   };
 }
 
