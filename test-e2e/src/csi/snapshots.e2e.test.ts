@@ -5,7 +5,7 @@
 // interrupted restore that blocks its retry, a snapshot that plain activation cannot reach, and a
 // thick volume snapshotted as if it were thin.
 import { randomBytes } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -79,12 +79,17 @@ async function snapshot(name: string, sourceVolumeId: string): Promise<SnapshotM
   return response.snapshot;
 }
 
-async function stage(id: string, fsType: string): Promise<string> {
+async function stage(
+  id: string,
+  fsType: string,
+  context: Record<string, string> = {},
+): Promise<string> {
   const staging = join(dir, 'staging', id);
   await csi.ok('Node', 'NodeStageVolume', {
     volume_id: id,
     staging_target_path: staging,
     volume_capability: mountCapability(fsType),
+    volume_context: context,
   });
   return staging;
 }
@@ -159,7 +164,7 @@ describe.each(['ext4', 'xfs'])('%s', (fsType) => {
     expect((await headerOf(restoredLv?.lv_dm_path ?? '')).volumeId).toBe(restored.volume_id);
 
     // staged while the origin is staged: same filesystem UUID (xfs mounts with nouuid)
-    const restoredMount = await stage(restored.volume_id, fsType);
+    const restoredMount = await stage(restored.volume_id, fsType, restored.volume_context);
     expect(Buffer.compare(await readFile(join(restoredMount, 'last')), content)).toBe(0);
 
     await unstage(restored.volume_id);
@@ -170,17 +175,22 @@ describe.each(['ext4', 'xfs'])('%s', (fsType) => {
   });
 });
 
-it('a clone of a mounted volume holds its data and stages beside it', async () => {
+it('a clone of a mounted volume, asked twice as large, holds its data, stages beside it with its filesystem grown', async () => {
   const origin = await createVolume(unique('clone-origin'), 'xfs');
   const originMount = await stage(origin.volume_id, 'xfs');
   await writeFile(join(originMount, 'data'), 'cloned bytes');
   const clone = await createVolume(unique('clone'), 'xfs', {
+    capacity_range: { required_bytes: String(2 * SIZE) },
     volume_content_source: { volume: { volume_id: origin.volume_id } },
   });
+  expect(clone.capacity_bytes).toBe(String(2 * SIZE));
   const cloneLv = (await lvsOf(thinVg)).find((lv) => lv.lv_name === `lvstamp_${clone.volume_id}`);
   expect(cloneLv?.lv_tags).toContain(`lvstamp.from=volume.${origin.volume_id}`);
-  const cloneMount = await stage(clone.volume_id, 'xfs');
+  const cloneMount = await stage(clone.volume_id, 'xfs', clone.volume_context);
   expect(await readFile(join(cloneMount, 'data'), 'utf8')).toBe('cloned bytes');
+  // grown at stage: more than the origin's whole 320 MiB
+  const fs = await statfs(cloneMount);
+  expect(fs.blocks * fs.bsize).toBeGreaterThan(SIZE);
   await unstage(clone.volume_id);
   await unstage(origin.volume_id);
   await csi.ok('Controller', 'DeleteVolume', { volume_id: clone.volume_id });
