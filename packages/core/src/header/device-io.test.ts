@@ -54,19 +54,22 @@ describe('DeviceIo', () => {
 
   it('times out a read that blocks in the kernel, naming the device, and fails fast on it after', async () => {
     const hung = fifo('hung');
-    const io = new DeviceIo({ timeoutMs: 1_000 });
+    // The deadline also bounds the other reads below, each on a fresh worker thread: long enough
+    // for a loaded machine to start one (1 s was missed at load 15), short enough to wait for once.
+    const timeoutMs = 4_000;
+    const io = new DeviceIo({ timeoutMs });
     const started = Date.now();
     const error = await io.read(hung, 0, 512).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(IoTimeoutError);
-    expect(error).toMatchObject({ device: hung, operation: 'read', timeoutMs: 1_000 });
+    expect(error).toMatchObject({ device: hung, operation: 'read', timeoutMs });
     expect((error as Error).message).toContain(hung);
-    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(timeoutMs - 50);
 
     // The same device again: refused at once (well before a second deadline), no second thread
     // stranded on it. The bound is the deadline itself, not a guess at a loaded machine's speed.
     const again = Date.now();
     await expect(io.read(hung, 0, 512)).rejects.toThrow(/an earlier read of .* has not returned/);
-    expect(Date.now() - again).toBeLessThan(1_000);
+    expect(Date.now() - again).toBeLessThan(timeoutMs);
 
     // Another device proceeds.
     const file = join(dir, 'other');
