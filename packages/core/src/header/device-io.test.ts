@@ -126,6 +126,34 @@ describe('DeviceIo', () => {
     release(b);
   });
 
+  it('runs at most maxConcurrent operations at once; a waiting one starts its deadline when it runs', async () => {
+    const timeoutMs = 300;
+    const io = new DeviceIo({ timeoutMs, maxStuckThreads: 8, maxConcurrent: 2 });
+    const hung = ['q1', 'q2', 'q3'].map(fifo);
+    const started = Date.now();
+    const finished: number[] = [];
+    const results = await Promise.allSettled(
+      hung.map((path) => io.read(path, 0, 512).finally(() => finished.push(Date.now() - started))),
+    );
+    expect(
+      results.every((r) => r.status === 'rejected' && r.reason instanceof IoTimeoutError),
+    ).toBe(true);
+    // two ran and timed out together; the third waited for a slot, then had its own whole deadline
+    expect(Math.max(...finished)).toBeGreaterThanOrEqual(2 * timeoutMs - 20);
+    hung.forEach(release);
+  });
+
+  it('reads many devices at once through the bounded threads (a GC inventory of many volumes)', async () => {
+    const io = new DeviceIo({ timeoutMs: 30_000, maxConcurrent: 4 });
+    const files = Array.from({ length: 200 }, (_, i) => {
+      const file = join(dir, `many${i}`);
+      writeFileSync(file, Buffer.alloc(512, i % 256));
+      return file;
+    });
+    const reads = await Promise.all(files.map((file) => io.read(file, 0, 1)));
+    expect(reads.map((r) => r.bytes[0])).toEqual(files.map((_, i) => i % 256));
+  });
+
   it('times out writes too, and the header functions pass the timeout through', async () => {
     const hung = fifo('hung-write');
     const io = new DeviceIo({ timeoutMs: 200 });
@@ -142,6 +170,7 @@ describe('DeviceIo', () => {
 
   it('rejects a timeout that is not a positive integer', () => {
     expect(() => new DeviceIo({ timeoutMs: 0 })).toThrow(InvalidArgumentError);
+    expect(() => new DeviceIo({ maxConcurrent: 0 })).toThrow(InvalidArgumentError);
     expect(() => new DeviceIo({ maxStuckThreads: 1.5 })).toThrow(InvalidArgumentError);
   });
 });

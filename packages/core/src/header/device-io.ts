@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import pLimit from 'p-limit';
 import { FailedPreconditionError, InvalidArgumentError, IoTimeoutError } from '../errors.js';
 
 /** Default deadline of one in-process block I/O operation, in milliseconds (as an lvm command's). */
@@ -9,6 +10,12 @@ export const DEFAULT_IO_TIMEOUT_MS = 60_000;
  * that did not answer) before further I/O is refused outright.
  */
 export const DEFAULT_MAX_STUCK_THREADS = 8;
+
+/**
+ * How many operations run at once, each on a thread of its own; more wait
+ * in line, and their deadline starts when they get a thread.
+ */
+export const DEFAULT_MAX_CONCURRENT = 8;
 
 /** What a read found at the path. */
 export interface DeviceRead {
@@ -29,6 +36,12 @@ export interface DeviceIoOptions {
   readonly timeoutMs?: number;
   /** Stuck threads tolerated before refusing I/O; default 8. */
   readonly maxStuckThreads?: number;
+  /**
+   * Operations running at once; default 8. A GC inventory reads every
+   * volume's header together: without a bound a thousand volumes were a
+   * thousand threads, whose start-up alone outlasted the deadline.
+   */
+  readonly maxConcurrent?: number;
 }
 
 /**
@@ -42,10 +55,12 @@ export interface DeviceIoOptions {
  * held by the stuck call); the thread is abandoned, unref'd, and ends when
  * the kernel lets the call return. While a device has a stuck operation,
  * further operations on it fail at once instead of stranding more threads;
- * beyond `maxStuckThreads` all I/O fails at once.
+ * beyond `maxStuckThreads` all I/O fails at once. At most `maxConcurrent`
+ * operations run at once (a thread stuck past its deadline no longer
+ * counts); the others wait in line, their deadline not yet started.
  *
- * Idle threads are kept for reuse (one per concurrent operation seen) and
- * never keep the process alive.
+ * Idle threads are kept for reuse (at most `maxConcurrent`) and never keep
+ * the process alive.
  */
 export class DeviceIo {
   readonly #timeoutMs: number;
@@ -54,19 +69,23 @@ export class DeviceIo {
   /** Devices with an operation past its deadline, with when it started (Unix ms). */
   readonly #stuck = new Map<string, { readonly operation: string; readonly since: number }>();
   #stuckThreads = 0;
+  readonly #limit: pLimit.Limit;
 
   /** @throws InvalidArgumentError for a timeout or limit that is not a positive integer. */
   constructor(options: DeviceIoOptions = {}) {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_IO_TIMEOUT_MS;
     this.#maxStuck = options.maxStuckThreads ?? DEFAULT_MAX_STUCK_THREADS;
+    const maxConcurrent = options.maxConcurrent ?? DEFAULT_MAX_CONCURRENT;
     for (const [field, value] of [
       ['timeoutMs', this.#timeoutMs],
       ['maxStuckThreads', this.#maxStuck],
+      ['maxConcurrent', maxConcurrent],
     ] as const) {
       if (!Number.isSafeInteger(value) || value <= 0) {
         throw new InvalidArgumentError(`${field} must be a positive integer, got ${value}`);
       }
     }
+    this.#limit = pLimit(maxConcurrent);
   }
 
   /** The deadline of each operation in milliseconds. */
@@ -102,7 +121,12 @@ export class DeviceIo {
     await this.#run(path, 'write', { op: 'write', path, ranges: ranges.map(toWireRange) });
   }
 
-  async #run(path: string, operation: string, message: WireRequest): Promise<WireReply> {
+  /** Runs the operation once one of the `maxConcurrent` slots is free. */
+  #run(path: string, operation: string, message: WireRequest): Promise<WireReply> {
+    return this.#limit(() => this.#dispatch(path, operation, message));
+  }
+
+  async #dispatch(path: string, operation: string, message: WireRequest): Promise<WireReply> {
     const stuck = this.#stuck.get(path);
     if (stuck !== undefined) {
       throw new IoTimeoutError(
