@@ -72,36 +72,20 @@ export function createNodeServices(options: NodeServicesOptions = {}): NodeServi
   const filesystems = new FilesystemManager({ runner });
   // One mutex for volumes and snapshots: a restore takes its new volume's key, as a create does.
   const mutex = new KeyedMutex();
-  const volumes = withVolumeLocks(
-    new VolumeService({
-      lvm,
-      runner,
-      hostLock,
-      headers,
-      dataDevices,
-      filesystems,
-      naming,
-      ...(options.clock ? { clock: options.clock } : {}),
-      ...(options.logger ? { logger: options.logger } : {}),
-    }),
-    VOLUME_SERVICE_KEYS,
-    mutex,
-  );
-  const snapshots = withVolumeLocks(
-    new SnapshotService({
-      lvm,
-      runner,
-      hostLock,
-      headers,
-      dataDevices,
-      filesystems,
-      naming,
-      ...(options.clock ? { clock: options.clock } : {}),
-      ...(options.logger ? { logger: options.logger } : {}),
-    }),
-    SNAPSHOT_SERVICE_KEYS,
-    mutex,
-  );
+  // VolumeService and SnapshotService take the same parts.
+  const parts = {
+    lvm,
+    runner,
+    hostLock,
+    headers,
+    dataDevices,
+    filesystems,
+    naming,
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+  };
+  const volumes = withVolumeLocks(new VolumeService(parts), VOLUME_SERVICE_KEYS, mutex);
+  const snapshots = withVolumeLocks(new SnapshotService(parts), SNAPSHOT_SERVICE_KEYS, mutex);
   return {
     runner,
     hostLock,

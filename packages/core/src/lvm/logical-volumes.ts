@@ -225,18 +225,6 @@ export class LogicalVolumes {
     await this.#lvm.change(`lvchange ${target}`, ['lvchange', '--activate', 'y', target]);
   }
 
-  /**
-   * `lvchange -ay -K VG/LV` (lvchange(8) `--ignoreactivationskip`): this LV
-   * only. The form for thin snapshots, which lvm creates with the
-   * activation-skip flag: a plain `-ay` exits 0 and leaves them inactive
-   * (docs/SNAPSHOTS.md §1).
-   * @throws CommandFailedError, CommandTimeoutError, LockTimeoutError.
-   */
-  async activateSkipped(vgName: string, lvName: string): Promise<void> {
-    const target = `${vgName}/${lvName}`;
-    await this.#lvm.change(`lvchange ${target}`, ['lvchange', '-ay', '-K', target]);
-  }
-
   async #changeOf(vgName: string, reason: string, argv: readonly string[]): Promise<void> {
     try {
       await this.#lvm.change(reason, argv);

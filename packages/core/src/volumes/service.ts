@@ -50,6 +50,7 @@ import {
 import type { HeaderIo } from './header-io.js';
 import { readHeaderSafely, type HeaderReading } from './header-reading.js';
 import { failedTagCheck, isActive, requireOwnerHeader, requireOwnerTags } from './ownership.js';
+import { resolveRef } from './resolve-ref.js';
 import { CAPACITY_BLOCK_BYTES, capacityOf, maximumCapacity, volumeSize } from './size.js';
 import { thinAdmits, thinPoolCapacity, type ThinPoolCapacity } from './thin-capacity.js';
 
@@ -357,18 +358,7 @@ export class VolumeService {
    *   name, or when it is ambiguous.
    */
   async resolve(ref: string, scope: VgScope): Promise<string> {
-    const byName = volumeIdForName(ref);
-    if (!isHexId(ref) || ref === byName) return byName;
-    const [asId, asName] = await Promise.all([
-      this.findVolume(ref, scope),
-      this.findVolume(byName, scope),
-    ]);
-    if (asId !== null && asName !== null) {
-      throw new InvalidArgumentError(
-        `"${ref}" is both the ID of a volume and the name of volume ${byName}; refusing to guess: use the ID you mean`,
-      );
-    }
-    return asId !== null ? ref : byName;
+    return resolveRef(ref, 'volume', async (id) => (await this.findVolume(id, scope)) !== null);
   }
 
   /**
@@ -462,7 +452,7 @@ export class VolumeService {
     return this.#hostLock.withLock('activate inactive lvstamp snapshots', async () => {
       const activated: string[] = [];
       for (const lv of await inactiveOwned()) {
-        await this.#lvm.logicalVolumes.activateSkipped(lv.vgName, lv.lvName);
+        await this.#lvm.thinSnapshots.activate(lv.vgName, lv.lvName);
         activated.push(`${lv.vgName}/${lv.lvName}`);
       }
       return activated;

@@ -42,6 +42,7 @@ import {
   type Naming,
 } from '../naming.js';
 import type { HeaderIo } from './header-io.js';
+import { resolveRef } from './resolve-ref.js';
 import { failedTagCheck, isActive, requireOwnerTags } from './ownership.js';
 import { CAPACITY_BLOCK_BYTES, capacityOf, volumeSize } from './size.js';
 import { thinAdmits, thinPoolCapacity } from './thin-capacity.js';
@@ -293,18 +294,7 @@ export class SnapshotService {
    *   name, or ambiguous.
    */
   async resolveSnapshot(ref: string, scope: VolumeScope): Promise<string> {
-    const byName = snapshotIdForName(ref);
-    if (!isHexId(ref) || ref === byName) return byName;
-    const [asId, asName] = await Promise.all([
-      this.findSnapshot(ref, scope),
-      this.findSnapshot(byName, scope),
-    ]);
-    if (asId !== null && asName !== null) {
-      throw new InvalidArgumentError(
-        `"${ref}" is both the ID of a snapshot and the name of snapshot ${byName}; refusing to guess: use the ID you mean`,
-      );
-    }
-    return asId !== null ? ref : byName;
+    return resolveRef(ref, 'snapshot', async (id) => (await this.findSnapshot(id, scope)) !== null);
   }
 
   // ---- delete ---------------------------------------------------------------
