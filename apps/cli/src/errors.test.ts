@@ -1,3 +1,4 @@
+import { warningLine } from './output.js';
 import { describe, expect, it } from 'vitest';
 import { IoTimeoutError, VolumeGroupUnusableError } from '@lvstamp/core';
 import { EXIT_FAILED } from '@lvstamp/app-kit';
@@ -25,5 +26,21 @@ describe('describeFailure', () => {
       message:
         'volume group vg0 is unusable (duplicate-pv): WARNING: Not using device /dev/loop3 for PV DMgc9Z.; Cannot update volume group vg0 with duplicate PV devices.',
     });
+  });
+});
+
+describe('warningLine', () => {
+  it('puts the message, the argv and the stderr of a warning on one line', () => {
+    expect(
+      warningLine('command succeeded with output on stderr', {
+        argv: ['lvcreate', '-s', 'vg0/lvstamp_1'],
+        stderr: '  WARNING: Sum of all thin volume sizes exceeds the pool.\n  Second line.\n',
+      }),
+    ).toBe(
+      'lvstamp: warning: command succeeded with output on stderr; argv: lvcreate -s vg0/lvstamp_1; stderr: WARNING: Sum of all thin volume sizes exceeds the pool.; Second line.\n',
+    );
+    expect(warningLine('created thin pool', { sizeBytes: 1024 })).toBe(
+      'lvstamp: warning: created thin pool; sizeBytes: 1024\n',
+    );
   });
 });

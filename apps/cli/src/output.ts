@@ -1,3 +1,4 @@
+import { oneLine } from '@lvstamp/app-kit';
 /** Where a command writes: stdout for results, stderr for progress and errors. */
 export interface Io {
   readonly stdout: { write(text: string): unknown };
@@ -12,4 +13,21 @@ export function writeJson(io: Io, value: unknown): void {
 /** Progress of a long step, on stderr so that stdout stays parseable. */
 export function progress(io: Io, message: string): void {
   io.stderr.write(`… ${message}\n`);
+}
+
+/**
+ * One stderr line for a warning of the core (a command that succeeded with
+ * output on stderr, ...): the message and each field, `argv` joined by
+ * spaces and text fields on one line.
+ */
+export function warningLine(
+  message: string,
+  fields: Readonly<Record<string, unknown>> = {},
+): string {
+  const parts = Object.entries(fields).map(([key, value]) => {
+    if (Array.isArray(value)) return `${key}: ${value.join(' ')}`;
+    if (typeof value === 'string') return `${key}: ${oneLine(value.trim())}`;
+    return `${key}: ${JSON.stringify(value)}`;
+  });
+  return `lvstamp: warning: ${[message, ...parts].join('; ')}\n`;
 }

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { checkHostCanActivate, createNodeServices } from '@lvstamp/core';
 import type { CliDeps } from './context.js';
+import { warningLine } from './output.js';
 import type { CliServices, GlobalOptions } from './services.js';
 
 /** The real world: the core on this host, stdout/stderr, the wall clock. */
@@ -21,7 +22,9 @@ export async function productionDeps(): Promise<CliDeps> {
 function productionServices(options: GlobalOptions): CliServices {
   const node = createNodeServices({
     lockFile: options.lockFile,
-    logger: { warn: (message: string) => process.stderr.write(`lvstamp: warning: ${message}\n`) },
+    logger: {
+      warn: (message, fields) => process.stderr.write(warningLine(message, fields)),
+    },
   });
   return {
     volumes: node.volumes,

@@ -80,7 +80,7 @@ describe('lvstamp snapshot', () => {
     });
     expect(await h.run('snapshot', 'create', 'nightly', '--from', 'data', '--vg', 'vg0')).toBe(2);
     expect(h.stderr()).toMatch(
-      /^… volume group: vg0 \(--vg\)\n… taking snapshot nightly of data\nlvstamp: volume \w+ is the thick logical volume vg0\/lvstamp_\w+; snapshots and clones need a thin class \(docs\/SNAPSHOTS.md\)\n$/,
+      /^… volume group: vg0 \(--vg\)\n… taking snapshot nightly of data\nlvstamp: volume \w+ is the thick logical volume vg0\/lvstamp_\w+; snapshots and clones need a thin class \(docs\/DESIGN.md §5\)\n$/,
     );
   });
 

@@ -215,7 +215,7 @@ export function createControllerService(deps: ControllerDeps) {
         const thin = thinPoolOf(deviceClass.provisioning);
         if (thin === null) {
           throw invalidArgument(
-            `device class "${deviceClass.name}" is thick; a volume from a snapshot or a volume needs a thin class (docs/SNAPSHOTS.md)`,
+            `device class "${deviceClass.name}" is thick; a volume from a snapshot or a volume needs a thin class (docs/DESIGN.md §5)`,
           );
         }
         // A copy: the source's capacity unless more is asked (never less: OUT_OF_RANGE).

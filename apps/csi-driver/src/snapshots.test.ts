@@ -16,10 +16,11 @@ const MOUNT = {
   access_mode: { mode: 'SINGLE_NODE_WRITER' },
 };
 
-// One thin class (the default) and one thick class.
+// One thin class (the default), a thick class in the same group and one in another.
 const THIN_CONFIG = `
 deviceClasses:
   fast: { volumeGroup: vg0, type: thin, thinPool: pool0, overprovisionRatio: 10, wipe: none, default: true }
+  plain: { volumeGroup: vg0, wipe: discard }
   secure: { volumeGroup: vg1, wipe: zero }
 `;
 
@@ -103,13 +104,13 @@ describe('CreateSnapshot', () => {
     expect(await codeOf(snap('snap-1', b.volumeId))).toBe('ALREADY_EXISTS');
   });
 
-  it('a thick source is INVALID_ARGUMENT naming its device class', async () => {
+  it('a thick source is INVALID_ARGUMENT naming its thick device class, not the thin one of its group', async () => {
     const source = h.core.add('pvc-thick', GIB);
     h.core.thickVolumes.add(source.volumeId);
     const failure = await failureOf(snap('snap-1', source.volumeId));
     expect(failure.code).toBe('INVALID_ARGUMENT');
     expect(failure.details).toMatch(
-      /thick device class "fast"; snapshots and clones need a thin class/,
+      /^vg0\/lvstamp_\w+ is in the thick device class "plain"; snapshots and clones need a thin class \(docs\/DESIGN.md §5\)$/,
     );
   });
 });

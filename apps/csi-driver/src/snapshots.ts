@@ -78,16 +78,21 @@ export function contentSourceMsg(source: ContentSource): VolumeContentSourceMsg 
 }
 
 /**
- * A core ThickVolumeError restated with the device class of its volume
- * group (docs/DESIGN.md §5 "Restore and clone"); anything else unchanged.
+ * A core ThickVolumeError restated with the thick device class(es) of its
+ * volume group (docs/DESIGN.md §5 "Restore and clone"): a group may hold a
+ * thin class too, which is never the thick volume's; anything else unchanged.
  */
 export function withThickClass(config: DriverConfig, error: unknown): unknown {
   if (!(error instanceof ThickVolumeError)) return error;
-  const deviceClass = [...config.deviceClasses.values()].find(
-    (c) => c.volumeGroup === error.vgName,
-  );
+  const thick = [...config.deviceClasses.values()]
+    .filter((c) => c.volumeGroup === error.vgName && c.provisioning.type === 'thick')
+    .map((c) => `"${c.name}"`);
+  const where =
+    thick.length === 0
+      ? `a thick logical volume (no thick device class names volume group ${error.vgName})`
+      : `in the thick device class ${thick.join(' or ')}`;
   return invalidArgument(
-    `${error.lv} is in the thick device class "${deviceClass?.name ?? '?'}"; snapshots and clones need a thin class (docs/SNAPSHOTS.md)`,
+    `${error.lv} is ${where}; snapshots and clones need a thin class (docs/DESIGN.md §5)`,
   );
 }
 

@@ -150,6 +150,9 @@ describe('snapshot names and tags (docs/DESIGN.md §3)', () => {
   it('derives a snapshot ID from its name like a volume ID', () => {
     expect(snapshotIdForName('snap-1')).toBe(volumeIdForName('snap-1'));
     expect(() => snapshotIdForName('')).toThrow(InvalidArgumentError);
+    expect(() => snapshotIdForName('s'.repeat(257))).toThrow(
+      'snapshot name must be 1–256 bytes of UTF-8, got 257',
+    );
   });
 
   it('writes and reads the source, size and creation tags', () => {

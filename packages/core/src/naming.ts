@@ -49,19 +49,20 @@ export function isHexId(value: string): boolean {
 }
 
 /**
- * Checks a volume name: 1–256 bytes of UTF-8, no NUL.
+ * Checks a volume (or snapshot) name: 1–256 bytes of UTF-8, no NUL.
+ * @param what the name's role for the message; default `volume name`.
  * @throws InvalidArgumentError when the name is empty, too long or holds NUL.
  */
-export function validateVolumeName(name: string): void {
+export function validateVolumeName(name: string, what = 'volume name'): void {
   const bytes = Buffer.byteLength(name, 'utf8');
   if (bytes < 1 || bytes > MAX_NAME_BYTES) {
     throw new InvalidArgumentError(
-      `volume name must be 1–${MAX_NAME_BYTES} bytes of UTF-8, got ${bytes}`,
+      `${what} must be 1–${MAX_NAME_BYTES} bytes of UTF-8, got ${bytes}`,
     );
   }
-  if (name.includes('\0')) throw new InvalidArgumentError('volume name must not contain NUL');
+  if (name.includes('\0')) throw new InvalidArgumentError(`${what} must not contain NUL`);
   if (Buffer.from(name, 'utf8').toString('utf8') !== name) {
-    throw new InvalidArgumentError('volume name is not well-formed Unicode');
+    throw new InvalidArgumentError(`${what} is not well-formed Unicode`);
   }
 }
 
@@ -84,6 +85,7 @@ export function volumeIdForName(name: string): string {
  * @throws InvalidArgumentError when the name is not a valid name.
  */
 export function snapshotIdForName(name: string): string {
+  validateVolumeName(name, 'snapshot name');
   return volumeIdForName(name);
 }
 

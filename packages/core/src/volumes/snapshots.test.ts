@@ -370,6 +370,28 @@ describe('createSnapshot', () => {
     runner.assertDone();
   });
 
+  it('a filesystem frozen already by someone else: FailedPreconditionError, no snapshot, their freeze kept', async () => {
+    const { runner, service } = setup(
+      [
+        lvsStep([SNAP_LV, SOURCE_LV], source),
+        {
+          argv: ['fsfreeze', '-f', '/staging/a'],
+          exitCode: 1,
+          stderr: 'fsfreeze: /staging/a: freeze failed: Device or resource busy\n',
+        },
+      ],
+      { mounted: true },
+    );
+    const error = await caught(
+      service.createSnapshot({ name: SNAP_NAME, sourceVolumeId: VID, scope: SCOPE }),
+    );
+    runner.assertDone();
+    expect(error).toBeInstanceOf(FailedPreconditionError);
+    expect((error as Error).message).toBe(
+      'the filesystem on /staging/a is frozen already (fsfreeze -f: Device or resource busy); thaw it (fsfreeze -u) and retry',
+    );
+  });
+
   it('a mounted source is frozen around the lvcreate and thawed after it, also when lvcreate fails', async () => {
     const ok = setup(
       [

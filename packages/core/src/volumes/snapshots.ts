@@ -106,7 +106,7 @@ export class ThickVolumeError extends InvalidArgumentError {
 
   constructor(what: string, lv: LogicalVolume) {
     super(
-      `${what} is the thick logical volume ${lv.vgName}/${lv.lvName}; snapshots and clones need a thin class (docs/SNAPSHOTS.md)`,
+      `${what} is the thick logical volume ${lv.vgName}/${lv.lvName}; snapshots and clones need a thin class (docs/DESIGN.md §5)`,
     );
     this.lv = `${lv.vgName}/${lv.lvName}`;
     this.vgName = lv.vgName;
@@ -641,12 +641,12 @@ export class SnapshotService {
     const limit = request.limitBytes ?? 0;
     if (request.requiredBytes !== 0 && request.requiredBytes < sourceCapacity) {
       throw new OutOfRangeError(
-        `requiredBytes ${request.requiredBytes} is below the source's capacity ${sourceCapacity}; a copy never shrinks`,
+        `the size asked for (${request.requiredBytes} bytes) is below the source's capacity (${sourceCapacity} bytes); a copy never shrinks`,
       );
     }
     if (limit !== 0 && limit < sourceCapacity) {
       throw new OutOfRangeError(
-        `limitBytes ${limit} is below the source's capacity ${sourceCapacity}; a copy never shrinks`,
+        `the size limit (${limit} bytes) is below the source's capacity (${sourceCapacity} bytes); a copy never shrinks`,
       );
     }
     const { capacityBytes } = volumeSize({
@@ -703,6 +703,7 @@ export class SnapshotService {
    * frozen (`fsfreeze -f` on one of its mount points), thawing it in a
    * `finally`; without a mount, runs `act` as it is (crash-consistent). lvm's
    * suspend does not freeze a filesystem on the data device (docs/SNAPSHOTS.md §1).
+   * @throws FailedPreconditionError when the filesystem is frozen already.
    */
   async #frozen(volumeId: string, act: () => Promise<void>): Promise<void> {
     const map = await this.#maps.find(volumeId);
@@ -711,9 +712,20 @@ export class SnapshotService {
         ? undefined
         : (await this.#fs.mounts()).find((m) => m.major === map.major && m.minor === map.minor);
     if (mount === undefined) return act();
-    await runLogged(this.#runner, this.#logger, ['fsfreeze', '-f', mount.mountPoint], {
-      timeoutMs: FREEZE_TIMEOUT_MS,
-    });
+    try {
+      await runLogged(this.#runner, this.#logger, ['fsfreeze', '-f', mount.mountPoint], {
+        timeoutMs: FREEZE_TIMEOUT_MS,
+      });
+    } catch (error) {
+      // EBUSY: frozen already, by someone else (their freeze is theirs to end: never thawed here).
+      if (error instanceof CommandFailedError && /Device or resource busy/.test(error.stderr)) {
+        throw new FailedPreconditionError(
+          `the filesystem on ${mount.mountPoint} is frozen already (fsfreeze -f: Device or resource busy); thaw it (fsfreeze -u) and retry`,
+          { cause: error },
+        );
+      }
+      throw error;
+    }
     try {
       await act();
     } finally {
