@@ -5,6 +5,10 @@ import type { Metric } from './types.js';
 export interface Scale {
   /** Create → delete cycles per side (group 1). */
   readonly cycles: number;
+  /** Snapshot → restore → delete rounds per side (group 6). */
+  readonly snapshotRounds: number;
+  /** Whether group 6 runs an uncounted warm-up round first (the smoke saves its ~25 s). */
+  readonly snapshotWarmup: boolean;
   /** Volume counts of the listing group (group 2). */
   readonly listingSizes: readonly number[];
   /** Timed repetitions per call and size (group 2). */
@@ -27,6 +31,8 @@ export interface Scale {
 
 export const FULL: Scale = {
   cycles: 5,
+  snapshotRounds: 5,
+  snapshotWarmup: true,
   listingSizes: [10, 100, 1000],
   listingReps: 5,
   burst: 64,
@@ -42,6 +48,8 @@ export const FULL: Scale = {
 
 export const SMOKE: Scale = {
   cycles: 1,
+  snapshotRounds: 1,
+  snapshotWarmup: false,
   listingSizes: [10],
   listingReps: 1,
   burst: 10,

@@ -28,6 +28,29 @@ export const MOUNT_CAPABILITY = {
 
 export type CsiService = 'Identity' | 'Controller' | 'Node';
 
+/** A thin device class (docs/DESIGN.md §4 "Thin device classes"). */
+export interface ThinClassOptions {
+  /** The thin pool's LV name in the class's volume group. */
+  readonly pool: string;
+  /** Size the driver creates the pool with when it is absent, in bytes. */
+  readonly poolSizeBytes: number;
+  /** How far the class may promise beyond the pool's size (a positive number). */
+  readonly overprovisionRatio: number;
+}
+
+/**
+ * The driver's config file: one default device class {@link DEVICE_CLASS} on
+ * `vgName` with `wipe: none`, thick, or thin when `thin` is given
+ * (docs/DESIGN.md §4). YAML flow mappings, one line per class.
+ */
+export function driverConfigYaml(vgName: string, thin?: ThinClassOptions): string {
+  const thinKeys =
+    thin === undefined
+      ? ''
+      : ` type: thin, thinPool: ${thin.pool}, thinPoolSize: ${thin.poolSizeBytes}, overprovisionRatio: ${thin.overprovisionRatio},`;
+  return `deviceClasses:\n  ${DEVICE_CLASS}: { volumeGroup: ${vgName},${thinKeys} wipe: none, default: true }\n`;
+}
+
 type UnaryMethod = (
   request: object,
   metadata: grpc.Metadata,
@@ -69,18 +92,19 @@ export class BenchDriver {
 
   /**
    * Starts the driver with one default device class on `vgName` (wipe
-   * none), its socket, config and host lock in `dir`, and waits until
+   * none; thin when `thin` is given, {@link driverConfigYaml}), its socket, config and host lock in `dir`, and waits until
    * Identity.Probe answers ready (deadline 180 s).
    * @throws Error with the driver's output when it exits or is not ready.
    */
-  static async start(options: { dir: string; vgName: string }): Promise<BenchDriver> {
+  static async start(options: {
+    dir: string;
+    vgName: string;
+    thin?: ThinClassOptions;
+  }): Promise<BenchDriver> {
     if (!existsSync(DRIVER_MAIN)) throw new Error(`${DRIVER_MAIN} is missing: pnpm build`);
     const socket = join(options.dir, 'csi.sock');
     const config = join(options.dir, 'config.yaml');
-    await writeFile(
-      config,
-      `deviceClasses:\n  ${DEVICE_CLASS}: { volumeGroup: ${options.vgName}, wipe: none, default: true }\n`,
-    );
+    await writeFile(config, driverConfigYaml(options.vgName, options.thin));
     const log = { commands: [] as CommandLine[], rpcs: 0, text: [] as string[] };
     const started = performance.now();
     const child = spawn(

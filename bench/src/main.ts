@@ -24,6 +24,7 @@ import { createDelete } from './groups/create-delete.js';
 import { datapath } from './groups/datapath.js';
 import { footprint } from './groups/footprint.js';
 import { listing } from './groups/listing.js';
+import { snapshots } from './groups/snapshots.js';
 import { shellMode } from './shell-mode.js';
 import { latestResults, readBaseline, readResults, renderTable, writeResults } from './results.js';
 import { GROUPS, type BenchResults, type Group, type Metric } from './types.js';
@@ -34,6 +35,7 @@ const BASELINE = join(BENCH_DIR, 'baseline.json');
 
 const RUNS: Record<Group, GroupRun> = {
   'create-delete': createDelete,
+  snapshots,
   listing,
   burst,
   datapath,

@@ -3,8 +3,15 @@
  * recorded baseline (bench/baseline.json). Schema version 1.
  */
 
-/** The five measurement groups (bench/README.md), in report order. */
-export const GROUPS = ['create-delete', 'listing', 'burst', 'datapath', 'footprint'] as const;
+/** The six measurement groups (bench/README.md), in report order. */
+export const GROUPS = [
+  'create-delete',
+  'snapshots',
+  'listing',
+  'burst',
+  'datapath',
+  'footprint',
+] as const;
 export type Group = (typeof GROUPS)[number];
 
 /** Units a metric value can carry. */
