@@ -13,7 +13,7 @@
 #   pause    a static pause binary (gcc -Os -static of Kubernetes' build/pause/linux/pause.c)
 #   busybox  busybox-static (the test VM's copy) with its applet links
 #   sidecars one image per CSI sidecar binary (build-sidecars.sh), tagged like the DaemonSet's
-#            images under localhost/
+#            images under localhost/; and the snapshot-controller's, likewise
 # No container registry is used. The base and image builds need the Debian archive and the npm
 # registry (debootstrap, apt-get and pnpm install inside the Dockerfiles), through the host's
 # network (--network=host) and its CA bundle (copied into the base: TLS-intercepting proxies).
@@ -164,7 +164,7 @@ busybox() {
 sidecars() {
   local dir name tag a c
   dir=$(bash "$HERE/build-sidecars.sh" | tail -1)
-  for name in csi-provisioner csi-node-driver-registrar csi-resizer livenessprobe; do
+  for name in csi-provisioner csi-node-driver-registrar csi-resizer livenessprobe csi-snapshotter snapshot-controller; do
     tag=$(sidecar_tag $name)
     a=$IMAGES/$name-$(sha256sum <$dir/$name | cut -c1-16).oci.tar
     have $name "$tag" "$a" && continue

@@ -69,7 +69,7 @@ rel() { realpath --relative-to="$1" "$2"; }
   echo "components: [$(rel $OVERLAY deploy/kubernetes/components/slow-nodes)]"
   echo "images:"
   echo "  - { name: ghcr.io/lvstamp/lvstamp-csi, newName: ${DRIVER_IMAGE%:*}, newTag: ${DRIVER_IMAGE##*:} }"
-  for s in csi-provisioner csi-node-driver-registrar csi-resizer livenessprobe; do
+  for s in csi-provisioner csi-node-driver-registrar csi-resizer livenessprobe csi-snapshotter; do
     t=$(sidecar_tag $s); echo "  - { name: registry.k8s.io/sig-storage/$s, newName: ${t%:*}, newTag: ${t##*:} }"
   done
   echo "patches:"
@@ -103,9 +103,35 @@ patches:
                       - { name: LVSTAMP_GC_IMAGE, value: $GC_IMAGE }
                       - { name: LVSTAMP_GC_MIN_AGE, value: 5s }
 YAML
-for o in $OVERLAY $GC_OVERLAY; do
+# The cluster's snapshot support (README "Snapshots"), installed before the driver: the
+# snapshot.storage.k8s.io/v1 CRDs and the common snapshot-controller of external-snapshotter
+# v5.0.1, from its source tarball (client/config/crd, deploy/kubernetes/snapshot-controller), with
+# what README adds: --enable-distributed-snapshotting and get/list/watch on nodes. Test-only: one
+# replica instead of two (one node) and the locally built image.
+SNAP_OVERLAY=$RUN/overlay-snapshots; mkdir -p $SNAP_OVERLAY
+ES=external-snapshotter-v5.0.1
+[ -f "$SHARED/k8s-sidecars/$ES.tar.xz" ] || die "$SHARED/k8s-sidecars/$ES.tar.xz is missing (CRDs, snapshot-controller manifests)"
+tar -xJf "$SHARED/k8s-sidecars/$ES.tar.xz" -C $RUN $ES/client/config/crd $ES/deploy/kubernetes/snapshot-controller ||
+  die "cannot extract the CRDs and snapshot-controller manifests from $ES.tar.xz"
+t=$(sidecar_tag snapshot-controller)
+cat >$SNAP_OVERLAY/kustomization.yaml <<YAML
+resources: [../$ES/client/config/crd, ../$ES/deploy/kubernetes/snapshot-controller]
+images:
+  - { name: gcr.io/k8s-staging-sig-storage/snapshot-controller, newName: ${t%:*}, newTag: ${t##*:} }
+patches:
+  - target: { kind: Deployment, name: snapshot-controller }
+    patch: |
+      - { op: replace, path: /spec/replicas, value: 1 }
+      - { op: test, path: /spec/template/spec/containers/0/name, value: snapshot-controller }
+      - { op: add, path: /spec/template/spec/containers/0/args/-, value: --enable-distributed-snapshotting }
+  - target: { kind: ClusterRole, name: snapshot-controller-runner }
+    patch: |
+      - { op: add, path: /rules/-, value: { apiGroups: [''], resources: [nodes], verbs: [get, list, watch] } }
+YAML
+for o in $SNAP_OVERLAY $OVERLAY $GC_OVERLAY; do
   kubectl kustomize $o >$o.yaml || die "kustomize of $o failed"
 done
+grep -q -- '--enable-distributed-snapshotting' $SNAP_OVERLAY.yaml || die "the snapshot overlay does not enable distributed snapshotting"
 grep -q 'apiVersion: batch/v1beta1' $GC_OVERLAY.yaml || die "the GC overlay does not render a batch/v1beta1 CronJob"
 
 LOGS=$REPO/test-e2e/results/k8s
@@ -118,7 +144,7 @@ rm -rf "$LOGS" && mkdir -p "$LOGS"
 blobs_of() { tar -tf "$1" | sed -n 's|^blobs/sha256/||p' | grep .; }
 STORE_KEY=$({
   echo store-v1; containerd --version | awk '{print $3}'
-  for a in $(echo "$ARCHIVES" | awk '$1 ~ /^(base|pause|busybox|csi-|livenessprobe)/ {print $2}'); do tar -xOf "$a" index.json; done
+  for a in $(echo "$ARCHIVES" | awk '$1 ~ /^(base|pause|busybox|csi-|livenessprobe|snapshot-controller)/ {print $2}'); do tar -xOf "$a" index.json; done
 } | sha256sum | cut -c1-16)
 STORE=$K8S_CACHE/store/containerd-$STORE_KEY.raw
 # thin HAVE ARCHIVE...: prints the archives to import, each without the blobs listed in the file
@@ -153,10 +179,10 @@ fi
 IMAGES=$(thin "$STORE.blobs" $ALL_IMAGES | tr '\n' ' ')
 step "images to import on top of the store:${IMAGES:- none}"
 KBIN=$KAPI/bin DISK=/dev/vda STORE_DISK=/dev/vdb
-export REPO KBIN KUBELET PKI IMAGES LOGS OVERLAY GC_OVERLAY DISK STORE_DISK
+export REPO KBIN KUBELET PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK STORE_DISK
 step "booting the test VM (logs: $LOGS)"
 s=$SECONDS
-VM_RW="$LOGS" VM_ENV="REPO KBIN KUBELET PKI IMAGES LOGS OVERLAY GC_OVERLAY DISK STORE_DISK" VM_DISKS=8G VM_IMAGES="$STORE" VM_MEM=${VM_MEM:-6G} \
+VM_RW="$LOGS" VM_ENV="REPO KBIN KUBELET PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK STORE_DISK" VM_DISKS=8G VM_IMAGES="$STORE" VM_MEM=${VM_MEM:-6G} \
   VM_TIMEOUT=${VM_TIMEOUT:-2400} bash test-e2e/vm/run-in-vm.sh "bash test-e2e/k8s/vm/node-test.sh" 2>&1 | tee "$LOGS/run.log"
 rc=${PIPESTATUS[0]}
 step "VM: $((SECONDS - s)) s; whole tier $((SECONDS - T0)) s; exit $rc"

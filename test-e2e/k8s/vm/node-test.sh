@@ -3,7 +3,7 @@
 # (cluster.sh), deploys lvstamp the way README's "Deploying on a cluster" says (an overlay over
 # deploy/kubernetes that only sets the image names and the owner ID; kubectl apply -k), runs the
 # scenarios, tears everything down and ends with "N passed, N failed".
-# Env: REPO KBIN KUBELET PKI IMAGES LOGS OVERLAY GC_OVERLAY (the user's overlay dirs) DISK (the VG's
+# Env: REPO KBIN KUBELET PKI IMAGES LOGS SNAP_OVERLAY (CRDs, snapshot-controller) OVERLAY GC_OVERLAY (the user's overlay dirs) DISK (the VG's
 #      disk) STORE_DISK (the image store, cluster.sh)
 set -u
 . "$(dirname "$0")/cluster.sh"
@@ -29,7 +29,9 @@ NS=lvstamp-system
 k() { kubectl "$@"; }
 jp() { kubectl get "$1" -o "jsonpath=$2" 2>/dev/null; } # jp OBJECT JSONPATH
 phase_is() { [ "$(jp "$1" '{.status.phase}')" = "$2" ]; }
-driver_ready() { [ "$(kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].status.containerStatuses[*].ready}')" = 'true true true true true' ]; }
+# the DaemonSet pod's 6 containers: driver, registrar, provisioner, resizer, liveness probe, snapshotter
+READY='true true true true true true'
+driver_ready() { [ "$(kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].status.containerStatuses[*].ready}')" = "$READY" ]; }
 driver_pod() { kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].metadata.name}' 2>/dev/null; }
 lv_count() { lvs --noheadings -o lv_name lvstamp 2>/dev/null | grep -c "${1:-.}"; }
 volume_of() { jp "pv/$(jp "pvc/$1" '{.spec.volumeName}')" '{.spec.csi.volumeHandle}'; }
@@ -88,10 +90,19 @@ s_cluster() {
 }
 
 s_deploy() {
+  # the cluster's snapshot support first (README "Snapshots"): the v1 CRDs, then the
+  # snapshot-controller (--enable-distributed-snapshotting), which needs them
+  kubectl apply -k "$SNAP_OVERLAY" || fail "kubectl apply -k (snapshot CRDs and snapshot-controller)" || return 1
+  kubectl wait --for=condition=established --timeout=300s crd/volumesnapshots.snapshot.storage.k8s.io \
+    crd/volumesnapshotcontents.snapshot.storage.k8s.io crd/volumesnapshotclasses.snapshot.storage.k8s.io ||
+    fail "the snapshot CRDs are not established" || return 1
   kubectl apply -k "$OVERLAY" || fail "kubectl apply -k (driver overlay)" || return 1
-  wait_for "DaemonSet pod Running with 5/5 containers ready" 900 sh -c \
-    "kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].status.containerStatuses[*].ready}' | grep -qx 'true true true true true'" ||
+  wait_for "DaemonSet pod Running with 6/6 containers ready" 900 driver_ready ||
     { kubectl -n $NS describe pods | tail -40; tails kubelet; return 1; }
+  kubectl -n kube-system wait --for=condition=available --timeout=600s deployment/snapshot-controller ||
+    { kubectl -n kube-system describe pods -l app=snapshot-controller | tail -30; kubectl -n kube-system logs deployment/snapshot-controller --tail=20; return 1; }
+  kubectl -n kube-system logs deployment/snapshot-controller | grep -m1 -i 'distributed' ||
+    log "  (the snapshot-controller's log does not name distributed snapshotting)"
   wait_for "CSINode $NODE lists lvstamp.io (registrar -> kubelet -> NodeGetInfo)" 300 sh -c \
     "kubectl get csinode $NODE -o jsonpath='{.spec.drivers[*].name}' | grep -qw lvstamp.io" ||
     { kubectl -n $NS logs "$(driver_pod)" -c node-driver-registrar | tail; tails kubelet; return 1; }
@@ -103,7 +114,7 @@ s_deploy() {
 # the API server can be slower than client-go's fixed 32 s discovery timeout at a sidecar's start)
 no_restarts() {
   local pod c n; pod=$(driver_pod)
-  for c in lvstamp-csi node-driver-registrar csi-provisioner csi-resizer liveness-probe; do
+  for c in lvstamp-csi node-driver-registrar csi-provisioner csi-resizer liveness-probe csi-snapshotter; do
     n=$(kubectl -n $NS get pod "$pod" -o jsonpath="{.status.containerStatuses[?(@.name==\"$c\")].restartCount}")
     [ "$n" = 0 ] && continue
     log "  container $c restarted $n time(s); its last run ended with:"
@@ -175,9 +186,7 @@ s_driver_restart() {
   local old new
   old=$(driver_pod)
   kubectl -n $NS delete pod "$old" --wait=true --timeout=300s || return 1
-  wait_for "a new driver pod with 5/5 containers ready" 600 sh -c \
-    "[ \"\$(kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].status.containerStatuses[*].ready}')\" = 'true true true true true' ]" ||
-    return 1
+  wait_for "a new driver pod with 6/6 containers ready" 600 driver_ready || return 1
   new=$(driver_pod)
   [ "$new" != "$old" ] || fail "driver pod was not replaced"
   kubectl exec app-xfs -- sh -c 'echo again > /data/again && cat /data/hello /data/again' | tr '\n' ' ' | grep -q 'hello-xfs again' ||
@@ -233,7 +242,7 @@ s_leak() {
   [ "$(echo "$LEAK_LV" | wc -l)" = 1 ] || fail "expected one new LV, got: $LEAK_LV" || return 1
   ! kubectl get pv -o jsonpath='{..volumeHandle}' | tr ' ' '\n' | grep -qF "${LEAK_LV#lvstamp_}" ||
     fail "a PV references $LEAK_LV" || return 1
-  wait_for "the csi-provisioner container running again (5/5 ready)" 600 driver_ready
+  wait_for "the csi-provisioner container running again (6/6 ready)" 600 driver_ready
 }
 tails_driver() { kubectl -n $NS logs "$(driver_pod)" -c lvstamp-csi --tail=20; }
 
