@@ -58,15 +58,22 @@ fi
 echo "lvstamp-k8s-admin-token,admin,admin-uid,system:masters" >$PKI/tokens.csv
 
 # The user's overlays (README "Deploying on a cluster"): image names and the owner ID, and the
-# components for a slow node and for a cluster before 1.21 (CronJob as batch/v1beta1)
+# components for a slow node, for snapshots (README "Snapshots") and for a cluster before 1.21
+# (CronJob as batch/v1beta1)
 RUN=$(mktemp -d "$K8S_CACHE/run.XXXXXX")
 trap 'rm -rf "$RUN"' EXIT
 OVERLAY=$RUN/overlay GC_OVERLAY=$RUN/overlay-gc; mkdir -p $OVERLAY $GC_OVERLAY
 OWNER=$(openssl rand -hex 16)
+# the driver's config as shipped with its example thin class uncommented (README "Snapshots"),
+# its pool created by the first thin CreateVolume with thinPoolSize 1 GiB of the 8 GiB test VG
+DRIVER_CONFIG=$(awk '/^  config.yaml: \|/ {on = 1; next} on && /^  [^ ]/ {on = 0} on' deploy/kubernetes/configmap-driver.yaml |
+  sed -e 's/^    //' -e 's/^\( *\)# \(thin: {.*type: thin.*}\)$/\1\2/' -e '/^ *#/d' -e 's/thinPoolSize: [0-9]*/thinPoolSize: 1073741824/')
+echo "$DRIVER_CONFIG" | grep -q '^  thin: {.*type: thin, thinPool: pool0, thinPoolSize: 1073741824' ||
+  die "no thin class to uncomment in deploy/kubernetes/configmap-driver.yaml: $DRIVER_CONFIG"
 rel() { realpath --relative-to="$1" "$2"; }
 {
   echo "resources: [$(rel $OVERLAY deploy/kubernetes)]"
-  echo "components: [$(rel $OVERLAY deploy/kubernetes/components/slow-nodes)]"
+  echo "components: [$(rel $OVERLAY deploy/kubernetes/components/slow-nodes), $(rel $OVERLAY deploy/kubernetes/components/snapshots)]"
   echo "images:"
   echo "  - { name: ghcr.io/lvstamp/lvstamp-csi, newName: ${DRIVER_IMAGE%:*}, newTag: ${DRIVER_IMAGE##*:} }"
   for s in csi-provisioner csi-node-driver-registrar csi-resizer livenessprobe csi-snapshotter; do
@@ -74,7 +81,12 @@ rel() { realpath --relative-to="$1" "$2"; }
   done
   echo "patches:"
   echo "  - target: { kind: ConfigMap, name: lvstamp-csi-config }"
-  echo "    patch: '[{\"op\": \"replace\", \"path\": \"/data/owner-id\", \"value\": \"$OWNER\"}]'"
+  echo "    patch: |"
+  echo "      - { op: replace, path: /data/owner-id, value: '$OWNER' }"
+  echo "      - op: replace"
+  echo "        path: /data/config.yaml"
+  echo "        value: |"
+  echo "$DRIVER_CONFIG" | sed 's/^/          /'
   # not a user setting: the stand-in external-provisioner v2.1.2 reads its namespace from
   # POD_NAMESPACE (v2.2 and later, as shipped: NAMESPACE) for the CSIStorageCapacity owner
   echo "  - target: { kind: DaemonSet, name: lvstamp-csi-node }"

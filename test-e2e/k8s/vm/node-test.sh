@@ -293,6 +293,81 @@ s_gc() {
     fail "no LeakedVolumeRemoved event"
 }
 
+# --- snapshots (README "Snapshots"): a thin volume, a VolumeSnapshot of it, a claim restored from it ---
+snapshot_ready() { [ "$(jp "volumesnapshot/$1" '{.status.readyToUse}')" = true ]; }
+md5_in() { kubectl exec "$1" -- md5sum "$2" | awk '{print $1}'; } # md5_in POD FILE
+snapshot_logs() {
+  kubectl describe volumesnapshot snap-thin | tail -15
+  kubectl -n $NS logs "$(driver_pod)" -c csi-snapshotter --tail=20
+  kubectl -n kube-system logs deployment/snapshot-controller --tail=20
+}
+s_snapshot_restore() {
+  local sum vsc handle snap_lv src_vol src_pv out size
+  pvc thin-src lvstamp-thin-ext4 64Mi && pod app-thin thin-src && wait_running app-thin 900 || return 1
+  [ "$(lvs --noheadings -o segtype lvstamp/pool0 | tr -d ' ')" = thin-pool ] ||
+    fail "no thin pool lvstamp/pool0 after the first thin CreateVolume: $(lvs -a lvstamp)" || return 1
+  src_vol=$(volume_of thin-src); src_pv=$(jp pvc/thin-src '{.spec.volumeName}')
+  [ "$(lvs --noheadings -o pool_lv "lvstamp/lvstamp_$src_vol" | tr -d ' ')" = pool0 ] ||
+    fail "lvstamp_$src_vol is not a thin LV of pool0" || return 1
+  kubectl exec app-thin -- sh -c 'dd if=/dev/urandom of=/data/blob bs=65536 count=16 2>/dev/null && sync' ||
+    fail "write in app-thin" || return 1
+  sum=$(md5_in app-thin /data/blob)
+  [ -n "$sum" ] || fail "no checksum of /data/blob in app-thin" || return 1
+  kubectl apply -f - <<SNAP || return 1
+apiVersion: snapshot.storage.k8s.io/v1
+kind: VolumeSnapshot
+metadata: {name: snap-thin}
+spec:
+  volumeSnapshotClassName: lvstamp
+  source: {persistentVolumeClaimName: thin-src}
+SNAP
+  wait_for "VolumeSnapshot snap-thin readyToUse" 600 snapshot_ready snap-thin || { snapshot_logs; return 1; }
+  vsc=$(jp volumesnapshot/snap-thin '{.status.boundVolumeSnapshotContentName}')
+  handle=$(jp "volumesnapshotcontent/$vsc" '{.status.snapshotHandle}')
+  log "VolumeSnapshotContent $vsc: handle $handle, labels $(jp "volumesnapshotcontent/$vsc" '{.metadata.labels}')"
+  snap_lv=$(lvs_names | grep -xF "lvstamp_snap_$handle")
+  [ -n "$snap_lv" ] || fail "no snapshot LV lvstamp_snap_$handle: $(lvs_names | tr '\n' ' ')" || return 1
+  # the claim restored from the snapshot (its restoreSize), used by a pod on the same node (the only one)
+  size=$(jp volumesnapshot/snap-thin '{.status.restoreSize}')
+  log "VolumeSnapshot snap-thin: restoreSize $size"
+  kubectl apply -f - <<PVC || return 1
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: thin-restore}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: lvstamp-thin-ext4
+  dataSource: {apiGroup: snapshot.storage.k8s.io, kind: VolumeSnapshot, name: snap-thin}
+  resources: {requests: {storage: ${size:-64Mi}}}
+PVC
+  pod app-restore thin-restore && wait_running app-restore 900 || return 1
+  [ "$(md5_in app-restore /data/blob)" = "$sum" ] || fail "the restored /data/blob differs from the source's ($sum)" || return 1
+  log "restored claim thin-restore (volume $(volume_of thin-restore)) reads the source's 1 MiB (md5 $sum)"
+  # the source goes first: its LV goes, the snapshot LV stays (a VolumeSnapshotContent names it)
+  kubectl delete pod app-thin --wait=true --timeout=600s && kubectl delete pvc thin-src --wait=true --timeout=300s || return 1
+  wait_for "PV $src_pv gone" 300 sh -c "! kubectl get pv $src_pv" || return 1
+  [ "$(lv_count "lvstamp_$src_vol")" = 0 ] || fail "LV lvstamp_$src_vol still there after its PVC was deleted" || return 1
+  [ "$(lv_count "$snap_lv")" = 1 ] || fail "$snap_lv went with its source volume" || return 1
+  # the GC (a Job from the CronJob, as in the GC scenario) keeps it: in the snapshot live set
+  kubectl -n $NS get cronjob lvstamp-gc >/dev/null 2>&1 || kubectl apply -k "$GC_OVERLAY" || return 1
+  log "GC CronJob: LVSTAMP_GC_APPLY=$(kubectl -n $NS get cronjob lvstamp-gc -o jsonpath='{..env[?(@.name=="LVSTAMP_GC_APPLY")].value}')"
+  out=$(gc_job gc-snapshot) || { echo "$out"; fail "GC Job with a snapshot whose source is gone"; return 1; }
+  echo "$out"
+  echo "$out" | grep -E "lvstamp/$snap_lv +keep +2 " >/dev/null || fail "the GC does not keep $snap_lv by rule 2 (live set)" || return 1
+  echo "$out" | grep -q "to remove 0, removed 0" || fail "GC summary is not 'to remove 0, removed 0'" || return 1
+  [ "$(lv_count "$snap_lv")" = 1 ] || fail "the GC removed $snap_lv while VolumeSnapshotContent $vsc names it" || return 1
+  # then the restored claim, then the snapshot: DeleteSnapshot removes its LV
+  kubectl delete pod app-restore --wait=true --timeout=600s && kubectl delete pvc thin-restore --wait=true --timeout=300s || return 1
+  kubectl delete volumesnapshot snap-thin --wait=true --timeout=300s || { snapshot_logs; return 1; }
+  wait_for "VolumeSnapshotContent $vsc gone" 300 sh -c "! kubectl get volumesnapshotcontent $vsc" || { snapshot_logs; return 1; }
+  wait_for "every PV gone but the two of data-ext4 and data-block" 300 sh -c '[ "$(kubectl get pv -o name | wc -l)" -le 2 ]' || return 1
+  [ "$(lv_count "$snap_lv")" = 0 ] || fail "$snap_lv still there after its VolumeSnapshot was deleted" || return 1
+  [ -z "$(lvs --noheadings -o lv_name -S 'pool_lv=pool0' lvstamp)" ] ||
+    fail "thin LVs left in pool0: $(lvs --noheadings -o lv_name -S 'pool_lv=pool0' lvstamp)" || return 1
+  # the pool is the administrator's (no lvstamp code path removes a pool, DESIGN.md §4): removed by hand
+  lvremove -y lvstamp/pool0 >/dev/null || fail "lvremove lvstamp/pool0"
+}
+
 s_probe_metrics() {
   local ip; ip=$(kubectl -n $NS get pod "$(driver_pod)" -o jsonpath='{.status.podIP}')
   [ -n "$ip" ] || fail "driver pod has no IP" || return 1
@@ -324,5 +399,6 @@ check "PVC deleted: PV and LV gone" s_delete_pvc
 check "published capacity drops after the creates" s_capacity_drops
 check "PVC deleted while its CreateVolume is in flight (provisioner restarted): a volume with no PVC or PV is left" s_leak
 check "GC CronJob (batch/v1beta1 component): a Job from it reports the leaked volume in a dry run, removes it with apply" s_gc
+check "thin PVC -> VolumeSnapshot (class lvstamp) ready -> PVC from it reads the same bytes; source deleted, the GC keeps the snapshot; snapshot deleted, its LV gone" s_snapshot_restore
 check "liveness probe, registrar health and metrics answer on the pod's ports" s_probe_metrics
 check "cleanup: no LV, map or mount left on the node" s_cleanup
