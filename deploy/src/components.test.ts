@@ -90,6 +90,8 @@ describe('kustomize components', () => {
     expect(args['csi-provisioner']).toContain('--timeout=300s');
     expect(args['csi-resizer']).toContain('--timeout=300s');
     expect(args['liveness-probe']).toContain('--probe-timeout=60s');
+    expect(args['csi-snapshotter']).toContain('--timeout=300s');
+    expect(args['csi-snapshotter']).not.toContain('--timeout=120s');
   });
 
   it('cronjob-batch-v1beta1: turns the GC CronJob (batch/v1) into batch/v1beta1 and nothing else', async () => {
