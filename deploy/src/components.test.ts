@@ -90,8 +90,6 @@ describe('kustomize components', () => {
     expect(args['csi-provisioner']).toContain('--timeout=300s');
     expect(args['csi-resizer']).toContain('--timeout=300s');
     expect(args['liveness-probe']).toContain('--probe-timeout=60s');
-    expect(args['csi-snapshotter']).toContain('--timeout=300s');
-    expect(args['csi-snapshotter']).not.toContain('--timeout=120s');
   });
 
   it('cronjob-batch-v1beta1: turns the GC CronJob (batch/v1) into batch/v1beta1 and nothing else', async () => {
@@ -111,9 +109,42 @@ describe('kustomize components', () => {
   it('snapshots: a VolumeSnapshotClass of the driver (Delete) and a thin StorageClass', async () => {
     const kustomization = parse(
       await readFile(`${KUBERNETES}components/snapshots/kustomization.yaml`, 'utf8'),
-    ) as { kind: string; resources: string[] };
+    ) as {
+      kind: string;
+      resources: string[];
+      patches: { target: { kind: string; name: string }; patch: string }[];
+    };
     expect(kustomization.kind).toBe('Component');
     expect(kustomization.resources).toEqual(['volumesnapshotclass.yaml', 'storageclass-thin.yaml']);
+    // the csi-snapshotter sidecar comes with the component: distributed snapshotting, one per
+    // node, told its node, no leader election; after the slow-nodes patch as well as before it
+    const daemonSet = await manifest('daemonset.yaml');
+    const [p] = kustomization.patches;
+    if (p === undefined) throw new Error('no patch');
+    expect(p.target).toMatchObject({ kind: 'DaemonSet', name: 'lvstamp-csi-node' });
+    applyPatch(daemonSet, parse(p.patch) as Operation[]);
+    new DaemonSet(daemonSet).validate();
+    type Container = {
+      name: string;
+      args: string[];
+      env?: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+    };
+    const { containers } = (
+      daemonSet as { spec: { template: { spec: { containers: Container[] } } } }
+    ).spec.template.spec;
+    const snapshotter = containers.at(-1);
+    expect(snapshotter?.name).toBe('csi-snapshotter');
+    expect(snapshotter?.args).toEqual([
+      '--csi-address=/csi/csi.sock',
+      '--node-deployment=true',
+      '--leader-election=false',
+      '--timeout=300s',
+      '--extra-create-metadata=true',
+    ]);
+    expect(snapshotter?.env).toContainEqual({
+      name: 'NODE_NAME',
+      valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } },
+    });
     const driver = (await manifest('csidriver.yaml')) as { metadata: { name: string } };
     // The v1 CRD (external-snapshotter v5.0.1) requires driver and deletionPolicy (Delete|Retain).
     expect(await manifest('components/snapshots/volumesnapshotclass.yaml')).toEqual({
