@@ -185,6 +185,17 @@ describe('CreateVolume', () => {
       { volume_content_source: { volume: { volume_id: '' } } },
       'INVALID_ARGUMENT',
     ],
+    // no thin class here, so no snapshots or clones: "Source incompatible or not supported"
+    [
+      'a snapshot source with no thin class',
+      { volume_content_source: { snapshot: { snapshot_id: 'x' } } },
+      'INVALID_ARGUMENT',
+    ],
+    [
+      'a clone source with no thin class',
+      { volume_content_source: { volume: { volume_id: 'a'.repeat(32) } } },
+      'INVALID_ARGUMENT',
+    ],
     ['a negative size', { capacity_range: { required_bytes: '-1' } }, 'INVALID_ARGUMENT'],
     [
       'a size above 2^53 - 1',

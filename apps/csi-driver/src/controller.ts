@@ -208,10 +208,13 @@ export function createControllerService(deps: ControllerDeps) {
       }
       const range = readCapacityRange(request.capacity_range);
       if (source !== null) {
-        requireControllerCapability(
-          source.kind === 'snapshot' ? 'CREATE_DELETE_SNAPSHOT' : 'CLONE_VOLUME',
-          offered,
-        );
+        // CSI spec CreateVolume errors, "Source incompatible or not supported": INVALID_ARGUMENT.
+        const needed = source.kind === 'snapshot' ? 'CREATE_DELETE_SNAPSHOT' : 'CLONE_VOLUME';
+        if (!(offered as readonly string[]).includes(needed)) {
+          throw invalidArgument(
+            `a volume from a ${source.kind} needs ${needed}, which this driver offers only with a thin device class (docs/DESIGN.md §5)`,
+          );
+        }
         const thin = thinPoolOf(deviceClass.provisioning);
         if (thin === null) {
           throw invalidArgument(
