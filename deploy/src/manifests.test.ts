@@ -208,6 +208,17 @@ describe('deploy/kubernetes', () => {
       mountPropagation: 'Bidirectional',
     });
     expect(csi?.volumeMounts.map((m) => m.mountPath)).toContain('/dev');
+    // lvm's own modprobe of dm-thin-pool (a thin class on a node where it is not loaded yet)
+    // needs the host's modules: read-only, from the host's /lib/modules
+    expect(csi?.volumeMounts).toContainEqual({
+      name: 'modules',
+      mountPath: '/lib/modules',
+      readOnly: true,
+    });
+    expect(pod.volumes).toContainEqual({
+      name: 'modules',
+      hostPath: { path: '/lib/modules', type: 'DirectoryOrCreate' },
+    });
     const provisioner = pod.containers.find((c) => c.name === 'csi-provisioner');
     expect(provisioner?.args).toEqual(
       expect.arrayContaining([

@@ -7,7 +7,8 @@
 # `kubectl apply -k` of an overlay over deploy/kubernetes (README "Deploying on a cluster"), the
 # scenarios. Ends with "N passed, N failed"; exit code 0 only when all passed.
 # Env: LVSTAMP_SHARED (../shared beside the clone: the sidecars' source tarballs),
-#      LVSTAMP_K8S_CACHE, VM_MEM (6G), VM_TIMEOUT (2400 s).
+#      LVSTAMP_K8S_CACHE, VM_MEM (6G), VM_TIMEOUT (2400 s), K8S_ONLY (scenario functions to run, for
+#      debugging: the rest are skipped and the run fails; test-e2e/k8s/README.md).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -194,7 +195,7 @@ KBIN=$KAPI/bin DISK=/dev/vda STORE_DISK=/dev/vdb
 export REPO KBIN KUBELET PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK STORE_DISK
 step "booting the test VM (logs: $LOGS)"
 s=$SECONDS
-VM_RW="$LOGS" VM_ENV="REPO KBIN KUBELET PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK STORE_DISK" VM_DISKS=8G VM_IMAGES="$STORE" VM_MEM=${VM_MEM:-6G} \
+VM_RW="$LOGS" VM_ENV="REPO KBIN KUBELET PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK STORE_DISK K8S_ONLY" VM_DISKS=8G VM_IMAGES="$STORE" VM_MEM=${VM_MEM:-6G} \
   VM_TIMEOUT=${VM_TIMEOUT:-2400} bash test-e2e/vm/run-in-vm.sh "bash test-e2e/k8s/vm/node-test.sh" 2>&1 | tee "$LOGS/run.log"
 rc=${PIPESTATUS[0]}
 step "VM: $((SECONDS - s)) s; whole tier $((SECONDS - T0)) s; exit $rc"

@@ -52,7 +52,7 @@ export interface RpcFailure {
  * | AlreadyExistsError | ALREADY_EXISTS |
  * | OutOfSpaceError | RESOURCE_EXHAUSTED |
  * | VolumeGroupUnusableError | RESOURCE_EXHAUSTED, with lvm's whole message: a missing or duplicate PV, a read-only or shared group is not healed by retrying here, and the external-provisioner reschedules a claim on RESOURCE_EXHAUSTED (docs/LVM-CONFIG.md) |
- * | ThinPoolUnusableError | RESOURCE_EXHAUSTED: a thin class whose pool is not a thin pool, does not zero new chunks, or is absent without thinPoolSize takes nothing on this node (DESIGN.md §4 "Thin device classes") |
+ * | ThinPoolUnusableError | RESOURCE_EXHAUSTED: a thin class whose pool is not a thin pool, does not zero new chunks, is absent without thinPoolSize, or cannot be made because the kernel has no thin-pool target takes nothing on this node (DESIGN.md §4 "Thin device classes") |
  * | FailedPreconditionError | FAILED_PRECONDITION |
  * | NotOwnedError (a FailedPreconditionError: an LV failed an ownership check, DESIGN.md §2.3) | FAILED_PRECONDITION, naming the LV and the check |
  * | LockTimeoutError | ABORTED (CSI spec "Concurrency": an operation on the volume is in progress) |

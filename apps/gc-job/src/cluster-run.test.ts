@@ -156,9 +156,16 @@ describe('per-node Job', () => {
     ]);
   });
 
-  it('mounts lvm2’s lock directory and the host lock the node DaemonSet shares, beside /dev, /sys and the lvm config', () => {
+  it('mounts lvm2’s lock directory and the host lock the node DaemonSet shares, beside /dev, /sys, the lvm config and (read-only) the kernel modules', () => {
     const job = buildNodeJob(config(), 'worker-1') as {
-      spec: { template: { spec: { volumes: { name: string; hostPath: { path: string } }[] } } };
+      spec: {
+        template: {
+          spec: {
+            volumes: { name: string; hostPath: { path: string } }[];
+            containers: { volumeMounts: Record<string, unknown>[] }[];
+          };
+        };
+      };
     };
     // lvm2 takes its VG locks in /run/lock/lvm (lvm.conf(5) locking_dir): without the host's
     // directory the Job's lvremove would not wait for an lvm command run on the node itself.
@@ -169,7 +176,16 @@ describe('per-node Job', () => {
       '/run/lvm',
       '/run/lock/lvm',
       '/run/lock/lvstamp',
+      '/lib/modules',
     ]);
+    // the modules only to read (lvm's modprobe of dm-thin-pool)
+    const mounts = job.spec.template.spec.containers[0]?.volumeMounts;
+    expect(mounts?.find((m) => m.name === 'modules')).toEqual({
+      name: 'modules',
+      mountPath: '/lib/modules',
+      readOnly: true,
+    });
+    expect(mounts?.filter((m) => m.readOnly === true).map((m) => m.name)).toEqual(['modules']);
   });
 
   it('names stay within 63 characters for long node names', () => {

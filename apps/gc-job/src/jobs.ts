@@ -14,15 +14,23 @@ export const JOB_NAME_LABEL = 'lvstamp.io/gc-job';
 /**
  * Host paths the per-node Job mounts: what lvm2 and device-mapper need, lvm2's own lock directory
  * (so its `lvremove`/`lvchange` and any lvm command on the host take the same VG locks; lvm.conf(5)
- * `global/locking_dir`), and the shared host lock. The node DaemonSet mounts the same directories.
+ * `global/locking_dir`), the shared host lock, and the kernel's modules read-only (lvm loads
+ * dm-thin-pool itself to activate a thin snapshot after a reboot). The node DaemonSet mounts the
+ * same directories.
  */
-export const NODE_JOB_HOST_PATHS: readonly { name: string; path: string; type: string }[] = [
+export const NODE_JOB_HOST_PATHS: readonly {
+  name: string;
+  path: string;
+  type: string;
+  readOnly?: true;
+}[] = [
   { name: 'dev', path: '/dev', type: 'Directory' },
   { name: 'sys', path: '/sys', type: 'Directory' },
   { name: 'lvm-config', path: '/etc/lvm', type: 'DirectoryOrCreate' },
   { name: 'lvm-run', path: '/run/lvm', type: 'DirectoryOrCreate' },
   { name: 'lvm-lock', path: '/run/lock/lvm', type: 'DirectoryOrCreate' },
   { name: 'host-lock', path: dirname(DEFAULT_HOST_LOCK_PATH), type: 'DirectoryOrCreate' },
+  { name: 'modules', path: '/lib/modules', type: 'DirectoryOrCreate', readOnly: true },
 ];
 
 /**
@@ -142,6 +150,7 @@ export function buildNodeJob(config: ClusterConfig, node: string): Record<string
               volumeMounts: NODE_JOB_HOST_PATHS.map((h) => ({
                 name: h.name,
                 mountPath: h.path,
+                ...(h.readOnly ? { readOnly: true } : {}),
                 ...(h.name === 'dev' ? { mountPropagation: 'HostToContainer' } : {}),
               })),
             },

@@ -184,8 +184,9 @@ export class VolumeGroupUnusableError extends LvstampError {
 /**
  * A thin class's pool cannot take new volumes (DESIGN.md §4 "Thin device
  * classes"): the LV of that name is not a thin pool, its chunk zeroing is
- * off, the pool is absent and the class has no `thinPoolSize`, or lvm says
- * the pool is not a thin pool or not found. Not healed by retrying here:
+ * off, the pool is absent and the class has no `thinPoolSize`, lvm says
+ * the pool is not a thin pool or not found, or the kernel has no thin-pool
+ * target (docs/FACTS.md, device-mapper). Not healed by retrying here:
  * the CSI driver answers RESOURCE_EXHAUSTED (the claim goes to another node)
  * and reports 0 capacity for the class.
  */

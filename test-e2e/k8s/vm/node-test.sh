@@ -10,8 +10,15 @@ set -u
 T0=$(now)
 PASSED=0 FAILED=0 FAILS=()
 # check NAME FUNC: one scenario; its failure is counted and the next one still runs
+# K8S_ONLY="s_a s_b" (a debugging aid, test-e2e/k8s/README.md): only those scenarios after the
+# cluster and the deployment; the others are counted as skipped, and skipped ones fail the run
+SKIPPED=0
 check() {
   local name=$1 s; s=$(now); shift
+  case " s_vg s_cluster s_deploy ${K8S_ONLY:-$1} " in
+    *" $1 "*) ;;
+    *) SKIPPED=$((SKIPPED + 1)); log "SKIP $name (K8S_ONLY=$K8S_ONLY)"; return 0 ;;
+  esac
   log "=== $name"
   if "$@"; then PASSED=$((PASSED + 1)); log "PASS $name ($(since $s) s)"
   else FAILED=$((FAILED + 1)); FAILS+=("$name"); log "FAIL $name ($(since $s) s)"; fi
@@ -21,8 +28,8 @@ finish() {
   cluster_down
   [ $FAILED = 0 ] || log "failed: $(printf '%s; ' "${FAILS[@]}")"
   log "total $(since $T0) s"
-  echo "$PASSED passed, $FAILED failed"
-  [ $FAILED = 0 ] || exit 1
+  echo "$PASSED passed, $FAILED failed${K8S_ONLY:+, $SKIPPED skipped (K8S_ONLY)}"
+  [ $FAILED = 0 ] && [ $SKIPPED = 0 ] || exit 1
 }
 trap finish EXIT
 NS=lvstamp-system
@@ -69,7 +76,15 @@ PVC
 }
 wait_running() { # wait_running POD [TIMEOUT]
   wait_for "pod $1 Running" "${2:-600}" phase_is "pod/$1" Running ||
-    { kubectl describe pod "$1" | tail -20; tails kubelet; return 1; }
+    { kubectl describe pod "$1" | tail -20; claim_logs "$1"; tails kubelet; return 1; }
+}
+claim_logs() { # claim_logs POD: why its claims are not bound (events, provisioner and driver logs)
+  local c
+  for c in $(jp "pod/$1" '{.spec.volumes[*].persistentVolumeClaim.claimName}'); do
+    kubectl describe pvc "$c" | sed -n '/^Events:/,$p' | tail -12
+  done
+  kubectl -n $NS logs "$(driver_pod)" -c csi-provisioner --tail=25
+  kubectl -n $NS logs "$(driver_pod)" -c lvstamp-csi --tail=25
 }
 
 # --- the volume group the driver's default device class names, on the VM's own disk ---

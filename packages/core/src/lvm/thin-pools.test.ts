@@ -24,6 +24,10 @@ function recorded(name: string): Omit<ReplayStep, 'argv'> {
   return { stdout: read('stdout'), stderr: read('stderr'), exitCode: Number(read('exit').trim()) };
 }
 
+function recordedArgv(name: string): string {
+  return readFileSync(`${CORE_FIXTURES_DIR}thin/recorded/${name}.argv`, 'utf8').trim();
+}
+
 function lvmWith(steps: ReplayStep[]): { lvm: Lvm; runner: ReplayRunner } {
   const runner = new ReplayRunner(steps);
   return { lvm: new Lvm({ runner, hostLock: new NoopHostLock() }), runner };
@@ -244,6 +248,29 @@ describe('thin failures (recorded lvm2 messages)', () => {
     ]);
     await lvm.thinPools.activate(VG, 'pool0');
     runner.assertDone();
+  });
+
+  it('a kernel without the thin-pool target (lvm could not modprobe dm-thin-pool) is ThinPoolUnusableError naming the fix (pool-create-no-modprobe)', async () => {
+    const request = {
+      vgName: 'lvstamp',
+      poolName: 'pool0',
+      sizeBytes: 1073741824,
+      tags: ['lvstamp', 'lvstamp.owner=ec2d4103709c50187faf62d3658a45b0'],
+    };
+    const argv = thinPoolCreateArgv(request);
+    expect(argv.join(' ')).toBe(recordedArgv('pool-create-no-modprobe'));
+    const { lvm, runner } = lvmWith([{ argv, ...recorded('pool-create-no-modprobe') }]);
+    const error = await lvm.thinPools.create(request).catch((e: unknown) => e);
+    runner.assertDone(); // no lvchange --errorwhenfull after the failed lvcreate
+    expect(error).toBeInstanceOf(ThinPoolUnusableError);
+    expect((error as Error).message).toBe(
+      'thin pool lvstamp/pool0 is unusable: the kernel has no thin-pool target and lvm could not ' +
+        'load it: load the dm_thin_pool module on the node (modprobe dm_thin_pool; at boot: ' +
+        '/etc/modules-load.d), or give the driver the host’s /lib/modules and kmod ' +
+        '(deploy/kubernetes/daemonset.yaml does) (lvm: /sbin/modprobe: execvp failed: No such ' +
+        'file or directory | /sbin/modprobe failed: 2 | thin-pool: Required device-mapper ' +
+        "target(s) not detected in your kernel. | Run `lvcreate --help' for more information.)",
+    );
   });
 
   it('creates a pool, then sets --errorwhenfull y with lvchange (pool-create, full-set-errorwhenfull)', async () => {
