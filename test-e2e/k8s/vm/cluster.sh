@@ -204,13 +204,17 @@ KCONF
 # containerd), unmount what the kubelet left mounted
 cluster_down() {
   local pid f i live
+  log "cluster down: final objects, events and pod logs to $LOGS, then every process stopped"
   if [ -n "${KUBECONFIG:-}" ]; then
     kubectl --request-timeout=60s get pods,pvc,pv,csinode,jobs -A -o wide >"$LOGS/final-objects.txt" 2>&1
     kubectl --request-timeout=60s get csistoragecapacities.v1alpha1.storage.k8s.io -A -o yaml >"$LOGS/capacities.yaml" 2>&1
     kubectl --request-timeout=60s get events -A --sort-by=.lastTimestamp >"$LOGS/events.txt" 2>&1
   fi
-  cp -r /var/log/pods "$LOGS/pods" 2>/dev/null # the containers' logs, before the tmpfs goes
-  for pid in $(ctr -n k8s.io tasks ls -q 2>/dev/null); do ctr -n k8s.io tasks kill -s KILL "$pid" >/dev/null 2>&1; done
+  timeout 120 cp -r /var/log/pods "$LOGS/pods" 2>/dev/null # the containers' logs, before the tmpfs goes
+  log "cluster down: killing the containers"
+  for pid in $(timeout 60 ctr -n k8s.io tasks ls -q 2>/dev/null); do
+    timeout 30 ctr -n k8s.io tasks kill -s KILL "$pid" >/dev/null 2>&1
+  done
   for f in kubelet scheduler kcm apiserver etcd containerd; do
     [ -f $STATE/$f.pid ] && kill "$(cat $STATE/$f.pid)" 2>/dev/null
   done
@@ -221,6 +225,8 @@ cluster_down() {
     sleep 0.5
   done
   for f in $STATE/*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
-  awk '$2 ~ "^/var/lib/kubelet/|^/run/containerd/" {print $2}' /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
+  log "cluster down: unmounting what the kubelet and containerd left"
+  awk '$2 ~ "^/var/lib/kubelet/|^/run/containerd/" {print $2}' /proc/mounts | sort -r | while read -r m; do timeout 30 umount -l "$m"; done
   dmesg >"$LOGS/dmesg.txt" 2>&1
+  log "cluster down: done"
 }
