@@ -12,14 +12,11 @@ import {
   ThinPoolUnusableError,
 } from '../errors.js';
 import { runLogged } from '../exec/logged.js';
-import type { CommandRunner, WarnLogger } from '../exec/runner.js';
 import type { FilesystemManager } from '../fs/filesystem.js';
 import { FS_TYPES, type FsType, type MountInfoEntry } from '../fs/types.js';
 import { DATA_OFFSET_BYTES } from '../header/constants.js';
 import type { DecodeResult, HeaderFields } from '../header/types.js';
-import type { HostLock } from '../lock/host-lock.js';
 import { validateLvUuid } from '../lvm/logical-volumes.js';
-import type { Lvm } from '../lvm/lvm.js';
 import { validateVgName, type GroupsReport } from '../lvm/volume-groups.js';
 import type { ThinPoolReport } from '../lvm/types.js';
 import type { Provisioning, ThinProvisioning } from '../provisioning.js';
@@ -34,7 +31,6 @@ import type {
   WipePolicy,
 } from '../lvm/types.js';
 import {
-  DEFAULT_NAMING,
   isHexId,
   lvDmName,
   lvNameFor,
@@ -47,9 +43,9 @@ import {
   volumeIdForName,
   type Naming,
 } from '../naming.js';
-import type { HeaderIo } from './header-io.js';
 import { readHeaderSafely, type HeaderReading } from './header-reading.js';
 import { failedTagCheck, isActive, requireOwnerHeader, requireOwnerTags } from './ownership.js';
+import { withDefaults, type ResolvedServiceParts, type ServiceParts } from './parts.js';
 import { resolveRef } from './resolve-ref.js';
 import { CAPACITY_BLOCK_BYTES, capacityOf, maximumCapacity, volumeSize } from './size.js';
 import { thinAdmits, thinPoolCapacity, type ThinPoolCapacity } from './thin-capacity.js';
@@ -113,26 +109,13 @@ export interface VolumeStatus {
   readonly mountPoints: readonly string[];
 }
 
-/** Dependencies and settings of a VolumeService. */
-export interface VolumeServiceOptions {
-  readonly lvm: Lvm;
-  /** Runs the wipe (`blkdiscard`). */
-  readonly runner: CommandRunner;
-  /** Held across every sequence that checks ownership and then changes an LV. */
-  readonly hostLock: HostLock;
-  readonly headers: HeaderIo;
-  readonly dataDevices: Pick<
-    DataDeviceManager,
-    'list' | 'find' | 'create' | 'reload' | 'remove' | 'pathFor'
-  >;
-  readonly filesystems: Pick<FilesystemManager, 'mounts' | 'grow'>;
-  readonly naming?: Naming;
-  /** Unix milliseconds, written as the header's createdAt; default Date.now. */
-  readonly clock?: () => number;
+/** Dependencies and settings of a VolumeService (ServiceParts, and the wipe's). */
+export interface VolumeServiceOptions extends ServiceParts<
+  Pick<DataDeviceManager, 'list' | 'find' | 'create' | 'reload' | 'remove' | 'pathFor'>,
+  Pick<FilesystemManager, 'mounts' | 'grow'>
+> {
   /** Deadline of a wipe in milliseconds; default one hour. */
   readonly wipeTimeoutMs?: number;
-  /** Receives warnings: lvm's stderr of successful commands, leftovers left alone. */
-  readonly logger?: WarnLogger;
   /** Where `sys/` and `proc/` are read to name the holders of an open LV; default `/`. */
   readonly hostRoot?: string;
 }
@@ -146,29 +129,16 @@ export interface VolumeServiceOptions {
  * volume: createNodeServices wraps it in withVolumeLocks.
  */
 export class VolumeService {
-  readonly #lvm: Lvm;
-  readonly #runner: CommandRunner;
-  readonly #hostLock: HostLock;
-  readonly #headers: HeaderIo;
-  readonly #maps: VolumeServiceOptions['dataDevices'];
-  readonly #fs: VolumeServiceOptions['filesystems'];
-  readonly #naming: Naming;
-  readonly #clock: () => number;
+  readonly #p: ResolvedServiceParts<
+    VolumeServiceOptions['dataDevices'],
+    VolumeServiceOptions['filesystems']
+  >;
   readonly #wipeTimeoutMs: number;
-  readonly #logger: WarnLogger | undefined;
   readonly #hostRoot: string | undefined;
 
   constructor(options: VolumeServiceOptions) {
-    this.#lvm = options.lvm;
-    this.#runner = options.runner;
-    this.#hostLock = options.hostLock;
-    this.#headers = options.headers;
-    this.#maps = options.dataDevices;
-    this.#fs = options.filesystems;
-    this.#naming = options.naming ?? DEFAULT_NAMING;
-    this.#clock = options.clock ?? Date.now;
+    this.#p = withDefaults(options);
     this.#wipeTimeoutMs = options.wipeTimeoutMs ?? DEFAULT_WIPE_TIMEOUT_MS;
-    this.#logger = options.logger;
     this.#hostRoot = options.hostRoot;
   }
 
@@ -179,7 +149,7 @@ export class VolumeService {
    * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError.
    */
   async listVolumeGroups(): Promise<VolumeGroup[]> {
-    return this.#lvm.volumeGroups.list();
+    return this.#p.lvm.volumeGroups.list();
   }
 
   /**
@@ -200,7 +170,7 @@ export class VolumeService {
   }
 
   async #thinPoolReport(vgName: string, thin: ThinProvisioning): Promise<ThinPoolReport> {
-    const pools = this.#lvm.thinPools;
+    const pools = this.#p.lvm.thinPools;
     let report = await pools.report(vgName, thin.thinPool);
     const pool = report.pool;
     if (pool !== null && pool.isThinPool && pool.dataHundredths === null) {
@@ -208,7 +178,7 @@ export class VolumeService {
       report = await pools.report(vgName, thin.thinPool);
     }
     if (report.vgFreeBytes === null) {
-      const vg = await this.#lvm.volumeGroups.get(vgName);
+      const vg = await this.#p.lvm.volumeGroups.get(vgName);
       report = { ...report, vgFreeBytes: vg.freeBytes, extentSizeBytes: vg.extentSizeBytes };
     }
     return report;
@@ -220,7 +190,7 @@ export class VolumeService {
    * @throws as VolumeGroups.get.
    */
   async capacity(vgName: string): Promise<VolumeGroupCapacity> {
-    const vg = await this.#lvm.volumeGroups.get(vgName);
+    const vg = await this.#p.lvm.volumeGroups.get(vgName);
     return {
       vgName: vg.name,
       totalBytes: vg.sizeBytes,
@@ -239,14 +209,14 @@ export class VolumeService {
    */
   async discoverVolumeGroups(): Promise<string[]> {
     const [vgs, lvs, pvs] = await Promise.all([
-      this.#lvm.volumeGroups.list(),
-      this.#lvm.logicalVolumes.everywhere({ prefix: commonPrefix(this.#naming) }),
-      this.#lvm.volumeGroups.physicalVolumes(),
+      this.#p.lvm.volumeGroups.list(),
+      this.#p.lvm.logicalVolumes.everywhere({ prefix: commonPrefix(this.#p.naming) }),
+      this.#p.lvm.volumeGroups.physicalVolumes(),
     ]);
-    const tag = this.#naming.tag;
+    const tag = this.#p.naming.tag;
     const nested = new Set(
       pvs
-        .filter((pv) => pv.pvName.startsWith(`/dev/mapper/${this.#naming.dmNamePrefix}`))
+        .filter((pv) => pv.pvName.startsWith(`/dev/mapper/${this.#p.naming.dmNamePrefix}`))
         .map((pv) => pv.vgName),
     );
     const names = new Set([
@@ -263,18 +233,18 @@ export class VolumeService {
    *   when there are several (name one).
    */
   async defaultVolumeGroup(): Promise<string> {
-    const tagged = (await this.#lvm.volumeGroups.list()).filter((g) =>
-      g.tags.includes(this.#naming.tag),
+    const tagged = (await this.#p.lvm.volumeGroups.list()).filter((g) =>
+      g.tags.includes(this.#p.naming.tag),
     );
     const [only, ...more] = tagged;
     if (only === undefined) {
       throw new FailedPreconditionError(
-        `no volume group is tagged "${this.#naming.tag}"; create one with "lvstamp vg create" or name one with --vg`,
+        `no volume group is tagged "${this.#p.naming.tag}"; create one with "lvstamp vg create" or name one with --vg`,
       );
     }
     if (more.length > 0) {
       throw new InvalidArgumentError(
-        `several volume groups are tagged "${this.#naming.tag}" (${tagged.map((g) => g.name).join(', ')}); name one with --vg`,
+        `several volume groups are tagged "${this.#p.naming.tag}" (${tagged.map((g) => g.name).join(', ')}); name one with --vg`,
       );
     }
     return only.name;
@@ -289,10 +259,10 @@ export class VolumeService {
    * @throws as LogicalVolumes.inGroups.
    */
   async listPrefixedLogicalVolumes(scope: VgScope): Promise<LogicalVolume[]> {
-    const { lvs } = await this.#lvm.logicalVolumes.inGroups(scope.vgNames, {
-      prefix: commonPrefix(this.#naming),
+    const { lvs } = await this.#p.lvm.logicalVolumes.inGroups(scope.vgNames, {
+      prefix: commonPrefix(this.#p.naming),
     });
-    const { lvPrefix, newLvPrefix } = this.#naming;
+    const { lvPrefix, newLvPrefix } = this.#p.naming;
     return lvs.filter((lv) => lv.lvName.startsWith(lvPrefix) || lv.lvName.startsWith(newLvPrefix));
   }
 
@@ -304,10 +274,10 @@ export class VolumeService {
    * @throws as LogicalVolumes.inGroups.
    */
   async listSnapshotLogicalVolumes(scope: VgScope): Promise<LogicalVolume[]> {
-    const { lvs } = await this.#lvm.logicalVolumes.inGroups(scope.vgNames, {
-      prefix: commonPrefix(this.#naming),
+    const { lvs } = await this.#p.lvm.logicalVolumes.inGroups(scope.vgNames, {
+      prefix: commonPrefix(this.#p.naming),
     });
-    return lvs.filter((lv) => parseSnapshotLvName(lv.lvName, this.#naming) !== null);
+    return lvs.filter((lv) => parseSnapshotLvName(lv.lvName, this.#p.naming) !== null);
   }
 
   /**
@@ -369,7 +339,10 @@ export class VolumeService {
    */
   async list(scope: VgScope): Promise<VolumeStatus[]> {
     const volumes = await this.listVolumes(scope);
-    const [maps, mounts] = await Promise.all([this.#maps.list(), this.#fs.mounts()]);
+    const [maps, mounts] = await Promise.all([
+      this.#p.dataDevices.list(),
+      this.#p.filesystems.mounts(),
+    ]);
     return Promise.all(volumes.map((v) => this.#status(v, maps, mounts)));
   }
 
@@ -379,13 +352,16 @@ export class VolumeService {
    */
   async status(volumeId: string, scope: VgScope): Promise<VolumeStatus> {
     const volume = await this.getVolume(volumeId, scope);
-    const [maps, mounts] = await Promise.all([this.#maps.list(), this.#fs.mounts()]);
+    const [maps, mounts] = await Promise.all([
+      this.#p.dataDevices.list(),
+      this.#p.filesystems.mounts(),
+    ]);
     return this.#status(volume, maps, mounts);
   }
 
   /** Reads sector 0 of a volume's LV (readHeaderSafely); never throws. */
   async readHeader(volume: LogicalVolume): Promise<HeaderReading> {
-    return readHeaderSafely(volume, this.#headers);
+    return readHeaderSafely(volume, this.#p.headers);
   }
 
   // ---- activation -----------------------------------------------------------
@@ -402,7 +378,7 @@ export class VolumeService {
     const volume = await this.getVolume(volumeId, scope);
     if (isActive(volume)) return volume;
     const ownerId = parseOwnerId(scope.ownerId);
-    return this.#hostLock.withLock(`activate ${volumeId}`, async () => {
+    return this.#p.hostLock.withLock(`activate ${volumeId}`, async () => {
       const again = await this.getVolume(volumeId, scope);
       return this.#activateOwned(again, ownerId);
     });
@@ -420,13 +396,13 @@ export class VolumeService {
     const ownerId = parseOwnerId(scope.ownerId);
     const inactiveOwned = async (): Promise<Volume[]> =>
       (await this.listVolumes(scope)).filter(
-        (v) => !isActive(v) && failedTagCheck(v, ownerId, this.#naming) === null,
+        (v) => !isActive(v) && failedTagCheck(v, ownerId, this.#p.naming) === null,
       );
     if ((await inactiveOwned()).length === 0) return [];
-    return this.#hostLock.withLock('activate inactive lvstamp volumes', async () => {
+    return this.#p.hostLock.withLock('activate inactive lvstamp volumes', async () => {
       const activated: string[] = [];
       for (const volume of await inactiveOwned()) {
-        await this.#lvm.logicalVolumes.activate(volume.vgName, volume.lvName);
+        await this.#p.lvm.logicalVolumes.activate(volume.vgName, volume.lvName);
         activated.push(`${volume.vgName}/${volume.lvName}`);
       }
       return activated;
@@ -446,13 +422,13 @@ export class VolumeService {
     const ownerId = parseOwnerId(scope.ownerId);
     const inactiveOwned = async (): Promise<LogicalVolume[]> =>
       (await this.listSnapshotLogicalVolumes(scope)).filter(
-        (lv) => !isActive(lv) && failedTagCheck(lv, ownerId, this.#naming) === null,
+        (lv) => !isActive(lv) && failedTagCheck(lv, ownerId, this.#p.naming) === null,
       );
     if ((await inactiveOwned()).length === 0) return [];
-    return this.#hostLock.withLock('activate inactive lvstamp snapshots', async () => {
+    return this.#p.hostLock.withLock('activate inactive lvstamp snapshots', async () => {
       const activated: string[] = [];
       for (const lv of await inactiveOwned()) {
-        await this.#lvm.thinSnapshots.activate(lv.vgName, lv.lvName);
+        await this.#p.lvm.thinSnapshots.activate(lv.vgName, lv.lvName);
         activated.push(`${lv.vgName}/${lv.lvName}`);
       }
       return activated;
@@ -493,7 +469,7 @@ export class VolumeService {
     // is removed on its tags alone (DESIGN.md §5), so while the lock is free between lvcreate and
     // lvrename another process's create or delete of the same volume could remove the LV being
     // built, or this rename could take another create's LV before its header is written.
-    return this.#hostLock.withLock(`create ${volumeId}`, async () =>
+    return this.#p.hostLock.withLock(`create ${volumeId}`, async () =>
       this.#create(request, volumeId, ownerId, await this.#createLookup(request, volumeId)),
     );
   }
@@ -521,7 +497,7 @@ export class VolumeService {
   ): Promise<{ vg: VolumeGroup; existing: Volume | null; pending: Volume[] }> {
     const vgNames = [request.vgName, ...(request.otherVgNames ?? [])];
     const { groups, finished, pending } = await this.#lookup(volumeId, vgNames);
-    const vg = await this.#lvm.volumeGroups.usable(request.vgName, groups);
+    const vg = await this.#p.lvm.volumeGroups.usable(request.vgName, groups);
     return { vg, existing: this.#single(volumeId, finished), pending };
   }
 
@@ -531,7 +507,7 @@ export class VolumeService {
     ownerId: string,
     found: { vg: VolumeGroup; existing: Volume | null; pending: Volume[] },
   ): Promise<CreatedVolume> {
-    const lvs = this.#lvm.logicalVolumes;
+    const lvs = this.#p.lvm.logicalVolumes;
     const { vg, existing, pending } = found;
     if (existing !== null) {
       const wantThin = request.provisioning?.type === 'thin';
@@ -547,13 +523,13 @@ export class VolumeService {
     let freeBytes = vg.freeBytes;
     for (const leftover of pending) {
       if (leftover.vgName !== vg.name) {
-        this.#logger?.warn(
+        this.#p.logger?.warn(
           'leftover of an interrupted create in another volume group left for the GC',
           { volumeId, lv: `${leftover.vgName}/${leftover.lvName}` },
         );
         continue;
       }
-      requireOwnerTags(leftover, ownerId, this.#naming, 'remove');
+      requireOwnerTags(leftover, ownerId, this.#p.naming, 'remove');
       await lvs.remove(leftover.vgName, leftover.lvName);
       freeBytes += leftover.sizeBytes;
     }
@@ -571,10 +547,10 @@ export class VolumeService {
       );
     }
 
-    const newLvName = newLvNameFor(volumeId, this.#naming);
-    const tags = [this.#naming.tag, ownerTagFor(ownerId, this.#naming)];
+    const newLvName = newLvNameFor(volumeId, this.#p.naming);
+    const tags = [this.#p.naming.tag, ownerTagFor(ownerId, this.#p.naming)];
     if (thin !== null) {
-      await this.#lvm.thinPools.createThinLv({
+      await this.#p.lvm.thinPools.createThinLv({
         vgName: vg.name,
         poolName: thin.thinPool,
         lvName: newLvName,
@@ -590,7 +566,7 @@ export class VolumeService {
     const header: HeaderFields = {
       volumeId,
       ownerId,
-      createdAtMs: this.#clock(),
+      createdAtMs: this.#p.clock(),
       dataOffsetBytes: DATA_OFFSET_BYTES,
       requestedBytes: capacityBytes,
       name: request.name,
@@ -598,13 +574,13 @@ export class VolumeService {
     // The extents may have held a deleted volume: its filesystem must not show through. A thin
     // LV reads zeros everywhere (the pool zeroes new chunks); clearing would map 2 MiB of chunks.
     if (thin === null) {
-      await this.#headers.clearDataArea(dmPath, {
+      await this.#p.headers.clearDataArea(dmPath, {
         dataOffsetBytes: DATA_OFFSET_BYTES,
         sizeBytes: DATA_OFFSET_BYTES + capacityBytes,
       });
     }
-    await this.#headers.writeHeader(dmPath, header);
-    const finalLvName = lvNameFor(volumeId, this.#naming);
+    await this.#p.headers.writeHeader(dmPath, header);
+    const finalLvName = lvNameFor(volumeId, this.#p.naming);
     await lvs.rename(vg.name, newLvName, finalLvName);
     return {
       volumeId,
@@ -635,13 +611,13 @@ export class VolumeService {
     let report = await this.#thinPoolReport(vg.name, thin);
     let capacity = thinPoolCapacity(thin, report);
     if (capacity.condition === 'prospective' && thin.thinPoolSizeBytes !== null) {
-      await this.#lvm.thinPools.create({
+      await this.#p.lvm.thinPools.create({
         vgName: vg.name,
         poolName: thin.thinPool,
         sizeBytes: capacity.poolBytes,
-        tags: [this.#naming.tag, ownerTagFor(ownerId, this.#naming)],
+        tags: [this.#p.naming.tag, ownerTagFor(ownerId, this.#p.naming)],
       });
-      this.#logger?.warn('created thin pool', {
+      this.#p.logger?.warn('created thin pool', {
         pool: `${vg.name}/${thin.thinPool}`,
         sizeBytes: capacity.poolBytes,
       });
@@ -683,7 +659,7 @@ export class VolumeService {
     if (active.dmPath === null) {
       throw new FailedPreconditionError(`${where} is active but lvm reports no device path`);
     }
-    const decoded = await this.#headers.readHeader(active.dmPath);
+    const decoded = await this.#p.headers.readHeader(active.dmPath);
     if (decoded.status !== 'ok') {
       throw new FailedPreconditionError(
         `${where} exists but its header is ${decoded.status}: ${decoded.reason}`,
@@ -730,7 +706,7 @@ export class VolumeService {
   async attach(volumeId: string, scope: VolumeScope): Promise<DataDevice> {
     const ownerId = parseOwnerId(scope.ownerId);
     const volume = await this.activateVolume(volumeId, scope);
-    requireOwnerTags(volume, ownerId, this.#naming, 'attach');
+    requireOwnerTags(volume, ownerId, this.#p.naming, 'attach');
     const { header, capacityBytes } = await this.#verifiedHeader(volume);
     if (header.ownerId !== ownerId) {
       throw new NotOwnedError(
@@ -739,7 +715,7 @@ export class VolumeService {
         `refusing to attach: its header names owner ${header.ownerId}, not ${ownerId}`,
       );
     }
-    return this.#maps.create(volumeId, volume, header.dataOffsetBytes, capacityBytes);
+    return this.#p.dataDevices.create(volumeId, volume, header.dataOffsetBytes, capacityBytes);
   }
 
   /**
@@ -748,10 +724,10 @@ export class VolumeService {
    * @throws FailedPreconditionError when it is mounted or open.
    */
   async detach(volumeId: string): Promise<{ removed: boolean }> {
-    const map = await this.#maps.find(volumeId);
+    const map = await this.#p.dataDevices.find(volumeId);
     if (map === null) return { removed: false };
     await this.#refuseIfMounted(map);
-    await this.#maps.remove(volumeId);
+    await this.#p.dataDevices.remove(volumeId);
     return { removed: true };
   }
 
@@ -792,15 +768,15 @@ export class VolumeService {
     if (limitBytes !== undefined) validateBytes('limitBytes', limitBytes);
     // The range alone (any extent size): refused before any lvm command.
     volumeSize({ requiredBytes, limitBytes, extentSizeBytes: CAPACITY_BLOCK_BYTES });
-    const grown = await this.#hostLock.withLock(`expand ${volumeId}`, () =>
+    const grown = await this.#p.hostLock.withLock(`expand ${volumeId}`, () =>
       this.#expandLv(volumeId, requiredBytes, limitBytes, scope, ownerId, options.thinPools ?? []),
     );
-    const map = await this.#maps.find(volumeId);
+    const map = await this.#p.dataDevices.find(volumeId);
     let filesystemGrown: string | null = null;
     if (map !== null) {
       const { header, capacityBytes } = await this.#verifiedHeader(grown);
-      await this.#maps.reload(volumeId, grown, header.dataOffsetBytes, capacityBytes);
-      const mount = (await this.#fs.mounts()).find(
+      await this.#p.dataDevices.reload(volumeId, grown, header.dataOffsetBytes, capacityBytes);
+      const mount = (await this.#p.filesystems.mounts()).find(
         (m) => m.major === map.major && m.minor === map.minor,
       );
       if (mount !== undefined) {
@@ -809,11 +785,14 @@ export class VolumeService {
             `the data device is mounted on ${mount.mountPoint} with ${mount.fsType}; lvstamp grows only ${FS_TYPES.join(' and ')}`,
           );
         }
-        await this.#fs.grow(mount.mountPoint, mount.fsType);
+        await this.#p.filesystems.grow(mount.mountPoint, mount.fsType);
         filesystemGrown = mount.mountPoint;
       }
     }
-    const [maps, mounts] = await Promise.all([this.#maps.list(), this.#fs.mounts()]);
+    const [maps, mounts] = await Promise.all([
+      this.#p.dataDevices.list(),
+      this.#p.filesystems.mounts(),
+    ]);
     return { status: await this.#status(grown, maps, mounts), filesystemGrown };
   }
 
@@ -830,7 +809,7 @@ export class VolumeService {
     const found = this.#single(volumeId, finished);
     if (found === null) throw new NotFoundError(`volume ${volumeId} does not exist`);
     const volume = await this.#activateOwned(found, ownerId);
-    const decoded = await requireOwnerHeader(volume, ownerId, this.#headers, 'resize');
+    const decoded = await requireOwnerHeader(volume, ownerId, this.#p.headers, 'resize');
     const dmPath = volume.dmPath ?? '';
     const current = capacityFrom(decoded, volume);
     if (limitBytes !== undefined && current > limitBytes) {
@@ -840,7 +819,7 @@ export class VolumeService {
     }
     if (current >= requiredBytes) return { ...volume, capacityBytes: current };
     // The look-up's own vg row: extent size and free space, checked usable.
-    const vg = await this.#lvm.volumeGroups.usable(volume.vgName, groups);
+    const vg = await this.#p.lvm.volumeGroups.usable(volume.vgName, groups);
     const { capacityBytes, lvSizeBytes } = volumeSize({
       requiredBytes,
       limitBytes,
@@ -860,17 +839,22 @@ export class VolumeService {
       }
       // v1 means "the whole LV": pin today's capacity first, so the grown LV does not grow it.
       if (decoded.version === 1) {
-        await this.#headers.writeHeader(dmPath, { ...header, requestedBytes: current });
+        await this.#p.headers.writeHeader(dmPath, { ...header, requestedBytes: current });
       }
       if (thin !== null) {
-        await this.#lvm.thinPools.extendThinLv(vg.name, thin.thinPool, volume.lvName, lvSizeBytes);
+        await this.#p.lvm.thinPools.extendThinLv(
+          vg.name,
+          thin.thinPool,
+          volume.lvName,
+          lvSizeBytes,
+        );
       } else {
-        await this.#lvm.logicalVolumes.extend(vg.name, volume.lvName, lvSizeBytes);
+        await this.#p.lvm.logicalVolumes.extend(vg.name, volume.lvName, lvSizeBytes);
       }
       // -L of whole extents is exact; the device path and number do not change.
       grown = { ...volume, sizeBytes: lvSizeBytes };
     }
-    await this.#headers.writeHeader(dmPath, { ...header, requestedBytes: capacityBytes });
+    await this.#p.headers.writeHeader(dmPath, { ...header, requestedBytes: capacityBytes });
     return { ...grown, capacityBytes };
   }
 
@@ -940,9 +924,9 @@ export class VolumeService {
     validateVgNames(scope.vgNames);
     // Whether a data device exists is read from sysfs (no process); dmsetup runs only to remove
     // one, and only after every check passed (a refused delete leaves the map in place).
-    const map = await this.#maps.find(volumeId);
+    const map = await this.#p.dataDevices.find(volumeId);
     if (map !== null) await this.#refuseIfMounted(map);
-    const removed = await this.#hostLock.withLock(`delete ${volumeId}`, () =>
+    const removed = await this.#p.hostLock.withLock(`delete ${volumeId}`, () =>
       this.#deleteLvs(volumeId, scope, ownerId, wipe, options.forceUnowned === true, map),
     );
     return { existed: removed !== null || map !== null, removed: removed ?? [] };
@@ -965,7 +949,7 @@ export class VolumeService {
     let { finished, pending } = await this.#lookup(volumeId, scope.vgNames);
     if (finished.length + pending.length === 0) {
       // the LV is gone: the map left over maps nothing of ours any more (DESIGN.md §6 rule 4)
-      if (map !== null) await this.#maps.remove(volumeId);
+      if (map !== null) await this.#p.dataDevices.remove(volumeId);
       return null;
     }
     // One volume is one LV: copies in several groups are refused, never all removed at once.
@@ -982,17 +966,17 @@ export class VolumeService {
     if (map === null) await refuseOpen([...finished, ...pending]);
     if (!force)
       for (const lv of [...finished, ...pending])
-        requireOwnerTags(lv, ownerId, this.#naming, 'delete');
+        requireOwnerTags(lv, ownerId, this.#p.naming, 'delete');
     // The finished LV's header (and a wipe) need it active; activation changes no data.
     let ready: Volume[] = [];
     for (const lv of finished) {
       const needsActive = !force || wipe !== 'none';
       const active = needsActive ? await this.#activateOwned(lv, ownerId, force) : lv;
-      if (!force) await requireOwnerHeader(active, ownerId, this.#headers, 'delete');
+      if (!force) await requireOwnerHeader(active, ownerId, this.#p.headers, 'delete');
       ready.push(active);
     }
     if (map !== null) {
-      await this.#maps.remove(volumeId);
+      await this.#p.dataDevices.remove(volumeId);
       // Without the map, is anything else holding the LVs open? The same LVs (by lv_uuid) only.
       const again = await this.#lookup(volumeId, scope.vgNames);
       const same = (before: readonly Volume[], after: readonly Volume[]): boolean =>
@@ -1014,9 +998,9 @@ export class VolumeService {
       if (wipe !== 'none' && !lv.creating && lv.dmPath !== null && !isThinLv(lv)) {
         const argv =
           wipe === 'zero' ? ['blkdiscard', '--zeroout', lv.dmPath] : ['blkdiscard', lv.dmPath];
-        await runLogged(this.#runner, this.#logger, argv, { timeoutMs: this.#wipeTimeoutMs });
+        await runLogged(this.#p.runner, this.#p.logger, argv, { timeoutMs: this.#wipeTimeoutMs });
       }
-      await this.#lvm.logicalVolumes.remove(lv.vgName, lv.lvName);
+      await this.#p.lvm.logicalVolumes.remove(lv.vgName, lv.lvName);
       removed.push(`${lv.vgName}/${lv.lvName}`);
     }
     return removed;
@@ -1044,8 +1028,8 @@ export class VolumeService {
     validateVgNames([ref.vgName]);
     const ownerId = parseOwnerId(ref.ownerId);
     validateLvUuid(ref.lvUuid);
-    const lvs = this.#lvm.logicalVolumes;
-    return this.#hostLock.withLock(`remove ${ref.vgName}/${ref.lvName}`, async () => {
+    const lvs = this.#p.lvm.logicalVolumes;
+    return this.#p.hostLock.withLock(`remove ${ref.vgName}/${ref.lvName}`, async () => {
       const [lv, ...more] = await lvs.byUuid(ref.lvUuid);
       if (lv === undefined) return;
       if (more.length > 0 || lv.vgName !== ref.vgName || lv.lvName !== ref.lvName) {
@@ -1054,7 +1038,7 @@ export class VolumeService {
         );
       }
       if (lv.open) throw new FailedPreconditionError(`${await this.#openText(lv)}; left alone`);
-      requireOwnerTags(lv, ownerId, this.#naming, 'remove');
+      requireOwnerTags(lv, ownerId, this.#p.naming, 'remove');
       await lvs.remove(lv.vgName, lv.lvName);
     });
   }
@@ -1070,9 +1054,9 @@ export class VolumeService {
     pending: Volume[];
     groups: GroupsReport;
   }> {
-    const finalName = lvNameFor(volumeId, this.#naming);
-    const newName = newLvNameFor(volumeId, this.#naming);
-    const groups = await this.#lvm.logicalVolumes.inGroups(vgNames, {
+    const finalName = lvNameFor(volumeId, this.#p.naming);
+    const newName = newLvNameFor(volumeId, this.#p.naming);
+    const groups = await this.#p.lvm.logicalVolumes.inGroups(vgNames, {
       names: [finalName, newName],
     });
     const volumes = groups.lvs.map((lv) => this.#volumeOrThrow(lv));
@@ -1090,8 +1074,8 @@ export class VolumeService {
    */
   async #activateOwned(volume: Volume, ownerId: string, force = false): Promise<Volume> {
     if (isActive(volume)) return volume;
-    if (!force) requireOwnerTags(volume, ownerId, this.#naming, 'activate');
-    const lvs = this.#lvm.logicalVolumes;
+    if (!force) requireOwnerTags(volume, ownerId, this.#p.naming, 'activate');
+    const lvs = this.#p.lvm.logicalVolumes;
     await lvs.activate(volume.vgName, volume.lvName);
     return this.#volumeOrThrow(await lvs.get(volume.vgName, volume.lvName));
   }
@@ -1120,7 +1104,7 @@ export class VolumeService {
 
   /** The volume of an LV name, its capacity not read yet (null). */
   #toVolume(lv: LogicalVolume): Volume | null {
-    const parsed = parseLvName(lv.lvName, this.#naming);
+    const parsed = parseLvName(lv.lvName, this.#p.naming);
     if (parsed === null) return null;
     return { ...lv, volumeId: parsed.volumeId, creating: parsed.creating, capacityBytes: null };
   }
@@ -1139,7 +1123,7 @@ export class VolumeService {
    */
   async #withCapacity(volume: Volume): Promise<Volume> {
     if (volume.creating) return volume;
-    const reading = await readHeaderSafely(volume, this.#headers);
+    const reading = await readHeaderSafely(volume, this.#p.headers);
     if (reading.status !== 'ok' || reading.header.volumeId !== volume.volumeId) return volume;
     return {
       ...volume,
@@ -1173,7 +1157,7 @@ export class VolumeService {
   }
 
   async #refuseIfMounted(map: DataDeviceRef): Promise<void> {
-    const mounts = (await this.#fs.mounts()).filter(
+    const mounts = (await this.#p.filesystems.mounts()).filter(
       (m) => m.major === map.major && m.minor === map.minor,
     );
     if (mounts.length > 0) {
@@ -1201,7 +1185,7 @@ export class VolumeService {
         map === undefined
           ? null
           : {
-              path: this.#maps.pathFor(volume.volumeId),
+              path: this.#p.dataDevices.pathFor(volume.volumeId),
               major: map.major,
               minor: map.minor,
               openCount: map.openCount,

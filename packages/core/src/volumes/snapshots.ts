@@ -12,18 +12,14 @@ import {
   type OwnershipCheck,
 } from '../errors.js';
 import { runLogged } from '../exec/logged.js';
-import type { CommandRunner, WarnLogger } from '../exec/runner.js';
 import type { FilesystemManager } from '../fs/filesystem.js';
 import { DATA_OFFSET_BYTES } from '../header/constants.js';
 import type { DecodeResult, HeaderFields } from '../header/types.js';
-import type { HostLock } from '../lock/host-lock.js';
 import type { ThinProvisioning } from '../provisioning.js';
-import type { Lvm } from '../lvm/lvm.js';
 import { isThinLv } from '../lvm/thin-snapshots.js';
 import type { CreatedVolume, LogicalVolume, VolumeScope } from '../lvm/types.js';
 import { validateVgName } from '../lvm/volume-groups.js';
 import {
-  DEFAULT_NAMING,
   fromTagFor,
   isHexId,
   lvDmName,
@@ -39,9 +35,8 @@ import {
   snapshotTagsFor,
   validateVolumeName,
   volumeIdForName,
-  type Naming,
 } from '../naming.js';
-import type { HeaderIo } from './header-io.js';
+import { withDefaults, type ResolvedServiceParts, type ServiceParts } from './parts.js';
 import { resolveRef } from './resolve-ref.js';
 import { failedTagCheck, isActive, requireOwnerTags } from './ownership.js';
 import { CAPACITY_BLOCK_BYTES, capacityOf, volumeSize } from './size.js';
@@ -113,20 +108,11 @@ export class ThickVolumeError extends InvalidArgumentError {
   }
 }
 
-/** Dependencies and settings of a SnapshotService. */
-export interface SnapshotServiceOptions {
-  readonly lvm: Lvm;
-  /** Runs `fsfreeze`. */
-  readonly runner: CommandRunner;
-  readonly hostLock: HostLock;
-  readonly headers: HeaderIo;
-  readonly dataDevices: Pick<DataDeviceManager, 'find' | 'list'>;
-  readonly filesystems: Pick<FilesystemManager, 'mounts'>;
-  readonly naming?: Naming;
-  /** Unix milliseconds: `lvstamp.created` and a new header's createdAt; default Date.now. */
-  readonly clock?: () => number;
-  readonly logger?: WarnLogger;
-}
+/** Dependencies of a SnapshotService (ServiceParts). */
+export type SnapshotServiceOptions = ServiceParts<
+  Pick<DataDeviceManager, 'find' | 'list'>,
+  Pick<FilesystemManager, 'mounts'>
+>;
 
 /**
  * Thin snapshots, restore and clone (docs/DESIGN.md §3, §5): every act under
@@ -135,26 +121,13 @@ export interface SnapshotServiceOptions {
  * createNodeServices wraps it in withVolumeLocks (SNAPSHOT_SERVICE_KEYS).
  */
 export class SnapshotService {
-  readonly #lvm: Lvm;
-  readonly #runner: CommandRunner;
-  readonly #hostLock: HostLock;
-  readonly #headers: HeaderIo;
-  readonly #maps: SnapshotServiceOptions['dataDevices'];
-  readonly #fs: SnapshotServiceOptions['filesystems'];
-  readonly #naming: Naming;
-  readonly #clock: () => number;
-  readonly #logger: WarnLogger | undefined;
+  readonly #p: ResolvedServiceParts<
+    SnapshotServiceOptions['dataDevices'],
+    SnapshotServiceOptions['filesystems']
+  >;
 
   constructor(options: SnapshotServiceOptions) {
-    this.#lvm = options.lvm;
-    this.#runner = options.runner;
-    this.#hostLock = options.hostLock;
-    this.#headers = options.headers;
-    this.#maps = options.dataDevices;
-    this.#fs = options.filesystems;
-    this.#naming = options.naming ?? DEFAULT_NAMING;
-    this.#clock = options.clock ?? Date.now;
-    this.#logger = options.logger;
+    this.#p = withDefaults(options);
   }
 
   // ---- create ---------------------------------------------------------------
@@ -188,10 +161,10 @@ export class SnapshotService {
     validateVgNames(request.scope.vgNames);
     const vid = request.sourceVolumeId;
     if (!isHexId(vid)) throw new NotFoundError(`volume ${vid} does not exist`);
-    const snapLv = snapshotLvNameFor(snapshotId, this.#naming);
-    const sourceLv = lvNameFor(vid, this.#naming);
-    return this.#hostLock.withLock(`snapshot ${snapshotId}`, async () => {
-      const { lvs } = await this.#lvm.logicalVolumes.inGroups(request.scope.vgNames, {
+    const snapLv = snapshotLvNameFor(snapshotId, this.#p.naming);
+    const sourceLv = lvNameFor(vid, this.#p.naming);
+    return this.#p.hostLock.withLock(`snapshot ${snapshotId}`, async () => {
+      const { lvs } = await this.#p.lvm.logicalVolumes.inGroups(request.scope.vgNames, {
         names: [snapLv, sourceLv],
       });
       const existing = single(lvs.filter((lv) => lv.lvName === snapLv));
@@ -205,21 +178,21 @@ export class SnapshotService {
         return snapshot;
       }
       const source = single(lvs.filter((lv) => lv.lvName === sourceLv));
-      if (source === null || failedTagCheck(source, ownerId, this.#naming) !== null) {
+      if (source === null || failedTagCheck(source, ownerId, this.#p.naming) !== null) {
         throw new NotFoundError(`volume ${vid} does not exist`);
       }
       if (!isThinLv(source)) throw new ThickVolumeError(`volume ${vid}`, source);
       const active = await this.#activeVolume(source);
       const capacityBytes = await this.#ownHeaderCapacity(active, vid, ownerId);
-      const createdMs = this.#clock();
+      const createdMs = this.#p.clock();
       await this.#frozen(vid, () =>
-        this.#lvm.thinSnapshots.createSnapshot({
+        this.#p.lvm.thinSnapshots.createSnapshot({
           vgName: source.vgName,
           origin: sourceLv,
           lvName: snapLv,
           tags: [
-            this.#naming.tag,
-            ownerTagFor(ownerId, this.#naming),
+            this.#p.naming.tag,
+            ownerTagFor(ownerId, this.#p.naming),
             ...snapshotTagsFor({ sourceVolumeId: vid, sizeBytes: capacityBytes, createdMs }),
           ],
         }),
@@ -248,16 +221,16 @@ export class SnapshotService {
   async listSnapshots(scope: VolumeScope): Promise<Snapshot[]> {
     const ownerId = parseOwnerId(scope.ownerId);
     validateVgNames(scope.vgNames);
-    const { lvs } = await this.#lvm.logicalVolumes.inGroups(scope.vgNames, {
-      prefix: this.#naming.snapshotLvPrefix,
+    const { lvs } = await this.#p.lvm.logicalVolumes.inGroups(scope.vgNames, {
+      prefix: this.#p.naming.snapshotLvPrefix,
     });
     const snapshots: Snapshot[] = [];
     for (const lv of lvs) {
-      if (parseSnapshotLvName(lv.lvName, this.#naming) === null) continue;
-      if (failedTagCheck(lv, ownerId, this.#naming) !== null) continue;
+      if (parseSnapshotLvName(lv.lvName, this.#p.naming) === null) continue;
+      if (failedTagCheck(lv, ownerId, this.#p.naming) !== null) continue;
       const snapshot = this.#toSnapshot(lv);
       if (snapshot === null) {
-        this.#logger?.warn('snapshot LV without readable lvstamp.source/size/created tags', {
+        this.#p.logger?.warn('snapshot LV without readable lvstamp.source/size/created tags', {
           lv: `${lv.vgName}/${lv.lvName}`,
           tags: lv.tags,
         });
@@ -278,11 +251,11 @@ export class SnapshotService {
     validateSnapshotId(snapshotId);
     const ownerId = parseOwnerId(scope.ownerId);
     validateVgNames(scope.vgNames);
-    const { lvs } = await this.#lvm.logicalVolumes.inGroups(scope.vgNames, {
-      names: [snapshotLvNameFor(snapshotId, this.#naming)],
+    const { lvs } = await this.#p.lvm.logicalVolumes.inGroups(scope.vgNames, {
+      names: [snapshotLvNameFor(snapshotId, this.#p.naming)],
     });
     const lv = single(lvs);
-    if (lv === null || failedTagCheck(lv, ownerId, this.#naming) !== null) return null;
+    if (lv === null || failedTagCheck(lv, ownerId, this.#p.naming) !== null) return null;
     return this.#toSnapshot(lv);
   }
 
@@ -324,9 +297,9 @@ export class SnapshotService {
     validateSnapshotId(snapshotId);
     const ownerId = parseOwnerId(scope.ownerId);
     validateVgNames(scope.vgNames);
-    const snapLv = snapshotLvNameFor(snapshotId, this.#naming);
-    return this.#hostLock.withLock(`delete snapshot ${snapshotId}`, async () => {
-      const lvs = this.#lvm.logicalVolumes;
+    const snapLv = snapshotLvNameFor(snapshotId, this.#p.naming);
+    return this.#p.hostLock.withLock(`delete snapshot ${snapshotId}`, async () => {
+      const lvs = this.#p.lvm.logicalVolumes;
       const found = single((await lvs.inGroups(scope.vgNames, { names: [snapLv] })).lvs);
       if (found === null) return { existed: false };
       let lv = found;
@@ -379,26 +352,27 @@ export class SnapshotService {
     if (!isHexId(source.id)) throw new NotFoundError(`${source.kind} ${source.id} does not exist`);
     const originLv =
       source.kind === 'snapshot'
-        ? snapshotLvNameFor(source.id, this.#naming)
-        : lvNameFor(source.id, this.#naming);
-    const finalLv = lvNameFor(volumeId, this.#naming);
-    const newLv = newLvNameFor(volumeId, this.#naming);
+        ? snapshotLvNameFor(source.id, this.#p.naming)
+        : lvNameFor(source.id, this.#p.naming);
+    const finalLv = lvNameFor(volumeId, this.#p.naming);
+    const newLv = newLvNameFor(volumeId, this.#p.naming);
     const vgNames = [...new Set([request.vgName, ...request.scope.vgNames])];
-    return this.#hostLock.withLock(`create ${volumeId} from ${source.kind}`, async () => {
-      const lvm = this.#lvm.logicalVolumes;
+    return this.#p.hostLock.withLock(`create ${volumeId} from ${source.kind}`, async () => {
+      const lvm = this.#p.lvm.logicalVolumes;
       const found = await lvm.inGroups(vgNames, { names: [originLv, finalLv, newLv] });
       const { lvs } = found;
       const origin = single(lvs.filter((lv) => lv.lvName === originLv));
       const gone = (): never => {
         throw new NotFoundError(`${source.kind} ${source.id} does not exist`);
       };
-      if (origin === null || failedTagCheck(origin, ownerId, this.#naming) !== null) return gone();
+      if (origin === null || failedTagCheck(origin, ownerId, this.#p.naming) !== null)
+        return gone();
       if (!isThinLv(origin)) throw new ThickVolumeError(`${source.kind} ${source.id}`, origin);
       // The source's volume ID (its header's) and capacity.
       let sourceVolumeId = source.id;
       let sourceCapacity: number;
       if (source.kind === 'snapshot') {
-        const tags = parseSnapshotTags(origin.tags, this.#naming);
+        const tags = parseSnapshotTags(origin.tags, this.#p.naming);
         if (tags === null) return gone();
         sourceVolumeId = tags.sourceVolumeId;
         sourceCapacity = tags.sizeBytes;
@@ -412,17 +386,17 @@ export class SnapshotService {
         );
       }
       const capacityBytes = this.#copyCapacity(request, sourceCapacity);
-      const fromTag = fromTagFor(source, this.#naming);
+      const fromTag = fromTagFor(source, this.#p.naming);
 
       const existing = single(lvs.filter((lv) => lv.lvName === finalLv));
       if (existing !== null) {
         return this.#adoptCopy(existing, request, volumeId, ownerId, capacityBytes);
       }
       for (const leftover of lvs.filter((lv) => lv.lvName === newLv)) {
-        requireOwnerTags(leftover, ownerId, this.#naming, 'remove');
+        requireOwnerTags(leftover, ownerId, this.#p.naming, 'remove');
         await lvm.remove(leftover.vgName, leftover.lvName);
       }
-      const vg = await this.#lvm.volumeGroups.usable(request.vgName, found);
+      const vg = await this.#p.lvm.volumeGroups.usable(request.vgName, found);
       const { lvSizeBytes } = volumeSize({
         requiredBytes: capacityBytes,
         extentSizeBytes: vg.extentSizeBytes,
@@ -437,17 +411,17 @@ export class SnapshotService {
         );
       }
       const create = (): Promise<void> =>
-        this.#lvm.thinSnapshots.createCopy({
+        this.#p.lvm.thinSnapshots.createCopy({
           vgName: vg.name,
           origin: originLv,
           lvName: newLv,
-          tags: [this.#naming.tag, ownerTagFor(ownerId, this.#naming), fromTag],
+          tags: [this.#p.naming.tag, ownerTagFor(ownerId, this.#p.naming), fromTag],
         });
       if (source.kind === 'volume') await this.#frozen(source.id, create);
       else await create();
       // lvcreate -ay made the node; its path is lvm's naming rule (lvDmName).
       const dmPath = `/dev/mapper/${lvDmName(vg.name, newLv)}`;
-      const decoded = await this.#headers.readHeader(dmPath);
+      const decoded = await this.#p.headers.readHeader(dmPath);
       const problem = copyHeaderProblem(decoded, sourceVolumeId, ownerId);
       if (problem !== null) {
         await lvm.remove(vg.name, newLv);
@@ -459,12 +433,12 @@ export class SnapshotService {
       const header: HeaderFields = {
         volumeId,
         ownerId,
-        createdAtMs: this.#clock(),
+        createdAtMs: this.#p.clock(),
         dataOffsetBytes: DATA_OFFSET_BYTES,
         requestedBytes: capacityBytes,
         name: request.name,
       };
-      await this.#headers.writeHeader(dmPath, header);
+      await this.#p.headers.writeHeader(dmPath, header);
       await lvm.rename(vg.name, newLv, finalLv);
       return {
         volumeId,
@@ -490,7 +464,7 @@ export class SnapshotService {
     lvSizeBytes: number,
     volumeId: string,
   ): Promise<void> {
-    const pools = this.#lvm.thinPools;
+    const pools = this.#p.lvm.thinPools;
     let report = await pools.report(vgName, thin.thinPool);
     if (report.pool !== null && report.pool.isThinPool && report.pool.dataHundredths === null) {
       await pools.activate(vgName, thin.thinPool);
@@ -524,7 +498,10 @@ export class SnapshotService {
    * @throws CommandFailedError of dmsetup; a failed thaw is logged, not thrown.
    */
   async thawDataDeviceMounts(): Promise<string[]> {
-    const [maps, mounts] = await Promise.all([this.#maps.list(), this.#fs.mounts()]);
+    const [maps, mounts] = await Promise.all([
+      this.#p.dataDevices.list(),
+      this.#p.filesystems.mounts(),
+    ]);
     const thawed: string[] = [];
     for (const map of maps) {
       for (const mount of mounts.filter((m) => m.major === map.major && m.minor === map.minor)) {
@@ -541,21 +518,21 @@ export class SnapshotService {
    * @throws NotOwnedError otherwise.
    */
   #ownSnapshot(lv: LogicalVolume, ownerId: string, act: string): Snapshot {
-    requireOwnerTags(lv, ownerId, this.#naming, act);
+    requireOwnerTags(lv, ownerId, this.#p.naming, act);
     const snapshot = this.#toSnapshot(lv);
     if (snapshot === null) {
       throw new NotOwnedError(
         `${lv.vgName}/${lv.lvName}`,
         'tag',
-        `refusing to ${act}: it lacks readable ${this.#naming.tag}.source/size/created tags (tags: ${lv.tags.join(',')})`,
+        `refusing to ${act}: it lacks readable ${this.#p.naming.tag}.source/size/created tags (tags: ${lv.tags.join(',')})`,
       );
     }
     return snapshot;
   }
 
   #toSnapshot(lv: LogicalVolume): Snapshot | null {
-    const snapshotId = parseSnapshotLvName(lv.lvName, this.#naming);
-    const tags = parseSnapshotTags(lv.tags, this.#naming);
+    const snapshotId = parseSnapshotLvName(lv.lvName, this.#p.naming);
+    const tags = parseSnapshotTags(lv.tags, this.#p.naming);
     if (snapshotId === null || tags === null) return null;
     return {
       snapshotId,
@@ -570,7 +547,7 @@ export class SnapshotService {
   /** A volume LV, active (`lvchange --activate y`, this LV only; its tags were checked). */
   async #activeVolume(lv: LogicalVolume): Promise<LogicalVolume> {
     if (isActive(lv)) return lv;
-    const lvs = this.#lvm.logicalVolumes;
+    const lvs = this.#p.lvm.logicalVolumes;
     await lvs.activate(lv.vgName, lv.lvName);
     return lvs.get(lv.vgName, lv.lvName);
   }
@@ -582,8 +559,8 @@ export class SnapshotService {
    */
   async #activeSnapshot(lv: LogicalVolume): Promise<LogicalVolume> {
     if (isActive(lv)) return lv;
-    await this.#lvm.thinSnapshots.activate(lv.vgName, lv.lvName);
-    const after = await this.#lvm.logicalVolumes.get(lv.vgName, lv.lvName);
+    await this.#p.lvm.thinSnapshots.activate(lv.vgName, lv.lvName);
+    const after = await this.#p.lvm.logicalVolumes.get(lv.vgName, lv.lvName);
     if (!isActive(after)) {
       throw new FailedPreconditionError(
         `${lv.vgName}/${lv.lvName} was activated (lvchange -ay -K) but lv_kernel_major is still -1`,
@@ -599,7 +576,7 @@ export class SnapshotService {
    */
   async #ownHeaderCapacity(lv: LogicalVolume, volumeId: string, ownerId: string): Promise<number> {
     const where = `${lv.vgName}/${lv.lvName}`;
-    const decoded = await this.#headers.readHeader(lv.dmPath ?? '');
+    const decoded = await this.#p.headers.readHeader(lv.dmPath ?? '');
     const problem = copyHeaderProblem(decoded, volumeId, ownerId);
     if (problem !== null || decoded.status !== 'ok') {
       throw new FailedPreconditionError(`${where}: ${problem ?? 'header not ok'}`);
@@ -620,7 +597,7 @@ export class SnapshotService {
     ownerId: string,
     act: string,
   ): Promise<void> {
-    const decoded = await this.#headers.readHeader(lv.dmPath ?? '');
+    const decoded = await this.#p.headers.readHeader(lv.dmPath ?? '');
     const refuse = (check: OwnershipCheck, detail: string): never => {
       throw new NotOwnedError(`${lv.vgName}/${lv.lvName}`, check, `refusing to ${act}: ${detail}`);
     };
@@ -667,8 +644,8 @@ export class SnapshotService {
     capacityBytes: number,
   ): Promise<CreatedVolume> {
     const where = `${existing.vgName}/${existing.lvName}`;
-    requireOwnerTags(existing, ownerId, this.#naming, 'reuse');
-    const from = parseFromTag(existing.tags, this.#naming);
+    requireOwnerTags(existing, ownerId, this.#p.naming, 'reuse');
+    const from = parseFromTag(existing.tags, this.#p.naming);
     if (from === null || from.kind !== request.source.kind || from.id !== request.source.id) {
       throw new AlreadyExistsError(
         `volume "${request.name}" (${volumeId}) exists, but not as a copy of ${request.source.kind} ${request.source.id}`,
@@ -678,7 +655,7 @@ export class SnapshotService {
       throw new AlreadyExistsError(`volume ${volumeId} exists in ${existing.vgName}`);
     }
     const active = await this.#activeVolume(existing);
-    const decoded = await this.#headers.readHeader(active.dmPath ?? '');
+    const decoded = await this.#p.headers.readHeader(active.dmPath ?? '');
     const problem = copyHeaderProblem(decoded, volumeId, ownerId);
     if (problem !== null || decoded.status !== 'ok') {
       throw new FailedPreconditionError(`${where}: ${problem ?? 'header not ok'}`);
@@ -706,14 +683,16 @@ export class SnapshotService {
    * @throws FailedPreconditionError when the filesystem is frozen already.
    */
   async #frozen(volumeId: string, act: () => Promise<void>): Promise<void> {
-    const map = await this.#maps.find(volumeId);
+    const map = await this.#p.dataDevices.find(volumeId);
     const mount =
       map === null
         ? undefined
-        : (await this.#fs.mounts()).find((m) => m.major === map.major && m.minor === map.minor);
+        : (await this.#p.filesystems.mounts()).find(
+            (m) => m.major === map.major && m.minor === map.minor,
+          );
     if (mount === undefined) return act();
     try {
-      await runLogged(this.#runner, this.#logger, ['fsfreeze', '-f', mount.mountPoint], {
+      await runLogged(this.#p.runner, this.#p.logger, ['fsfreeze', '-f', mount.mountPoint], {
         timeoutMs: FREEZE_TIMEOUT_MS,
       });
     } catch (error) {
@@ -736,12 +715,12 @@ export class SnapshotService {
   /** `fsfreeze -u`; true when it thawed, false when it was not frozen (EINVAL) or failed (logged). */
   async #thaw(mountPoint: string): Promise<boolean> {
     try {
-      await this.#runner.run(['fsfreeze', '-u', mountPoint], { timeoutMs: FREEZE_TIMEOUT_MS });
+      await this.#p.runner.run(['fsfreeze', '-u', mountPoint], { timeoutMs: FREEZE_TIMEOUT_MS });
       return true;
     } catch (error) {
       if (error instanceof CommandFailedError && /Invalid argument/.test(error.stderr))
         return false;
-      this.#logger?.warn('fsfreeze -u failed', {
+      this.#p.logger?.warn('fsfreeze -u failed', {
         mountPoint,
         error: (error as Error).message,
       });

@@ -1,0 +1,52 @@
+import type { WarnLogger, CommandRunner } from '../exec/runner.js';
+import type { HostLock } from '../lock/host-lock.js';
+import type { Lvm } from '../lvm/lvm.js';
+import { DEFAULT_NAMING, type Naming } from '../naming.js';
+import type { HeaderIo } from './header-io.js';
+
+/**
+ * What the volume and snapshot services run on (createNodeServices builds
+ * one set for both): the lvm module, a runner for the other tools, the host
+ * lock held across every check-then-change sequence (DESIGN.md §2.3), the
+ * header I/O, and the parts of the data-device and filesystem managers a
+ * service uses (`Maps`, `Filesystems`).
+ */
+export interface ServiceParts<Maps, Filesystems> {
+  readonly lvm: Lvm;
+  /** Runs what is not lvm: `blkdiscard`, `fsfreeze`. */
+  readonly runner: CommandRunner;
+  readonly hostLock: HostLock;
+  readonly headers: HeaderIo;
+  readonly dataDevices: Maps;
+  readonly filesystems: Filesystems;
+  /** Default DEFAULT_NAMING. */
+  readonly naming?: Naming;
+  /** Unix milliseconds (a header's createdAt, `lvstamp.created`); default Date.now. */
+  readonly clock?: () => number;
+  /** Receives warnings: lvm's stderr of successful commands, leftovers left alone. */
+  readonly logger?: WarnLogger;
+}
+
+/** ServiceParts with its defaults filled in (withDefaults). */
+export interface ResolvedServiceParts<Maps, Filesystems> extends Required<
+  Omit<ServiceParts<Maps, Filesystems>, 'logger'>
+> {
+  readonly logger: WarnLogger | undefined;
+}
+
+/** `parts` with DEFAULT_NAMING, Date.now and no logger where not given. */
+export function withDefaults<Maps, Filesystems>(
+  parts: ServiceParts<Maps, Filesystems>,
+): ResolvedServiceParts<Maps, Filesystems> {
+  return {
+    lvm: parts.lvm,
+    runner: parts.runner,
+    hostLock: parts.hostLock,
+    headers: parts.headers,
+    dataDevices: parts.dataDevices,
+    filesystems: parts.filesystems,
+    naming: parts.naming ?? DEFAULT_NAMING,
+    clock: parts.clock ?? Date.now,
+    logger: parts.logger,
+  };
+}
