@@ -69,40 +69,63 @@ export async function rpcProcesses(
   return LIFECYCLE_RPCS.flatMap((rpc): Metric[] => {
     const first = calls[rpc][0]?.processes ?? { lvm: 0, other: 0, sequence: '', ms: 0 };
     const ms = median(calls[rpc].map((c) => c.ms));
-    const ceiling = LVM_CEILING[rpc];
-    return [
-      {
-        id: `rpc.${rpc}.lvm-processes`,
-        group: 'create-delete',
-        label: `${rpc}: lvm processes`,
-        value: first.lvm,
-        unit: 'count',
-        better: 'lower',
-        ...(ceiling === undefined ? {} : { target: { op: '<=' as const, value: ceiling } }),
-        compared: true,
-        note: first.sequence === '' ? 'none' : first.sequence,
-      },
-      {
-        id: `rpc.${rpc}.other-processes`,
-        group: 'create-delete',
-        label: `${rpc}: other processes`,
-        value: first.other,
-        unit: 'count',
-        better: 'lower',
-        compared: true,
-      },
-      {
-        id: `rpc.${rpc}.ms`,
-        group: 'create-delete',
-        label: `${rpc}: wall time`,
-        value: round(ms, 1),
-        unit: 'ms',
-        better: 'lower',
-        compared: false,
-        note: `median of ${calls[rpc].length}; in processes ${formatMs(median(calls[rpc].map((c) => c.processes.ms)))}`,
-      },
-    ];
+    return rpcMetrics(
+      rpc,
+      'create-delete',
+      first,
+      ms,
+      `median of ${calls[rpc].length}; in processes ${formatMs(median(calls[rpc].map((c) => c.processes.ms)))}`,
+      LVM_CEILING[rpc],
+    );
   });
+}
+
+/**
+ * The three metrics of one RPC in `group`: `rpc.<RPC>.lvm-processes` and
+ * `.other-processes` (counts of its first call; lvm ones held to
+ * `lvmCeiling` when given) and `.ms` (wall time in milliseconds, `msNote`
+ * saying how it was taken).
+ */
+export function rpcMetrics(
+  rpc: string,
+  group: Metric['group'],
+  first: ProcessCount,
+  ms: number,
+  msNote: string,
+  lvmCeiling?: number,
+): Metric[] {
+  return [
+    {
+      id: `rpc.${rpc}.lvm-processes`,
+      group,
+      label: `${rpc}: lvm processes`,
+      value: first.lvm,
+      unit: 'count',
+      better: 'lower',
+      ...(lvmCeiling === undefined ? {} : { target: { op: '<=' as const, value: lvmCeiling } }),
+      compared: true,
+      note: first.sequence === '' ? 'none' : first.sequence,
+    },
+    {
+      id: `rpc.${rpc}.other-processes`,
+      group,
+      label: `${rpc}: other processes`,
+      value: first.other,
+      unit: 'count',
+      better: 'lower',
+      compared: true,
+    },
+    {
+      id: `rpc.${rpc}.ms`,
+      group,
+      label: `${rpc}: wall time`,
+      value: round(ms, 1),
+      unit: 'ms',
+      better: 'lower',
+      compared: false,
+      note: msNote,
+    },
+  ];
 }
 
 /** One volume from CreateVolume to DeleteVolume, a filesystem volume mounted at a target. */

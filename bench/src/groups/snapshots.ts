@@ -26,6 +26,7 @@ import { countCommands, type ProcessCount } from '../exec.js';
 import { BENCH_OWNER_ID, cleanUp, createBenchVg, type BenchVg } from '../fixture.js';
 import { formatMs, median, MiB, round } from '../stats.js';
 import type { Metric } from '../types.js';
+import { rpcMetrics } from './rpc-processes.js';
 
 /** The thin pool the driver creates for the bench's thin class (512 MiB in a 1 GiB group). */
 const THIN_POOL = { pool: 'benchpool', poolSizeBytes: 512 * MiB, overprovisionRatio: 10 };
@@ -111,36 +112,14 @@ export function snapshotMetrics(rounds: readonly SnapshotRound[]): Metric[] {
         compared: true,
         note: `median of ${rounds.length}: driver ${formatMs(driverMs)} (in processes ${formatMs(median(driver.map((c) => c.processes.ms)))}), bare ${formatMs(bareMs)} (${firstBare.sequence}, in processes ${formatMs(median(bare.map((c) => c.processes.ms)))})`,
       },
-      {
-        id: `rpc.${rpc}.lvm-processes`,
-        group: 'snapshots',
-        label: `${rpc}: lvm processes`,
-        value: first.lvm,
-        unit: 'count',
-        better: 'lower',
-        ...(ceiling === undefined ? {} : { target: { op: '<=' as const, value: ceiling } }),
-        compared: true,
-        note: first.sequence === '' ? 'none' : first.sequence,
-      },
-      {
-        id: `rpc.${rpc}.other-processes`,
-        group: 'snapshots',
-        label: `${rpc}: other processes`,
-        value: first.other,
-        unit: 'count',
-        better: 'lower',
-        compared: true,
-      },
-      {
-        id: `rpc.${rpc}.ms`,
-        group: 'snapshots',
-        label: `${rpc}: wall time`,
-        value: round(driverMs, 1),
-        unit: 'ms',
-        better: 'lower',
-        compared: false,
-        note: `median of ${rounds.length}; bare ${formatMs(bareMs)}`,
-      },
+      ...rpcMetrics(
+        rpc,
+        'snapshots',
+        first,
+        driverMs,
+        `median of ${rounds.length}; bare ${formatMs(bareMs)}`,
+        ceiling,
+      ),
     ];
   });
 }
