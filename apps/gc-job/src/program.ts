@@ -55,63 +55,9 @@ const envOption = (flags: string, description: string, env: string, fallback?: s
     `${description} [env: ${env}]${fallback === undefined ? '' : ` (default: ${fallback})`}`,
   );
 
-/** Options of both modes. */
-function addCommonOptions(command: Command): Command {
+/** How the program reaches the Kubernetes API: list page size, request deadline, kubeconfig. */
+function addKubeOptions(command: Command): Command {
   return command
-    .addOption(
-      envOption(
-        '--driver-name <name>',
-        'CSI driver name of the PVs and CSINodes',
-        'LVSTAMP_DRIVER_NAME',
-        DEFAULTS.driverName,
-      ),
-    )
-    .addOption(
-      envOption(
-        '--owner-id <hex>',
-        "this installation's owner ID (32 hex digits); other owners' volumes are never touched",
-        'LVSTAMP_OWNER_ID',
-        DEFAULTS.ownerId,
-      ),
-    )
-    .addOption(
-      envOption(
-        '--min-age <duration>',
-        'grace period from the header creation time: younger volumes are kept',
-        'LVSTAMP_GC_MIN_AGE',
-        DEFAULTS.minAge,
-      ),
-    )
-    .addOption(
-      envOption(
-        '--max-delete <n>',
-        'remove at most N volumes per node and run',
-        'LVSTAMP_GC_MAX_DELETE',
-        DEFAULTS.maxDelete,
-      ),
-    )
-    .addOption(
-      envOption(
-        '--max-delete-percent <p>',
-        "remove at most P % of the node's stamped volumes per run (rounded down)",
-        'LVSTAMP_GC_MAX_DELETE_PERCENT',
-        DEFAULTS.maxDeletePercent,
-      ),
-    )
-    .addOption(
-      envOption(
-        '--apply',
-        'delete what the plan says (default: dry run, report only)',
-        'LVSTAMP_GC_APPLY',
-      ),
-    )
-    .addOption(
-      envOption(
-        '--allow-empty-live-set',
-        'accept that no PV of the driver exists while stamped volumes do',
-        'LVSTAMP_GC_ALLOW_EMPTY_LIVE_SET',
-      ),
-    )
     .addOption(
       new Option('--page-size <n>', 'items per list page (limit + continue)').default(
         DEFAULTS.pageSize,
@@ -128,7 +74,68 @@ function addCommonOptions(command: Command): Command {
         'kubeconfig outside a pod (default: in-cluster credentials in a pod, else ~/.kube/config)',
         'KUBECONFIG',
       ),
-    )
+    );
+}
+
+/** Options of both modes. */
+function addCommonOptions(command: Command): Command {
+  return addKubeOptions(
+    command
+      .addOption(
+        envOption(
+          '--driver-name <name>',
+          'CSI driver name of the PVs and CSINodes',
+          'LVSTAMP_DRIVER_NAME',
+          DEFAULTS.driverName,
+        ),
+      )
+      .addOption(
+        envOption(
+          '--owner-id <hex>',
+          "this installation's owner ID (32 hex digits); other owners' volumes are never touched",
+          'LVSTAMP_OWNER_ID',
+          DEFAULTS.ownerId,
+        ),
+      )
+      .addOption(
+        envOption(
+          '--min-age <duration>',
+          'grace period from the header creation time: younger volumes are kept',
+          'LVSTAMP_GC_MIN_AGE',
+          DEFAULTS.minAge,
+        ),
+      )
+      .addOption(
+        envOption(
+          '--max-delete <n>',
+          'remove at most N volumes per node and run',
+          'LVSTAMP_GC_MAX_DELETE',
+          DEFAULTS.maxDelete,
+        ),
+      )
+      .addOption(
+        envOption(
+          '--max-delete-percent <p>',
+          "remove at most P % of the node's stamped volumes per run (rounded down)",
+          'LVSTAMP_GC_MAX_DELETE_PERCENT',
+          DEFAULTS.maxDeletePercent,
+        ),
+      )
+      .addOption(
+        envOption(
+          '--apply',
+          'delete what the plan says (default: dry run, report only)',
+          'LVSTAMP_GC_APPLY',
+        ),
+      )
+      .addOption(
+        envOption(
+          '--allow-empty-live-set',
+          'accept that no PV of the driver exists while stamped volumes do',
+          'LVSTAMP_GC_ALLOW_EMPTY_LIVE_SET',
+        ),
+      ),
+  )
     .addOption(new Option('--json', 'print the report as JSON').default(false))
     .addOption(
       envOption(
@@ -205,38 +212,23 @@ export function buildProgram(
       state.exitCode = await nodeAction(raw, deps);
     });
 
-  program
-    .command('live-set')
-    .description(
-      'print the live set, one volume ID per line: what `lvstamp gc --live FILE` needs, built exactly as the node runs build it ' +
-        '(every PV of the driver in any phase, by handle and name, and pvc-<uid> of every PVC); exit 1 and nothing on ' +
-        'standard output when any list page fails',
-    )
-    .addOption(
-      envOption(
-        '--driver-name <name>',
-        'CSI driver name of the PVs',
-        'LVSTAMP_DRIVER_NAME',
-        DEFAULTS.driverName,
+  addKubeOptions(
+    program
+      .command('live-set')
+      .description(
+        'print the live set, one volume ID per line: what `lvstamp gc --live FILE` needs, built exactly as the node runs build it ' +
+          '(every PV of the driver in any phase, by handle and name, and pvc-<uid> of every PVC); exit 1 and nothing on ' +
+          'standard output when any list page fails',
+      )
+      .addOption(
+        envOption(
+          '--driver-name <name>',
+          'CSI driver name of the PVs',
+          'LVSTAMP_DRIVER_NAME',
+          DEFAULTS.driverName,
+        ),
       ),
-    )
-    .addOption(
-      new Option('--page-size <n>', 'items per list page (limit + continue)').default(
-        DEFAULTS.pageSize,
-      ),
-    )
-    .addOption(
-      new Option('--request-timeout <duration>', 'deadline of each Kubernetes API request').default(
-        DEFAULTS.requestTimeout,
-      ),
-    )
-    .addOption(
-      envOption(
-        '--kubeconfig <file>',
-        'kubeconfig outside a pod (default: in-cluster credentials in a pod, else ~/.kube/config)',
-        'KUBECONFIG',
-      ),
-    )
+  )
     .addOption(
       new Option(
         '--snapshots',
