@@ -31,3 +31,21 @@ export function warningLine(
   });
   return `lvstamp: warning: ${[message, ...parts].join('; ')}\n`;
 }
+
+/**
+ * The line of a delete that found nothing (exit 0: a retried delete is done).
+ * A ref that looks like an LV name or a device path (`lvstamp_…`,
+ * `lvstamp-…`, any `/`) was read as a volume or snapshot name and so named
+ * nothing: the line says so, with the ID it was hashed to (DESIGN.md §3), and
+ * where the right ref is shown.
+ */
+export function absentLine(what: string, ref: string, id: string, listCommand: string): string {
+  const looksLikeDevice = ref.includes('/') || /^lvstamp[-_]/.test(ref);
+  return (
+    `${what} did not exist (nothing to do)` +
+    (looksLikeDevice
+      ? `; "${ref}" was read as a name (ID ${id}), not as an LV or device: give a name or an ID that \`${listCommand}\` shows`
+      : '') +
+    '\n'
+  );
+}

@@ -257,6 +257,26 @@ describe('delete: two ownership signals, and the explicit override', () => {
     expect(h.stdout()).toBe('');
   });
 
+  it.each([
+    ['x', 'x did not exist (nothing to do)\n'],
+    [
+      `/dev/vg0/lvstamp_${'a'.repeat(32)}`,
+      `/dev/vg0/lvstamp_${'a'.repeat(32)} did not exist (nothing to do); "/dev/vg0/lvstamp_${'a'.repeat(32)}" was read as a name (ID ${ID}), not as an LV or device: give a name or an ID that \`lvstamp list\` shows\n`,
+    ],
+    [
+      `lvstamp_${'a'.repeat(32)}`,
+      `lvstamp_${'a'.repeat(32)} did not exist (nothing to do); "lvstamp_${'a'.repeat(32)}" was read as a name (ID ${ID}), not as an LV or device: give a name or an ID that \`lvstamp list\` shows\n`,
+    ],
+  ])(
+    '%s absent: exit 0, and an LV or device path is said to have been read as a name',
+    async (ref, line) => {
+      const { h, del } = deleteHarness(Promise.resolve({ existed: false }));
+      expect(await h.run('delete', ref)).toBe(0);
+      expect(del).toHaveBeenCalledOnce();
+      expect(h.stdout()).toBe(line);
+    },
+  );
+
   it('--force-unowned passes the override and says exactly which checks it skipped', async () => {
     const { h, del } = deleteHarness(Promise.resolve({ existed: true }));
     expect(await h.run('--json', 'delete', 'x', '--force-unowned')).toBe(0);

@@ -138,6 +138,22 @@ describe('lvstamp snapshot', () => {
       /lvstamp snapshot delete --force-unowned skips these checks\)\n$/,
     );
   });
+
+  it('delete of an absent snapshot exits 0; an LV name given as REF is said to have been read as a name', async () => {
+    const snapshots = {
+      resolveSnapshot: () => Promise.resolve(SNAPSHOT_ID),
+      deleteSnapshot: () => Promise.resolve({ existed: false }),
+    } as unknown as CliServices['snapshots'];
+    const plain = harness({ volumes: volumes(), snapshots });
+    expect(await plain.run('snapshot', 'delete', 'nightly', '--vg', 'vg0')).toBe(0);
+    expect(plain.stdout()).toBe('snapshot nightly did not exist (nothing to do)\n');
+    const lvName = harness({ volumes: volumes(), snapshots });
+    expect(await lvName.run('snapshot', 'delete', 'vg0/lvstamp_snap_x', '--vg', 'vg0')).toBe(0);
+    expect(lvName.stdout()).toBe(
+      'snapshot vg0/lvstamp_snap_x did not exist (nothing to do); "vg0/lvstamp_snap_x" was read as a ' +
+        `name (ID ${SNAPSHOT_ID}), not as an LV or device: give a name or an ID that \`lvstamp snapshot list\` shows\n`,
+    );
+  });
 });
 
 describe('lvstamp create --from-snapshot | --from-volume', () => {

@@ -7,7 +7,7 @@ import {
 } from '@lvstamp/core';
 import type { Command } from 'commander';
 import type { CommandContext } from '../context.js';
-import { progress, writeJson } from '../output.js';
+import { absentLine, progress, writeJson } from '../output.js';
 import { formatBytes } from '../quantity.js';
 import { commandScope } from '../scope.js';
 
@@ -123,7 +123,7 @@ export function registerSnapshotCommands(program: Command, ctx: CommandContext):
         io.stdout.write(
           result.existed
             ? `deleted snapshot ${ref}\n`
-            : `snapshot ${ref} did not exist (nothing to do)\n`,
+            : absentLine(`snapshot ${ref}`, ref, id, 'lvstamp snapshot list'),
         );
     });
 }

@@ -11,7 +11,7 @@ import {
 } from '@lvstamp/core';
 import { Option, type Command } from 'commander';
 import { UsageError } from '../errors.js';
-import { progress, writeJson } from '../output.js';
+import { absentLine, progress, writeJson } from '../output.js';
 import type { CommandContext } from '../context.js';
 import { formatBytes, formatCapacity, parseSize } from '../quantity.js';
 import { commandScope } from '../scope.js';
@@ -294,9 +294,13 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
         });
       else
         io.stdout.write(
-          (result.existed ? `deleted ${ref}` : `${ref} did not exist (nothing to do)`) +
-            (opts.forceUnowned ? ` (--force-unowned: not checked: ${FORCE_UNOWNED_SKIPS})` : '') +
-            '\n',
+          result.existed
+            ? `deleted ${ref}` +
+                (opts.forceUnowned
+                  ? ` (--force-unowned: not checked: ${FORCE_UNOWNED_SKIPS})`
+                  : '') +
+                '\n'
+            : absentLine(ref, ref, id, 'lvstamp list'),
         );
     });
 }
