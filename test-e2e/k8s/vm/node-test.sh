@@ -231,9 +231,11 @@ s_leak() {
   # another lvstamp process holds the host lock (proper-lockfile: a directory and its mtime
   # heartbeat), so the driver's CreateVolume waits for it (up to 120 s)
   mkdir -p /run/lock/lvstamp && mkdir $lock || fail "the host lock $lock is already held" || return 1
-  (while [ -d $lock ]; do touch $lock 2>/dev/null; sleep 2; done) &
+  # (touch -c: a heartbeat that runs just after the release must not create a plain file there,
+  # which no lvstamp process could ever take again)
+  (while [ -d $lock ]; do touch -c $lock 2>/dev/null; sleep 2; done) &
   hb=$!
-  release() { rm -rf $lock; kill $hb 2>/dev/null; wait $hb 2>/dev/null; }
+  release() { kill $hb 2>/dev/null; wait $hb 2>/dev/null; rm -rf $lock; }
   pvc leak lvstamp-ext4 64Mi && pod app-leak leak || { release; return 1; }
   wait_for "CreateVolume of PVC leak in flight (event Provisioning)" 300 sh -c \
     "kubectl get events --field-selector involvedObject.name=leak,reason=Provisioning -o name | grep -q ." ||

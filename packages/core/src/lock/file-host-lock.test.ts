@@ -13,7 +13,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { InvalidArgumentError, LockTimeoutError } from '../errors.js';
+import { FailedPreconditionError, InvalidArgumentError, LockTimeoutError } from '../errors.js';
 import { FileHostLock } from './file-host-lock.js';
 import { NoopHostLock } from './host-lock.js';
 
@@ -57,6 +57,35 @@ describe('FileHostLock in one process', () => {
     expect(seen).toBe(true);
     expect(existsSync(path)).toBe(false);
     expect(existsSync(dirname(path))).toBe(true);
+  });
+
+  it('a plain file or a symlink at the lock path is refused at once, named, and left in place', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'file.lock');
+    writeFileSync(file, 'not a lock');
+    const link = join(dir, 'link.lock');
+    symlinkSync(dir, link);
+    for (const [path, kind] of [
+      [file, 'a plain file'],
+      [link, 'a symbolic link'],
+    ] as const) {
+      const started = Date.now();
+      let ran = false;
+      const error = await fastLock(path, 60_000)
+        .withLock('create x', () => {
+          ran = true;
+          return Promise.resolve();
+        })
+        .catch((e: unknown) => e);
+      expect(Date.now() - started).toBeLessThan(30_000); // not after the 60 s wait
+      expect(ran).toBe(false);
+      expect(error).toBeInstanceOf(FailedPreconditionError);
+      expect((error as Error).message).toBe(
+        `cannot take host lock ${path} for "create x": it is ${kind}, not a lock directory; no lvstamp process made it, so lvstamp leaves it alone: remove it by hand when no lvstamp process runs`,
+      );
+    }
+    expect(readFileSync(file, 'utf8')).toBe('not a lock');
+    expect(existsSync(link)).toBe(true);
   });
 
   it('releases the lock when fn throws', async () => {

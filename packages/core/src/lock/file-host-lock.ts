@@ -1,8 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { mkdir } from 'node:fs/promises';
+import { lstat, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import * as lockfile from 'proper-lockfile';
-import { InvalidArgumentError, LockTimeoutError } from '../errors.js';
+import { FailedPreconditionError, InvalidArgumentError, LockTimeoutError } from '../errors.js';
 import type { WarnLogger } from '../exec/runner.js';
 import { DEFAULT_HOST_LOCK_PATH } from '../naming.js';
 import type { HostLock } from './host-lock.js';
@@ -51,6 +51,9 @@ interface Holding {
  * taken over while held), the process does not crash: the event is logged,
  * `fn` is left to finish (every operation is idempotent, DESIGN.md §2.2),
  * and `withLock` then throws LockTimeoutError so that the caller retries.
+ * Anything but a directory at the lock path (a plain file, a symlink) is
+ * no lock of a dead holder and never goes away by itself: `withLock`
+ * throws FailedPreconditionError at once, naming it, and leaves it there.
  */
 export class FileHostLock implements HostLock {
   readonly #path: string;
@@ -152,6 +155,7 @@ export class FileHostLock implements HostLock {
 
   async #acquire(reason: string, deadline: number, holding: Holding): Promise<() => Promise<void>> {
     await mkdir(dirname(this.#path), { recursive: true, mode: 0o755 });
+    await this.#refuseNonDirectory(reason);
     const remaining = Math.max(deadline - Date.now(), 0);
     try {
       return await lockfile.lock(this.#path, {
@@ -183,6 +187,28 @@ export class FileHostLock implements HostLock {
         { cause: error },
       );
     }
+  }
+
+  /**
+   * The lock is a directory; anything else at its path (a plain file, a
+   * symlink) was not made by a lock holder, would never go away by itself
+   * and is not ours to remove: refused at once, naming it.
+   * @throws FailedPreconditionError.
+   */
+  async #refuseNonDirectory(reason: string): Promise<void> {
+    const stat = await lstat(this.#path).catch((error: unknown) => {
+      if (isErrno(error, 'ENOENT')) return null;
+      throw error;
+    });
+    if (stat === null || stat.isDirectory()) return;
+    const kind = stat.isSymbolicLink()
+      ? 'a symbolic link'
+      : stat.isFile()
+        ? 'a plain file'
+        : 'not a directory';
+    throw new FailedPreconditionError(
+      `cannot take host lock ${this.#path} for "${reason}": it is ${kind}, not a lock directory; no lvstamp process made it, so lvstamp leaves it alone: remove it by hand when no lvstamp process runs`,
+    );
   }
 
   #timeout(reason: string, cause?: unknown): LockTimeoutError {
