@@ -5,6 +5,7 @@ import {
   NotFoundError,
   requireNoControlCharacters,
   thinPoolOf,
+  ThinPoolUnusableError,
   volumeIdForName,
   VolumeGroupUnusableError,
   type ThinPoolCapacity,
@@ -66,6 +67,16 @@ export interface ControllerDeps {
   readonly onVolumeGroupState?: (state: VolumeGroupState) => void;
   /** Told after each GetCapacity of a thin class what its pool can take (logs). */
   readonly onThinPoolState?: (state: ThinPoolState) => void;
+  /**
+   * Told when a thin class's pool cannot be measured or activated
+   * (ThinPoolUnusableError, e.g. no thin-pool target in the kernel): the
+   * class then reports 0 capacity (logs).
+   */
+  readonly onThinPoolUnusable?: (state: {
+    readonly deviceClass: string;
+    readonly pool: string;
+    readonly message: string;
+  }) => void;
 }
 
 /** What GetCapacity found about a thin class's pool. */
@@ -417,6 +428,15 @@ export function createControllerService(deps: ControllerDeps) {
         try {
           pool = await core.volumes.thinPoolCapacity(deviceClass.volumeGroup, thin);
         } catch (error) {
+          if (error instanceof ThinPoolUnusableError) {
+            // what CreateVolume would answer (RESOURCE_EXHAUSTED): this class takes nothing here
+            deps.onThinPoolUnusable?.({
+              deviceClass: deviceClass.name,
+              pool: `${deviceClass.volumeGroup}/${thin.thinPool}`,
+              message: error.message,
+            });
+            return none;
+          }
           if (!(error instanceof VolumeGroupUnusableError)) throw error;
           report(error.problem, error.message);
           return none;

@@ -55,6 +55,7 @@ export interface RpcFailure {
  * | ThinPoolUnusableError | RESOURCE_EXHAUSTED: a thin class whose pool is not a thin pool, does not zero new chunks, is absent without thinPoolSize, or cannot be made because the kernel has no thin-pool target takes nothing on this node (DESIGN.md §4 "Thin device classes") |
  * | FailedPreconditionError | FAILED_PRECONDITION |
  * | NotOwnedError (a FailedPreconditionError: an LV failed an ownership check, DESIGN.md §2.3) | FAILED_PRECONDITION, naming the LV and the check |
+ * | ThinTargetMissingError (a FailedPreconditionError: no thin target in the kernel; a thin class's pool makes it ThinPoolUnusableError) | FAILED_PRECONDITION, naming the fix |
  * | LockTimeoutError | ABORTED (CSI spec "Concurrency": an operation on the volume is in progress) |
  * | IoTimeoutError | DEADLINE_EXCEEDED, naming the device that does not answer (docs/LVM-CONFIG.md "Hung I/O") |
  * | CommandTimeoutError | DEADLINE_EXCEEDED: the killed step's outcome is unknown and every operation converges when retried; the Kubernetes sidecars read it as "still in progress" and retry |

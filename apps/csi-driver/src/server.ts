@@ -124,6 +124,9 @@ export function createServer(deps: ServerDeps): DriverServer {
         }
         deps.metrics?.volumeGroupState(state.deviceClass, state.volumeGroup, state.problem);
       },
+      onThinPoolUnusable: (state) => {
+        deps.logger.warn(state, 'thin pool unusable: its device class reports 0 capacity');
+      },
       onThinPoolState: ({ deviceClass, pool, capacity }) => {
         const { condition, detail, dataRatio, metadataRatio } = capacity;
         if (condition !== 'ok' && condition !== 'prospective') {

@@ -70,6 +70,25 @@ describe('thin classes in the Controller service', () => {
     expect(JSON.stringify(h.logs.lines)).toContain('thin pool queues writes when full');
   });
 
+  it('GetCapacity of a pool that cannot be activated (no thin-pool target in the kernel) is 0 and logs why', async () => {
+    core.failNext.set(
+      'thinPoolCapacity',
+      new ThinPoolUnusableError(
+        'vg0',
+        'pool0',
+        'the kernel has no thin-pool target and lvm could not load it',
+      ),
+    );
+    const answer = await h.call('Controller', 'GetCapacity', {
+      volume_capabilities: [MOUNT],
+      parameters: {},
+    });
+    expect(answer).toMatchObject({ available_capacity: '0', maximum_volume_size: { value: '0' } });
+    const logged = JSON.stringify(h.logs.lines);
+    expect(logged).toContain('thin pool unusable: its device class reports 0 capacity');
+    expect(logged).toContain('the kernel has no thin-pool target and lvm could not load it');
+  });
+
   it('GetCapacity of a full pool is 0 and logs why', async () => {
     core.thinPools.set(
       'vg0/pool0',

@@ -83,6 +83,16 @@ export class NotOwnedError extends FailedPreconditionError {
   }
 }
 
+/**
+ * The kernel has no thin-pool (or thin) device-mapper target and lvm could
+ * not load the `dm_thin_pool` module itself (docs/FACTS.md, device-mapper):
+ * nothing thin can be made or activated on this node until it is loaded.
+ * The message names the fix; `cause` is lvm's CommandFailedError.
+ */
+export class ThinTargetMissingError extends FailedPreconditionError {
+  override readonly kind = 'thin-target-missing';
+}
+
 /** What a finished external command left behind. */
 export interface CommandOutcome {
   /** The exact argument vector, program first. */

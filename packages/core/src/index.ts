@@ -10,6 +10,7 @@ export {
   OutOfSpaceError,
   FailedPreconditionError,
   NotOwnedError,
+  ThinTargetMissingError,
   CommandFailedError,
   CommandTimeoutError,
   UnparseableOutputError,

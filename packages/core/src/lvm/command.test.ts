@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CommandFailedError, ThinTargetMissingError } from '../errors.js';
 import { ReplayRunner } from '../testing/replay-runner.js';
 import { NoopHostLock } from '../lock/host-lock.js';
 import { LvmCommand } from './command.js';
@@ -45,5 +46,42 @@ describe('LvmCommand: the host lock', () => {
         { argv: ['lvrename', '--yes', 'vg0', 'a', 'b'], stderr: '  WARNING: something\n' },
       ],
     ]);
+  });
+});
+
+describe('LvmCommand: a kernel without the thin targets', () => {
+  const HINT =
+    'the kernel has no thin-pool target and lvm could not load it: load the dm_thin_pool module on ' +
+    'the node (modprobe dm_thin_pool; at boot: /etc/modules-load.d), or give the driver the host’s ' +
+    '/lib/modules and kmod (deploy/kubernetes/daemonset.yaml does)';
+
+  it('a thin LV that cannot be activated (lvm: "thin target support missing from kernel?") is ThinTargetMissingError naming the fix', async () => {
+    const argv = ['lvchange', '--activate', 'y', 'vg0/lvstamp_a'];
+    const runner = new ReplayRunner([
+      {
+        argv,
+        exitCode: 5,
+        stderr:
+          '  /sbin/modprobe: execvp failed: No such file or directory\n  /sbin/modprobe failed: 2\n' +
+          "  Can't process LV vg0/lvstamp_a: thin target support missing from kernel?\n",
+      },
+    ]);
+    const lvm = new Lvm({ runner, hostLock: new NoopHostLock() });
+    const error = await lvm.logicalVolumes.activate('vg0', 'lvstamp_a').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ThinTargetMissingError);
+    expect((error as Error).message).toBe(
+      `${HINT} (lvchange --activate y vg0/lvstamp_a: /sbin/modprobe: execvp failed: No such file or ` +
+        "directory | /sbin/modprobe failed: 2 | Can't process LV vg0/lvstamp_a: thin target support missing from kernel?)",
+    );
+    expect((error as Error).cause).toBeInstanceOf(CommandFailedError);
+  });
+
+  it('any other failure stays a CommandFailedError', async () => {
+    const argv = ['lvchange', '--activate', 'y', 'vg0/lv'];
+    const runner = new ReplayRunner([{ argv, exitCode: 5, stderr: '  something else\n' }]);
+    const lvm = new Lvm({ runner, hostLock: new NoopHostLock() });
+    const error = await lvm.logicalVolumes.activate('vg0', 'lv').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CommandFailedError);
+    expect(error).not.toBeInstanceOf(ThinTargetMissingError);
   });
 });

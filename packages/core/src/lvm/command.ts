@@ -1,6 +1,22 @@
+import { CommandFailedError, ThinTargetMissingError } from '../errors.js';
 import type { CommandResult, CommandRunner, WarnLogger } from '../exec/runner.js';
 import { runLogged } from '../exec/logged.js';
 import type { HostLock } from '../lock/host-lock.js';
+import { lvmMessage } from './vg-state.js';
+
+// lvm2 2.03.16 when the kernel has no thin-pool or thin target and its own /sbin/modprobe
+// dm-thin-pool failed: "thin-pool: Required device-mapper target(s) not detected in your kernel."
+// (lvcreate of a pool) and "Can't process LV VG/LV: thin(-pool) target support missing from
+// kernel?" (activation of a pool or a thin LV); fixtures/thin/recorded pool-create-no-modprobe and
+// pool-activate-no-modprobe, docs/FACTS.md.
+const NO_THIN_TARGET =
+  /thin(-pool)?: Required device-mapper target\(s\) not detected in your kernel|thin(-pool)? target support missing from kernel/;
+
+/** What the node's administrator does then (README "Thin device classes"). */
+const NO_THIN_TARGET_HINT =
+  'the kernel has no thin-pool target and lvm could not load it: load the dm_thin_pool module on ' +
+  'the node (modprobe dm_thin_pool; at boot: /etc/modules-load.d), or give the driver the host’s ' +
+  '/lib/modules and kmod (deploy/kubernetes/daemonset.yaml does)';
 
 /** Options every lvm report gets: JSON, sizes as plain byte counts (docs/FACTS.md "Reports"). */
 export const REPORT_OPTIONS: readonly string[] = Object.freeze([
@@ -32,7 +48,9 @@ export interface LvmCommandOptions {
  * Runs lvm commands for the lvm module (DESIGN.md §2.5): each with the
  * deadline, its warnings logged; a change (a command that writes lvm
  * metadata or activates) only under the host lock, reports without it.
- * @throws CommandFailedError, CommandTimeoutError; LockTimeoutError for a change.
+ * @throws ThinTargetMissingError when lvm says the kernel has no thin-pool or
+ *   thin target (and could not load it); CommandFailedError,
+ *   CommandTimeoutError; LockTimeoutError for a change.
  */
 export class LvmCommand {
   readonly #options: LvmCommandOptions;
@@ -51,8 +69,18 @@ export class LvmCommand {
     return this.#options.hostLock.withLock(reason, () => this.#run(argv));
   }
 
-  #run(argv: readonly string[]): Promise<CommandResult> {
+  async #run(argv: readonly string[]): Promise<CommandResult> {
     const { runner, logger, timeoutMs } = this.#options;
-    return runLogged(runner, logger, argv, timeoutMs === undefined ? {} : { timeoutMs });
+    try {
+      return await runLogged(runner, logger, argv, timeoutMs === undefined ? {} : { timeoutMs });
+    } catch (error) {
+      if (error instanceof CommandFailedError && NO_THIN_TARGET.test(error.stderr)) {
+        throw new ThinTargetMissingError(
+          `${NO_THIN_TARGET_HINT} (${argv.join(' ')}: ${lvmMessage(error.stderr)})`,
+          { cause: error },
+        );
+      }
+      throw error;
+    }
   }
 }

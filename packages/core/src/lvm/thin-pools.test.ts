@@ -267,9 +267,22 @@ describe('thin failures (recorded lvm2 messages)', () => {
       'thin pool lvstamp/pool0 is unusable: the kernel has no thin-pool target and lvm could not ' +
         'load it: load the dm_thin_pool module on the node (modprobe dm_thin_pool; at boot: ' +
         '/etc/modules-load.d), or give the driver the host’s /lib/modules and kmod ' +
-        '(deploy/kubernetes/daemonset.yaml does) (lvm: /sbin/modprobe: execvp failed: No such ' +
+        `(deploy/kubernetes/daemonset.yaml does) (${argv.join(' ')}: /sbin/modprobe: execvp failed: No such ` +
         'file or directory | /sbin/modprobe failed: 2 | thin-pool: Required device-mapper ' +
         "target(s) not detected in your kernel. | Run `lvcreate --help' for more information.)",
+    );
+  });
+
+  it('an inactive pool that cannot be activated for want of the target is ThinPoolUnusableError (pool-activate-no-modprobe)', async () => {
+    const { lvm, runner } = lvmWith([
+      { argv: ['lvchange', '-ay', 'brkvg/pool0'], ...recorded('pool-activate-no-modprobe') },
+    ]);
+    expect(recordedArgv('pool-activate-no-modprobe')).toBe('lvchange -ay brkvg/pool0');
+    const error = await lvm.thinPools.activate('brkvg', 'pool0').catch((e: unknown) => e);
+    runner.assertDone();
+    expect(error).toBeInstanceOf(ThinPoolUnusableError);
+    expect((error as Error).message).toMatch(
+      /^thin pool brkvg\/pool0 is unusable: the kernel has no thin-pool target and lvm could not load it: .*\(lvchange -ay brkvg\/pool0: .*thin-pool target support missing from kernel\?\)$/,
     );
   });
 

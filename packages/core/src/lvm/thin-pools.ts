@@ -134,11 +134,17 @@ export class ThinPools {
    * `lvchange -ay VG/POOL`: activates an inactive pool alone (its `-tpool`,
    * `_tdata`, `_tmeta` devices), so that its usage can be read; changes no
    * data. The caller checked the name against its class first.
-   * @throws CommandFailedError, CommandTimeoutError, LockTimeoutError.
+   * @throws ThinPoolUnusableError (no thin-pool target in the kernel, lvm:
+   *   "is not a thin pool"); CommandFailedError, CommandTimeoutError,
+   *   LockTimeoutError.
    */
   async activate(vgName: string, poolName: string): Promise<void> {
     const target = `${vgName}/${poolName}`;
-    await this.#lvm.change(`lvchange ${target}`, ['lvchange', '-ay', target]);
+    try {
+      await this.#lvm.change(`lvchange ${target}`, ['lvchange', '-ay', target]);
+    } catch (error) {
+      throw classifyThinChangeFailure(vgName, poolName, error);
+    }
   }
 
   /**

@@ -4,6 +4,7 @@ import {
   OutOfSpaceError,
   STDERR_MESSAGE_BYTES,
   ThinPoolUnusableError,
+  ThinTargetMissingError,
   VolumeGroupUnusableError,
   type VolumeGroupProblem,
 } from '../errors.js';
@@ -96,43 +97,27 @@ export function classifyChangeFailure(vgName: string, error: unknown): unknown {
 const THIN_POOL_FULL =
   /free space in thin pool \S+ reached threshold|Thin pool \S+ is out of data space/;
 const NOT_A_THIN_POOL = /\S+ is not a thin pool|Pool \S+ not found in Volume group/;
-// The kernel has no thin-pool target and lvm could not load dm_thin_pool (its own /sbin/modprobe
-// failed: a container without kmod or the host's /lib/modules; fixtures/thin/recorded
-// pool-create-no-modprobe).
-const NO_THIN_TARGET =
-  /thin(-pool)?: Required device-mapper target\(s\) not detected in your kernel/;
-
-/** What the node's administrator does when the kernel has no thin-pool target (README "Thin device classes"). */
-const NO_THIN_TARGET_HINT =
-  'the kernel has no thin-pool target and lvm could not load it: load the dm_thin_pool module on ' +
-  'the node (modprobe dm_thin_pool; at boot: /etc/modules-load.d), or give the driver the host’s ' +
-  '/lib/modules and kmod (deploy/kubernetes/daemonset.yaml does)';
 
 /**
  * A failed change in the thin pool `vgName/poolName` (lvcreate --type thin,
  * lvextend of a thin LV) as a typed error (docs/DESIGN.md §4 "Thin
  * capacity"): lvm's "reached threshold" and "out of data space" become
  * OutOfSpaceError, "is not a thin pool", "Pool … not found" and a kernel
- * without the thin-pool target ThinPoolUnusableError; the rest as
- * classifyChangeFailure.
+ * without the thin-pool target (ThinTargetMissingError) ThinPoolUnusableError;
+ * the rest as classifyChangeFailure.
  */
 export function classifyThinChangeFailure(
   vgName: string,
   poolName: string,
   error: unknown,
 ): unknown {
+  if (error instanceof ThinTargetMissingError) {
+    return new ThinPoolUnusableError(vgName, poolName, error.message, { cause: error });
+  }
   if (error instanceof CommandFailedError) {
     if (THIN_POOL_FULL.test(error.stderr)) {
       return new OutOfSpaceError(
         `thin pool ${vgName}/${poolName} is full: ${CommandFailedError.describe(error)}`,
-        { cause: error },
-      );
-    }
-    if (NO_THIN_TARGET.test(error.stderr)) {
-      return new ThinPoolUnusableError(
-        vgName,
-        poolName,
-        `${NO_THIN_TARGET_HINT} (lvm: ${lvmMessage(error.stderr)})`,
         { cause: error },
       );
     }
