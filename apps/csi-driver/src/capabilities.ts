@@ -72,12 +72,20 @@ export function requireControllerCapability(
   capability: string,
   offered: readonly ControllerCapability[] = CONTROLLER_CAPABILITIES,
 ): void {
-  if (!(offered as readonly string[]).includes(capability)) {
+  if (!offersControllerCapability(capability, offered)) {
     throw new CsiError(
       GrpcStatus.UNIMPLEMENTED,
       `controller capability ${capability} is not offered`,
     );
   }
+}
+
+/** Whether `offered` (default: every controller capability) holds `capability`. */
+export function offersControllerCapability(
+  capability: string,
+  offered: readonly ControllerCapability[] = CONTROLLER_CAPABILITIES,
+): boolean {
+  return (offered as readonly string[]).includes(capability);
 }
 
 /** @throws CsiError UNIMPLEMENTED when the node does not declare `capability`. */

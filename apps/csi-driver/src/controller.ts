@@ -17,6 +17,7 @@ import {
   controllerCapabilitiesFor,
   readCapability,
   requireCapability,
+  offersControllerCapability,
   requireControllerCapability,
 } from './capabilities.js';
 import type { DeviceClass, DriverConfig } from './config.js';
@@ -221,7 +222,7 @@ export function createControllerService(deps: ControllerDeps) {
       if (source !== null) {
         // CSI spec CreateVolume errors, "Source incompatible or not supported": INVALID_ARGUMENT.
         const needed = source.kind === 'snapshot' ? 'CREATE_DELETE_SNAPSHOT' : 'CLONE_VOLUME';
-        if (!(offered as readonly string[]).includes(needed)) {
+        if (!offersControllerCapability(needed, offered)) {
           throw invalidArgument(
             `a volume from a ${source.kind} needs ${needed}, which this driver offers only with a thin device class (docs/DESIGN.md §5)`,
           );
