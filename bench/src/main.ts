@@ -25,6 +25,7 @@ import { datapath } from './groups/datapath.js';
 import { footprint } from './groups/footprint.js';
 import { listing } from './groups/listing.js';
 import { snapshots } from './groups/snapshots.js';
+import { commandCost } from './command-cost.js';
 import { shellMode } from './shell-mode.js';
 import { latestResults, readBaseline, readResults, renderTable, writeResults } from './results.js';
 import { GROUPS, type BenchResults, type Group, type Metric } from './types.js';
@@ -211,6 +212,39 @@ function program(): Command {
         cleanupProblems: [],
       };
       process.exitCode = await shellMode(context, cycles);
+    });
+  root
+    .command('command-cost')
+    .description(
+      'time each lvm command of a create → delete cycle alone, bare and as the driver runs them (needs root; bench/scripts/run-command-cost.sh boots the VM when the host has no device-mapper)',
+    )
+    .option('--rounds <n>', 'cycles per side', '10')
+    .option(
+      '--metadata-only',
+      'on a host without device-mapper: lvm --driverloaded n, LVs never activated (scan and metadata work only)',
+      false,
+    )
+    .action(async (o: { rounds: string; metadataOnly: boolean }) => {
+      const rounds = Number(o.rounds);
+      if (!Number.isSafeInteger(rounds) || rounds < 1) {
+        throw new UsageFailure(`--rounds must be a positive whole number, got "${o.rounds}"`, 2);
+      }
+      if (process.getuid?.() !== 0) throw new UsageFailure('command-cost must run as root', 2);
+      const can = await checkHostCanActivate();
+      if (!can.ok && !o.metadataOnly) {
+        throw new UsageFailure(`cannot activate here (${can.reason}): use --metadata-only`, 2);
+      }
+      const context: BenchContext = {
+        scale: FULL,
+        runner: new CountingRunner(),
+        progress: (line) => process.stderr.write(`bench: ${line}\n`),
+        cleanupProblems: [],
+      };
+      process.exitCode = await commandCost(
+        context,
+        o.metadataOnly ? 'metadata-only' : 'full',
+        rounds,
+      );
     });
   root
     .command('check')
