@@ -160,13 +160,17 @@ export class FakeNode {
   ports(): GcExecutorPorts {
     return {
       lvm: {
-        listVolumes: (scope) =>
-          Promise.resolve(this.volumes.filter((v) => scope.vgNames.includes(v.vgName))),
+        listLogicalVolumes: (scope, lvNames) => {
+          const wanted = (lv: { vgName: string; lvName: string }): boolean =>
+            scope.vgNames.includes(lv.vgName) && (lvNames?.includes(lv.lvName) ?? true);
+          return Promise.resolve({
+            volumes: this.volumes.filter(wanted),
+            snapshots: this.snapshots.filter(wanted),
+          });
+        },
         // The fake's volumes live in vg0 and are all active.
         discoverVolumeGroups: () => Promise.resolve(['vg0']),
         activateOwnedVolumes: () => Promise.resolve([]),
-        listSnapshotLogicalVolumes: (scope) =>
-          Promise.resolve(this.snapshots.filter((v) => scope.vgNames.includes(v.vgName))),
         activateOwnedSnapshots: () => Promise.resolve([]),
         removeLogicalVolume: (ref: LvRef) => {
           if (!this.#lockHeld)

@@ -101,13 +101,17 @@ class FakeNode {
 
   readonly ports: GcExecutorPorts = {
     lvm: {
-      listVolumes: (scope) =>
-        this.step(`listVolumes ${scope.vgNames.join(',')}`, () =>
-          this.volumes.filter((v) => scope.vgNames.includes(v.vgName)),
-        ),
-      listSnapshotLogicalVolumes: (scope) =>
-        this.step(`listSnapshotLogicalVolumes ${scope.vgNames.join(',')}`, () =>
-          this.snapshots.filter((v) => scope.vgNames.includes(v.vgName)),
+      listLogicalVolumes: (scope, lvNames) =>
+        this.step(
+          `listLogicalVolumes ${scope.vgNames.join(',')}${lvNames ? ` ${lvNames.join(',')}` : ''}`,
+          () => {
+            const wanted = (lv: { vgName: string; lvName: string }): boolean =>
+              scope.vgNames.includes(lv.vgName) && (!lvNames || lvNames.includes(lv.lvName));
+            return {
+              volumes: this.volumes.filter(wanted),
+              snapshots: this.snapshots.filter(wanted),
+            };
+          },
         ),
       activateOwnedVolumes: () => this.step('activateOwnedVolumes', () => []),
       activateOwnedSnapshots: () => this.step('activateOwnedSnapshots', () => []),
@@ -237,13 +241,13 @@ describe('applyGcPlan', () => {
       `remove ${STALE}`,
       'unlock',
       `lock gc: remove volume ${orphanLv}`,
-      'listVolumes vg0',
+      `listLogicalVolumes vg0 lvstamp_${ORPHAN}`,
       `readHeader /dev/mapper/vg0-lvstamp_${ORPHAN}`,
       'listAll',
       `removeLogicalVolume ${orphanLv} uuid-lvstamp_${ORPHAN}-1 ${OWNER}`,
       'unlock',
       `lock gc: remove volume ${newLv}`,
-      'listVolumes vg0',
+      `listLogicalVolumes vg0 lvstamp_new_${NEW}`,
       `readHeader /dev/mapper/vg0-lvstamp_new_${NEW}`,
       'listAll',
       `removeLogicalVolume ${newLv} uuid-lvstamp_new_${NEW}-1 ${OWNER}`,
@@ -269,7 +273,7 @@ describe('applyGcPlan', () => {
     const outcomes = await applyGcPlan(volumeOnly, node.ports);
     expect(node.calls).toEqual([
       `lock gc: remove volume ${orphanLv}`,
-      'listVolumes vg0',
+      `listLogicalVolumes vg0 lvstamp_${ORPHAN}`,
       `readHeader /dev/mapper/vg0-lvstamp_${ORPHAN}`,
       'listAll',
       `table ${ORPHAN}`,
@@ -548,7 +552,7 @@ describe('applyGcPlan snapshots and interrupted restores', () => {
     ]);
     expect(node.calls.slice(node.calls.indexOf(`lock gc: remove snapshot ${snapLv}`))).toEqual([
       `lock gc: remove snapshot ${snapLv}`,
-      'listSnapshotLogicalVolumes vg0',
+      `listLogicalVolumes vg0 ${snapshotLvNameFor(SNAP)}`,
       `readHeader /dev/mapper/vg0-${snapshotLvNameFor(SNAP)}`,
       'listAll',
       `removeLogicalVolume ${snapLv} uuid-${snapshotLvNameFor(SNAP)} ${OWNER}`,

@@ -88,9 +88,10 @@ async function removeVolume(
   ports: GcExecutorPorts,
 ): Promise<Step> {
   // The plan's own volume group is the whole scope of this re-check.
-  const lv = (await ports.lvm.listVolumes({ vgNames: [entry.vgName] })).find(
-    (v) => v.vgName === entry.vgName && v.lvName === entry.lvName,
-  );
+  const { volumes } = await ports.lvm.listLogicalVolumes({ vgNames: [entry.vgName] }, [
+    entry.lvName,
+  ]);
+  const lv = volumes.find((v) => v.vgName === entry.vgName && v.lvName === entry.lvName);
   if (lv === undefined) return skipped(`LV ${entry.device} no longer exists`);
   if (lv.lvUuid !== entry.lvUuid) {
     return skipped(
@@ -178,9 +179,10 @@ async function removeSnapshot(
   entry: GcSnapshotEntry,
   ports: GcExecutorPorts,
 ): Promise<Step> {
-  const lv = (await ports.lvm.listSnapshotLogicalVolumes({ vgNames: [entry.vgName] })).find(
-    (v) => v.vgName === entry.vgName && v.lvName === entry.lvName,
-  );
+  const { snapshots } = await ports.lvm.listLogicalVolumes({ vgNames: [entry.vgName] }, [
+    entry.lvName,
+  ]);
+  const lv = snapshots.find((v) => v.vgName === entry.vgName && v.lvName === entry.lvName);
   if (lv === undefined) return skipped(`LV ${entry.device} no longer exists`);
   if (lv.lvUuid !== entry.lvUuid) {
     return skipped(

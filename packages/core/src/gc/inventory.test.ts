@@ -39,13 +39,11 @@ function fakePorts(node: NodePorts = NODE) {
   const calls: string[] = [];
   const ports: GcInventoryPorts = {
     lvm: {
-      listVolumes: () => {
-        calls.push('listVolumes');
-        return Promise.resolve(node.volumes);
-      },
-      listSnapshotLogicalVolumes: () => {
-        calls.push('listSnapshotLogicalVolumes');
-        return Promise.resolve(node.snapshots ?? []);
+      listLogicalVolumes: (_scope, lvNames) => {
+        calls.push(
+          lvNames === undefined ? 'listLogicalVolumes' : `listLogicalVolumes ${lvNames.join(',')}`,
+        );
+        return Promise.resolve({ volumes: node.volumes, snapshots: node.snapshots ?? [] });
       },
     },
     devices: {
@@ -77,8 +75,7 @@ describe('takeInventory', () => {
     const inventory = await takeInventory(ports, SCOPE, DEFAULT_NAMING, () => NOW);
 
     expect(calls).toEqual([
-      'listVolumes',
-      'listSnapshotLogicalVolumes',
+      'listLogicalVolumes',
       'listAll',
       `tables ${ATTACHED},${STALE}`,
       `readHeader /dev/mapper/vg0-lvstamp_${ATTACHED}`,
@@ -309,7 +306,7 @@ describe('takeInventory', () => {
     const { ports, calls } = fakePorts();
     const broken: GcInventoryPorts = {
       ...ports,
-      lvm: { ...ports.lvm, listVolumes: () => Promise.reject(failure) },
+      lvm: { ...ports.lvm, listLogicalVolumes: () => Promise.reject(failure) },
     };
     await expect(takeInventory(broken, SCOPE, DEFAULT_NAMING, () => NOW)).rejects.toBe(failure);
     expect(calls).toEqual([]);
@@ -348,8 +345,8 @@ describe('takeInventory: commands started', () => {
    * its data device lvstamp-<id>, 253:1000+i), through the real
    * DataDeviceManager on a runner that answers `dmsetup info` and
    * `dmsetup table --concise` in their recorded shapes and fails any other
-   * command. Returns every command started, `listVolumes` standing for its
-   * one `lvs`.
+   * command. Returns every command started, `listLogicalVolumes` standing for
+   * its one look-up.
    */
   async function inventoryOf(n: number) {
     const ids = Array.from({ length: n }, (_, i) =>
@@ -391,11 +388,10 @@ describe('takeInventory: commands started', () => {
     const inventory = await takeInventory(
       {
         lvm: {
-          listVolumes: () => {
-            commands.push('listVolumes');
-            return Promise.resolve(volumes);
+          listLogicalVolumes: () => {
+            commands.push('listLogicalVolumes');
+            return Promise.resolve({ volumes, snapshots: [] });
           },
-          listSnapshotLogicalVolumes: () => Promise.resolve([]),
         },
         devices: new DataDeviceManager({ runner }),
         headers: {
@@ -419,7 +415,7 @@ describe('takeInventory: commands started', () => {
     const one = await inventoryOf(1);
     const fifty = await inventoryOf(50);
     expect(one.commands).toEqual([
-      'listVolumes',
+      'listLogicalVolumes',
       'dmsetup info -c --noheadings --separator | -o name,uuid,major,minor,open',
       'dmsetup table --concise',
     ]);

@@ -8,8 +8,8 @@ import type { Inventory, InventoryMap, InventorySnapshot, InventoryVolume } from
 
 /**
  * Takes the GC inventory of this node in the scope's volume groups (DESIGN.md
- * §6 "Inventory"): the volumes' `lvm fullreport` and the snapshots' one, one
- * `dmsetup info`, one `dmsetup table`, then an in-process header read per
+ * §6 "Inventory"): one look-up of the lvstamp LVs (volumes and snapshots),
+ * one `dmsetup info`, one `dmsetup table`, then an in-process header read per
  * active LV (snapshots included); devices matched by major:minor.
  * An unreadable header is `{ status: 'unreadable', reason }`, never thrown.
  * @param clock the current Unix time in milliseconds (for `takenAtMs`).
@@ -22,8 +22,7 @@ export async function takeInventory(
   clock: () => number = Date.now,
 ): Promise<Inventory> {
   const takenAtMs = clock();
-  const lvs = await ports.lvm.listVolumes(scope);
-  const snapshotLvs = await ports.lvm.listSnapshotLogicalVolumes(scope);
+  const { volumes: lvs, snapshots: snapshotLvs } = await ports.lvm.listLogicalVolumes(scope);
   const dmMaps = await ports.devices.listAll();
 
   const lvByNumber = new Map<string, Volume>();

@@ -8,22 +8,22 @@ import type { DecodeResult } from '../header/types.js';
 import type { DmMap } from '../device/types.js';
 import type { LogicalVolume, VgScope, Volume, VolumeScope } from '../lvm/types.js';
 
-/** Lists lvstamp volumes (VolumeService). */
+/** Lists lvstamp LVs (VolumeService). */
 export interface GcLvmPort {
   /**
-   * Every LV whose name carries the lvstamp prefix, finished and
-   * `lvstamp_new_*`, in the scope's volume groups only (DESIGN.md §2.3).
-   * Throws (CommandFailedError, UnparseableOutputError, FailedPrecondition-
-   * Error for two VGs of one name, …) when lvm fails; a failure is never an
-   * empty list.
+   * The LVs whose names carry the lvstamp prefix in the scope's volume groups
+   * only (DESIGN.md §2.3), from one look-up, no header read: `volumes`
+   * (`lvstamp_<id>` and `lvstamp_new_<id>`, `capacityBytes` null) and
+   * `snapshots` (`lvstamp_snap_<id>`, active or not, whatever their tags;
+   * DESIGN.md §6 "Snapshots"). With `lvNames`, only LVs of those names (a
+   * removal's re-check). Throws (CommandFailedError, UnparseableOutputError,
+   * FailedPreconditionError for two VGs of one name, …) when lvm fails; a
+   * failure is never an empty list.
    */
-  listVolumes(scope: VgScope): Promise<readonly Volume[]>;
-  /**
-   * Every snapshot LV `lvstamp_snap_<id>` in the scope's volume groups,
-   * active or not, whatever its tags (DESIGN.md §6 "Snapshots"). Throws as
-   * `listVolumes`.
-   */
-  listSnapshotLogicalVolumes(scope: VgScope): Promise<readonly LogicalVolume[]>;
+  listLogicalVolumes(
+    scope: VgScope,
+    lvNames?: readonly string[],
+  ): Promise<{ readonly volumes: readonly Volume[]; readonly snapshots: readonly LogicalVolume[] }>;
 }
 
 /** Activates this owner's inactive volumes and finds the volume groups to scan (VolumeService). */

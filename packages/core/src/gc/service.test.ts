@@ -20,11 +20,10 @@ function ports(calls: string[]): GcExecutorPorts {
         calls.push(`activateOwnedVolumes ${scope.vgNames.join(',')} ${scope.ownerId}`);
         return Promise.resolve(['vg-a/lvstamp_x']);
       },
-      listVolumes: (scope: VgScope) => {
-        calls.push(`listVolumes ${scope.vgNames.join(',')}`);
-        return Promise.resolve([]);
+      listLogicalVolumes: (scope: VgScope) => {
+        calls.push(`listLogicalVolumes ${scope.vgNames.join(',')}`);
+        return Promise.resolve({ volumes: [], snapshots: [] });
       },
-      listSnapshotLogicalVolumes: () => Promise.resolve([]),
       activateOwnedSnapshots: () => Promise.reject(new Error('not expected')),
       removeLogicalVolume: () => Promise.reject(new Error('not expected')),
     },
@@ -53,7 +52,7 @@ describe('GcService.plan: scope and activation (DESIGN.md §2.3, §6)', () => {
       ...request,
       vgNames: ['vg-a'],
     });
-    expect(calls).toEqual(['listVolumes vg-a']);
+    expect(calls).toEqual(['listLogicalVolumes vg-a']);
     expect(result.vgNames).toEqual(['vg-a']);
     expect(result.activated).toEqual([]);
   });
@@ -83,17 +82,17 @@ describe('GcService.plan: scope and activation (DESIGN.md §2.3, §6)', () => {
         ...withInactive,
         lvm: {
           ...withInactive.lvm,
-          listVolumes: (scope: VgScope) => {
-            calls.push(`listVolumes ${scope.vgNames.join(',')}`);
-            return Promise.resolve([inactive]);
+          listLogicalVolumes: (scope: VgScope) => {
+            calls.push(`listLogicalVolumes ${scope.vgNames.join(',')}`);
+            return Promise.resolve({ volumes: [inactive], snapshots: [] });
           },
         },
       },
     }).plan({ ...request, allowEmptyLiveSet: true, vgNames: ['vg-a'] });
     expect(calls).toEqual([
-      'listVolumes vg-a',
+      'listLogicalVolumes vg-a',
       `activateOwnedVolumes vg-a ${OWNER}`,
-      'listVolumes vg-a',
+      'listLogicalVolumes vg-a',
     ]);
     expect(result.activated).toEqual(['vg-a/lvstamp_x']);
   });
@@ -101,7 +100,7 @@ describe('GcService.plan: scope and activation (DESIGN.md §2.3, §6)', () => {
   it('without volume groups, discovers them (never every volume group)', async () => {
     const calls: string[] = [];
     const result = await new GcService({ ports: ports(calls) }).plan(request);
-    expect(calls).toEqual(['discoverVolumeGroups', 'listVolumes vg-a,vg-b']);
+    expect(calls).toEqual(['discoverVolumeGroups', 'listLogicalVolumes vg-a,vg-b']);
     expect(result.vgNames).toEqual(['vg-a', 'vg-b']);
   });
 });

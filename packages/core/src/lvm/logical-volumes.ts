@@ -8,7 +8,12 @@ import {
   VG_REPORT_FIELDS,
 } from './report.js';
 import { classifyChangeFailure, problemsOfVgAttr } from './vg-state.js';
-import { validateVgName, vgSelection, type GroupsReport } from './volume-groups.js';
+import {
+  validateVgName,
+  VG_NAME_PATTERN,
+  vgSelection,
+  type GroupsReport,
+} from './volume-groups.js';
 import type { LogicalVolume } from './types.js';
 
 // lvm uuids: 32 alphanumerics in groups joined by '-'.
@@ -303,6 +308,14 @@ export function lookupArgv(vgNames: readonly string[], filter: LvNameFilter): st
 /** The lvm selection (lvmreport(7)) of a name filter. */
 function nameSelection(filter: LvNameFilter): string {
   if ('prefix' in filter) return `lv_name=~"^${escapeRegex(filter.prefix)}"`;
+  for (const name of filter.names) {
+    // lvm(8) VALID NAMES: the same characters for logical volumes as for groups, so no quote.
+    if (!VG_NAME_PATTERN.test(name)) {
+      throw new InvalidArgumentError(
+        `"${name}" is not a valid logical volume name (lvm(8) VALID NAMES)`,
+      );
+    }
+  }
   return filter.names.map((name) => `lv_name="${name}"`).join(' || ');
 }
 

@@ -399,6 +399,27 @@ describe('inputs that broke other LVM tools', () => {
     });
   });
 
+  it('listLogicalVolumes: the volumes from the one look-up, capacity unknown, no header read (the GC reads each header once itself)', async () => {
+    const { runner, manager, headerIo } = setup([scopeStep(), listStep('lvs-inactive.json')]);
+    const { volumes, snapshots } = await manager.listLogicalVolumes(SCOPE);
+    runner.assertDone();
+    expect(volumes.map((v) => [v.lvName, v.capacityBytes])).toEqual([
+      [`lvstamp_${ID_INACTIVE}`, null],
+      [`lvstamp_${ID_203}`, null],
+    ]);
+    expect(snapshots).toEqual([]);
+    expect(headerIo.reads).toEqual([]);
+  });
+
+  it('listLogicalVolumes with LV names: a look-up of those names only; a name lvm cannot hold is refused before any command', async () => {
+    const { runner, manager } = setup([]);
+    await expect(manager.listLogicalVolumes(SCOPE, ['lvstamp_"x'])).rejects.toThrow(
+      /not a valid logical volume name/,
+    );
+    expect(await manager.listLogicalVolumes(SCOPE, [])).toEqual({ volumes: [], snapshots: [] });
+    runner.assertDone();
+  });
+
   it('2a. a warning on stderr with exit 0 and valid JSON: success, and the warning is logged', async () => {
     const stderr =
       '  WARNING: Device /dev/sdb has size of 62914560 sectors which is smaller than corresponding PV size.\n';
@@ -1529,9 +1550,10 @@ describe('VolumeService: inactive LVs are activated, one LV at a time, only when
     runner.assertDone();
   });
 
-  it('listSnapshotLogicalVolumes: the snapshot LVs of the scope only, any owner, one lvs', async () => {
-    const { runner, manager } = setup([scopeStep(), listStep('lvs-snap-inactive.json')]);
-    const lvs = await manager.listSnapshotLogicalVolumes({ vgNames: SCOPE_VGS });
+  it('listLogicalVolumes: the snapshot LVs of the scope only, any owner, one look-up, no header read', async () => {
+    const { runner, manager, headerIo } = setup([scopeStep(), listStep('lvs-snap-inactive.json')]);
+    const { snapshots: lvs } = await manager.listLogicalVolumes({ vgNames: SCOPE_VGS });
+    expect(headerIo.reads).toEqual([]);
     expect(lvs.map((lv) => [lv.lvName, lv.active])).toEqual([
       ['lvstamp_snap_5a0f3c2e1d4b6a798c0e2f4a6b8d0c1e', false],
       ['lvstamp_snap_6b1f3c2e1d4b6a798c0e2f4a6b8d0c1e', false],

@@ -253,45 +253,42 @@ export class VolumeService {
   // ---- look-ups -------------------------------------------------------------
 
   /**
-   * Every LV whose name starts with the lvstamp prefix, well-formed or not
-   * (the GC reports the malformed ones), in the scope's volume groups only
-   * (DESIGN.md §2.3). A scope group that does not exist holds nothing.
-   * @throws as LogicalVolumes.inGroups.
+   * The lvstamp LVs of the scope's volume groups (DESIGN.md §2.3) from one
+   * look-up (LogicalVolumes.inGroups), no header read: `volumes`
+   * (`lvstamp_<id>` and `lvstamp_new_<id>`, `capacityBytes` null) and
+   * `snapshots` (`lvstamp_snap_<id>`, active or not, whatever their tags; the
+   * GC judges them, DESIGN.md §6 "Snapshots"). Other names with the prefix
+   * are left out. With `lvNames`, only LVs of those names.
+   * @throws InvalidArgumentError for a bad group or LV name; as
+   *   LogicalVolumes.inGroups.
    */
-  async listPrefixedLogicalVolumes(scope: VgScope): Promise<LogicalVolume[]> {
-    const { lvs } = await this.#p.lvm.logicalVolumes.inGroups(scope.vgNames, {
-      prefix: commonPrefix(this.#p.naming),
-    });
-    const { lvPrefix, newLvPrefix } = this.#p.naming;
-    return lvs.filter((lv) => lv.lvName.startsWith(lvPrefix) || lv.lvName.startsWith(newLvPrefix));
-  }
-
-  /**
-   * Every snapshot LV `lvstamp_snap_<id>` (well-formed ID) in the scope's
-   * volume groups, active or not, whatever its tags (the GC judges them;
-   * DESIGN.md §6 "Snapshots"). The same single look-up as
-   * listPrefixedLogicalVolumes.
-   * @throws as LogicalVolumes.inGroups.
-   */
-  async listSnapshotLogicalVolumes(scope: VgScope): Promise<LogicalVolume[]> {
-    const { lvs } = await this.#p.lvm.logicalVolumes.inGroups(scope.vgNames, {
-      prefix: commonPrefix(this.#p.naming),
-    });
-    return lvs.filter((lv) => parseSnapshotLvName(lv.lvName, this.#p.naming) !== null);
+  async listLogicalVolumes(
+    scope: VgScope,
+    lvNames?: readonly string[],
+  ): Promise<{ volumes: Volume[]; snapshots: LogicalVolume[] }> {
+    if (lvNames !== undefined && lvNames.length === 0) return { volumes: [], snapshots: [] };
+    const { lvs } = await this.#p.lvm.logicalVolumes.inGroups(
+      scope.vgNames,
+      lvNames === undefined ? { prefix: commonPrefix(this.#p.naming) } : { names: lvNames },
+    );
+    const volumes: Volume[] = [];
+    const snapshots: LogicalVolume[] = [];
+    for (const lv of lvs) {
+      const volume = this.#toVolume(lv);
+      if (volume !== null) volumes.push(volume);
+      else if (parseSnapshotLvName(lv.lvName, this.#p.naming) !== null) snapshots.push(lv);
+    }
+    return { volumes, snapshots };
   }
 
   /**
    * lvstamp volumes in the scope: `lvstamp_<id>` and `lvstamp_new_<id>`
    * (creating), each with its capacity from its header (one sector-0 read
    * in-process per active volume; DESIGN.md §4 "Capacity").
-   * @throws as listPrefixedLogicalVolumes.
+   * @throws as listLogicalVolumes.
    */
   async listVolumes(scope: VgScope): Promise<Volume[]> {
-    const lvs = await this.listPrefixedLogicalVolumes(scope);
-    const volumes = lvs.flatMap((lv) => {
-      const volume = this.#toVolume(lv);
-      return volume === null ? [] : [volume];
-    });
+    const { volumes } = await this.listLogicalVolumes(scope);
     return Promise.all(volumes.map((v) => this.#withCapacity(v)));
   }
 
@@ -390,12 +387,12 @@ export class VolumeService {
    * one `lvchange --activate y <vg>/<lv>` each, under the host lock, after a
    * re-listing under it; never a group-wide activation.
    * @returns `vg/lv` of each LV activated.
-   * @throws as listVolumes; CommandFailedError, LockTimeoutError.
+   * @throws as listLogicalVolumes; CommandFailedError, LockTimeoutError.
    */
   async activateOwnedVolumes(scope: VolumeScope): Promise<string[]> {
     const ownerId = parseOwnerId(scope.ownerId);
     const inactiveOwned = async (): Promise<Volume[]> =>
-      (await this.listVolumes(scope)).filter(
+      (await this.listLogicalVolumes(scope)).volumes.filter(
         (v) => !isActive(v) && failedTagCheck(v, ownerId, this.#p.naming) === null,
       );
     if ((await inactiveOwned()).length === 0) return [];
@@ -416,12 +413,12 @@ export class VolumeService {
    * snapshots carry the activation-skip flag, docs/SNAPSHOTS.md §1), under
    * the host lock, after a re-listing under it.
    * @returns `vg/lv` of each LV activated.
-   * @throws as listSnapshotLogicalVolumes; CommandFailedError, LockTimeoutError.
+   * @throws as listLogicalVolumes; CommandFailedError, LockTimeoutError.
    */
   async activateOwnedSnapshots(scope: VolumeScope): Promise<string[]> {
     const ownerId = parseOwnerId(scope.ownerId);
     const inactiveOwned = async (): Promise<LogicalVolume[]> =>
-      (await this.listSnapshotLogicalVolumes(scope)).filter(
+      (await this.listLogicalVolumes(scope)).snapshots.filter(
         (lv) => !isActive(lv) && failedTagCheck(lv, ownerId, this.#p.naming) === null,
       );
     if ((await inactiveOwned()).length === 0) return [];
