@@ -456,6 +456,17 @@ describe('ListVolumes', () => {
     } while (token !== '');
     expect(seen).toEqual(ids);
     expect(pages).toBe(3);
+    // Each page read the headers of its own volumes only: every volume once, in order.
+    expect(h.core.capacityReads).toEqual(ids);
+  });
+
+  it('reports each volume of a page with the capacity its header gives', async () => {
+    h.core.add('pvc-a', GIB);
+    const page = await h.call('Controller', 'ListVolumes', { max_entries: 1 });
+    const entries = page.entries as { volume: { volume_id: string; capacity_bytes: string } }[];
+    expect(entries.map((e) => [e.volume.volume_id, e.volume.capacity_bytes])).toEqual([
+      [volumeIdForName('pvc-a'), String(GIB)],
+    ]);
   });
 
   it('answers ABORTED for a starting_token it never issued', async () => {

@@ -346,7 +346,8 @@ export function createControllerService(deps: ControllerDeps) {
 
     /**
      * CSI spec ListVolumes: finished volumes in the configured volume groups,
-     * ordered by volume ID. `next_token` is the last ID returned; a page
+     * ordered by volume ID, one look-up, then a header read for the
+     * capacity of each volume of the page only. `next_token` is the last ID returned; a page
      * starts after it, so deletions between pages skip nothing. A token
      * that is not a volume ID → ABORTED (spec); negative max_entries →
      * INVALID_ARGUMENT.
@@ -361,14 +362,18 @@ export function createControllerService(deps: ControllerDeps) {
           `starting_token "${token}" is not a token this driver issued`,
         );
       }
-      const volumes = (await core.volumes.listVolumes(scope))
+      const volumes = (await core.volumes.listLogicalVolumes(scope)).volumes
         .filter((v) => !v.creating)
         .sort((a, b) => (a.volumeId < b.volumeId ? -1 : a.volumeId > b.volumeId ? 1 : 0))
         .filter((v) => token === '' || v.volumeId > token);
       const page = request.max_entries > 0 ? volumes.slice(0, request.max_entries) : volumes;
       const more = page.length < volumes.length;
+      // Capacities from the headers of this page's volumes only (one sector-0 read each).
+      const entries = (await core.volumes.withCapacities(page)).map((v) => ({
+        volume: toVolumeMsg(v.volumeId, v.capacityBytes),
+      }));
       return {
-        entries: page.map((v) => ({ volume: toVolumeMsg(v.volumeId, v.capacityBytes) })),
+        entries,
         next_token: more ? (page.at(-1)?.volumeId ?? '') : '',
       };
     },

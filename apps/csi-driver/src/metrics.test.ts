@@ -31,6 +31,8 @@ it('serves RPC counts, volume group bytes and volumes per class on /metrics', as
     expect(body).toContain(`lvstamp_volume_group_size_bytes{volume_group="vg1"} ${4 * GIB}`);
     expect(body).toContain('lvstamp_volumes{device_class="fast"} 1');
     expect(body).toContain('lvstamp_volumes{device_class="secure"} 0');
+    // Counted from the look-up: a scrape reads no header.
+    expect(core.capacityReads).toEqual([]);
     expect((await fetchText(port, '/')).status).toBe(404);
   } finally {
     server.close();

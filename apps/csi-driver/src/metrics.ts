@@ -148,7 +148,8 @@ export class DriverMetrics {
       labelNames: ['device_class'],
       registers: [this.registry],
       async collect() {
-        const volumes = await lvm.listVolumes({ vgNames: groups });
+        // Counted from the one look-up: no header is read at scrape time.
+        const { volumes } = await lvm.listLogicalVolumes({ vgNames: groups });
         for (const deviceClass of deps.config.deviceClasses.values()) {
           const count = volumes.filter(
             (v) => v.vgName === deviceClass.volumeGroup && !v.creating,

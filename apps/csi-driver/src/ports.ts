@@ -24,7 +24,8 @@ export interface DriverCore {
     | 'capacity'
     | 'thinPoolCapacity'
     | 'findVolume'
-    | 'listVolumes'
+    | 'listLogicalVolumes'
+    | 'withCapacities'
   >;
   /** Snapshots, restore and clone; `thawDataDeviceMounts` runs once at start. */
   readonly snapshots: Pick<

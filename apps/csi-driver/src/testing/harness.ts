@@ -93,6 +93,8 @@ export class FakeCore implements DriverCore {
     },
   ];
   readonly store = new Map<string, { volume: Volume; name: string }>();
+  /** Volume IDs whose capacity was read from the header (withCapacities), in order. */
+  readonly capacityReads: string[] = [];
   readonly devices = new Map<string, DataDevice>();
   mountTable: MountInfoEntry[] = [];
   readonly calls: Call[] = [];
@@ -244,12 +246,19 @@ export class FakeCore implements DriverCore {
         volume !== undefined && scope.vgNames.includes(volume.vgName) ? volume : null,
       );
     },
-    listVolumes: (scope) =>
-      Promise.resolve(
-        [...this.store.values()]
-          .map((e) => e.volume)
+    listLogicalVolumes: (scope) =>
+      Promise.resolve({
+        volumes: [...this.store.values()]
+          .map((e) => ({ ...e.volume, capacityBytes: null }))
           .filter((v) => scope.vgNames.includes(v.vgName)),
-      ),
+        snapshots: [],
+      }),
+    withCapacities: (volumes) => {
+      this.capacityReads.push(...volumes.map((v) => v.volumeId));
+      return Promise.resolve(
+        volumes.map((v) => this.store.get(v.volumeId)?.volume ?? { ...v, capacityBytes: null }),
+      );
+    },
   };
 
   /** Snapshots by ID, as the core keeps them: ID, source, size, time. */

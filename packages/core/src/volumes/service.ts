@@ -289,6 +289,17 @@ export class VolumeService {
    */
   async listVolumes(scope: VgScope): Promise<Volume[]> {
     const { volumes } = await this.listLogicalVolumes(scope);
+    return this.withCapacities(volumes);
+  }
+
+  /**
+   * The volumes with their capacities from their headers (one in-process
+   * sector-0 read per active finished volume; DESIGN.md §4 "Capacity"), in
+   * the same order: for a page of a listing taken with listLogicalVolumes.
+   * A capacity that cannot be known (inactive, creating, header unreadable,
+   * not `ok` or of another volume) is null. Never throws.
+   */
+  async withCapacities(volumes: readonly Volume[]): Promise<Volume[]> {
     return Promise.all(volumes.map((v) => this.#withCapacity(v)));
   }
 
