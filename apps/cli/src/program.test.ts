@@ -391,6 +391,18 @@ describe('gc', () => {
     );
   });
 
+  it('takes an ID in capitals also in lower case, and a kubectl "-o name" line also by its name', () => {
+    const id = 'ab'.repeat(16);
+    expect(parseLiveSet(`${id.toUpperCase()}\npersistentvolume/pvc-1\n`)).toEqual(
+      new Set([
+        id,
+        volumeIdForName(id.toUpperCase()),
+        volumeIdForName('persistentvolume/pvc-1'),
+        volumeIdForName('pvc-1'),
+      ]),
+    );
+  });
+
   it('names the line of an invalid live-set entry', () => {
     expect(() => parseLiveSet(`ok\n${'x'.repeat(300)}\n`)).toThrow(/^live set line 2: /);
   });

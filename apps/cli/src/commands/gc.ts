@@ -147,7 +147,10 @@ export function parseSnapshotLiveSet(text: string): Set<string> {
  * the safe side, so nothing on a line is ignored: a line counts as a name
  * exactly as written and also with surrounding white space and a trailing
  * CR removed; a line starting with `#` is a name too; a line of 32 hex digits
- * counts both as an ID and as a name. Only empty lines are skipped.
+ * counts both as an ID and as a name, in either case (an ID in capitals is
+ * also taken in lower case); a line holding `/` also counts by its part after
+ * the last `/` (`persistentvolume/pvc-1`, as `kubectl get pv -o name` prints
+ * it). Only empty lines are skipped.
  * @returns volume IDs (32 hex digits).
  * @throws InvalidArgumentError (with the line number) for a line that is not
  *   a valid volume name (over 256 bytes, or holding NUL).
@@ -160,11 +163,14 @@ function parseIds(text: string, idForName: (name: string) => string, what: strin
   const ids = new Set<string>();
   const lines = text.split('\n');
   lines.forEach((line, index) => {
+    const trimmed = line.trim();
     const forms = new Set(
-      [line, line.replace(/\r$/, ''), line.trim()].filter((form) => form !== ''),
+      [line, line.replace(/\r$/, ''), trimmed, trimmed.slice(trimmed.lastIndexOf('/') + 1)].filter(
+        (form) => form !== '',
+      ),
     );
     for (const form of forms) {
-      if (isHexId(form)) ids.add(form);
+      if (isHexId(form.toLowerCase())) ids.add(form.toLowerCase());
       try {
         ids.add(idForName(form));
       } catch (error) {
