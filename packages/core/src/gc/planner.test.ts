@@ -348,7 +348,7 @@ describe('planGc: an interrupted create (lvstamp_new_<id>)', () => {
   });
 
   it('is removed under rule 5 when the header was written but the rename did not happen', () => {
-    const e = only(plan([volume(id('a'), { creating: true, tags: [] })]));
+    const e = only(plan([volume(id('a'), { creating: true })]));
     expect(e).toMatchObject({ action: 'remove-volume', rule: 5, evidence: 'header' });
     expect(e.reason).toBe(
       'interrupted create (header written, rename pending), not in the live set, age 2h ≥ grace period 1h',
@@ -364,6 +364,25 @@ describe('planGc: an interrupted create (lvstamp_new_<id>)', () => {
       reason: 'in the live set',
     });
   });
+});
+
+describe('planGc: a valid header of this owner on an LV without the tags', () => {
+  it.each([
+    ['no tags', []],
+    ['the lvstamp tag only', ['lvstamp']],
+    ["another owner's tag", ['lvstamp', ownerTagFor('1'.repeat(32))]],
+  ])(
+    'is kept with a warning (rule 1), finished or interrupted, as the remover would refuse it: %s',
+    (_, tags) => {
+      for (const creating of [false, true]) {
+        const e = only(plan([volume(id('a'), { creating, tags })]));
+        expect(e).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
+        expect(e.reason).toBe(
+          `valid header of this owner, but the LV lacks the tags lvstamp and ${ownerTagFor(OWNER)}; never deleted automatically`,
+        );
+      }
+    },
+  );
 });
 
 describe('planGc rules 2, 3 and 6 for finished volumes', () => {

@@ -24,7 +24,9 @@ import { compareText, formatDuration, formatTime, numberKey } from './util.js';
  *
  * 1. Ownership not proved or device open → keep, warn. An LV is lvstamp's
  *    only with two signals (DESIGN.md §2.3): the prefixed name and a header
- *    that is `ok`, carries the name's volume ID and the policy's owner. A
+ *    that is `ok`, carries the name's volume ID and the policy's owner, on
+ *    an LV with the tags `lvstamp` and the policy owner's (the remover
+ *    re-checks them, so a plan never promises what it would refuse). A
  *    headerless (`not-stamped`) `lvstamp_new_<id>` — lvcreate zeroed the
  *    start, the header was not yet written (DESIGN.md §5) — counts as proved
  *    only with the LV tag `lvstamp.owner=<policy owner>`. A `lvstamp_new_<id>`
@@ -231,6 +233,12 @@ function ownershipOf(v: InventoryVolume, context: PlanContext): Ownership {
       if (fields.ownerId !== context.policy.ownerId) {
         return refused(
           `owned by another installation: header owner ${fields.ownerId}, this GC's owner ${context.policy.ownerId}`,
+        );
+      }
+      // The remover re-checks the tags before lvremove (DESIGN.md §2.3): plan what it will do.
+      if (!v.tags.includes(context.inventory.naming.tag) || !v.tags.includes(context.ownerTag)) {
+        return refused(
+          `valid header of this owner, but the LV lacks the tags ${context.inventory.naming.tag} and ${context.ownerTag}; never deleted automatically`,
         );
       }
       return {
