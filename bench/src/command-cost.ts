@@ -105,7 +105,23 @@ export async function commandCost(
   rounds: number,
 ): Promise<number> {
   const runner = mode === 'full' ? context.runner : new NoDeviceMapperRunner(context.runner);
-  const vg = await createBenchVg(runner, { sizeBytes: 1024 * MiB });
+  // Ctrl-C or a kill: stop before the next command, then remove the VG (the `finally` below);
+  // without a handler Node would exit at once and leave the loop device, the VG and its file.
+  let interrupted: NodeJS.Signals | null = null;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    interrupted = signal;
+    context.progress(`${signal}: stopping after this command, then removing the benchmark VG`);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  let vg: BenchVg;
+  try {
+    vg = await createBenchVg(runner, { sizeBytes: 1024 * MiB });
+  } catch (error) {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    throw error;
+  }
   const ms: Record<'lookup' | 'create' | 'rename' | 'remove' | 'bare' | 'driver', number[]> = {
     lookup: [],
     create: [],
@@ -115,6 +131,7 @@ export async function commandCost(
     driver: [],
   };
   const time = async (argv: readonly string[]): Promise<number> => {
+    if (interrupted !== null) throw new Error(`interrupted by ${interrupted}`);
     const start = performance.now();
     await runner.run(argv);
     return performance.now() - start;
@@ -153,6 +170,8 @@ export async function commandCost(
     }
   } finally {
     await cleanUp({ runner, cleanupProblems: context.cleanupProblems }, vg);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
   const m = (key: keyof typeof ms): number => median(ms[key]);
   const rows = (['lookup', 'create', 'rename', 'remove'] as const).map((key) => [
