@@ -23,7 +23,7 @@ import { NoopHostLock } from '../lock/host-lock.js';
 import { Lvm } from '../lvm/lvm.js';
 import type { Volume } from '../lvm/types.js';
 import type { HeaderIo } from './header-io.js';
-import { VolumeService } from './service.js';
+import { VolumeService, type VolumeServiceOptions } from './service.js';
 import { VOLUME_SERVICE_KEYS, withVolumeLocks } from './volume-locks.js';
 
 // ---- exact argv, spelled out here on purpose (not imported from the lvm module) ----
@@ -284,7 +284,16 @@ class FakeHeaderIo implements HeaderIo {
 const DEL_PATH = `/dev/mapper/vg--data-lvstamp_${ID_DEL}`;
 const GROW_PATH = `/dev/mapper/vg0-lvstamp_${ID_GROW}`;
 
-function setup(steps: ReplayStep[], hostRoot = '/nonexistent-host-root') {
+/**
+ * The replayed lvm under a VolumeService; `nestedPvs` maps a PV path to the
+ * reason its device stack rests on a data device (restsOnDataDevice has its
+ * own tests over a fake sysfs); every other PV rests on the node's disks.
+ */
+function setup(
+  steps: ReplayStep[],
+  hostRoot = '/nonexistent-host-root',
+  nestedPvs: Readonly<Record<string, string>> = {},
+) {
   const runner = new ReplayRunner(asFullReports(steps));
   const headerIo = new FakeHeaderIo();
   // The delete and expand fixtures' LVs carry valid headers unless a test says otherwise.
@@ -303,6 +312,12 @@ function setup(steps: ReplayStep[], hostRoot = '/nonexistent-host-root') {
       },
     },
     hostRoot,
+    pvStack: (pvPath: string) => {
+      const reason = nestedPvs[pvPath];
+      return Promise.resolve(
+        reason === undefined ? { nested: false as const } : { nested: true as const, reason },
+      );
+    },
   });
   const lvm = new Lvm({ runner, hostLock });
   return { runner, headerIo, hostLock, warnings, manager, lvm };
@@ -320,6 +335,7 @@ function volumeService(options: {
   clock?: () => number;
   logger?: { warn(message: string, fields?: Readonly<Record<string, unknown>>): void };
   hostRoot?: string;
+  pvStack?: NonNullable<VolumeServiceOptions['pvStack']>;
 }): VolumeService {
   const { runner, hostLock, headerIo, ...rest } = options;
   return new VolumeService({
@@ -1318,13 +1334,76 @@ describe('VolumeService: scope (DESIGN.md §2.3)', () => {
     runner.assertDone();
   });
 
-  it('discoverVolumeGroups leaves out a VG on an lvstamp data device (a tenant VG nested in a volume)', async () => {
+  it('discoverVolumeGroups leaves out a VG with a PV resting on a data device (a loop device over a volume), with a warning', async () => {
+    const reason = '/dev/loop0 rests on lvstamp data device lvstamp-746b (dm-3)';
+    const { runner, manager, warnings } = setup(
+      [
+        { argv: VGS, stdoutFile: 'lvm/vgs-two.json' },
+        { argv: [...LVS, '-S', 'lv_name=~"^lvstamp_"'], stdoutFile: 'lvm/lvs-inactive.json' },
+        { argv: ['pvs', ...REPORT, '-o', 'pv_name,vg_name'], stdoutFile: 'lvm/pvs-two.json' },
+      ],
+      undefined,
+      { '/dev/loop0': reason },
+    );
+    expect(await manager.discoverVolumeGroups()).toEqual(['vg-data']);
+    expect(warnings).toEqual([
+      ['volume group left out: nested in a volume', { vgName: 'vg0', reason }],
+    ]);
+    runner.assertDone();
+  });
+
+  it('discoverVolumeGroups asks about each PV path lvm reports, the orphan PV not', async () => {
+    const asked: string[] = [];
+    const runner = new ReplayRunner(
+      asFullReports([
+        { argv: VGS, stdoutFile: 'lvm/vgs-two.json' },
+        { argv: [...LVS, '-S', 'lv_name=~"^lvstamp_"'], stdoutFile: 'lvm/lvs-inactive.json' },
+        { argv: ['pvs', ...REPORT, '-o', 'pv_name,vg_name'], stdoutFile: 'lvm/pvs-nested.json' },
+      ]),
+    );
+    const manager = volumeService({
+      runner,
+      hostLock: new NoopHostLock(),
+      headerIo: new FakeHeaderIo(),
+      pvStack: (pvPath) => {
+        asked.push(pvPath);
+        return Promise.resolve(
+          pvPath === '/dev/sdb' ? { nested: false } : { nested: true, reason: 'nested' },
+        );
+      },
+    });
+    expect(await manager.discoverVolumeGroups()).toEqual(['vg-data']);
+    expect(asked.sort()).toEqual([
+      '/dev/mapper/lvstamp-746bf03d564ec8613ddeb80287a0caa1',
+      '/dev/sdb',
+    ]);
+    runner.assertDone();
+  });
+
+  it('defaultVolumeGroup: the one tagged group that is not nested', async () => {
     const { runner, manager } = setup([
       { argv: VGS, stdoutFile: 'lvm/vgs-two.json' },
-      { argv: [...LVS, '-S', 'lv_name=~"^lvstamp_"'], stdoutFile: 'lvm/lvs-inactive.json' },
-      { argv: ['pvs', ...REPORT, '-o', 'pv_name,vg_name'], stdoutFile: 'lvm/pvs-nested.json' },
+      { argv: ['pvs', ...REPORT, '-o', 'pv_name,vg_name'], stdoutFile: 'lvm/pvs-two.json' },
     ]);
-    expect(await manager.discoverVolumeGroups()).toEqual(['vg-data']);
+    expect(await manager.defaultVolumeGroup()).toBe('vg-data');
+    runner.assertDone();
+  });
+
+  it('defaultVolumeGroup refuses when the only tagged group is nested in a volume, naming it and why', async () => {
+    const reason = '/dev/sdb rests on lvstamp data device lvstamp-746b (dm-3)';
+    const { runner, manager } = setup(
+      [
+        { argv: VGS, stdoutFile: 'lvm/vgs-two.json' },
+        { argv: ['pvs', ...REPORT, '-o', 'pv_name,vg_name'], stdoutFile: 'lvm/pvs-two.json' },
+      ],
+      undefined,
+      { '/dev/sdb': reason },
+    );
+    const error = await caught(manager.defaultVolumeGroup());
+    expect(error).toBeInstanceOf(FailedPreconditionError);
+    expect((error as Error).message).toBe(
+      `no volume group tagged "lvstamp" is the node's: vg-data: ${reason} (nested in a volume, docs/DESIGN.md §2.3); create one with "lvstamp vg create" or name one with --vg`,
+    );
     runner.assertDone();
   });
 });

@@ -1,5 +1,6 @@
 import type { DataDeviceManager } from '../device/data-device.js';
 import { deviceUsersText } from '../device/holders.js';
+import { restsOnDataDevice, type PvStack } from '../device/stack.js';
 import type { DataDevice, DataDeviceMap, DataDeviceRef } from '../device/types.js';
 import {
   AlreadyExistsError,
@@ -118,6 +119,11 @@ export interface VolumeServiceOptions extends ServiceParts<
   readonly wipeTimeoutMs?: number;
   /** Where `sys/` and `proc/` are read to name the holders of an open LV; default `/`. */
   readonly hostRoot?: string;
+  /**
+   * Whether a physical volume (its path) rests on an lvstamp data device;
+   * default restsOnDataDevice under `hostRoot` with the service's naming.
+   */
+  readonly pvStack?: (pvPath: string) => Promise<PvStack>;
 }
 
 /**
@@ -135,11 +141,16 @@ export class VolumeService {
   >;
   readonly #wipeTimeoutMs: number;
   readonly #hostRoot: string | undefined;
+  readonly #pvStack: (pvPath: string) => Promise<PvStack>;
 
   constructor(options: VolumeServiceOptions) {
     this.#p = withDefaults(options);
     this.#wipeTimeoutMs = options.wipeTimeoutMs ?? DEFAULT_WIPE_TIMEOUT_MS;
     this.#hostRoot = options.hostRoot;
+    this.#pvStack =
+      options.pvStack ??
+      ((pvPath) =>
+        restsOnDataDevice(pvPath, { hostRoot: options.hostRoot, naming: this.#p.naming }));
   }
 
   // ---- volume groups --------------------------------------------------------
@@ -203,48 +214,84 @@ export class VolumeService {
    * The volume groups the CLI and the GC job look in when none is named
    * (DESIGN.md §2.3): those tagged `lvstamp` and those holding an LV tagged
    * `lvstamp` with the lvstamp name prefix, sorted, each once; minus every
-   * group with a physical volume on an lvstamp data device. One `vgs`, one
-   * `lvs` and one `pvs` over every group, at once.
+   * group with a physical volume whose device stack rests on an lvstamp
+   * data device, or cannot be followed (nestedVolumeGroups), each left out
+   * with a warning naming it and why. One `vgs`, one `lvs` and one `pvs`
+   * over every group, at once, then sysfs.
    * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError.
    */
   async discoverVolumeGroups(): Promise<string[]> {
-    const [vgs, lvs, pvs] = await Promise.all([
+    const [vgs, lvs, nested] = await Promise.all([
       this.#p.lvm.volumeGroups.list(),
       this.#p.lvm.logicalVolumes.everywhere({ prefix: commonPrefix(this.#p.naming) }),
-      this.#p.lvm.volumeGroups.physicalVolumes(),
+      this.nestedVolumeGroups(),
     ]);
     const tag = this.#p.naming.tag;
-    const nested = new Set(
-      pvs
-        .filter((pv) => pv.pvName.startsWith(`/dev/mapper/${this.#p.naming.dmNamePrefix}`))
-        .map((pv) => pv.vgName),
-    );
     const names = new Set([
       ...vgs.filter((vg) => vg.tags.includes(tag)).map((vg) => vg.name),
       ...lvs.filter((lv) => lv.tags.includes(tag)).map((lv) => lv.vgName),
     ]);
-    return [...names].filter((name) => !nested.has(name)).sort();
+    for (const name of [...names].sort()) {
+      const reason = nested.get(name);
+      if (reason === undefined) continue;
+      names.delete(name);
+      this.#p.logger?.warn('volume group left out: nested in a volume', {
+        vgName: name,
+        reason,
+      });
+    }
+    return [...names].sort();
+  }
+
+  /**
+   * The volume groups with a physical volume whose device stack rests on an
+   * lvstamp data device, or cannot be followed (restsOnDataDevice): a
+   * tenant's LVM inside a volume, never listed, counted, activated or
+   * removed (DESIGN.md §2.3 "Scope"). One `pvs`, then sysfs for each PV.
+   * @returns group name → why (the first such PV's reason).
+   * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError.
+   */
+  async nestedVolumeGroups(): Promise<Map<string, string>> {
+    const pvs = (await this.#p.lvm.volumeGroups.physicalVolumes()).flatMap(({ pvName, vgName }) =>
+      vgName === null || vgName === '' ? [] : [{ pvName, vgName }],
+    );
+    const stacks = await Promise.all(pvs.map((pv) => this.#pvStack(pv.pvName)));
+    const nested = new Map<string, string>();
+    pvs.forEach((pv, i) => {
+      const stack = stacks[i];
+      if (stack?.nested === true && !nested.has(pv.vgName)) nested.set(pv.vgName, stack.reason);
+    });
+    return nested;
   }
 
   /**
    * The volume group new volumes go to when none is named: the one group
-   * tagged `lvstamp` (as `VolumeGroupAdmin` creates them).
-   * @throws FailedPreconditionError when there is none, InvalidArgumentError
-   *   when there are several (name one).
+   * tagged `lvstamp` (as `VolumeGroupAdmin` creates them) that is not nested
+   * in a volume (nestedVolumeGroups, DESIGN.md §2.3). One `vgs` and one
+   * `pvs`, then sysfs.
+   * @throws FailedPreconditionError when there is none (naming the nested
+   *   tagged groups and why, if any); InvalidArgumentError when there are
+   *   several (name one); as nestedVolumeGroups.
    */
   async defaultVolumeGroup(): Promise<string> {
-    const tagged = (await this.#p.lvm.volumeGroups.list()).filter((g) =>
-      g.tags.includes(this.#p.naming.tag),
-    );
-    const [only, ...more] = tagged;
+    const [groups, nested] = await Promise.all([
+      this.#p.lvm.volumeGroups.list(),
+      this.nestedVolumeGroups(),
+    ]);
+    const tagged = groups.filter((g) => g.tags.includes(this.#p.naming.tag));
+    const candidates = tagged.filter((g) => !nested.has(g.name));
+    const [only, ...more] = candidates;
     if (only === undefined) {
+      const left = tagged.map((g) => `${g.name}: ${nested.get(g.name) ?? ''}`);
       throw new FailedPreconditionError(
-        `no volume group is tagged "${this.#p.naming.tag}"; create one with "lvstamp vg create" or name one with --vg`,
+        left.length === 0
+          ? `no volume group is tagged "${this.#p.naming.tag}"; create one with "lvstamp vg create" or name one with --vg`
+          : `no volume group tagged "${this.#p.naming.tag}" is the node's: ${left.join('; ')} (nested in a volume, docs/DESIGN.md §2.3); create one with "lvstamp vg create" or name one with --vg`,
       );
     }
     if (more.length > 0) {
       throw new InvalidArgumentError(
-        `several volume groups are tagged "${this.#p.naming.tag}" (${tagged.map((g) => g.name).join(', ')}); name one with --vg`,
+        `several volume groups are tagged "${this.#p.naming.tag}" (${candidates.map((g) => g.name).join(', ')}); name one with --vg`,
       );
     }
     return only.name;
