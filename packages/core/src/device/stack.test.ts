@@ -189,14 +189,38 @@ describe('restsOnDataDevice (DESIGN.md §2.3 "Scope")', () => {
     });
   });
 
-  it('a file on a filesystem with no block device in sysfs (tmpfs, btrfs) counts as nested', async () => {
+  it('a file on tmpfs is not nested; on btrfs over a data device it is; an anonymous device with no mount counts as nested', async () => {
     await node();
-    await loop('loop4', '7:4', '/run/pv.img');
-    const stat = fakeStat({ '/dev/loop4': { block: [7, 4] }, '/run/pv.img': { file: [0, 45] } });
-    const result = await restsOnDataDevice('/dev/loop4', { hostRoot: root, stat });
-    expect(result.nested).toBe(true);
-    expect(result.nested && result.reason).toContain(
-      `cannot resolve ${join(root, 'sys/dev/block/0:45')}`,
+    await put(
+      'proc/self/mountinfo',
+      [
+        '30 1 0:45 / /run rw,nosuid - tmpfs tmpfs rw',
+        `31 1 0:46 / /mnt/tenant rw - btrfs /dev/mapper/${DATA_NAME} rw`,
+        '',
+      ].join('\n'),
     );
+    await loop('loop4', '7:4', '/run/pv.img');
+    await loop('loop5', '7:5', '/mnt/tenant/pv.img');
+    await loop('loop6', '7:6', '/gone/pv.img');
+    const stat = fakeStat({
+      '/dev/loop4': { block: [7, 4] },
+      '/dev/loop5': { block: [7, 5] },
+      '/dev/loop6': { block: [7, 6] },
+      '/run/pv.img': { file: [0, 45] },
+      '/mnt/tenant/pv.img': { file: [0, 46] },
+      '/gone/pv.img': { file: [0, 47] },
+      [`/dev/mapper/${DATA_NAME}`]: { block: [253, 3] },
+    });
+    expect(await restsOnDataDevice('/dev/loop4', { hostRoot: root, stat })).toEqual({
+      nested: false,
+    });
+    expect(await restsOnDataDevice('/dev/loop5', { hostRoot: root, stat })).toEqual({
+      nested: true,
+      reason: `/dev/loop5 rests on lvstamp data device ${DATA_NAME} (dm-3)`,
+    });
+    expect(await restsOnDataDevice('/dev/loop6', { hostRoot: root, stat })).toEqual({
+      nested: true,
+      reason: `the device stack of /dev/loop6 cannot be followed (no mount of 0:47 in ${join(root, 'proc/self/mountinfo')})`,
+    });
   });
 });

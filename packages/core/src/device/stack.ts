@@ -1,5 +1,6 @@
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { parseMountInfo } from '../fs/mountinfo.js';
 import { DEFAULT_NAMING, type Naming } from '../naming.js';
 import { formatDeviceNumber, splitDeviceNumber } from './devnum.js';
 import { errorCode, errorMessage } from './errno.js';
@@ -25,7 +26,7 @@ export interface PathStat {
 
 /** Options of restsOnDataDevice. */
 export interface PvStackOptions {
-  /** The directory that holds `sys/`; default `/` (tests pass a fake tree). */
+  /** The directory that holds `sys/` and `proc/`; default `/` (tests pass a fake tree). */
   readonly hostRoot?: string | undefined;
   /** Its dm uuid prefix marks a data device; default DEFAULT_NAMING. */
   readonly naming?: Naming | undefined;
@@ -49,12 +50,14 @@ class Unreadable extends Error {}
  * → its disk; a device-mapper device → its `dm/uuid`, then each of its
  * `slaves/` (as for md and any other stacked device); a loop device → its
  * `loop/backing_file`, stat'ed: a block device → that device, a regular
- * file → the device of the filesystem holding it (`st_dev`). At most 16
- * devices deep; each device visited once.
+ * file → the device of the filesystem holding it (`st_dev`; for an
+ * anonymous device number, as btrfs, tmpfs and overlay have, the mount's
+ * source in mountinfo under the host root when it is a block device, else
+ * nothing beneath: overlay layers are not followed). At most 16 devices
+ * deep; each device visited once.
  *
  * Never throws: whatever cannot be read (no sysfs, the PV path or a backing
- * file gone, a filesystem not on a block device known to sysfs, a deeper
- * stack) makes the PV count as nested, with the reason: a group is left
+ * file gone, an anonymous device with no mount, a deeper stack) makes the PV count as nested, with the reason: a group is left
  * alone rather than guessed to be the node's.
  * @param pvPath the PV's device path as lvm names it (`pvs -o pv_name`).
  */
@@ -100,6 +103,32 @@ export async function restsOnDataDevice(
     }
   };
 
+  /**
+   * The block device a file's filesystem rests on: its `st_dev`, or for an
+   * anonymous device number (major 0: btrfs, tmpfs, overlay, nfs) the
+   * mount's source in mountinfo when that is a block device node; null when
+   * the source is none (tmpfs, overlay: their layers are not followed).
+   */
+  const filesystemDevice = async (dev: bigint): Promise<bigint | null> => {
+    const { major, minor } = splitDeviceNumber(dev);
+    if (major !== 0) return dev;
+    const path = join(root, 'proc/self/mountinfo');
+    let text: Buffer;
+    try {
+      text = await readFile(path);
+    } catch (error) {
+      throw new Unreadable(`cannot read ${path}: ${errorMessage(error)}`);
+    }
+    const mount = parseMountInfo(text, path).find((m) => m.major === 0 && m.minor === minor);
+    if (mount === undefined) throw new Unreadable(`no mount of 0:${minor} in ${path}`);
+    if (!mount.source.startsWith('/dev/')) return null;
+    const source = await statOf(mount.source);
+    if (!source.isBlockDevice()) {
+      throw new Unreadable(`${mount.source} (source of ${mount.mountPoint}) is not a block device`);
+    }
+    return source.rdev;
+  };
+
   /** The data device under `dir` ("<dm name> (<kernel name>)"), or null. */
   const visit = async (dir: string, depth: number): Promise<string | null> => {
     if (seen.has(dir)) return null;
@@ -116,7 +145,10 @@ export async function restsOnDataDevice(
       const backing = await read(join(dir, 'loop/backing_file'));
       const st = await statOf(backing);
       if (st.isBlockDevice()) return visit(await deviceDir(st.rdev), depth + 1);
-      if (st.isFile()) return visit(await deviceDir(st.dev), depth + 1);
+      if (st.isFile()) {
+        const fsDevice = await filesystemDevice(st.dev);
+        return fsDevice === null ? null : visit(await deviceDir(fsDevice), depth + 1);
+      }
       throw new Unreadable(
         `${backing} (backing ${basename(dir)}) is neither a block device nor a file`,
       );
