@@ -189,19 +189,21 @@ describe('restsOnDataDevice (DESIGN.md §2.3 "Scope")', () => {
     });
   });
 
-  it('a file on tmpfs is not nested; on btrfs over a data device it is; an anonymous device with no mount counts as nested', async () => {
+  it('a file on tmpfs is not nested; on btrfs over a data device it is; a layer device number goes by the mount holding the path; no mount at all counts as nested', async () => {
     await node();
     await put(
       'proc/self/mountinfo',
       [
         '30 1 0:45 / /run rw,nosuid - tmpfs tmpfs rw',
         `31 1 0:46 / /mnt/tenant rw - btrfs /dev/mapper/${DATA_NAME} rw`,
+        `32 1 0:48 / /mnt/over rw - btrfs /dev/mapper/${DATA_NAME} rw`,
         '',
       ].join('\n'),
     );
     await loop('loop4', '7:4', '/run/pv.img');
     await loop('loop5', '7:5', '/mnt/tenant/pv.img');
     await loop('loop6', '7:6', '/gone/pv.img');
+    await loop('loop7', '7:7', '/mnt/over/layer/pv.img');
     const stat = fakeStat({
       '/dev/loop4': { block: [7, 4] },
       '/dev/loop5': { block: [7, 5] },
@@ -209,6 +211,8 @@ describe('restsOnDataDevice (DESIGN.md §2.3 "Scope")', () => {
       '/run/pv.img': { file: [0, 45] },
       '/mnt/tenant/pv.img': { file: [0, 46] },
       '/gone/pv.img': { file: [0, 47] },
+      '/dev/loop7': { block: [7, 7] },
+      '/mnt/over/layer/pv.img': { file: [0, 49] },
       [`/dev/mapper/${DATA_NAME}`]: { block: [253, 3] },
     });
     expect(await restsOnDataDevice('/dev/loop4', { hostRoot: root, stat })).toEqual({
@@ -220,7 +224,12 @@ describe('restsOnDataDevice (DESIGN.md §2.3 "Scope")', () => {
     });
     expect(await restsOnDataDevice('/dev/loop6', { hostRoot: root, stat })).toEqual({
       nested: true,
-      reason: `the device stack of /dev/loop6 cannot be followed (no mount of 0:47 in ${join(root, 'proc/self/mountinfo')})`,
+      reason: `the device stack of /dev/loop6 cannot be followed (no mount of 0:47 or above /gone/pv.img in ${join(root, 'proc/self/mountinfo')})`,
+    });
+    // A device number no mount has (an overlay's layer): the mount holding the path decides.
+    expect(await restsOnDataDevice('/dev/loop7', { hostRoot: root, stat })).toEqual({
+      nested: true,
+      reason: `/dev/loop7 rests on lvstamp data device ${DATA_NAME} (dm-3)`,
     });
   });
 });

@@ -51,9 +51,10 @@ class Unreadable extends Error {}
  * `slaves/` (as for md and any other stacked device); a loop device → its
  * `loop/backing_file`, stat'ed: a block device → that device, a regular
  * file → the device of the filesystem holding it (`st_dev`; for an
- * anonymous device number, as btrfs, tmpfs and overlay have, the mount's
- * source in mountinfo under the host root when it is a block device, else
- * nothing beneath: overlay layers are not followed). At most 16 devices
+ * anonymous device number, as btrfs, tmpfs and overlay have, the source of
+ * its mount, or of the mount holding the path, in mountinfo under the host
+ * root when it is a block device, else nothing beneath: overlay layers are
+ * not followed). At most 16 devices
  * deep; each device visited once.
  *
  * Never throws: whatever cannot be read (no sysfs, the PV path or a backing
@@ -104,12 +105,14 @@ export async function restsOnDataDevice(
   };
 
   /**
-   * The block device a file's filesystem rests on: its `st_dev`, or for an
+   * The block device a file's filesystem rests on: its `st_dev`; for an
    * anonymous device number (major 0: btrfs, tmpfs, overlay, nfs) the
-   * mount's source in mountinfo when that is a block device node; null when
-   * the source is none (tmpfs, overlay: their layers are not followed).
+   * source of its mount in mountinfo, or when no mount has that number (a
+   * layer of an overlay reports its own) of the mount holding the path
+   * (the longest mount point above it), when that source is a block device
+   * node; null when it is none (tmpfs, overlay: layers are not followed).
    */
-  const filesystemDevice = async (dev: bigint): Promise<bigint | null> => {
+  const filesystemDevice = async (file: string, dev: bigint): Promise<bigint | null> => {
     const { major, minor } = splitDeviceNumber(dev);
     if (major !== 0) return dev;
     const path = join(root, 'proc/self/mountinfo');
@@ -119,8 +122,14 @@ export async function restsOnDataDevice(
     } catch (error) {
       throw new Unreadable(`cannot read ${path}: ${errorMessage(error)}`);
     }
-    const mount = parseMountInfo(text, path).find((m) => m.major === 0 && m.minor === minor);
-    if (mount === undefined) throw new Unreadable(`no mount of 0:${minor} in ${path}`);
+    const mounts = parseMountInfo(text, path);
+    const below = (m: { mountPoint: string }): boolean =>
+      file.startsWith(m.mountPoint === '/' ? '/' : `${m.mountPoint}/`);
+    const mount =
+      mounts.find((m) => m.major === 0 && m.minor === minor) ??
+      mounts.filter(below).sort((x, y) => y.mountPoint.length - x.mountPoint.length)[0];
+    if (mount === undefined)
+      throw new Unreadable(`no mount of 0:${minor} or above ${file} in ${path}`);
     if (!mount.source.startsWith('/dev/')) return null;
     const source = await statOf(mount.source);
     if (!source.isBlockDevice()) {
@@ -146,7 +155,7 @@ export async function restsOnDataDevice(
       const st = await statOf(backing);
       if (st.isBlockDevice()) return visit(await deviceDir(st.rdev), depth + 1);
       if (st.isFile()) {
-        const fsDevice = await filesystemDevice(st.dev);
+        const fsDevice = await filesystemDevice(backing, st.dev);
         return fsDevice === null ? null : visit(await deviceDir(fsDevice), depth + 1);
       }
       throw new Unreadable(
