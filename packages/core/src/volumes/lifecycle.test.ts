@@ -1552,6 +1552,38 @@ describe('VolumeService: inactive LVs are activated, one LV at a time, only when
     runner.assertDone();
   });
 
+  it("expand refuses an active LV without the tags, or with another owner's tag: NotOwnedError, no lvextend, no header write", async () => {
+    const tags = `"lv_tags":"lvstamp,lvstamp.owner=${OWNER}"`;
+    const grow = readFileSync(`${CORE_FIXTURES_DIR}lvm/lvs-grow-before.json`, 'utf8');
+    expect(grow).toContain(tags);
+    for (const [lvTags, check, detail] of [
+      ['', 'tag', 'it lacks the tag lvstamp (tags: none)'],
+      [
+        `lvstamp,lvstamp.owner=${OTHER_OWNER}`,
+        'owner-tag',
+        `it lacks the owner tag lvstamp.owner=${OWNER} (tags: lvstamp,lvstamp.owner=${OTHER_OWNER})`,
+      ],
+    ] as const) {
+      const { runner, manager, headerIo } = setup([
+        scopeStep(),
+        {
+          argv: lookupStep(ID_GROW, 'lvs-grow-before.json').argv,
+          stdout: grow.replace(tags, `"lv_tags":"${lvTags}"`),
+        },
+      ]);
+      headerIo.headers.set(GROW_PATH, okHeaderV2('pvc-grow', ID_GROW, 100 * MiB));
+      const error = await caught(expandedVolume(manager, ID_GROW, 1024 * MiB, SCOPE));
+      runner.assertDone(); // the look-up only: no lvchange, no lvextend
+      expect(error).toBeInstanceOf(NotOwnedError);
+      expect(error).toMatchObject({ check, lv: `vg0/lvstamp_${ID_GROW}` });
+      expect((error as Error).message).toBe(
+        `vg0/lvstamp_${ID_GROW} is not provably this installation's volume: refusing to resize: ${detail}; left untouched`,
+      );
+      expect(headerIo.writes).toEqual([]);
+      expect(headerIo.reads).toEqual([]);
+    }
+  });
+
   it('expand refuses a volume without a header before lvextend', async () => {
     const { runner, manager, headerIo } = setup([
       scopeStep(),

@@ -863,6 +863,8 @@ export class VolumeService {
     const { finished, groups } = await this.#lookup(volumeId, scope.vgNames);
     const found = this.#single(volumeId, finished);
     if (found === null) throw new NotFoundError(`volume ${volumeId} does not exist`);
+    // The tags first, active or not (DESIGN.md §2.3): an active LV is never grown on its header alone.
+    requireOwnerTags(found, ownerId, this.#p.naming, 'resize');
     const volume = await this.#activateOwned(found, ownerId);
     const decoded = await requireOwnerHeader(volume, ownerId, this.#p.headers, 'resize');
     const dmPath = volume.dmPath ?? '';
