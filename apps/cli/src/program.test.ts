@@ -1,6 +1,7 @@
 import {
   AlreadyExistsError,
   CommandFailedError,
+  FailedPreconditionError,
   NotFoundError,
   NotOwnedError,
   STANDALONE_OWNER_ID,
@@ -218,6 +219,33 @@ describe('failures exit 1 with one line, no stack trace', () => {
     expect(h.stderr()).toBe(
       '… volume groups: vg0 (tagged lvstamp or holding lvstamp volumes; name one with --vg)\n' +
         'lvstamp: no volume named x\n',
+    );
+  });
+});
+
+describe('detach: only in the volume groups looked in', () => {
+  const ID = volumeIdForName('x');
+
+  it('passes the scope to detach; its refusal is one line and exit 1', async () => {
+    const message = `data device lvstamp-${ID} targets 254:0, a device outside the volume groups tv2 (no LV of volume ${ID} there); name the volume group that holds its LV; left untouched`;
+    const detach = vi.fn(() => Promise.reject(new FailedPreconditionError(message)));
+    const h = harness({
+      volumes: {
+        resolve: () => Promise.resolve(ID),
+        detach,
+      } as unknown as CliServices['volumes'],
+    });
+    expect(await h.run('detach', 'x', '--vg', 'tv2')).toBe(1);
+    expect(detach).toHaveBeenCalledWith(ID, { vgNames: ['tv2'], source: '--vg' });
+    expect(h.stderr()).toBe(`… volume group: tv2 (--vg)\nlvstamp: ${message}\n`);
+    expect(h.stdout()).toBe('');
+  });
+
+  it('its help says a data device whose LV is gone is still removed', async () => {
+    const h = harness();
+    expect(await h.run('detach', '--help')).toBe(0);
+    expect(h.stdout().replace(/\s+/g, ' ')).toContain(
+      'or when the volume is not in the volume groups looked in; a data device whose LV is gone is still removed',
     );
   });
 });

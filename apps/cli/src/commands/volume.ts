@@ -191,14 +191,16 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
 
   program
     .command('detach')
-    .description('remove the data device of a volume (refused while it is open or mounted)')
+    .description(
+      'remove the data device of a volume (refused while it is open or mounted, or when the volume is not in the volume groups looked in; a data device whose LV is gone is still removed)',
+    )
     .argument('<volume>', 'volume name or ID')
     .option('--vg <vg>', VG_HELP)
     .action(async (ref: string, opts: { vg?: string }) => {
       const volumes = ctx.services().volumes;
       const scope = await commandScope(io, volumes, opts.vg);
       const id = await volumes.resolve(ref, scope);
-      const result = await volumes.detach(id);
+      const result = await volumes.detach(id, scope);
       if (json()) writeJson(io, result);
       else io.stdout.write(result.removed ? `detached ${ref}\n` : `${ref} was not attached\n`);
     });

@@ -804,6 +804,58 @@ describe('DataDeviceManager.tables / parseConciseTables (recorded)', () => {
   });
 });
 
+describe('DataDeviceManager.targetOf (recorded table, sysfs)', () => {
+  const LINEAR = '9a1c0d3b5e7f4a2c8b6d1e0f3a5c7e0b'; // 0 30720 linear 254:0 2048
+  const NOTABLE = '4d6f8b0c2e3a5f7b9d1c3e5a7f9b1d2c'; // created with --notable
+  const TABLES = ['dmsetup', 'table', '--concise'];
+  const recorded: ReplayStep = {
+    argv: TABLES,
+    stdoutFile: 'device/recorded/mixed-table-concise.stdout',
+  };
+  /** A host root whose sys/dev/block holds these device numbers. */
+  function hostRootWith(devices: readonly string[]): string {
+    const root = mkdtempSync(join(tmpdir(), 'lvstamp-sysdev-'));
+    mkdirSync(join(root, 'sys/dev/block'), { recursive: true });
+    for (const dev of devices) symlinkSync('../../block/dm-0', join(root, 'sys/dev/block', dev));
+    return root;
+  }
+
+  it('the target of the table, present while sys/dev/block/<major:minor> exists', async () => {
+    const root = hostRootWith(['254:0', '254:2']);
+    const { manager, replay } = setup([recorded], undefined, undefined, root);
+    expect(await manager.targetOf(LINEAR)).toEqual({
+      device: { major: 254, minor: 0 },
+      present: true,
+    });
+    expect(replay.calls.map((c) => c.argv)).toEqual([TABLES]);
+    rmSync(root, { recursive: true });
+  });
+
+  it('not present once the target device is gone', async () => {
+    const root = hostRootWith(['254:2']);
+    const { manager } = setup([recorded], undefined, undefined, root);
+    expect(await manager.targetOf(LINEAR)).toEqual({
+      device: { major: 254, minor: 0 },
+      present: false,
+    });
+    rmSync(root, { recursive: true });
+  });
+
+  it('null for a map without a live table (it maps nothing)', async () => {
+    const root = hostRootWith([]);
+    const { manager } = setup([recorded], undefined, undefined, root);
+    expect(await manager.targetOf(NOTABLE)).toBeNull();
+    rmSync(root, { recursive: true });
+  });
+
+  it('no sysfs is an error, never "target gone"', async () => {
+    const { manager } = setup([recorded]);
+    await expect(manager.targetOf(LINEAR)).rejects.toThrow(
+      new FailedPreconditionError('/nonexistent-host-root/sys/dev/block does not exist'),
+    );
+  });
+});
+
 describe('DataDeviceManager.find (sysfs, no process)', () => {
   const ID = '9a1c0d3b5e7f4a2c8b6d1e0f3a5c7e0b';
   /** A host root whose sys/block holds these dm devices (as the test VM showed them). */

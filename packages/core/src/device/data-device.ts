@@ -1,4 +1,4 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { lstat, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   FailedPreconditionError,
@@ -17,6 +17,7 @@ import {
   type Naming,
 } from '../naming.js';
 import { blockDeviceNumber, formatDeviceNumber, sameDevice } from './devnum.js';
+import { errorCode, errorMessage } from './errno.js';
 import { deviceUsersText } from './holders.js';
 import type {
   DataDevice,
@@ -370,6 +371,39 @@ export class DataDeviceManager {
       );
     }
     return tables;
+  }
+
+  /**
+   * The device the data device's table targets, and whether that block
+   * device still exists on the host (`sys/dev/block/<major>:<minor>` under
+   * the host root, sysfs-rules in the kernel documentation). The table is
+   * read as `tables([volumeId])` reads it (one `dmsetup table --concise`).
+   * A delete that finds no LV of the volume in its volume groups removes the
+   * map as a leftover only when its target is gone (DESIGN.md §6 rule 4).
+   * @returns null when no map has that UUID or its table is not one linear
+   *   segment (no live table, another target): it maps nothing.
+   * @throws InvalidArgumentError for a malformed ID; FailedPreconditionError
+   *   when sysfs cannot be read (nothing proves the target gone);
+   *   CommandFailedError and UnparseableOutputError as `tables`.
+   */
+  async targetOf(
+    volumeId: string,
+  ): Promise<{ readonly device: DeviceNumber; readonly present: boolean } | null> {
+    const table = (await this.tables([volumeId])).get(volumeId) ?? null;
+    if (table === null) return null;
+    const device = { major: table.major, minor: table.minor };
+    const blockDir = join(this.#hostRoot ?? '/', 'sys/dev/block');
+    const exists = (path: string): Promise<boolean> =>
+      lstat(path).then(
+        () => true,
+        (error: unknown) => {
+          if (errorCode(error) === 'ENOENT') return false;
+          throw new FailedPreconditionError(`cannot read ${path}: ${errorMessage(error)}`);
+        },
+      );
+    // Without sysfs nothing proves the target gone.
+    if (!(await exists(blockDir))) throw new FailedPreconditionError(`${blockDir} does not exist`);
+    return { device, present: await exists(join(blockDir, formatDeviceNumber(device))) };
   }
 
   /** The map of `volumeId` in a listing, checking that name and UUID agree. */

@@ -136,6 +136,7 @@ function setup(steps: ReplayStep[]) {
       reload: unexpected,
       remove: unexpected,
       pathFor: () => '',
+      targetOf: unexpected,
     },
     filesystems: { mounts: unexpected, grow: unexpected },
   });

@@ -350,6 +350,7 @@ function volumeService(options: {
       reload: () => Promise.reject(new Error('no data device in these tests')),
       remove: () => Promise.reject(new Error('no data device in these tests')),
       pathFor: (volumeId: string) => `/dev/mapper/lvstamp-${volumeId}`,
+      targetOf: () => Promise.reject(new Error('no data device in these tests')),
     },
     filesystems: {
       mounts: () => Promise.resolve([]),

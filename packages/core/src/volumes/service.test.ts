@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DataDeviceManager } from '../device/data-device.js';
-import { InvalidArgumentError, NotOwnedError } from '../errors.js';
+import { FailedPreconditionError, InvalidArgumentError, NotOwnedError } from '../errors.js';
 import type { DecodeResult } from '../header/types.js';
 import type { LogicalVolume } from '../lvm/types.js';
 import type { FilesystemManager } from '../fs/filesystem.js';
@@ -36,6 +36,15 @@ function serviceWith(existingIds: readonly string[]): VolumeService {
 }
 
 const SCOPE = { vgNames: ['vg0'] };
+
+async function caught(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected the promise to reject');
+}
 
 describe('VolumeService.resolve', () => {
   const idLike = '2e7d2c03a9507ae265ecf5b5356885a5';
@@ -129,6 +138,7 @@ describe('VolumeService.delete: the data device', () => {
     events: string[],
     lookups: LogicalVolume[][] = [[]],
     headers = new Map<string, DecodeResult>(),
+    targetPresent = false,
   ): VolumeService {
     return new VolumeService({
       lvm: {
@@ -160,6 +170,10 @@ describe('VolumeService.delete: the data device', () => {
           events.push(`remove ${volumeId}`);
           return Promise.resolve();
         },
+        targetOf: (volumeId: string) => {
+          events.push(`targetOf ${volumeId}`);
+          return Promise.resolve({ device: { major: 254, minor: 0 }, present: targetPresent });
+        },
       } as unknown as DataDeviceManager,
       headers: {
         readHeader: (path: string) =>
@@ -178,8 +192,24 @@ describe('VolumeService.delete: the data device', () => {
       vgNames: ['vg0'],
       ownerId: 'a'.repeat(32),
     });
-    expect(events).toEqual([`find ${id}`, 'lvm look-up', `remove ${id}`]);
+    expect(events).toEqual([`find ${id}`, 'lvm look-up', `targetOf ${id}`, `remove ${id}`]);
     expect(result).toEqual({ existed: true, removed: [] });
+  });
+
+  it('refuses, touching nothing, a data device whose LV is outside the scope but whose target still exists', async () => {
+    const events: string[] = [];
+    const error = await caught(
+      service([], events, [[]], new Map(), true).delete(id, {
+        vgNames: ['tv2'],
+        ownerId: 'a'.repeat(32),
+      }),
+    );
+    expect(error).toBeInstanceOf(FailedPreconditionError);
+    expect(error).not.toBeInstanceOf(NotOwnedError);
+    expect((error as Error).message).toBe(
+      `data device lvstamp-${id} targets 254:0, a device outside the volume groups tv2 (no LV of volume ${id} there); name the volume group that holds its LV; left untouched`,
+    );
+    expect(events).toEqual([`find ${id}`, 'lvm look-up', `targetOf ${id}`]);
   });
 
   it('refuses another owner’s volume with its data device still in place (no side effect)', async () => {
@@ -224,6 +254,35 @@ describe('VolumeService.delete: the data device', () => {
       `lvremove vg0/lvstamp_${id}`,
     ]);
     expect(result).toEqual({ existed: true, removed: [`vg0/lvstamp_${id}`] });
+  });
+
+  it('detach with a scope refuses, touching nothing, a data device whose volume is not in the scope while its target exists', async () => {
+    const events: string[] = [];
+    await expect(
+      service([], events, [[]], new Map(), true).detach(id, { vgNames: ['tv2'] }),
+    ).rejects.toThrow(
+      new FailedPreconditionError(
+        `data device lvstamp-${id} targets 254:0, a device outside the volume groups tv2 (no LV of volume ${id} there); name the volume group that holds its LV; left untouched`,
+      ),
+    );
+    expect(events).toEqual([`find ${id}`, 'lvm look-up', `targetOf ${id}`]);
+  });
+
+  it('detach with a scope removes a data device whose LV is gone (its target gone too)', async () => {
+    const events: string[] = [];
+    expect(await service([], events).detach(id, { vgNames: ['tv2'] })).toEqual({ removed: true });
+    expect(events).toEqual([`find ${id}`, 'lvm look-up', `targetOf ${id}`, `remove ${id}`]);
+  });
+
+  it('detach with a scope removes the data device of a volume in the scope, its target unread', async () => {
+    const events: string[] = [];
+    const owner = 'a'.repeat(32);
+    expect(
+      await service([], events, [[lv(owner, true)]], new Map(), true).detach(id, {
+        vgNames: ['vg0'],
+      }),
+    ).toEqual({ removed: true });
+    expect(events).toEqual([`find ${id}`, 'lvm look-up', `remove ${id}`]);
   });
 
   it('refuses a mounted data device before any lvm command', async () => {

@@ -1,4 +1,5 @@
 import type { DataDeviceManager } from '../device/data-device.js';
+import { formatDeviceNumber } from '../device/devnum.js';
 import { deviceUsersText } from '../device/holders.js';
 import { restsOnDataDevice, type PvStack } from '../device/stack.js';
 import type { DataDevice, DataDeviceMap, DataDeviceRef } from '../device/types.js';
@@ -112,7 +113,10 @@ export interface VolumeStatus {
 
 /** Dependencies and settings of a VolumeService (ServiceParts, and the wipe's). */
 export interface VolumeServiceOptions extends ServiceParts<
-  Pick<DataDeviceManager, 'list' | 'find' | 'create' | 'reload' | 'remove' | 'pathFor'>,
+  Pick<
+    DataDeviceManager,
+    'list' | 'find' | 'create' | 'reload' | 'remove' | 'pathFor' | 'targetOf'
+  >,
   Pick<FilesystemManager, 'mounts' | 'grow'>
 > {
   /** Deadline of a wipe in milliseconds; default one hour. */
@@ -775,13 +779,20 @@ export class VolumeService {
 
   /**
    * Removes the data device; the data stays on the LV. Not attached is
-   * success (`removed: false`).
-   * @throws FailedPreconditionError when it is mounted or open.
+   * success (`removed: false`). With a `scope`, the volume is looked up in
+   * its groups first: a map whose volume has no LV there is removed only as
+   * a leftover, when the device its table targets is gone too (as delete,
+   * DESIGN.md §6 rule 4).
+   * @throws FailedPreconditionError when it is mounted or open, or (with a
+   *   scope) its volume is not in the scope and its target still exists.
    */
-  async detach(volumeId: string): Promise<{ removed: boolean }> {
+  async detach(volumeId: string, scope?: VgScope): Promise<{ removed: boolean }> {
     const map = await this.#p.dataDevices.find(volumeId);
     if (map === null) return { removed: false };
     await this.#refuseIfMounted(map);
+    if (scope !== undefined && (await this.findVolume(volumeId, scope)) === null) {
+      await this.#refuseTargetOutside(map, scope);
+    }
     await this.#p.dataDevices.remove(volumeId);
     return { removed: true };
   }
@@ -990,6 +1001,34 @@ export class VolumeService {
   }
 
   /**
+   * Removes the data device of a volume that has no LV in the scope's
+   * groups, as a leftover (DESIGN.md §6 rule 4), only when the device its
+   * table targets is gone too (the LV really is gone). The caller holds the
+   * host lock.
+   * @throws FailedPreconditionError, touching nothing, when its target still
+   *   exists: an LV of a group outside the scope, or any other device.
+   */
+  async #removeLeftoverMap(map: DataDeviceRef, scope: VgScope): Promise<void> {
+    await this.#refuseTargetOutside(map, scope);
+    await this.#p.dataDevices.remove(map.volumeId);
+  }
+
+  /**
+   * Refuses a data device whose volume has no LV in the scope while the
+   * device its table targets still exists (an LV of another group, or any
+   * other device): nothing proves it a leftover.
+   * @throws FailedPreconditionError naming the map, its target and the scope.
+   */
+  async #refuseTargetOutside(map: DataDeviceRef, scope: VgScope): Promise<void> {
+    const target = await this.#p.dataDevices.targetOf(map.volumeId);
+    if (target?.present === true) {
+      throw new FailedPreconditionError(
+        `data device ${map.name} targets ${formatDeviceNumber(target.device)}, a device outside the volume groups ${scope.vgNames.join(', ')} (no LV of volume ${map.volumeId} there); name the volume group that holds its LV; left untouched`,
+      );
+    }
+  }
+
+  /**
    * The LV steps of delete; null when no LV existed. The caller holds the host
    * lock. `map` (the volume's data device, unmounted) holds the finished LV
    * open: it is removed after the tag, owner and header checks passed, and the
@@ -1005,8 +1044,7 @@ export class VolumeService {
   ): Promise<string[] | null> {
     let { finished, pending } = await this.#lookup(volumeId, scope.vgNames);
     if (finished.length + pending.length === 0) {
-      // the LV is gone: the map left over maps nothing of ours any more (DESIGN.md §6 rule 4)
-      if (map !== null) await this.#p.dataDevices.remove(volumeId);
+      if (map !== null) await this.#removeLeftoverMap(map, scope);
       return null;
     }
     // One volume is one LV: copies in several groups are refused, never all removed at once.
