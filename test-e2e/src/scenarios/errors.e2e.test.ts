@@ -1,6 +1,8 @@
 // What a refusal tells the operator on real lvm2 and device-mapper: an open LV
 // names its holder (sysfs holders), and the lvm.conf lvstamp ships bounds the
 // metadata archive by count (lvm.conf(5) backup/retain_min, retain_days).
+// Refusals that touch nothing: a resize of an active LV that does not carry
+// this installation's tags, a delete or detach naming the wrong volume group.
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -12,7 +14,7 @@ import {
   sh,
   shOk,
 } from '../harness/index.js';
-import { MiB, cli, idOf, lvRow, suffix } from './support.js';
+import { MiB, cli, dmInfo, idOf, lvRow, readBytes, suffix } from './support.js';
 
 installCleanupHooks();
 
@@ -47,6 +49,64 @@ describe('open and busy errors name the holders', () => {
       await sh(['dmsetup', 'remove', '--noudevsync', holder]);
     }
     expect((await cli(['delete', name], 0)).stdout).toBe(`deleted ${name}`);
+  }, 300_000);
+});
+
+describe('ownership and scope refusals touch nothing (DESIGN.md §2.3)', () => {
+  it('lvstamp resize of an ACTIVE LV without the lvstamp tags, or with another owner tag, is refused: LV size and first MiB unchanged', async () => {
+    const { vgName } = await createLoopVg({ sizeBytes: 128 * MiB });
+    const name = `untagged-${suffix()}`;
+    const lvName = `lvstamp_${idOf(name)}`;
+    await cli(['create', name, '--size', '8Mi', '--vg', vgName], 0);
+    const before = await lvRow(vgName, lvName);
+    expect(before.lv_attr[4]).toBe('a'); // active
+    const ownerTag = before.lv_tags.split(',').find((t) => t.startsWith('lvstamp.owner=')) ?? '';
+    expect(ownerTag).toMatch(/^lvstamp\.owner=[0-9a-f]{32}$/);
+    const firstMiB = await readBytes(before.lv_dm_path, 0, MiB);
+    const lv = `${vgName}/${lvName}`;
+    await shOk(['lvchange', '--deltag', 'lvstamp', '--deltag', ownerTag, lv]);
+    const otherTag = `lvstamp.owner=${'1'.repeat(32)}`;
+    for (const [tags, detail] of [
+      ['none', 'it lacks the tag lvstamp (tags: none)'],
+      [`lvstamp,${otherTag}`, `it lacks the owner tag ${ownerTag} (tags: lvstamp,${otherTag})`],
+    ] as const) {
+      if (tags !== 'none')
+        await shOk(['lvchange', '--addtag', 'lvstamp', '--addtag', otherTag, lv]);
+      expect((await lvRow(vgName, lvName)).lv_tags).toBe(tags === 'none' ? '' : tags);
+      const refused = await cli(['resize', name, '--size', '16Mi', '--vg', vgName], 1);
+      expect(refused.stderr.split('\n').filter(Boolean).at(-1)).toBe(
+        `lvstamp: ${lv} is not provably this installation's volume: refusing to resize: ${detail}; left untouched`,
+      );
+      const after = await lvRow(vgName, lvName);
+      expect(after.lv_size).toBe(before.lv_size);
+      expect((await readBytes(after.lv_dm_path, 0, MiB)).equals(firstMiB)).toBe(true);
+    }
+  }, 300_000);
+
+  it('lvstamp delete and detach with the wrong --vg refuse, naming the data device and its target: the map and the LV stay', async () => {
+    const { vgName } = await createLoopVg({ sizeBytes: 64 * MiB });
+    const { vgName: otherVg } = await createLoopVg({ sizeBytes: 64 * MiB });
+    const name = `scoped-${suffix()}`;
+    const id = idOf(name);
+    const lvName = `lvstamp_${id}`;
+    await cli(['create', name, '--size', '8Mi', '--vg', vgName], 0);
+    await cli(['attach', name, '--vg', vgName], 0);
+    const lv = await lvRow(vgName, lvName);
+    const map = await dmInfo(`lvstamp-${id}`);
+    expect(map).not.toBeNull();
+    const refusal =
+      `lvstamp: data device lvstamp-${id} targets ${lv.lv_kernel_major}:${lv.lv_kernel_minor}, ` +
+      `a device outside the volume groups ${otherVg} (no LV of volume ${id} there); ` +
+      'name the volume group that holds its LV; left untouched';
+    for (const command of ['delete', 'detach']) {
+      const refused = await cli([command, name, '--vg', otherVg], 1);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr.split('\n').filter(Boolean).at(-1)).toBe(refusal);
+      expect(await dmInfo(`lvstamp-${id}`)).toEqual(map);
+      expect((await lvRow(vgName, lvName)).lv_uuid).toBe(lv.lv_uuid);
+    }
+    expect((await cli(['delete', name, '--vg', vgName], 0)).stdout).toBe(`deleted ${name}`);
+    expect(await dmInfo(`lvstamp-${id}`)).toBeNull();
   }, 300_000);
 });
 
