@@ -34,14 +34,20 @@ export class InspectService {
   }
 
   /**
-   * @param target a path (anything that exists on the file system, or starts
-   *   with `/` or `.`), else a volume ID or name, looked up in the volume
-   *   groups `scopeOf` returns (called only for a volume, so that a file
-   *   needs no lvm).
+   * @param target a path (it starts with `/` or `.`, holds a `/`, or names
+   *   an existing file or block device: a directory of that name in the
+   *   working directory does not count), else a volume ID or name, looked up
+   *   in the volume groups `scopeOf` returns (called only for a volume, so
+   *   that a file needs no lvm).
    * @throws NotFoundError when it is neither an existing path nor a volume.
    */
   async inspect(target: string, scopeOf: () => Promise<VgScope>): Promise<InspectReport> {
-    if (target.startsWith('/') || target.startsWith('.') || (await exists(target))) {
+    if (
+      target.startsWith('/') ||
+      target.startsWith('.') ||
+      target.includes('/') ||
+      (await isFileOrDevice(target))
+    ) {
       const decode = await this.#headers.readHeader(target);
       return { target, devicePath: target, decode, explanation: explain(decode, null) };
     }
@@ -60,10 +66,10 @@ export class InspectService {
   }
 }
 
-async function exists(path: string): Promise<boolean> {
+async function isFileOrDevice(path: string): Promise<boolean> {
   try {
-    await stat(path);
-    return true;
+    const st = await stat(path);
+    return st.isFile() || st.isBlockDevice();
   } catch {
     return false;
   }

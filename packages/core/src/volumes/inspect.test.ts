@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import type { DecodeResult } from '../header/types.js';
+import type { Volume } from '../lvm/types.js';
+import { InspectService } from './inspect.js';
+
+const ID = 'c'.repeat(32);
+const notStamped: DecodeResult = { status: 'not-stamped', reason: 'magic absent' };
+
+function service(found: Volume | null) {
+  const calls: string[] = [];
+  const inspector = new InspectService({
+    volumes: {
+      resolve: (ref) => {
+        calls.push(`resolve ${ref}`);
+        return Promise.resolve(ID);
+      },
+      findVolume: (id) => {
+        calls.push(`findVolume ${id}`);
+        return Promise.resolve(found);
+      },
+      readHeader: (volume) => {
+        calls.push(`readHeader ${volume.lvName}`);
+        return Promise.resolve(notStamped);
+      },
+    },
+    headers: {
+      readHeader: (path) => {
+        calls.push(`read path ${path}`);
+        return Promise.resolve(notStamped);
+      },
+    },
+  });
+  return { inspector, calls };
+}
+
+const scope = () => Promise.resolve({ vgNames: ['vg0'] });
+
+describe('InspectService.inspect: a path or a volume', () => {
+  it('takes a name that is a directory in the working directory as a volume, not as a path', async () => {
+    // vitest runs in the package directory, where `src` is a directory.
+    const { inspector, calls } = service({
+      vgName: 'vg0',
+      lvName: `lvstamp_${ID}`,
+      dmPath: null,
+      volumeId: ID,
+    } as unknown as Volume);
+    const report = await inspector.inspect('src', scope);
+    expect(calls).toEqual(['resolve src', `findVolume ${ID}`, `readHeader lvstamp_${ID}`]);
+    expect(report.devicePath).toBe(`vg0/lvstamp_${ID}`);
+  });
+
+  it('takes an existing regular file, and anything with a /, as a path', async () => {
+    const { inspector, calls } = service(null);
+    await inspector.inspect('package.json', scope);
+    await inspector.inspect('no/such/file', scope);
+    expect(calls).toEqual(['read path package.json', 'read path no/such/file']);
+  });
+});
