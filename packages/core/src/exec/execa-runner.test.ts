@@ -4,20 +4,12 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CommandFailedError, CommandTimeoutError, InvalidArgumentError } from '../errors.js';
 import { ExecaRunner } from './execa-runner.js';
+import { caught } from '../testing/caught.js';
 
 const dirs: string[] = [];
 afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
-
-async function caught(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the promise to reject');
-}
 
 function isAlive(pid: number): boolean {
   try {

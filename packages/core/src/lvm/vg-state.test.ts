@@ -17,6 +17,7 @@ import { volumeIdForName } from '../naming.js';
 import { VolumeService } from '../volumes/service.js';
 import { Lvm } from './lvm.js';
 import { classifyLvmFailure, duplicatePvUuids, lvmMessage, problemsOfVgAttr } from './vg-state.js';
+import { caught } from '../testing/caught.js';
 
 // Real lvm2 2.03.16 in the test VM (test-e2e/scripts/measure-lvm-config.sh): group lvse2ebroken
 // of two PVs, one removed, one attached twice, both read-only, or marked shared (lock type dlm).
@@ -141,15 +142,6 @@ function setup(steps: ReplayStep[]) {
     filesystems: { mounts: unexpected, grow: unexpected },
   });
   return { runner, manager };
-}
-
-async function caught(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (error: unknown) => error,
-  );
 }
 
 describe('problemsOfVgAttr (vgs(8) vg_attr bits)', () => {

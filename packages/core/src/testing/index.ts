@@ -8,3 +8,4 @@ export {
   type ReplayRunnerOptions,
   type ReplayStep,
 } from './replay-runner.js';
+export { caught } from './caught.js';

@@ -1,15 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CommandFailedError, CommandTimeoutError, InvalidArgumentError } from '../errors.js';
 import { ReplayMismatchError, ReplayRunner } from './replay-runner.js';
-
-async function caught(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the promise to reject');
-}
+import { caught } from './caught.js';
 
 describe('ReplayRunner', () => {
   it('replays steps in order and records the calls', async () => {

@@ -25,6 +25,7 @@ import type { Volume } from '../lvm/types.js';
 import type { HeaderIo } from './header-io.js';
 import { VolumeService, type VolumeServiceOptions } from './service.js';
 import { VOLUME_SERVICE_KEYS, withVolumeLocks } from './volume-locks.js';
+import { caught } from '../testing/caught.js';
 
 // ---- exact argv, spelled out here on purpose (not imported from the lvm module) ----
 const REPORT = ['--reportformat', 'json', '--units', 'b', '--nosuffix'];
@@ -366,15 +367,6 @@ async function expandedVolume(
   ...args: Parameters<VolumeService['expand']>
 ): Promise<Volume> {
   return (await service.expand(...args)).status.volume;
-}
-
-async function caught(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the promise to reject');
 }
 
 function okHeader(name: string, volumeId: string, ownerId = OWNER): DecodeResult {

@@ -10,6 +10,7 @@ import type { CommandRunner } from '../exec/runner.js';
 import { NoopHostLock } from '../lock/host-lock.js';
 import { lvNameFor, volumeIdForName } from '../naming.js';
 import { VolumeService } from './service.js';
+import { caught } from '../testing/caught.js';
 
 /** A VolumeService whose lvm knows exactly these volumes (active, in vg0). */
 function serviceWith(existingIds: readonly string[]): VolumeService {
@@ -36,15 +37,6 @@ function serviceWith(existingIds: readonly string[]): VolumeService {
 }
 
 const SCOPE = { vgNames: ['vg0'] };
-
-async function caught(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the promise to reject');
-}
 
 describe('VolumeService.resolve', () => {
   const idLike = '2e7d2c03a9507ae265ecf5b5356885a5';

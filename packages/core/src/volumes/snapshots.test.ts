@@ -15,6 +15,7 @@ import { snapshotIdForName, volumeIdForName } from '../naming.js';
 import { ReplayRunner, type ReplayStep } from '../testing/replay-runner.js';
 import type { HeaderIo } from './header-io.js';
 import { SnapshotService, ThickVolumeError } from './snapshots.js';
+import { caught } from '../testing/caught.js';
 
 // ---- exact argv, spelled out here on purpose (not imported from the lvm module) ----
 const REPORT = ['--reportformat', 'json', '--units', 'b', '--nosuffix'];
@@ -252,15 +253,6 @@ function setup(
     logger: { warn: (message) => void warnings.push(message) },
   });
   return { runner, headers, service, warnings };
-}
-
-async function caught(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the promise to reject');
 }
 
 describe('createSnapshot', () => {
