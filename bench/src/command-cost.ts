@@ -14,6 +14,7 @@ import {
   type CommandRunner,
 } from '@lvstamp/core';
 import type { BenchContext } from './context.js';
+import { isLvmCommand } from './exec.js';
 import { BENCH_OWNER_ID, cleanUp, createBenchVg, type BenchVg } from './fixture.js';
 import { formatMs, median, MiB, round } from './stats.js';
 
@@ -48,13 +49,10 @@ export class NoDeviceMapperRunner implements CommandRunner {
   }
 }
 
-const LVM2_PROGRAMS = /^(lvm|[pv]g[a-z]+|lv[a-z]+|pv[a-z]+)$/;
-
-/** `argv` with `--driverloaded n` after the lvm2 command name; other programs unchanged. */
+/** `argv` with `--driverloaded n` after the lvm2 command name (isLvmCommand); other programs unchanged. */
 export function withoutDeviceMapper(argv: readonly string[]): string[] {
-  const program = argv[0] ?? '';
-  if (!LVM2_PROGRAMS.test(program)) return [...argv];
-  const at = program === 'lvm' ? 2 : 1;
+  if (!isLvmCommand(argv)) return [...argv];
+  const at = argv[0] === 'lvm' ? 2 : 1;
   return [...argv.slice(0, at), ...NO_DM, ...argv.slice(at)];
 }
 
