@@ -300,6 +300,34 @@ describe('planGc: an interrupted create (lvstamp_new_<id>)', () => {
     );
   });
 
+  it('is kept without header when it carries the owner tag but not the lvstamp tag (both tags, DESIGN.md §2.3)', () => {
+    const e = only(
+      plan([
+        volume(id('a'), { creating: true, header: headerless, tags: [ownerTagFor(OWNER)] }),
+      ]),
+    );
+    expect(decision(e)).toEqual(KEEP_WARN_1);
+    expect(e.reason).toBe(
+      'interrupted create without header and without the tag lvstamp: only one ownership signal',
+    );
+    expect(e.target === 'volume' && e.evidence).toBeNull();
+  });
+
+  it('keeps the data device over a headerless LV that carries the owner tag only (rule 1, not rule 4)', () => {
+    const lv = volume(id('a'), {
+      creating: true,
+      header: headerless,
+      tags: [ownerTagFor(OWNER)],
+      dataMaps: [dmNameFor(id('a'))],
+    });
+    const p = plan([lv], [map(id('a'), lv)]);
+    expect(decision(entryFor(p, dmNameFor(id('a'))))).toEqual(KEEP_WARN_1);
+    expect(entryFor(p, dmNameFor(id('a')))?.reason).toBe(
+      `its LV vg0/lvstamp_new_${id('a')} is not provably lvstamp's: interrupted create without header and without the tag lvstamp: only one ownership signal`,
+    );
+    expect(p.summary).toMatchObject({ removeMap: 0, removeVolume: 0 });
+  });
+
   it('is kept without header when tagged for another owner', () => {
     const e = only(
       plan([

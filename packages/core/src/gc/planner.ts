@@ -15,6 +15,7 @@ import type {
   InventoryVolume,
 } from './types.js';
 import { compareText, formatDuration, formatTime, numberKey } from './util.js';
+import { failedHeaderCheck, failedTagCheck } from '../volumes/ownership.js';
 
 /**
  * Plans one GC run (DESIGN.md §6). Pure: the same input gives the same plan.
@@ -29,7 +30,9 @@ import { compareText, formatDuration, formatTime, numberKey } from './util.js';
  *    re-checks them, so a plan never promises what it would refuse). A
  *    headerless (`not-stamped`) `lvstamp_new_<id>` — lvcreate zeroed the
  *    start, the header was not yet written (DESIGN.md §5) — counts as proved
- *    only with the LV tag `lvstamp.owner=<policy owner>`. A `lvstamp_new_<id>`
+ *    only with both LV tags, `lvstamp` and `lvstamp.owner=<policy owner>`.
+ *    The tag and header checks are volumes/ownership.ts's, the volume
+ *    operations' own. A `lvstamp_new_<id>`
  *    whose header is `ok` and of the policy's owner but carries another
  *    volume ID (an interrupted restore or clone still holds its source's
  *    header) counts only with the lvstamp tag, the owner tag and a
@@ -224,19 +227,20 @@ function ownershipOf(v: InventoryVolume, context: PlanContext): Ownership {
   switch (header.status) {
     case 'ok': {
       const fields = header.header;
-      if (fields.volumeId !== v.volumeId && v.creating) return copyOwnership(v, fields, context);
-      if (fields.volumeId !== v.volumeId) {
+      const failed = failedHeaderCheck(header, v.volumeId, context.policy.ownerId);
+      if (failed?.check === 'header-id' && v.creating) return copyOwnership(v, fields, context);
+      if (failed?.check === 'header-id') {
         return refused(
           `header volume ID ${fields.volumeId} does not match the name's ID ${v.volumeId}; never deleted automatically`,
         );
       }
-      if (fields.ownerId !== context.policy.ownerId) {
+      if (failed !== null) {
         return refused(
           `owned by another installation: header owner ${fields.ownerId}, this GC's owner ${context.policy.ownerId}`,
         );
       }
       // The remover re-checks the tags before lvremove (DESIGN.md §2.3): plan what it will do.
-      if (!v.tags.includes(context.inventory.naming.tag) || !v.tags.includes(context.ownerTag)) {
+      if (failedTagCheck(v, context.policy.ownerId, context.inventory.naming) !== null) {
         return refused(
           `valid header of this owner, but the LV lacks the tags ${context.inventory.naming.tag} and ${context.ownerTag}; never deleted automatically`,
         );
@@ -254,12 +258,16 @@ function ownershipOf(v: InventoryVolume, context: PlanContext): Ownership {
           `prefixed name but no header in sector 0 (${header.reason}); a finished volume without a valid header is never deleted automatically`,
         );
       }
-      if (!v.tags.includes(context.ownerTag)) {
+      // Headerless: the tags are the second signal, both of them (DESIGN.md §2.3).
+      const failed = failedTagCheck(v, context.policy.ownerId, context.inventory.naming);
+      if (failed !== null) {
         const other = v.tags.find((t) => t.startsWith(context.ownerTagPrefix));
         return refused(
-          other === undefined
-            ? `interrupted create without header and without the owner tag ${context.ownerTag}: only one ownership signal`
-            : `interrupted create without header, tagged for another owner (${other})`,
+          failed.check === 'tag'
+            ? `interrupted create without header and without the tag ${context.inventory.naming.tag}: only one ownership signal`
+            : other === undefined
+              ? `interrupted create without header and without the owner tag ${context.ownerTag}: only one ownership signal`
+              : `interrupted create without header, tagged for another owner (${other})`,
         );
       }
       return {
@@ -298,7 +306,7 @@ function copyOwnership(
       `${mismatch} and no ${context.inventory.naming.tag}.from tag (not an interrupted restore or clone); never deleted automatically`,
     );
   }
-  if (!v.tags.includes(context.inventory.naming.tag) || !v.tags.includes(context.ownerTag)) {
+  if (failedTagCheck(v, context.policy.ownerId, context.inventory.naming) !== null) {
     return refused(
       `interrupted restore or clone without the tags ${context.inventory.naming.tag} and ${context.ownerTag}: only one ownership signal`,
     );
@@ -585,7 +593,7 @@ function snapshotSignalProblem(
   context: PlanContext,
 ): string | null {
   const naming = context.inventory.naming;
-  if (!snap.tags.includes(naming.tag) || !snap.tags.includes(context.ownerTag)) {
+  if (failedTagCheck(snap, context.policy.ownerId, naming) !== null) {
     const other = snap.tags.find((t) => t.startsWith(context.ownerTagPrefix));
     return other === undefined
       ? `snapshot without the tags ${naming.tag} and ${context.ownerTag}: only one ownership signal`
@@ -600,10 +608,11 @@ function snapshotSignalProblem(
       ? `sector 0 unreadable: ${header.reason}; kept until it can be read`
       : `sector 0 is ${header.status} (${header.reason}), not its source's header; never deleted automatically`;
   }
-  if (header.header.ownerId !== context.policy.ownerId) {
+  const failed = failedHeaderCheck(header, tags.sourceVolumeId, context.policy.ownerId);
+  if (failed?.check === 'header-owner') {
     return `sector 0 is another installation's header (owner ${header.header.ownerId}, this GC's owner ${context.policy.ownerId})`;
   }
-  if (header.header.volumeId !== tags.sourceVolumeId) {
+  if (failed !== null) {
     return `sector 0 holds volume ${header.header.volumeId}'s header, but the ${naming.tag}.source tag says ${tags.sourceVolumeId}`;
   }
   return null;

@@ -46,7 +46,13 @@ import {
   type Naming,
 } from '../naming.js';
 import { readHeaderSafely, type HeaderReading } from './header-reading.js';
-import { failedTagCheck, isActive, requireOwnerHeader, requireOwnerTags } from './ownership.js';
+import {
+  failedTagCheck,
+  isActive,
+  requireCapacity,
+  requireOwnerHeader,
+  requireOwnerTags,
+} from './ownership.js';
 import { withDefaults, type ResolvedServiceParts, type ServiceParts } from './parts.js';
 import { resolveRef } from './resolve-ref.js';
 import { CAPACITY_BLOCK_BYTES, capacityOf, maximumCapacity, volumeSize } from './size.js';
@@ -877,9 +883,9 @@ export class VolumeService {
     // The tags first, active or not (DESIGN.md §2.3): an active LV is never grown on its header alone.
     requireOwnerTags(found, ownerId, this.#p.naming, 'resize');
     const volume = await this.#activateOwned(found, ownerId);
-    const decoded = await requireOwnerHeader(volume, ownerId, this.#p.headers, 'resize');
+    const owned = await requireOwnerHeader(volume, ownerId, this.#p.headers, 'resize');
     const dmPath = volume.dmPath ?? '';
-    const current = capacityFrom(decoded, volume);
+    const current = requireCapacity(owned, volume);
     if (limitBytes !== undefined && current > limitBytes) {
       throw new OutOfRangeError(
         `volume ${volumeId} has ${current} bytes, above limitBytes ${limitBytes}; volumes never shrink`,
@@ -893,7 +899,7 @@ export class VolumeService {
       limitBytes,
       extentSizeBytes: vg.extentSizeBytes,
     });
-    const header = decoded.header;
+    const header = owned.header;
     let grown: Volume = volume;
     if (volume.sizeBytes < lvSizeBytes) {
       const growBytes = lvSizeBytes - volume.sizeBytes;
@@ -906,7 +912,7 @@ export class VolumeService {
         );
       }
       // v1 means "the whole LV": pin today's capacity first, so the grown LV does not grow it.
-      if (decoded.version === 1) {
+      if (owned.version === 1) {
         await this.#p.headers.writeHeader(dmPath, { ...header, requestedBytes: current });
       }
       if (thin !== null) {
