@@ -302,9 +302,7 @@ describe('planGc: an interrupted create (lvstamp_new_<id>)', () => {
 
   it('is kept without header when it carries the owner tag but not the lvstamp tag (both tags, DESIGN.md §2.3)', () => {
     const e = only(
-      plan([
-        volume(id('a'), { creating: true, header: headerless, tags: [ownerTagFor(OWNER)] }),
-      ]),
+      plan([volume(id('a'), { creating: true, header: headerless, tags: [ownerTagFor(OWNER)] })]),
     );
     expect(decision(e)).toEqual(KEEP_WARN_1);
     expect(e.reason).toBe(
