@@ -39,7 +39,10 @@ export interface CliServices {
     | 'findSnapshot'
     | 'createVolumeFrom'
   >;
-  readonly volumeGroups: Pick<VolumeGroupAdmin, 'list' | 'createOnLoop' | 'create' | 'remove'>;
+  readonly volumeGroups: Pick<
+    VolumeGroupAdmin,
+    'list' | 'isLvstampGroup' | 'createOnLoop' | 'create' | 'remove'
+  >;
   readonly gc: Pick<GcService, 'plan' | 'apply'>;
   readonly inspector: Pick<InspectService, 'inspect'>;
   /** Filesystem helpers of the core, used by `lvstamp demo`. */

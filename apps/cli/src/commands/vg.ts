@@ -48,7 +48,8 @@ export function registerVolumeGroupCommands(program: Command, ctx: CommandContex
   vg.command('list')
     .description('list volume groups with their size, free space and extent size')
     .action(async () => {
-      const groups = await ctx.services().volumeGroups.list();
+      const admin = ctx.services().volumeGroups;
+      const groups = await admin.list();
       if (ctx.globals().json) {
         writeJson(io, groups);
         return;
@@ -61,7 +62,7 @@ export function registerVolumeGroupCommands(program: Command, ctx: CommandContex
             formatBytes(g.sizeBytes),
             formatBytes(g.freeBytes),
             formatBytes(g.extentSizeBytes),
-            g.tags.includes('lvstamp') ? 'yes' : 'no',
+            admin.isLvstampGroup(g) ? 'yes' : 'no',
           ]),
         ),
       );

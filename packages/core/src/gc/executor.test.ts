@@ -296,7 +296,6 @@ describe('applyGcPlan', () => {
       `${orphanLv}: skipped: data device lvstamp-${ORPHAN} is open now (1)`,
       `${newLv}: removed: removed LV ${newLv}`,
     ]);
-    expect(node.calls).not.toContain(`remove ${ORPHAN}`);
     expect(node.calls.filter((c) => c.startsWith('removeLogicalVolume'))).toEqual([
       `removeLogicalVolume ${newLv} uuid-lvstamp_new_${NEW}-1 ${OWNER}`,
     ]);
@@ -370,8 +369,20 @@ describe('applyGcPlan', () => {
     node.volumes = node.volumes.map((v) => (v.volumeId === NEW ? { ...v, tags: ['lvstamp'] } : v));
     const outcomes = await applyGcPlan(plan, node.ports);
     expect(summary(outcomes)[3]).toBe(
-      `${newLv}: skipped: LV no longer carries the owner tag lvstamp.owner=${OWNER}`,
+      `${newLv}: skipped: LV no longer carries its tags: it lacks the owner tag lvstamp.owner=${OWNER} (tags: lvstamp)`,
     );
+  });
+
+  it('skips an orphan that lost its lvstamp tag, whatever its header says (both tags, DESIGN.md §2.3)', async () => {
+    const { node, plan } = await planned();
+    node.volumes = node.volumes.map((v) =>
+      v.volumeId === ORPHAN ? { ...v, tags: [ownerTagFor(OWNER)] } : v,
+    );
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(summary(outcomes)[2]).toBe(
+      `${orphanLv}: skipped: LV no longer carries its tags: it lacks the tag lvstamp (tags: lvstamp.owner=${OWNER})`,
+    );
+    expect(node.calls.some((c) => c.startsWith(`removeLogicalVolume ${orphanLv}`))).toBe(false);
   });
 
   it('skips devices that are already gone', async () => {

@@ -1,6 +1,8 @@
 import type { DmMap } from '../device/types.js';
-import { dmNameFor, dmUuidFor, ownerTagFor, parseFromTag, parseSnapshotTags } from '../naming.js';
-import { readHeaderSafely } from '../volumes/header-reading.js';
+import type { LogicalVolume } from '../lvm/types.js';
+import { dmNameFor, dmUuidFor, parseFromTag, parseSnapshotTags } from '../naming.js';
+import { readHeaderSafely, type HeaderReading } from '../volumes/header-reading.js';
+import { failedHeaderCheck, failedTagCheck } from '../volumes/ownership.js';
 import type { GcExecutorPorts } from './ports.js';
 import type { GcMapEntry, GcOutcome, GcPlan, GcSnapshotEntry, GcVolumeEntry } from './types.js';
 import { describeError, kernelNumber, numberKey } from './util.js';
@@ -104,36 +106,8 @@ async function removeVolume(
     );
   }
 
-  const header = await readHeaderSafely(lv, ports.headers);
-  if (entry.evidence === 'header') {
-    if (header.status !== 'ok') return skipped(`header is ${header.status} now: ${header.reason}`);
-    if (header.header.volumeId !== entry.volumeId || header.header.ownerId !== plan.ownerId) {
-      return skipped(
-        `header changed: volume ID ${header.header.volumeId}, owner ${header.header.ownerId}; planned ${entry.volumeId}, owner ${plan.ownerId}`,
-      );
-    }
-  } else if (entry.evidence === 'source-header') {
-    if (header.status !== 'ok') return skipped(`header is ${header.status} now: ${header.reason}`);
-    if (header.header.volumeId !== entry.headerVolumeId || header.header.ownerId !== plan.ownerId) {
-      return skipped(
-        `header changed: volume ID ${header.header.volumeId}, owner ${header.header.ownerId}; planned the source's ${entry.headerVolumeId ?? '(none)'}, owner ${plan.ownerId}`,
-      );
-    }
-    const tag = ownerTagFor(plan.ownerId, plan.naming);
-    if (!lv.tags.includes(tag) || parseFromTag(lv.tags, plan.naming) === null) {
-      return skipped(`LV no longer carries the owner tag ${tag} and a ${plan.naming.tag}.from tag`);
-    }
-  } else if (entry.evidence === 'owner-tag') {
-    if (header.status !== 'not-stamped') {
-      return skipped(
-        `header is ${header.status} now (planned: not stamped); the create may be in progress`,
-      );
-    }
-    const tag = ownerTagFor(plan.ownerId, plan.naming);
-    if (!lv.tags.includes(tag)) return skipped(`LV no longer carries the owner tag ${tag}`);
-  } else {
-    return skipped('the entry records no ownership evidence');
-  }
+  const changed = changedSignal(plan, entry, lv, await readHeaderSafely(lv, ports.headers));
+  if (changed !== null) return skipped(changed);
 
   const kernel = kernelNumber(lv);
   if (kernel === null) return skipped(`LV ${entry.device} is inactive now`);
@@ -189,10 +163,8 @@ async function removeSnapshot(
       `LV ${entry.device} was recreated: lv_uuid ${lv.lvUuid}, planned ${entry.lvUuid}`,
     );
   }
-  const tag = ownerTagFor(plan.ownerId, plan.naming);
-  if (!lv.tags.includes(plan.naming.tag) || !lv.tags.includes(tag)) {
-    return skipped(`LV no longer carries the tags ${plan.naming.tag} and ${tag}`);
-  }
+  const tags = failedTagCheck(lv, plan.ownerId, plan.naming);
+  if (tags !== null) return skipped(`LV no longer carries its tags: ${tags.detail}`);
   const source = parseSnapshotTags(lv.tags, plan.naming)?.sourceVolumeId ?? null;
   if (source === null || source !== entry.sourceVolumeId) {
     return skipped(
@@ -201,7 +173,7 @@ async function removeSnapshot(
   }
   const header = await readHeaderSafely(lv, ports.headers);
   if (header.status !== 'ok') return skipped(`sector 0 is ${header.status} now: ${header.reason}`);
-  if (header.header.volumeId !== source || header.header.ownerId !== plan.ownerId) {
+  if (failedHeaderCheck(header, source, plan.ownerId) !== null) {
     return skipped(
       `sector 0 changed: volume ID ${header.header.volumeId}, owner ${header.header.ownerId}; planned ${source}, owner ${plan.ownerId}`,
     );
@@ -225,6 +197,48 @@ async function removeSnapshot(
     ownerId: plan.ownerId,
   });
   return { outcome: 'removed', detail: `removed snapshot LV ${entry.device}` };
+}
+
+/**
+ * Why the LV no longer carries the ownership the plan relied on, or null:
+ * both tags (DESIGN.md §2.3), and the entry's evidence — its own header of
+ * this owner, its source's header with a `lvstamp.from` tag, or still no
+ * header at all (volumes/ownership.ts's checks, as the planner's).
+ */
+function changedSignal(
+  plan: GcPlan,
+  entry: GcVolumeEntry,
+  lv: LogicalVolume,
+  header: HeaderReading,
+): string | null {
+  const tags = failedTagCheck(lv, plan.ownerId, plan.naming);
+  if (tags !== null) return `LV no longer carries its tags: ${tags.detail}`;
+  const changedHeader = (volumeId: string, planned: string): string | null => {
+    if (failedHeaderCheck(header, volumeId, plan.ownerId) === null) return null;
+    return header.status === 'ok'
+      ? `header changed: volume ID ${header.header.volumeId}, owner ${header.header.ownerId}; planned ${planned}, owner ${plan.ownerId}`
+      : `header is ${header.status} now: ${header.reason}`;
+  };
+  switch (entry.evidence) {
+    case 'header':
+      return changedHeader(entry.volumeId, entry.volumeId);
+    case 'source-header':
+      return (
+        changedHeader(
+          entry.headerVolumeId ?? '',
+          `the source's ${entry.headerVolumeId ?? '(none)'}`,
+        ) ??
+        (parseFromTag(lv.tags, plan.naming) === null
+          ? `LV no longer carries a ${plan.naming.tag}.from tag`
+          : null)
+      );
+    case 'owner-tag':
+      return header.status === 'not-stamped'
+        ? null
+        : `header is ${header.status} now (planned: not stamped); the create may be in progress`;
+    case null:
+      return 'the entry records no ownership evidence';
+  }
 }
 
 /** The data device `lvstamp-<id>` when it exists and its table targets `lvKey` (major:minor); else null. */

@@ -9,6 +9,7 @@ import {
   type GcInput,
 } from '../testing/gc-inventories.js';
 import type {
+  GcPlanEntry,
   GcPlan,
   GcPolicy,
   Inventory,
@@ -110,6 +111,11 @@ function actionsOf(target: 'map' | 'volume' | 'snapshot'): readonly string[] {
   return ['keep', target === 'map' ? 'remove-map' : `remove-${target}`];
 }
 
+/** A removal the deletion cap turned into keep (DESIGN.md §6: "would otherwise remove"). */
+function cappedRemoval(entry: GcPlanEntry): boolean {
+  return entry.action === 'keep' && entry.reason.startsWith('deletion cap of ');
+}
+
 /** A broken invariant: its name and the device, for the counterexample fast-check prints. */
 function must(holds: boolean, invariant: string): void {
   if (!holds) throw new Error(`invariant broken: ${invariant}`);
@@ -126,7 +132,9 @@ function checkPlan(input: GcInput, plan: GcPlan): void {
   const snapshots = new Map((inventory.snapshots ?? []).map((s) => [s.device, s]));
   must(plan.entries.length === volumes.size + maps.size + snapshots.size, 'one entry per device');
 
+  // A removal the cap turned into keep still says "would otherwise remove": it too must be allowed.
   let removals = 0;
+  let capped = 0;
   for (const entry of plan.entries) {
     const at = `${entry.action} ${entry.device}`;
     must(entry.reason.trim() !== '', `every entry says why (${at})`);
@@ -148,8 +156,9 @@ function checkPlan(input: GcInput, plan: GcPlan): void {
         v !== undefined && actionsOf('volume').includes(entry.action),
         `a volume entry names a listed LV (${at})`,
       );
-      if (v === undefined || entry.action !== 'remove-volume') continue;
-      removals += 1;
+      if (v === undefined || !(entry.action === 'remove-volume' || cappedRemoval(entry))) continue;
+      if (cappedRemoval(entry)) capped += 1;
+      else removals += 1;
       const created = provedCreation(v, policy);
       must(!liveSet.has(v.volumeId), `nothing live is removed (${at})`);
       must(created !== undefined, `nothing without both signals is removed (${at})`);
@@ -162,8 +171,10 @@ function checkPlan(input: GcInput, plan: GcPlan): void {
         s !== undefined && actionsOf('snapshot').includes(entry.action),
         `a snapshot entry names a listed LV (${at})`,
       );
-      if (s === undefined || entry.action !== 'remove-snapshot') continue;
-      removals += 1;
+      if (s === undefined || !(entry.action === 'remove-snapshot' || cappedRemoval(entry)))
+        continue;
+      if (cappedRemoval(entry)) capped += 1;
+      else removals += 1;
       must(input.snapshotLiveSet?.has(s.snapshotId) === false, `nothing live is removed (${at})`);
       must(
         removableSnapshot(s, input),
@@ -182,7 +193,10 @@ function checkPlan(input: GcInput, plan: GcPlan): void {
     removals === Math.min(removable, cap),
     `every removable orphan within the cap is planned (${removals} of ${removable}, cap ${cap})`,
   );
-  must(plan.capped === removable > cap, 'capped exactly when the cap turned a removal into keep');
+  must(
+    plan.capped === removable > cap && capped === removable - removals,
+    'capped exactly when the cap turned a removal into keep',
+  );
   must(
     plan.entries.filter((e) => e.action === 'remove-map').length ===
       inventory.maps.filter((m) => removableMap(m, input, volumes)).length,

@@ -1,6 +1,7 @@
 import { FailedPreconditionError } from '../errors.js';
 import { DEFAULT_NAMING, ownerTagFor, type Naming } from '../naming.js';
 import { applyGcPlan, type GcApplyOptions } from './executor.js';
+import { failedTagCheck } from '../volumes/ownership.js';
 import { takeInventory } from './inventory.js';
 import { planGc } from './planner.js';
 import type { GcExecutorPorts } from './ports.js';
@@ -90,10 +91,10 @@ export class GcService {
     let inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
     // Only when the inventory shows an inactive LV with this owner's tags: activate (one lvchange
     // each, the volumes re-listed under the host lock) and take the inventory again.
-    const ownerTag = ownerTagFor(request.policy.ownerId, this.#naming);
     const inactiveOwned = (lvs: readonly { kernel: unknown; tags: readonly string[] }[]) =>
       lvs.some(
-        (v) => v.kernel === null && v.tags.includes(this.#naming.tag) && v.tags.includes(ownerTag),
+        (v) =>
+          v.kernel === null && failedTagCheck(v, request.policy.ownerId, this.#naming) === null,
       );
     const scope = { vgNames, ownerId: request.policy.ownerId };
     const activated = [

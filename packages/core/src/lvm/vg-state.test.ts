@@ -354,6 +354,23 @@ describe('the look-up (one lvm fullreport, recorded) classifies a broken group a
     runner.assertDone();
   });
 
+  it('delete and expand on that group answer as create does, naming both devices, before any act', async () => {
+    const scope = { vgNames: [VG], ownerId: OWNER };
+    for (const act of [
+      (m: VolumeService) => m.delete(ID, scope, { wipe: 'zero' }),
+      (m: VolumeService) => m.expand(ID, 2 * request.requiredBytes, scope),
+    ]) {
+      // The look-up only: no lvchange, no header read, no dmsetup, no blkdiscard, no lvremove.
+      const { runner, manager } = setup([lookupStep('fullreport-duplicate-pv')]);
+      const error = await caught(act(manager));
+      runner.assertDone();
+      expect(error).toBeInstanceOf(VolumeGroupUnusableError);
+      expect(error).toMatchObject({ problem: 'duplicate-pv' });
+      expect((error as Error).message).toContain('Not using device /dev/loop3 for PV');
+      expect((error as Error).message).toContain('prefers device /dev/loop0');
+    }
+  });
+
   it("another group's PV on two devices leaves this group usable", async () => {
     const { replay, lvm, found } = await lookUp('fullreport-other-duplicate-pv');
     expect(await lvm.volumeGroups.usable(VG, found)).toMatchObject({ name: VG });

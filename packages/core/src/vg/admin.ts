@@ -64,6 +64,11 @@ export class VolumeGroupAdmin {
     return this.#lvm.volumeGroups.list();
   }
 
+  /** True for a group lvstamp made: it carries the lvstamp VG tag (naming's `tag`). */
+  isLvstampGroup(vg: Pick<VolumeGroup, 'tags'>): boolean {
+    return vg.tags.includes(this.#naming.tag);
+  }
+
   /**
    * One volume group, or null on an explicit empty selection (`vgs -S`).
    * @throws FailedPreconditionError for two groups of one name;
@@ -193,7 +198,7 @@ export class VolumeGroupAdmin {
     return this.#lock.withLock(`vg remove ${name}`, async () => {
       const vg = await this.find(name);
       if (vg === null) throw new NotFoundError(`volume group ${name} does not exist`);
-      if (!vg.tags.includes(this.#naming.tag)) {
+      if (!this.isLvstampGroup(vg)) {
         throw new FailedPreconditionError(
           `volume group ${name} was not created by lvstamp (no "${this.#naming.tag}" tag); refusing to remove it`,
         );

@@ -1504,6 +1504,58 @@ describe('VolumeService: ownership before a delete (DESIGN.md §2.3)', () => {
   });
 });
 
+describe('VolumeService: ownership before an attach (DESIGN.md §2.3), as before expand and delete', () => {
+  const lv = `vg-data/lvstamp_${ID_DEL}`;
+  const attach = async (file: string, header?: DecodeResult) => {
+    const { runner, manager, headerIo } = setup([scopeStep(), lookupStep(ID_DEL, file)]);
+    if (header !== undefined) headerIo.headers.set(DEL_PATH, header);
+    const error = await caught(manager.attach(ID_DEL, SCOPE));
+    runner.assertDone(); // the look-up only: no lvchange
+    return error;
+  };
+
+  it("refuses another owner's active volume by its owner tag (NotOwnedError 'owner-tag'), no data device made", async () => {
+    const error = await attach('lvs-del-other-owner.json');
+    expect(error).toBeInstanceOf(NotOwnedError);
+    expect(error).toMatchObject({ check: 'owner-tag', lv });
+    expect((error as Error).message).toBe(
+      `${lv} is not provably this installation's volume: refusing to attach: it lacks the owner tag lvstamp.owner=${OWNER} (tags: lvstamp,lvstamp.owner=${OTHER_OWNER}); left untouched`,
+    );
+  });
+
+  it("refuses a header of another owner ('header-owner') or another volume ('header-id'), as expand and delete do", async () => {
+    for (const [header, check, detail] of [
+      [
+        okHeader('pvc-del', ID_DEL, OTHER_OWNER),
+        'header-owner',
+        `its header names owner ${OTHER_OWNER}, not ${OWNER}`,
+      ],
+      [
+        okHeader('pvc-203', ID_203),
+        'header-id',
+        `its header belongs to volume ${ID_203}, not ${ID_DEL}`,
+      ],
+      [
+        { status: 'corrupt', reason: 'checksum mismatch' } as const,
+        'header',
+        'its header is corrupt',
+      ],
+    ] as const) {
+      const error = await attach('lvs-del-final.json', header);
+      expect(error).toBeInstanceOf(NotOwnedError);
+      expect(error).toMatchObject({ check, lv });
+      expect((error as Error).message).toBe(
+        `${lv} is not provably this installation's volume: refusing to attach: ${detail}; left untouched`,
+      );
+    }
+  });
+
+  it('makes the data device of its own volume once every check passed', async () => {
+    const error = await attach('lvs-del-final.json');
+    expect((error as Error).message).toBe('no data device in these tests');
+  });
+});
+
 describe('VolumeService: inactive LVs are activated, one LV at a time, only when owned', () => {
   const lv = `vg-data/lvstamp_${ID_DEL}`;
 

@@ -5,8 +5,8 @@
  * forms throw one NotOwnedError per failed signal (the volume operations).
  */
 import { FailedPreconditionError, NotOwnedError, type OwnershipCheck } from '../errors.js';
-import type { HeaderFields } from '../header/types.js';
-import type { LogicalVolume, Volume } from '../lvm/types.js';
+import type { DecodeResult, HeaderFields } from '../header/types.js';
+import type { LogicalVolume } from '../lvm/types.js';
 import { ownerTagFor, type Naming } from '../naming.js';
 import type { HeaderIo } from './header-io.js';
 import type { HeaderReading } from './header-reading.js';
@@ -105,33 +105,41 @@ export function requireOwnerTags(
   if (failed !== null) throw notOwned(lv, failed, act);
 }
 
+/** An `ok` header as owned: its version, fields and the capacity it gives an LV of `lvSizeBytes`. */
+export function ownedHeaderOf(
+  decoded: DecodeResult & { readonly status: 'ok' },
+  lvSizeBytes: number,
+): OwnedHeader {
+  return {
+    version: decoded.version,
+    header: decoded.header,
+    capacityBytes: capacityOf({ version: decoded.version, ...decoded.header }, lvSizeBytes),
+  };
+}
+
 /**
  * Reads sector 0 of the active LV and requires the header check of DESIGN.md
- * §2.3 before `act`, against `volumeId` (default: the ID of the LV's name).
+ * §2.3 before `act`: `expected.volumeId` is the ID of the LV's name, or for
+ * a snapshot LV its source's (sector 0 is the source's header).
  * @returns the header, its version and the capacity it gives (null when it
- *   does not fit the LV; `requireCapacity` refuses that).
+ *   does not fit the LV; requireCapacity refuses that).
  * @throws NotOwnedError ('header' when inactive or not `ok`, 'header-id',
  *   'header-owner'); what `headers.readHeader` throws.
  */
 export async function requireOwnerHeader(
-  volume: Volume,
-  ownerId: string,
+  lv: LogicalVolume,
+  expected: { readonly volumeId: string; readonly ownerId: string },
   headers: Pick<HeaderIo, 'readHeader'>,
   act: string,
-  volumeId: string = volume.volumeId,
 ): Promise<OwnedHeader> {
-  if (!isActive(volume) || volume.dmPath === null) {
-    throw notOwned(volume, { check: 'header', detail: 'its header cannot be read' }, act);
+  if (!isActive(lv) || lv.dmPath === null) {
+    throw notOwned(lv, { check: 'header', detail: 'its header cannot be read' }, act);
   }
-  const reading = await headers.readHeader(volume.dmPath);
-  const failed = failedHeaderCheck(reading, volumeId, ownerId);
-  if (failed !== null || reading.status !== 'ok')
-    throw notOwned(volume, failed ?? { check: 'header', detail: 'no header' }, act);
-  return {
-    version: reading.version,
-    header: reading.header,
-    capacityBytes: capacityOf({ version: reading.version, ...reading.header }, volume.sizeBytes),
-  };
+  const reading = await headers.readHeader(lv.dmPath);
+  const failed = failedHeaderCheck(reading, expected.volumeId, expected.ownerId);
+  if (failed !== null) throw notOwned(lv, failed, act);
+  if (reading.status !== 'ok') throw notOwned(lv, { check: 'header', detail: 'no header' }, act);
+  return ownedHeaderOf(reading, lv.sizeBytes);
 }
 
 /**

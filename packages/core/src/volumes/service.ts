@@ -8,7 +8,6 @@ import {
   FailedPreconditionError,
   InvalidArgumentError,
   NotFoundError,
-  NotOwnedError,
   OutOfRangeError,
   OutOfSpaceError,
   ThinPoolUnusableError,
@@ -17,7 +16,7 @@ import { runLogged } from '../exec/logged.js';
 import type { FilesystemManager } from '../fs/filesystem.js';
 import { FS_TYPES, type FsType, type MountInfoEntry } from '../fs/types.js';
 import { DATA_OFFSET_BYTES } from '../header/constants.js';
-import type { DecodeResult, HeaderFields } from '../header/types.js';
+import type { HeaderFields } from '../header/types.js';
 import { validateLvUuid } from '../lvm/logical-volumes.js';
 import { validateVgName, type GroupsReport } from '../lvm/volume-groups.js';
 import type { ThinPoolReport } from '../lvm/types.js';
@@ -47,8 +46,10 @@ import {
 } from '../naming.js';
 import { readHeaderSafely, type HeaderReading } from './header-reading.js';
 import {
+  failedHeaderCheck,
   failedTagCheck,
   isActive,
+  ownedHeaderOf,
   requireCapacity,
   requireOwnerHeader,
   requireOwnerTags,
@@ -725,13 +726,14 @@ export class VolumeService {
       throw new FailedPreconditionError(`${where} is active but lvm reports no device path`);
     }
     const decoded = await this.#p.headers.readHeader(active.dmPath);
+    const failed = failedHeaderCheck(decoded, volumeId, ownerId);
     if (decoded.status !== 'ok') {
       throw new FailedPreconditionError(
         `${where} exists but its header is ${decoded.status}: ${decoded.reason}`,
       );
     }
     const { header } = decoded;
-    if (header.volumeId !== volumeId) {
+    if (failed?.check === 'header-id') {
       throw new FailedPreconditionError(`${where} holds a header for volume ${header.volumeId}`);
     }
     if (header.name !== request.name) {
@@ -739,10 +741,11 @@ export class VolumeService {
         `${where} belongs to volume "${header.name}", not "${request.name}"`,
       );
     }
-    if (header.ownerId !== ownerId) {
+    // Another installation's volume of the same name: "exists", as CSI CreateVolume answers.
+    if (failed?.check === 'header-owner') {
       throw new AlreadyExistsError(`${where} belongs to owner ${header.ownerId}, not ${ownerId}`);
     }
-    const capacityBytes = capacityFrom(decoded, existing);
+    const capacityBytes = requireCapacity(ownedHeaderOf(decoded, existing.sizeBytes), existing);
     const tooSmall = capacityBytes < request.requiredBytes;
     const tooLarge = request.limitBytes !== undefined && capacityBytes > request.limitBytes;
     if (tooSmall || tooLarge) {
@@ -772,14 +775,7 @@ export class VolumeService {
     const ownerId = parseOwnerId(scope.ownerId);
     const volume = await this.activateVolume(volumeId, scope);
     requireOwnerTags(volume, ownerId, this.#p.naming, 'attach');
-    const { header, capacityBytes } = await this.#verifiedHeader(volume);
-    if (header.ownerId !== ownerId) {
-      throw new NotOwnedError(
-        `${volume.vgName}/${volume.lvName}`,
-        'header-owner',
-        `refusing to attach: its header names owner ${header.ownerId}, not ${ownerId}`,
-      );
-    }
+    const { header, capacityBytes } = await this.#ownedCapacity(volume, ownerId, 'attach');
     return this.#p.dataDevices.create(volumeId, volume, header.dataOffsetBytes, capacityBytes);
   }
 
@@ -846,7 +842,7 @@ export class VolumeService {
     const map = await this.#p.dataDevices.find(volumeId);
     let filesystemGrown: string | null = null;
     if (map !== null) {
-      const { header, capacityBytes } = await this.#verifiedHeader(grown);
+      const { header, capacityBytes } = await this.#ownedCapacity(grown, ownerId, 'resize');
       await this.#p.dataDevices.reload(volumeId, grown, header.dataOffsetBytes, capacityBytes);
       const mount = (await this.#p.filesystems.mounts()).find(
         (m) => m.major === map.major && m.minor === map.minor,
@@ -880,10 +876,17 @@ export class VolumeService {
     const { finished, groups } = await this.#lookup(volumeId, scope.vgNames);
     const found = this.#single(volumeId, finished);
     if (found === null) throw new NotFoundError(`volume ${volumeId} does not exist`);
+    // The group's state before any act (activation included), as create checks it.
+    const vg = await this.#p.lvm.volumeGroups.usable(found.vgName, groups);
     // The tags first, active or not (DESIGN.md §2.3): an active LV is never grown on its header alone.
     requireOwnerTags(found, ownerId, this.#p.naming, 'resize');
     const volume = await this.#activateOwned(found, ownerId);
-    const owned = await requireOwnerHeader(volume, ownerId, this.#p.headers, 'resize');
+    const owned = await requireOwnerHeader(
+      volume,
+      { volumeId, ownerId },
+      this.#p.headers,
+      'resize',
+    );
     const dmPath = volume.dmPath ?? '';
     const current = requireCapacity(owned, volume);
     if (limitBytes !== undefined && current > limitBytes) {
@@ -892,8 +895,6 @@ export class VolumeService {
       );
     }
     if (current >= requiredBytes) return { ...volume, capacityBytes: current };
-    // The look-up's own vg row: extent size and free space, checked usable.
-    const vg = await this.#p.lvm.volumeGroups.usable(volume.vgName, groups);
     const { capacityBytes, lvSizeBytes } = volumeSize({
       requiredBytes,
       limitBytes,
@@ -1048,13 +1049,17 @@ export class VolumeService {
     force: boolean,
     map: DataDeviceRef | null,
   ): Promise<string[] | null> {
-    let { finished, pending } = await this.#lookup(volumeId, scope.vgNames);
+    const found = await this.#lookup(volumeId, scope.vgNames);
+    let { finished, pending } = found;
     if (finished.length + pending.length === 0) {
       if (map !== null) await this.#removeLeftoverMap(map, scope);
       return null;
     }
     // One volume is one LV: copies in several groups are refused, never all removed at once.
     this.#single(volumeId, finished);
+    // A broken group (a PV seen twice, one missing, read-only…) is refused before anything is
+    // activated, unmapped or removed, as create refuses it (VolumeGroupUnusableError).
+    await this.#requireUsableGroups([...finished, ...pending], found.groups);
     const refuseOpen = async (lvs: readonly Volume[]): Promise<void> => {
       for (const lv of lvs) {
         if (lv.open) {
@@ -1073,7 +1078,10 @@ export class VolumeService {
     for (const lv of finished) {
       const needsActive = !force || wipe !== 'none';
       const active = needsActive ? await this.#activateOwned(lv, ownerId, force) : lv;
-      if (!force) await requireOwnerHeader(active, ownerId, this.#p.headers, 'delete');
+      if (!force) {
+        const expected = { volumeId: active.volumeId, ownerId };
+        await requireOwnerHeader(active, expected, this.#p.headers, 'delete');
+      }
       ready.push(active);
     }
     if (map !== null) {
@@ -1169,6 +1177,18 @@ export class VolumeService {
   }
 
   /**
+   * Checks the state of each group holding one of `lvs` in the look-up's
+   * report (VolumeGroups.usable), each group once.
+   * @throws VolumeGroupUnusableError (naming lvm's warning, e.g. the
+   *   devices of a duplicate PV), FailedPreconditionError, NotFoundError.
+   */
+  async #requireUsableGroups(lvs: readonly LogicalVolume[], groups: GroupsReport): Promise<void> {
+    for (const vgName of new Set(lvs.map((lv) => lv.vgName))) {
+      await this.#p.lvm.volumeGroups.usable(vgName, groups);
+    }
+  }
+
+  /**
    * The LV, active: an inactive one is activated (this LV only) once its
    * tags prove it is `ownerId`'s (or when `force`), then read back. The
    * caller holds the host lock.
@@ -1232,29 +1252,23 @@ export class VolumeService {
     };
   }
 
-  /** The header with both ownership signals checked, and the capacity it gives (capacityOf). */
-  async #verifiedHeader(volume: Volume): Promise<{ header: HeaderFields; capacityBytes: number }> {
-    const where = `${volume.vgName}/${volume.lvName}`;
-    if (volume.creating) throw new FailedPreconditionError(`${where} is still being created`);
-    const reading = await this.readHeader(volume);
-    if (reading.status !== 'ok') {
-      throw new FailedPreconditionError(`${where}: header ${reading.status}: ${reading.reason}`);
+  /**
+   * The header of a finished volume with its ownership proved (DESIGN.md
+   * §2.3) and the capacity it gives; the tags are the caller's to check.
+   * @throws FailedPreconditionError while still being created or when the
+   *   header does not fit the LV; NotOwnedError as requireOwnerHeader.
+   */
+  async #ownedCapacity(
+    volume: Volume,
+    ownerId: string,
+    act: string,
+  ): Promise<{ header: HeaderFields; capacityBytes: number }> {
+    if (volume.creating) {
+      throw new FailedPreconditionError(`${volume.vgName}/${volume.lvName} is still being created`);
     }
-    if (reading.header.volumeId !== volume.volumeId) {
-      throw new FailedPreconditionError(
-        `${where}: header belongs to volume ${reading.header.volumeId}, not to ${volume.volumeId}; refusing`,
-      );
-    }
-    const capacityBytes = capacityOf(
-      { version: reading.version, ...reading.header },
-      volume.sizeBytes,
-    );
-    if (capacityBytes === null) {
-      throw new FailedPreconditionError(
-        `${where}: its header's capacity ${reading.header.requestedBytes} does not fit the ${volume.sizeBytes}-byte LV; refusing`,
-      );
-    }
-    return { header: reading.header, capacityBytes };
+    const expected = { volumeId: volume.volumeId, ownerId };
+    const owned = await requireOwnerHeader(volume, expected, this.#p.headers, act);
+    return { header: owned.header, capacityBytes: requireCapacity(owned, volume) };
   }
 
   async #refuseIfMounted(map: DataDeviceRef): Promise<void> {
@@ -1323,20 +1337,6 @@ function validateBytes(field: string, bytes: number): void {
       `${field} must be a positive whole number of bytes, got ${bytes}`,
     );
   }
-}
-
-/**
- * The capacity an `ok` header gives the volume (capacityOf).
- * @throws FailedPreconditionError when it does not fit the LV.
- */
-function capacityFrom(decoded: DecodeResult & { status: 'ok' }, volume: Volume): number {
-  const capacity = capacityOf({ version: decoded.version, ...decoded.header }, volume.sizeBytes);
-  if (capacity === null) {
-    throw new FailedPreconditionError(
-      `${volume.vgName}/${volume.lvName}: its v${decoded.version} header (data offset ${decoded.header.dataOffsetBytes}, capacity ${decoded.header.requestedBytes}) does not fit its ${volume.sizeBytes}-byte LV`,
-    );
-  }
-  return capacity;
 }
 
 /** The CreatedVolume fields of a volume: a new and an adopted volume answer alike. */

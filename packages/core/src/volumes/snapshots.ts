@@ -9,7 +9,6 @@ import {
   OutOfRangeError,
   OutOfSpaceError,
   ThinPoolUnusableError,
-  type OwnershipCheck,
 } from '../errors.js';
 import { runLogged } from '../exec/logged.js';
 import type { FilesystemManager } from '../fs/filesystem.js';
@@ -38,8 +37,16 @@ import {
 } from '../naming.js';
 import { withDefaults, type ResolvedServiceParts, type ServiceParts } from './parts.js';
 import { resolveRef } from './resolve-ref.js';
-import { failedTagCheck, isActive, requireOwnerTags } from './ownership.js';
-import { CAPACITY_BLOCK_BYTES, capacityOf, volumeSize } from './size.js';
+import {
+  failedHeaderCheck,
+  failedTagCheck,
+  isActive,
+  ownedHeaderOf,
+  requireCapacity,
+  requireOwnerHeader,
+  requireOwnerTags,
+} from './ownership.js';
+import { CAPACITY_BLOCK_BYTES, volumeSize } from './size.js';
 import { thinAdmits, thinPoolCapacity } from './thin-capacity.js';
 
 /** Deadline of one `fsfreeze` in milliseconds (a freeze waits for dirty data to reach the disk). */
@@ -306,7 +313,9 @@ export class SnapshotService {
       if (options.forceUnowned !== true) {
         const snapshot = this.#ownSnapshot(lv, ownerId, 'delete');
         lv = await this.#activeSnapshot(lv);
-        await this.#requireSourceHeader(lv, snapshot.sourceVolumeId, ownerId, 'delete');
+        // Its second signal: sector 0 is the source volume's header of this owner.
+        const expected = { volumeId: snapshot.sourceVolumeId, ownerId };
+        await requireOwnerHeader(lv, expected, this.#p.headers, 'delete');
       }
       if (lv.open) {
         throw new FailedPreconditionError(`${lv.vgName}/${lv.lvName} is open; left alone`);
@@ -581,36 +590,7 @@ export class SnapshotService {
     if (problem !== null || decoded.status !== 'ok') {
       throw new FailedPreconditionError(`${where}: ${problem ?? 'header not ok'}`);
     }
-    const capacity = capacityOf({ version: decoded.version, ...decoded.header }, lv.sizeBytes);
-    if (capacity === null) {
-      throw new FailedPreconditionError(
-        `${where}: its header's capacity ${decoded.header.requestedBytes} does not fit the ${lv.sizeBytes}-byte LV`,
-      );
-    }
-    return capacity;
-  }
-
-  /** The second signal of a snapshot: sector 0 is the source volume's header of this owner. */
-  async #requireSourceHeader(
-    lv: LogicalVolume,
-    sourceVolumeId: string,
-    ownerId: string,
-    act: string,
-  ): Promise<void> {
-    const decoded = await this.#p.headers.readHeader(lv.dmPath ?? '');
-    const refuse = (check: OwnershipCheck, detail: string): never => {
-      throw new NotOwnedError(`${lv.vgName}/${lv.lvName}`, check, `refusing to ${act}: ${detail}`);
-    };
-    if (decoded.status !== 'ok') return refuse('header', `its sector 0 is ${decoded.status}`);
-    if (decoded.header.volumeId !== sourceVolumeId) {
-      refuse(
-        'header-id',
-        `its sector 0 is the header of volume ${decoded.header.volumeId}, its tag names ${sourceVolumeId}`,
-      );
-    }
-    if (decoded.header.ownerId !== ownerId) {
-      refuse('header-owner', `its sector 0 names owner ${decoded.header.ownerId}, not ${ownerId}`);
-    }
+    return requireCapacity(ownedHeaderOf(decoded, lv.sizeBytes), lv);
   }
 
   /** The capacity of a copy: the source's unless more is asked; never less. */
@@ -660,7 +640,7 @@ export class SnapshotService {
     if (problem !== null || decoded.status !== 'ok') {
       throw new FailedPreconditionError(`${where}: ${problem ?? 'header not ok'}`);
     }
-    const capacity = capacityOf({ version: decoded.version, ...decoded.header }, active.sizeBytes);
+    const capacity = requireCapacity(ownedHeaderOf(decoded, active.sizeBytes), active);
     if (decoded.header.name !== request.name || capacity !== capacityBytes) {
       throw new AlreadyExistsError(
         `volume "${request.name}" (${volumeId}) exists as "${decoded.header.name}" with capacity ${capacity}, not ${capacityBytes}`,
@@ -735,11 +715,9 @@ function copyHeaderProblem(
   volumeId: string,
   ownerId: string,
 ): string | null {
-  if (decoded.status !== 'ok') return `its header is ${decoded.status}`;
-  if (decoded.header.volumeId !== volumeId)
-    return `its header belongs to volume ${decoded.header.volumeId}, not ${volumeId}`;
-  if (decoded.header.ownerId !== ownerId) return `its header names owner ${decoded.header.ownerId}`;
-  if (decoded.header.dataOffsetBytes !== DATA_OFFSET_BYTES)
+  const failed = failedHeaderCheck(decoded, volumeId, ownerId);
+  if (failed !== null) return failed.detail;
+  if (decoded.status === 'ok' && decoded.header.dataOffsetBytes !== DATA_OFFSET_BYTES)
     return `its data offset is ${decoded.header.dataOffsetBytes}, not ${DATA_OFFSET_BYTES}`;
   return null;
 }
