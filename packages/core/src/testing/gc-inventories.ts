@@ -207,7 +207,7 @@ export const gcInputArb: fc.Arbitrary<GcInput> = fc
     }),
     maps: fc.uniqueArray(rawMapArb, {
       maxLength: 4,
-      selector: (m) => `${m.volumeId ?? 'none'}/${String(m.nameMatches)}`,
+      selector: (m) => m.volumeId ?? 'none', // device-mapper UUIDs are unique on a host
     }),
     snapshots: fc.option(
       fc.uniqueArray(rawSnapshotArb, { maxLength: 4, selector: (s) => `${s.vg}/${s.snapshotId}` }),
