@@ -56,7 +56,7 @@ import {
 } from './ownership.js';
 import { withDefaults, type ResolvedServiceParts, type ServiceParts } from './parts.js';
 import { resolveRef } from './resolve-ref.js';
-import { CAPACITY_BLOCK_BYTES, capacityOf, maximumCapacity, volumeSize } from './size.js';
+import { CAPACITY_BLOCK_BYTES, maximumCapacity, volumeSize } from './size.js';
 import { thinAdmits, thinPoolCapacity, type ThinPoolCapacity } from './thin-capacity.js';
 
 /** Default deadline of a wipe (`blkdiscard`), in milliseconds: one hour. */
@@ -1246,10 +1246,7 @@ export class VolumeService {
     if (volume.creating) return volume;
     const reading = await readHeaderSafely(volume, this.#p.headers);
     if (reading.status !== 'ok' || reading.header.volumeId !== volume.volumeId) return volume;
-    return {
-      ...volume,
-      capacityBytes: capacityOf({ version: reading.version, ...reading.header }, volume.sizeBytes),
-    };
+    return { ...volume, capacityBytes: ownedHeaderOf(reading, volume.sizeBytes).capacityBytes };
   }
 
   /**
