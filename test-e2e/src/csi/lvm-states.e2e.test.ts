@@ -237,10 +237,21 @@ describe('a broken volume group', () => {
     await csi.ok('Controller', 'DeleteVolume', { volume_id: v.volume_id });
   });
 
-  it('the same loop file attached twice: capacity 0, CreateVolume RESOURCE_EXHAUSTED, Probe ready', async () => {
+  it('the same loop file attached twice: capacity 0, CreateVolume and DeleteVolume RESOURCE_EXHAUSTED before any act, Probe ready', async () => {
+    const kept = await create(unique('kept-on-duplicate'));
     const healthy = await capacityBytes();
+    const keptLv = `${vg.vgName}/lvstamp_${kept.volume_id}`;
     const twice = (await shOk(['losetup', '-f', '--show', vg.file])).stdout.trim();
     try {
+      // DeleteVolume checks the group first: the LV is neither deactivated nor removed.
+      const refused = await csi.fails(status.RESOURCE_EXHAUSTED, 'Controller', 'DeleteVolume', {
+        volume_id: kept.volume_id,
+      });
+      expect(refused.details).toContain(`volume group ${vg.vgName} is unusable (duplicate-pv)`);
+      expect(refused.details).toMatch(/Not using device \S+ for PV/);
+      expect((await shOk(['lvs', '--noheadings', '-o', 'lv_active', keptLv])).stdout.trim()).toBe(
+        'active',
+      );
       expect(await capacityBytes()).toBe('0');
       const failure = await csi.fails(status.RESOURCE_EXHAUSTED, 'Controller', 'CreateVolume', {
         name: unique('on-duplicate'),
@@ -254,6 +265,7 @@ describe('a broken volume group', () => {
       await shOk(['losetup', '-d', twice]);
     }
     expect(await capacityBytes()).toBe(healthy);
+    await csi.ok('Controller', 'DeleteVolume', { volume_id: kept.volume_id });
   });
 });
 
