@@ -445,3 +445,42 @@ describe('gc', () => {
     );
   });
 });
+
+describe('inspect names the header version it read', () => {
+  const header = {
+    volumeId: 'c'.repeat(32),
+    ownerId: STANDALONE_OWNER_ID,
+    createdAtMs: 0,
+    dataOffsetBytes: 1048576,
+    requestedBytes: 8 * 1048576,
+    name: 'pvc-1',
+  };
+  const inspectWith = (version: 1 | 2) =>
+    harness({
+      inspector: {
+        inspect: (target: string) =>
+          Promise.resolve({
+            target,
+            devicePath: target,
+            decode: { status: 'ok' as const, version, header },
+            explanation: `a valid lvstamp v${version} header: this device is an lvstamp volume`,
+          }),
+      },
+    });
+
+  it('v2: "version: 2" and the capacity', async () => {
+    const h = inspectWith(2);
+    expect(await h.run('inspect', '/dev/x')).toBe(0);
+    expect(h.stdout()).toMatch(/^version: {2}2$/m);
+    expect(h.stdout()).toMatch(/^capacity: 8 MiB \(8388608 bytes\)$/m);
+    expect(h.stdout()).not.toMatch(/requested/);
+  });
+
+  it('v1: "version: 1" and the bytes asked for at creation', async () => {
+    const h = inspectWith(1);
+    expect(await h.run('inspect', '/dev/x')).toBe(0);
+    expect(h.stdout()).toMatch(/^version: {2}1$/m);
+    expect(h.stdout()).toMatch(/^requested: 8 MiB \(8388608 bytes\)$/m);
+    expect(h.stdout()).not.toMatch(/capacity/);
+  });
+});
