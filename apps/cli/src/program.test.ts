@@ -155,6 +155,22 @@ describe('usage errors exit 2 with a one-line message and touch nothing', () => 
     expect(h.stderr()).not.toMatch(/\n\s+at /); // no stack trace
   });
 
+  it.each([
+    [['create', 'v'.repeat(129), '--size', '1Gi'], 'volume name'],
+    [['create', 'v'.repeat(129), '--from-snapshot', 'nightly'], 'volume name'],
+    [['snapshot', 'create', 's'.repeat(129), '--from', 'data'], 'snapshot name'],
+  ])(
+    'a name over 128 bytes (CSI "Size Limits"): %j exits 2 with one line, nothing built',
+    async (argv, what) => {
+      const h = harness();
+      expect(await h.run(...argv)).toBe(2);
+      expect(h.stderr()).toBe(
+        `lvstamp: ${what} must be 1–128 bytes of UTF-8, the CSI limit on a string field, got 129\n`,
+      );
+      expect(h.built).toEqual([]);
+    },
+  );
+
   it('help exits 0 and explains the size units', async () => {
     const h = harness();
     expect(await h.run('--help')).toBe(0);

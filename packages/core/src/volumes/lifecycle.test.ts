@@ -974,6 +974,24 @@ describe('VolumeService: createVolume', () => {
     },
   );
 
+  it('a name over 128 bytes (CSI "Size Limits") is InvalidArgumentError before any lvm command', async () => {
+    const { runner, manager } = setup([]);
+    const error = await caught(
+      manager.createVolume({
+        name: 'p'.repeat(129),
+        requiredBytes: 16 * MiB,
+        vgName: 'vg0',
+        ownerId: OWNER,
+      }),
+    );
+    expect(error).toEqual(
+      new InvalidArgumentError(
+        'volume name must be 1–128 bytes of UTF-8, the CSI limit on a string field, got 129',
+      ),
+    );
+    expect(runner.calls).toEqual([]);
+  });
+
   it('OutOfRangeError when the LV size would pass 2^53 − 1 bytes', async () => {
     const { manager } = setup([
       vgStep('vg0', 'vgs-one.json'),

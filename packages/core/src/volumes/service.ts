@@ -57,7 +57,7 @@ export const DEFAULT_WIPE_TIMEOUT_MS = 3_600_000;
 
 /** A create request (DESIGN.md §5). Sizes in bytes of capacity (the data area). */
 export interface CreateVolumeRequest {
-  /** Volume name, 1–256 bytes of UTF-8 (DESIGN.md §3). */
+  /** Volume name, 1–128 bytes of UTF-8 (DESIGN.md §3). */
   readonly name: string;
   /** Smallest acceptable capacity in bytes; 0 = not given (then limitBytes is). */
   readonly requiredBytes: number;

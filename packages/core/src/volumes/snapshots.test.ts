@@ -327,6 +327,19 @@ describe('createSnapshot', () => {
     foreign.runner.assertDone();
   });
 
+  it('a name over 128 bytes (CSI "Size Limits") is INVALID_ARGUMENT before any lvm command', async () => {
+    const { runner, service } = setup([]);
+    const error = await caught(
+      service.createSnapshot({ name: 's'.repeat(129), sourceVolumeId: VID, scope: SCOPE }),
+    );
+    expect(error).toEqual(
+      new InvalidArgumentError(
+        'snapshot name must be 1–128 bytes of UTF-8, the CSI limit on a string field, got 129',
+      ),
+    );
+    expect(runner.calls).toEqual([]);
+  });
+
   it('a thick source is INVALID_ARGUMENT naming the LV, before any change', async () => {
     const { runner, service } = setup([
       lvsStep([SNAP_LV, SOURCE_LV], { ...source, attr: '-wi-a-----' }),
@@ -738,6 +751,17 @@ describe('createVolumeFrom', () => {
         }),
       };
     };
+
+    it('a name over 128 bytes (CSI "Size Limits") is INVALID_ARGUMENT before any lvm command', async () => {
+      const { runner, service } = setup([]);
+      const error = await caught(service.createVolumeFrom(request({ name: 'v'.repeat(129) })));
+      expect(error).toEqual(
+        new InvalidArgumentError(
+          'volume name must be 1–128 bytes of UTF-8, the CSI limit on a string field, got 129',
+        ),
+      );
+      expect(runner.calls).toEqual([]);
+    });
 
     it('an origin in another pool is INVALID_ARGUMENT before any change', async () => {
       const { runner, service } = setup([

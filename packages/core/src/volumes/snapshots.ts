@@ -69,7 +69,7 @@ export interface ContentSource {
 
 /** A create from a content source (docs/DESIGN.md §5 "Restore and clone"). */
 export interface CreateVolumeFromRequest {
-  /** Volume name, 1–256 bytes of UTF-8 (DESIGN.md §3). */
+  /** Volume name, 1–128 bytes of UTF-8 (DESIGN.md §3). */
   readonly name: string;
   readonly source: ContentSource;
   /** Smallest capacity in bytes; 0 = the source's capacity. Below the source's → OutOfRangeError. */
