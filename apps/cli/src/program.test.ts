@@ -2,6 +2,7 @@ import {
   AlreadyExistsError,
   CommandFailedError,
   FailedPreconditionError,
+  InvalidArgumentError,
   NotFoundError,
   NotOwnedError,
   STANDALONE_OWNER_ID,
@@ -391,7 +392,7 @@ describe('gc', () => {
     );
     expect(await h.run('gc', '--live', '-', '--min-age', '30m', '--max-delete', '3')).toBe(0);
     expect(plan).toHaveBeenCalledWith({
-      liveSet: new Set([volumeIdForName('pvc-a'), volumeIdForName('# comment')]),
+      liveSet: new Set([volumeIdForName('pvc-a')]),
       allowEmptyLiveSet: false,
       policy: { ownerId: STANDALONE_OWNER_ID, minAgeMs: 1_800_000, maxDeletions: 3, dryRun: true },
       nowMs: 1_700_000_000_000,
@@ -421,43 +422,67 @@ describe('gc', () => {
     );
   });
 
-  it('parses a live set of names and IDs, losing nothing of any line', () => {
+  it('parses a live set of IDs and PV names; white space, CR, blank and # lines aside', () => {
     const id = 'a'.repeat(32);
-    expect(parseLiveSet(`${id}\n  pvc-x  \n#c\r\n\n`)).toEqual(
-      new Set([
-        id,
-        volumeIdForName(id),
-        volumeIdForName('  pvc-x  '),
-        volumeIdForName('pvc-x'),
-        volumeIdForName('#c\r'),
-        volumeIdForName('#c'),
-      ]),
+    expect(parseLiveSet(`${id}\n  pvc-x  \n# a comment\r\n\npvc-y\r\n`)).toEqual(
+      new Set([id, volumeIdForName(id), volumeIdForName('pvc-x'), volumeIdForName('pvc-y')]),
     );
+    expect(parseLiveSet('# only comments\n\n')).toEqual(new Set());
   });
 
-  it('takes an ID in capitals also in lower case, and a kubectl "-o name" line also by its name', () => {
+  it('takes an ID in capitals in lower case, and a kubectl "-o name" line by its name', () => {
     const id = 'ab'.repeat(16);
     expect(parseLiveSet(`${id.toUpperCase()}\npersistentvolume/pvc-1\n`)).toEqual(
-      new Set([
-        id,
-        volumeIdForName(id.toUpperCase()),
-        volumeIdForName('persistentvolume/pvc-1'),
-        volumeIdForName('pvc-1'),
-      ]),
+      new Set([id, volumeIdForName('pvc-1')]),
     );
   });
 
-  it('names the line of an invalid live-set entry', () => {
-    expect(() => parseLiveSet(`ok\n${'x'.repeat(300)}\n`)).toThrow(/^live set line 2: /);
+  it("accepts a PV name over 128 bytes (another driver's) without an ID: no lvstamp volume has it", () => {
+    const long = `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}`; // 191 characters
+    expect(parseLiveSet(`pvc-1\npersistentvolume/${long}\n`)).toEqual(
+      new Set([volumeIdForName('pvc-1')]),
+    );
+  });
+
+  it.each([
+    ['error: You must be logged in to the server (Unauthorized)'],
+    ['persistentvolumeclaim/data'],
+    ['Data_1'],
+    ['pvc-1 pvc-2'],
+    ['pvc-1.'],
+    ['persistentvolume/'],
+    ['x'.repeat(254)],
+  ])('refuses the whole file for the line %j, naming its number and content', (line) => {
+    const shown = line.length > 80 ? `${line.slice(0, 80)}…` : line;
+    expect(() => parseLiveSet(`pvc-a\n${'b'.repeat(32)}\n${line}\npvc-c\n`)).toThrow(
+      new InvalidArgumentError(
+        `live set line 3: ${JSON.stringify(shown)} is neither an ID (32 hex digits) nor a PersistentVolume name (lowercase letters, digits, "-" and ".") or persistentvolume/<name>; refusing the whole file, nothing was removed`,
+      ),
+    );
+  });
+
+  it('gc with a garbage line in --live: exit 2, one line naming it, nothing planned', async () => {
+    const plan = vi.fn();
+    const h = harness({ gc: { plan, apply: vi.fn() } }, () =>
+      Promise.resolve('pvc-a\nerror: the server has asked for the client to provide credentials\n'),
+    );
+    expect(await h.run('gc', '--live', 'live.txt', '--apply')).toBe(2);
+    expect(h.stderr()).toBe(
+      'lvstamp: live set line 2: "error: the server has asked for the client to provide credentials" is neither an ID (32 hex digits) nor a PersistentVolume name (lowercase letters, digits, "-" and ".") or persistentvolume/<name>; refusing the whole file, nothing was removed\n',
+    );
+    expect(plan).not.toHaveBeenCalled();
   });
 
   it('parses a snapshot live set of snapshot names and IDs with the same rules', () => {
     const id = 'b'.repeat(32);
-    expect(parseSnapshotLiveSet(`${id}\nsnap-1\n`)).toEqual(
-      new Set([id, snapshotIdForName(id), snapshotIdForName('snap-1')]),
+    expect(parseSnapshotLiveSet(`${id}\nsnapshot-1\n# c\n`)).toEqual(
+      new Set([id, snapshotIdForName(id), snapshotIdForName('snapshot-1')]),
     );
-    expect(() => parseSnapshotLiveSet(`${'x'.repeat(300)}\n`)).toThrow(
-      /^snapshot live set line 1: /,
+    // no kind/ prefix: a kubectl line names a content or a volume, never a snapshot
+    expect(() => parseSnapshotLiveSet('persistentvolume/snapshot-1\n')).toThrow(
+      new InvalidArgumentError(
+        'snapshot live set line 1: "persistentvolume/snapshot-1" is neither an ID (32 hex digits) nor a name as Kubernetes spells object names (lowercase letters, digits, "-" and "."); refusing the whole file, nothing was removed',
+      ),
     );
   });
 });
