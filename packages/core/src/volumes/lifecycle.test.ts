@@ -1672,6 +1672,39 @@ describe('VolumeService: inactive LVs are activated, one LV at a time, only when
     runner.assertDone();
   });
 
+  it('deactivateSnapshots (GC): one `lvchange --activate n <vg>/<lv>` each, under the host lock; a failure is logged, the rest still run', async () => {
+    const a = `lvstamp_snap_${'a'.repeat(32)}`;
+    const b = `lvstamp_snap_${'b'.repeat(32)}`;
+    const { runner, manager, hostLock, warnings } = setup([
+      {
+        argv: ['lvchange', '--activate', 'n', `vg0/${a}`],
+        exitCode: 5,
+        stderr: '  Logical volume vg0/x in use.\n',
+      },
+      { argv: ['lvchange', '--activate', 'n', `vg1/${b}`] },
+    ]);
+    await manager.deactivateSnapshots([`vg0/${a}`, `vg1/${b}`]);
+    runner.assertDone();
+    expect(hostLock.reasons).toEqual(['deactivate lvstamp snapshots']);
+    expect(warnings.map(([message]) => message)).toEqual([
+      'snapshot left active: deactivation failed',
+    ]);
+  });
+
+  it('deactivateSnapshots refuses anything but <vg>/<snapshot LV> before any command', async () => {
+    for (const entry of [
+      `vg0/lvstamp_${'a'.repeat(32)}`,
+      'vg0/pool0',
+      `lvstamp_snap_${'a'.repeat(32)}`,
+    ]) {
+      const { runner, manager } = setup([]);
+      expect(await caught(manager.deactivateSnapshots([entry]))).toEqual(
+        new InvalidArgumentError(`"${entry}" is not <vg>/<snapshot LV>`),
+      );
+      expect(runner.calls).toEqual([]);
+    }
+  });
+
   it('listLogicalVolumes: the snapshot LVs of the scope only, any owner, one look-up, no header read', async () => {
     const { runner, manager, headerIo } = setup([scopeStep(), listStep('lvs-snap-inactive.json')]);
     const { snapshots: lvs } = await manager.listLogicalVolumes({ vgNames: SCOPE_VGS });
