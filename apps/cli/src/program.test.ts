@@ -2,6 +2,7 @@ import {
   AlreadyExistsError,
   CommandFailedError,
   FailedPreconditionError,
+  InvalidArgumentError,
   NotFoundError,
   NotOwnedError,
   STANDALONE_OWNER_ID,
@@ -154,6 +155,22 @@ describe('usage errors exit 2 with a one-line message and touch nothing', () => 
     expect(h.stderr().trim().split('\n').length).toBeGreaterThanOrEqual(1);
     expect(h.stderr()).not.toMatch(/\n\s+at /); // no stack trace
   });
+
+  it.each([
+    [['create', 'v'.repeat(129), '--size', '1Gi'], 'volume name'],
+    [['create', 'v'.repeat(129), '--from-snapshot', 'nightly'], 'volume name'],
+    [['snapshot', 'create', 's'.repeat(129), '--from', 'data'], 'snapshot name'],
+  ])(
+    'a name over 128 bytes (CSI "Size Limits"): %j exits 2 with one line, nothing built',
+    async (argv, what) => {
+      const h = harness();
+      expect(await h.run(...argv)).toBe(2);
+      expect(h.stderr()).toBe(
+        `lvstamp: ${what} must be 1–128 bytes of UTF-8, the CSI limit on a string field, got 129\n`,
+      );
+      expect(h.built).toEqual([]);
+    },
+  );
 
   it('help exits 0 and explains the size units', async () => {
     const h = harness();
@@ -375,7 +392,7 @@ describe('gc', () => {
     );
     expect(await h.run('gc', '--live', '-', '--min-age', '30m', '--max-delete', '3')).toBe(0);
     expect(plan).toHaveBeenCalledWith({
-      liveSet: new Set([volumeIdForName('pvc-a'), volumeIdForName('# comment')]),
+      liveSet: new Set([volumeIdForName('pvc-a')]),
       allowEmptyLiveSet: false,
       policy: { ownerId: STANDALONE_OWNER_ID, minAgeMs: 1_800_000, maxDeletions: 3, dryRun: true },
       nowMs: 1_700_000_000_000,
@@ -405,43 +422,104 @@ describe('gc', () => {
     );
   });
 
-  it('parses a live set of names and IDs, losing nothing of any line', () => {
+  it('parses a live set of IDs and PV names; white space, CR, blank and # lines aside', () => {
     const id = 'a'.repeat(32);
-    expect(parseLiveSet(`${id}\n  pvc-x  \n#c\r\n\n`)).toEqual(
-      new Set([
-        id,
-        volumeIdForName(id),
-        volumeIdForName('  pvc-x  '),
-        volumeIdForName('pvc-x'),
-        volumeIdForName('#c\r'),
-        volumeIdForName('#c'),
-      ]),
+    expect(parseLiveSet(`${id}\n  pvc-x  \n# a comment\r\n\npvc-y\r\n`)).toEqual(
+      new Set([id, volumeIdForName(id), volumeIdForName('pvc-x'), volumeIdForName('pvc-y')]),
     );
+    expect(parseLiveSet('# only comments\n\n')).toEqual(new Set());
   });
 
-  it('takes an ID in capitals also in lower case, and a kubectl "-o name" line also by its name', () => {
+  it('takes an ID in capitals in lower case, and a kubectl "-o name" line by its name', () => {
     const id = 'ab'.repeat(16);
     expect(parseLiveSet(`${id.toUpperCase()}\npersistentvolume/pvc-1\n`)).toEqual(
-      new Set([
-        id,
-        volumeIdForName(id.toUpperCase()),
-        volumeIdForName('persistentvolume/pvc-1'),
-        volumeIdForName('pvc-1'),
-      ]),
+      new Set([id, volumeIdForName('pvc-1')]),
     );
   });
 
-  it('names the line of an invalid live-set entry', () => {
-    expect(() => parseLiveSet(`ok\n${'x'.repeat(300)}\n`)).toThrow(/^live set line 2: /);
+  it("accepts a PV name over 128 bytes (another driver's) without an ID: no lvstamp volume has it", () => {
+    const long = `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}`; // 191 characters
+    expect(parseLiveSet(`pvc-1\npersistentvolume/${long}\n`)).toEqual(
+      new Set([volumeIdForName('pvc-1')]),
+    );
+  });
+
+  it.each([
+    ['error: You must be logged in to the server (Unauthorized)'],
+    ['persistentvolumeclaim/data'],
+    ['Data_1'],
+    ['pvc-1 pvc-2'],
+    ['pvc-1.'],
+    ['persistentvolume/'],
+    ['x'.repeat(254)],
+  ])('refuses the whole file for the line %j, naming its number and content', (line) => {
+    const shown = line.length > 80 ? `${line.slice(0, 80)}…` : line;
+    expect(() => parseLiveSet(`pvc-a\n${'b'.repeat(32)}\n${line}\npvc-c\n`)).toThrow(
+      new InvalidArgumentError(
+        `live set line 3: ${JSON.stringify(shown)} is neither an ID (32 hex digits) nor a PersistentVolume name (lowercase letters, digits, "-" and ".") or persistentvolume/<name>; refusing the whole file, nothing was removed`,
+      ),
+    );
+  });
+
+  it('gc with a garbage line in --live: exit 2, one line naming it, nothing planned', async () => {
+    const plan = vi.fn();
+    const h = harness({ gc: { plan, apply: vi.fn() } }, () =>
+      Promise.resolve('pvc-a\nerror: the server has asked for the client to provide credentials\n'),
+    );
+    expect(await h.run('gc', '--live', 'live.txt', '--apply')).toBe(2);
+    expect(h.stderr()).toBe(
+      'lvstamp: live set line 2: "error: the server has asked for the client to provide credentials" is neither an ID (32 hex digits) nor a PersistentVolume name (lowercase letters, digits, "-" and ".") or persistentvolume/<name>; refusing the whole file, nothing was removed\n',
+    );
+    expect(plan).not.toHaveBeenCalled();
   });
 
   it('parses a snapshot live set of snapshot names and IDs with the same rules', () => {
     const id = 'b'.repeat(32);
-    expect(parseSnapshotLiveSet(`${id}\nsnap-1\n`)).toEqual(
-      new Set([id, snapshotIdForName(id), snapshotIdForName('snap-1')]),
+    expect(parseSnapshotLiveSet(`${id}\nsnapshot-1\n# c\n`)).toEqual(
+      new Set([id, snapshotIdForName(id), snapshotIdForName('snapshot-1')]),
     );
-    expect(() => parseSnapshotLiveSet(`${'x'.repeat(300)}\n`)).toThrow(
-      /^snapshot live set line 1: /,
+    // no kind/ prefix: a kubectl line names a content or a volume, never a snapshot
+    expect(() => parseSnapshotLiveSet('persistentvolume/snapshot-1\n')).toThrow(
+      new InvalidArgumentError(
+        'snapshot live set line 1: "persistentvolume/snapshot-1" is neither an ID (32 hex digits) nor a name as Kubernetes spells object names (lowercase letters, digits, "-" and "."); refusing the whole file, nothing was removed',
+      ),
     );
   });
+});
+
+describe('inspect names the header version it read', () => {
+  const header = {
+    volumeId: 'c'.repeat(32),
+    ownerId: STANDALONE_OWNER_ID,
+    createdAtMs: 0,
+    dataOffsetBytes: 1048576,
+    requestedBytes: 8 * 1048576,
+    name: 'pvc-1',
+  };
+  const inspectWith = (version: 1 | 2) =>
+    harness({
+      inspector: {
+        inspect: (target: string) =>
+          Promise.resolve({
+            target,
+            devicePath: target,
+            decode: { status: 'ok' as const, version, header },
+            explanation: `a valid lvstamp v${version} header: this device is an lvstamp volume`,
+          }),
+      },
+    });
+
+  it.each([
+    [2, 'capacity:', 'requested:'],
+    [1, 'requested:', 'capacity:'],
+  ] as const)(
+    'a v%i header: its version and the %s line, never the %s line',
+    async (version, shown, absent) => {
+      const h = inspectWith(version);
+      expect(await h.run('inspect', '/dev/x')).toBe(0);
+      expect(h.stdout()).toMatch(new RegExp(`^version: {2}${version}$`, 'm'));
+      expect(h.stdout()).toContain(`\n${shown} 8 MiB (8388608 bytes)\n`);
+      expect(h.stdout()).not.toContain(absent);
+    },
+  );
 });

@@ -145,6 +145,17 @@ describe('CreateVolume', () => {
     expect(await codeOf(otherClass)).toBe('ALREADY_EXISTS');
   });
 
+  it('a name over 128 bytes (CSI "Size Limits") is INVALID_ARGUMENT before the core is asked; 128 bytes pass', async () => {
+    const failure = await failureOf(create({ name: 'é'.repeat(64) + 'x' }));
+    expect(failure).toEqual({
+      code: 'INVALID_ARGUMENT',
+      details: 'volume name must be 1–128 bytes of UTF-8, the CSI limit on a string field, got 129',
+    });
+    expect(h.core.calls).toEqual([]);
+    await create({ name: 'p'.repeat(128) });
+    expect(h.core.calls.map(([what]) => what)).toEqual(['create']);
+  });
+
   it.each([
     ['no name', { name: '' }, 'INVALID_ARGUMENT'],
     ['a name with a newline', { name: 'pvc-1\nforged log line' }, 'INVALID_ARGUMENT'],

@@ -186,7 +186,8 @@ export function createControllerService(deps: ControllerDeps) {
      * (required_bytes, else limit_bytes, else the configured default) in
      * whole 4 KiB blocks, raised to the minimum of the capabilities'
      * filesystem (core volumeSize; DESIGN.md §4 "Capacity"). Errors:
-     * missing name or capabilities, a name with control characters (refused
+     * missing name or capabilities, a name over 128 bytes (CSI "Size
+     * Limits", before any lvm command) or with control characters (refused
      * as the CLI refuses it), an unsupported capability, parameter or
      * content source kind → INVALID_ARGUMENT; unsatisfiable capacity range
      * (limit below required, below 4 KiB blocks or the filesystem minimum,

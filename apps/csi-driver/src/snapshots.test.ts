@@ -97,6 +97,20 @@ describe('CreateSnapshot', () => {
     expect(await codeOf(h.call('Controller', 'CreateSnapshot', request))).toBe(code);
   });
 
+  it('a name over 128 bytes (CSI "Size Limits") is INVALID_ARGUMENT before the core is asked; 128 bytes pass', async () => {
+    const source = h.core.add('pvc-src', GIB);
+    h.core.calls.length = 0;
+    // 43 three-byte characters: 129 bytes of UTF-8 in 43 characters
+    const failure = await failureOf(snap('€'.repeat(43), source.volumeId));
+    expect(failure).toEqual({
+      code: 'INVALID_ARGUMENT',
+      details: 'name must be 1–128 bytes of UTF-8, the CSI limit on a string field, got 129',
+    });
+    expect(h.core.calls).toEqual([]);
+    await snap('s'.repeat(128), source.volumeId);
+    expect(h.core.calls).toEqual([['createSnapshot', 's'.repeat(128), source.volumeId]]);
+  });
+
   it('the same name for another source is ALREADY_EXISTS', async () => {
     const a = h.core.add('pvc-a', GIB);
     const b = h.core.add('pvc-b', GIB);

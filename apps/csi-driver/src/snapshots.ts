@@ -3,6 +3,7 @@ import {
   isHexId,
   requireNoControlCharacters,
   ThickVolumeError,
+  validateVolumeName,
   type ContentSource,
   type Snapshot,
   type VolumeScope,
@@ -107,8 +108,9 @@ export function createSnapshotHandlers(deps: SnapshotDeps) {
     /**
      * CSI spec CreateSnapshot: a read-only thin snapshot of the source
      * (docs/DESIGN.md §5 "Snapshots"), ready at once. Missing name or
-     * source ID, a name with control characters, a thick source (naming its
-     * class) → INVALID_ARGUMENT; unknown source → NOT_FOUND; the same name
+     * source ID, a name over 128 bytes (CSI "Size Limits") or with control
+     * characters, a thick source (naming its class) → INVALID_ARGUMENT, the
+     * argument errors before any lvm command; unknown source → NOT_FOUND; the same name
      * for another source → ALREADY_EXISTS; a full pool → RESOURCE_EXHAUSTED.
      * The same name and source again → the same snapshot.
      */
@@ -116,6 +118,7 @@ export function createSnapshotHandlers(deps: SnapshotDeps) {
       requireControllerCapability('CREATE_DELETE_SNAPSHOT', offered);
       if (request.name === '') throw invalidArgument('name is required');
       if (request.source_volume_id === '') throw invalidArgument('source_volume_id is required');
+      validateVolumeName(request.name, 'name');
       requireNoControlCharacters(request.name, 'name');
       requireNoControlCharacters(request.source_volume_id, 'source_volume_id');
       const snapshot = await core.snapshots

@@ -30,6 +30,7 @@ export {
   fromTagFor,
   isHexId,
   lvNameFor,
+  MAX_NAME_BYTES,
   newLvNameFor,
   ownerTagFor,
   parseFromTag,

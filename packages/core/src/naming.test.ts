@@ -5,6 +5,7 @@ import {
   DEFAULT_NAMING,
   fromTagFor,
   lvDmName,
+  MAX_NAME_BYTES,
   parseFromTag,
   parseLvName,
   parseSnapshotLvName,
@@ -15,6 +16,7 @@ import {
   snapshotLvNameFor,
   snapshotTagsFor,
   thinPoolNameProblem,
+  validateVolumeName,
   vgNameProblem,
   volumeIdForName,
 } from './naming.js';
@@ -133,6 +135,32 @@ describe('volume group names and the device-mapper name limit', () => {
   });
 });
 
+describe('volume and snapshot names: 1–128 bytes of UTF-8 (CSI "Size Limits", DESIGN.md §3)', () => {
+  it('counts bytes, not characters: 128 bytes pass, 129 are refused with the limit named', () => {
+    expect(MAX_NAME_BYTES).toBe(128);
+    expect(volumeIdForName('é'.repeat(64))).toMatch(/^[0-9a-f]{32}$/);
+    expect(() => volumeIdForName(`${'é'.repeat(64)}x`)).toThrow(
+      new InvalidArgumentError(
+        'volume name must be 1–128 bytes of UTF-8, the CSI limit on a string field, got 129',
+      ),
+    );
+    expect(() => {
+      validateVolumeName('n'.repeat(129), 'snapshot name');
+    }).toThrow(
+      'snapshot name must be 1–128 bytes of UTF-8, the CSI limit on a string field, got 129',
+    );
+  });
+
+  it('takes a wider limit when asked (the header field: 256 bytes), with no CSI wording', () => {
+    expect(() => {
+      validateVolumeName('n'.repeat(256), 'header name', 256);
+    }).not.toThrow();
+    expect(() => {
+      validateVolumeName('n'.repeat(257), 'header name', 256);
+    }).toThrow(new InvalidArgumentError('header name must be 1–256 bytes of UTF-8, got 257'));
+  });
+});
+
 describe('snapshot names and tags (docs/DESIGN.md §3)', () => {
   const id = 'ab'.repeat(16);
   const a = (n: number): string => 'a'.repeat(n);
@@ -150,8 +178,8 @@ describe('snapshot names and tags (docs/DESIGN.md §3)', () => {
   it('derives a snapshot ID from its name like a volume ID', () => {
     expect(snapshotIdForName('snap-1')).toBe(volumeIdForName('snap-1'));
     expect(() => snapshotIdForName('')).toThrow(InvalidArgumentError);
-    expect(() => snapshotIdForName('s'.repeat(257))).toThrow(
-      'snapshot name must be 1–256 bytes of UTF-8, got 257',
+    expect(() => snapshotIdForName('s'.repeat(129))).toThrow(
+      'snapshot name must be 1–128 bytes of UTF-8, the CSI limit on a string field, got 129',
     );
   });
 

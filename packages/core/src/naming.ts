@@ -38,8 +38,14 @@ export const STANDALONE_OWNER_ID = '0'.repeat(32);
  */
 export const DEFAULT_HOST_LOCK_PATH = '/run/lock/lvstamp/host.lock';
 
-/** Longest volume name in bytes of UTF-8 (DESIGN.md §3, header field `name`). */
-export const MAX_NAME_BYTES = 256;
+/**
+ * Longest volume or snapshot name, in bytes of UTF-8 (DESIGN.md §3): 128,
+ * the CSI spec's limit on a string field ("Field Requirements", "Size
+ * Limits": fields SHALL NOT exceed 128 bytes unless the field says
+ * otherwise; `CreateVolumeRequest.name` and `CreateSnapshotRequest.name`
+ * do not). The header's name field is wider (HEADER_NAME_FIELD_BYTES).
+ */
+export const MAX_NAME_BYTES = 128;
 
 const HEX32 = /^[0-9a-f]{32}$/;
 
@@ -49,15 +55,23 @@ export function isHexId(value: string): boolean {
 }
 
 /**
- * Checks a volume (or snapshot) name: 1–256 bytes of UTF-8, no NUL.
+ * Checks a volume (or snapshot) name: 1–128 bytes of UTF-8 (MAX_NAME_BYTES,
+ * CSI "Size Limits"), well formed, no NUL. Every create and every name-to-ID
+ * mapping runs it first, so an over-long name is refused before any command.
  * @param what the name's role for the message; default `volume name`.
+ * @param maxBytes the limit; default MAX_NAME_BYTES (the header codec passes its field's width).
  * @throws InvalidArgumentError when the name is empty, too long or holds NUL.
  */
-export function validateVolumeName(name: string, what = 'volume name'): void {
+export function validateVolumeName(
+  name: string,
+  what = 'volume name',
+  maxBytes = MAX_NAME_BYTES,
+): void {
   const bytes = Buffer.byteLength(name, 'utf8');
-  if (bytes < 1 || bytes > MAX_NAME_BYTES) {
+  if (bytes < 1 || bytes > maxBytes) {
+    const why = maxBytes === MAX_NAME_BYTES ? ', the CSI limit on a string field' : '';
     throw new InvalidArgumentError(
-      `${what} must be 1–${MAX_NAME_BYTES} bytes of UTF-8, got ${bytes}`,
+      `${what} must be 1–${maxBytes} bytes of UTF-8${why}, got ${bytes}`,
     );
   }
   if (name.includes('\0')) throw new InvalidArgumentError(`${what} must not contain NUL`);
@@ -81,7 +95,7 @@ export function volumeIdForName(name: string): string {
  * The snapshot ID of a snapshot name: the volume ID's rule (first 16 bytes of
  * SHA-256 over the UTF-8 name, 32 lowercase hex digits) in a name space of its
  * own, since snapshot LVs carry their own prefix (docs/DESIGN.md §3). A
- * snapshot name follows the volume name's rules (1–256 bytes, no NUL).
+ * snapshot name follows the volume name's rules (1–128 bytes, no NUL).
  * @throws InvalidArgumentError when the name is not a valid name.
  */
 export function snapshotIdForName(name: string): string {

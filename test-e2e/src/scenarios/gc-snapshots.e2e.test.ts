@@ -222,7 +222,11 @@ describe('gc and snapshots on a real thin pool', () => {
     expect(byDevice.get(`${vg.vgName}/${snapLv('foreign')}`)?.reason).toContain(
       "sector 0 is another installation's header",
     );
-    expect((await lvRow(vg.vgName, snapLv('orphan'))).lv_attr).toMatch(/^Vri-a-tz-k$/);
+    // Snapshots rest inactive (docs/DESIGN.md §3, §6 "Snapshots"): the dry run put back every
+    // snapshot it activated (lvchange --activate n).
+    for (const k of ['foreign', 'live', 'orphan', 'young'] as const) {
+      expect([k, (await lvRow(vg.vgName, snapLv(k))).lv_attr]).toEqual([k, 'Vri---tz-k']);
+    }
 
     const applied = await cliJson<GcJson>(gc('--live-snapshots', snapshotFile, '--apply'));
     expect(applied.outcomes.map((o) => [o.entry.device, o.outcome]).sort()).toEqual(
@@ -235,7 +239,13 @@ describe('gc and snapshots on a real thin pool', () => {
     expect(left).toEqual(
       ['foreignorigin', 'pool0', snapLv('foreign'), snapLv('live'), snapLv('young')].sort(),
     );
-    // The kept snapshot still holds its source's header.
+    // The applied run removed the orphan and put the kept ones back to rest.
+    for (const k of ['foreign', 'live', 'young'] as const) {
+      expect([k, (await lvRow(vg.vgName, snapLv(k))).lv_attr]).toEqual([k, 'Vri---tz-k']);
+    }
+    // The kept snapshot still holds its source's header (activated here to read it; the next
+    // test relies on it staying active).
+    await shOk(['lvchange', '-ay', '-K', `${vg.vgName}/${snapLv('live')}`]);
     const live = await lvRow(vg.vgName, snapLv('live'));
     expect((await okHeaderOnDisk(live.lv_dm_path)).volumeId).toBe(sourceId);
   }, 600_000);
@@ -250,5 +260,8 @@ describe('gc and snapshots on a real thin pool', () => {
       'the snapshot live set is empty while 3 snapshot LV(s) of this owner exist',
     );
     expect(await lvNames(vg.vgName)).toContain(snapLv('live'));
+    // The refused run deactivated what it activated, and left the one active before it active.
+    expect((await lvRow(vg.vgName, snapLv('young'))).lv_attr).toBe('Vri---tz-k');
+    expect((await lvRow(vg.vgName, snapLv('live'))).lv_attr).toBe('Vri-a-tz-k');
   }, 600_000);
 });

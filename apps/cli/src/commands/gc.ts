@@ -3,6 +3,7 @@ import {
   FailedPreconditionError,
   InvalidArgumentError,
   isHexId,
+  MAX_NAME_BYTES,
   planTable,
   snapshotIdForName,
   volumeIdForName,
@@ -56,6 +57,10 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
         'which skip a plain activation: lvchange -ay -K) to read them.\n' +
         '\nThe live set must hold every PV of the driver AND pvc-<uid> of every PVC: a claim being provisioned\n' +
         'has no PV yet, and a node clock that was behind makes its new volume look old (README).\n' +
+        '\nLive-set file lines: a volume ID (32 hex digits), a PV name (lowercase letters, digits, - and .,\n' +
+        'as Kubernetes spells object names, e.g. pvc-<uid>) or persistentvolume/<name> (kubectl -o name);\n' +
+        'blank lines and lines starting with # are skipped. Any other line refuses the whole file\n' +
+        '(exit 2, the line named, nothing removed): list a volume with another name by its ID.\n' +
         '\nSnapshots (lvstamp_snap_<id>) are judged against their own live set (--live-snapshots, e.g. from\n' +
         '`lvstamp-gc live-set --snapshots`): without it every snapshot is kept with a warning.\n' +
         '\nExample:\n  lvstamp-gc live-set > live.txt && lvstamp gc --live live.txt --min-age 2h',
@@ -132,52 +137,78 @@ async function readLiveSet(
 }
 
 /**
- * Reads a snapshot live set: one snapshot name or snapshot ID per line,
- * with parseLiveSet's rules (a line counts in every form; 32 hex digits
- * count as an ID and as a name), names mapped with snapshotIdForName.
+ * Reads a snapshot live set: one snapshot ID or snapshot name per line, with
+ * parseLiveSet's rules except that no `kind/` prefix is taken (`kubectl get
+ * volumesnapshotcontent -o name` prints content names, not snapshot names);
+ * names are mapped with snapshotIdForName.
  * @returns snapshot IDs (32 hex digits).
- * @throws InvalidArgumentError (with the line number) for an invalid name.
+ * @throws InvalidArgumentError naming the line number and its content for
+ *   any other line: the whole file is refused.
  */
 export function parseSnapshotLiveSet(text: string): Set<string> {
-  return parseIds(text, snapshotIdForName, 'snapshot live set');
+  return parseIds(text, snapshotIdForName, { what: 'snapshot live set', kindPrefix: null });
 }
 
 /**
- * Reads a live set: one volume name or volume ID per line. Keeping more is
- * the safe side, so nothing on a line is ignored: a line counts as a name
- * exactly as written and also with surrounding white space and a trailing
- * CR removed; a line starting with `#` is a name too; a line of 32 hex digits
- * counts both as an ID and as a name, in either case (an ID in capitals is
- * also taken in lower case); a line holding `/` also counts by its part after
- * the last `/` (`persistentvolume/pvc-1`, as `kubectl get pv -o name` prints
- * it). Only empty lines are skipped.
- * @returns volume IDs (32 hex digits).
- * @throws InvalidArgumentError (with the line number) for a line that is not
- *   a valid volume name (over 256 bytes, or holding NUL).
+ * Reads a live set: one volume per line. After a trailing CR and the white
+ * space around it are removed, a line is one of:
+ *
+ * - empty, or starting with `#` (a comment): skipped;
+ * - a volume ID, 32 hex digits in either case: taken in lower case (a line
+ *   in lower case also counts as a name, below);
+ * - a PersistentVolume name, as Kubernetes spells object names (RFC 1123
+ *   subdomain: lowercase letters, digits, `-` and `.`, each dot-separated
+ *   part starting and ending with a letter or digit, at most 253
+ *   characters), e.g. `pvc-<uid>`: its volume ID (volumeIdForName); one over
+ *   128 bytes names no lvstamp volume (DESIGN.md §3) and adds nothing;
+ * - `persistentvolume/<such a name>`, as `kubectl get pv -o name` prints it.
+ *
+ * Any other line (an error message a failed command wrote into the file,
+ * `persistentvolumeclaim/…`, a name with capitals, `_` or spaces) refuses
+ * the whole file: one such line would otherwise pass the empty-live-set
+ * guard and leave every real volume unlisted (DESIGN.md §2.4). A volume
+ * whose name has another form is listed by its ID (`lvstamp list`).
+ * @returns volume IDs (32 lowercase hex digits).
+ * @throws InvalidArgumentError `live set line N: "…" is neither …`.
  */
 export function parseLiveSet(text: string): Set<string> {
-  return parseIds(text, volumeIdForName, 'live set');
+  return parseIds(text, volumeIdForName, { what: 'live set', kindPrefix: 'persistentvolume/' });
 }
 
-function parseIds(text: string, idForName: (name: string) => string, what: string): Set<string> {
+/** A Kubernetes object name (RFC 1123 subdomain, as Kubernetes validates it), at most 253 characters. */
+const OBJECT_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const OBJECT_NAME_MAX = 253;
+/** How much of a refused line the error quotes. */
+const QUOTED_CHARACTERS = 80;
+
+function parseIds(
+  text: string,
+  idForName: (name: string) => string,
+  rules: { what: string; kindPrefix: string | null },
+): Set<string> {
   const ids = new Set<string>();
-  const lines = text.split('\n');
-  lines.forEach((line, index) => {
+  text.split('\n').forEach((line, index) => {
     const trimmed = line.trim();
-    const forms = new Set(
-      [line, line.replace(/\r$/, ''), trimmed, trimmed.slice(trimmed.lastIndexOf('/') + 1)].filter(
-        (form) => form !== '',
-      ),
-    );
-    for (const form of forms) {
-      if (isHexId(form.toLowerCase())) ids.add(form.toLowerCase());
-      try {
-        ids.add(idForName(form));
-      } catch (error) {
-        const why = error instanceof Error ? error.message : 'invalid';
-        throw new InvalidArgumentError(`${what} line ${index + 1}: ${why}; refusing to run`);
-      }
+    if (trimmed === '' || trimmed.startsWith('#')) return;
+    if (isHexId(trimmed.toLowerCase())) ids.add(trimmed.toLowerCase());
+    const name =
+      rules.kindPrefix !== null && trimmed.startsWith(rules.kindPrefix)
+        ? trimmed.slice(rules.kindPrefix.length)
+        : trimmed;
+    if (name.length <= OBJECT_NAME_MAX && OBJECT_NAME.test(name)) {
+      if (Buffer.byteLength(name, 'utf8') <= MAX_NAME_BYTES) ids.add(idForName(name));
+      return;
     }
+    if (name === trimmed && isHexId(trimmed.toLowerCase())) return; // an ID in capitals
+    const shown =
+      trimmed.length > QUOTED_CHARACTERS ? `${trimmed.slice(0, QUOTED_CHARACTERS)}…` : trimmed;
+    const forms =
+      rules.kindPrefix === null
+        ? 'a name as Kubernetes spells object names (lowercase letters, digits, "-" and ".")'
+        : `a PersistentVolume name (lowercase letters, digits, "-" and ".") or ${rules.kindPrefix}<name>`;
+    throw new InvalidArgumentError(
+      `${rules.what} line ${index + 1}: ${JSON.stringify(shown)} is neither an ID (32 hex digits) nor ${forms}; refusing the whole file, nothing was removed`,
+    );
   });
   return ids;
 }

@@ -3,6 +3,7 @@ import {
   FailedPreconditionError,
   NotOwnedError,
   requireNoControlCharacters,
+  validateVolumeName,
   type Snapshot,
 } from '@lvstamp/core';
 import type { Command } from 'commander';
@@ -31,11 +32,12 @@ export function registerSnapshotCommands(program: Command, ctx: CommandContext):
     .description(
       'take a snapshot of a thin volume (a mounted filesystem is frozen for the moment it takes)',
     )
-    .argument('<name>', 'snapshot name (1–256 bytes of UTF-8)')
+    .argument('<name>', 'snapshot name (1–128 bytes of UTF-8)')
     .requiredOption('--from <volume>', 'the volume (name or ID) to snapshot')
     .option('--vg <vg>', VG_HELP)
     .addHelpText('after', '\nExample:\n  lvstamp snapshot create nightly --from data')
     .action(async (name: string, opts: { from: string; vg?: string }) => {
+      validateVolumeName(name, 'snapshot name');
       requireNoControlCharacters(name, 'snapshot name');
       const { volumes, snapshots } = ctx.services();
       const scope = await commandScope(io, volumes, opts.vg);

@@ -6,6 +6,7 @@ import {
   NotFoundError,
   NotOwnedError,
   requireNoControlCharacters,
+  validateVolumeName,
   type VolumeStatus,
   type WipePolicy,
 } from '@lvstamp/core';
@@ -41,7 +42,7 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
     .description(
       'create a volume: an LV with a provenance header, of at least SIZE usable bytes, or a thin copy of a snapshot or volume',
     )
-    .argument('<name>', 'volume name (1–256 bytes of UTF-8)')
+    .argument('<name>', 'volume name (1–128 bytes of UTF-8)')
     .option(
       '--size <size>',
       'capacity, e.g. 512Mi or 1Gi; rounded up to whole extents (a copy: default and minimum the source capacity)',
@@ -328,13 +329,15 @@ export function statusJson(s: VolumeStatus): Record<string, unknown> {
 }
 
 /**
- * The CLI's own rule for new volume names, on top of the core's (1–256
- * bytes of UTF-8): no control characters, no leading or trailing white
- * space, and not 32 hex digits — each would make the name unusable in a
- * live-set file or ambiguous with a volume ID.
+ * The CLI's own rule for new volume names, on top of the core's (1–128
+ * bytes of UTF-8, checked here first so that nothing runs before the
+ * refusal): no control characters, no leading or trailing white space, and
+ * not 32 hex digits — each would make the name unusable in a live-set file
+ * or ambiguous with a volume ID.
  * @throws InvalidArgumentError naming the problem.
  */
 export function checkNewVolumeName(name: string): void {
+  validateVolumeName(name);
   requireNoControlCharacters(name, 'volume name');
   if (name !== name.trim())
     throw new InvalidArgumentError('volume name must not start or end with white space');

@@ -172,6 +172,7 @@ export class FakeNode {
         discoverVolumeGroups: () => Promise.resolve(['vg0']),
         activateOwnedVolumes: () => Promise.resolve([]),
         activateOwnedSnapshots: () => Promise.resolve([]),
+        deactivateSnapshots: () => Promise.resolve(),
         removeLogicalVolume: (ref: LvRef) => {
           if (!this.#lockHeld)
             return Promise.reject(new Error('removeLogicalVolume without the host lock'));

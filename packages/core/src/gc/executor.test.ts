@@ -115,6 +115,8 @@ class FakeNode {
         ),
       activateOwnedVolumes: () => this.step('activateOwnedVolumes', () => []),
       activateOwnedSnapshots: () => this.step('activateOwnedSnapshots', () => []),
+      deactivateSnapshots: (lvs) =>
+        this.step(`deactivateSnapshots ${lvs.join(',')}`, () => undefined),
       discoverVolumeGroups: () => this.step('discoverVolumeGroups', () => ['vg0']),
       removeLogicalVolume: (ref) =>
         this.step(

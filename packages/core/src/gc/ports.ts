@@ -40,6 +40,14 @@ export interface GcScopePort {
    * host lock: thin snapshots skip a plain activation); returns `vg/lv` of each.
    */
   activateOwnedSnapshots(scope: VolumeScope): Promise<readonly string[]>;
+  /**
+   * Deactivates snapshot LVs that `activateOwnedSnapshots` activated
+   * (`lvchange --activate n <vg>/<lv>` each, under the host lock), so that
+   * they rest inactive again (DESIGN.md §3). Best effort: a failure is
+   * logged, never thrown.
+   * @param lvs `vg/lv` of each, as activateOwnedSnapshots returned them.
+   */
+  deactivateSnapshots(lvs: readonly string[]): Promise<void>;
   /** Volume groups tagged `lvstamp` or holding lvstamp-tagged LVs. */
   discoverVolumeGroups(): Promise<readonly string[]>;
 }

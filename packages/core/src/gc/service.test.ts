@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { VgScope, VolumeScope } from '../lvm/types.js';
+import type { LogicalVolume, VgScope, VolumeScope } from '../lvm/types.js';
+import { caught } from '../testing/caught.js';
 import { FailedPreconditionError } from '../errors.js';
 import { DEFAULT_NAMING } from '../naming.js';
 import { GcService, refuseEmptyLiveSet, refuseEmptySnapshotLiveSet } from './service.js';
@@ -25,6 +26,7 @@ function ports(calls: string[]): GcExecutorPorts {
         return Promise.resolve({ volumes: [], snapshots: [] });
       },
       activateOwnedSnapshots: () => Promise.reject(new Error('not expected')),
+      deactivateSnapshots: () => Promise.reject(new Error('not expected')),
       removeLogicalVolume: () => Promise.reject(new Error('not expected')),
     },
     headers: { readHeader: () => Promise.reject(new Error('not expected')) },
@@ -102,6 +104,170 @@ describe('GcService.plan: scope and activation (DESIGN.md §2.3, §6)', () => {
     const result = await new GcService({ ports: ports(calls) }).plan(request);
     expect(calls).toEqual(['discoverVolumeGroups', 'listLogicalVolumes vg-a,vg-b']);
     expect(result.vgNames).toEqual(['vg-a', 'vg-b']);
+  });
+});
+
+describe('GcService: snapshots it activated rest inactive again (DESIGN.md §3, §6 "Snapshots")', () => {
+  const SOURCE = 'a'.repeat(32);
+  const ORPHAN = `lvstamp_snap_${'1'.repeat(32)}`;
+  const LIVE_ID = '2'.repeat(32);
+  const LIVE = `lvstamp_snap_${LIVE_ID}`;
+  const ACTIVE_BEFORE = `lvstamp_snap_${'3'.repeat(32)}`;
+  const tags = [
+    'lvstamp',
+    `lvstamp.owner=${OWNER}`,
+    `lvstamp.source=${SOURCE}`,
+    `lvstamp.size=${8 * 1048576}`,
+    'lvstamp.created=1000',
+  ];
+
+  /** vg-a with three snapshots of this owner, two inactive; records every port call. */
+  function node(options: { removeFails?: boolean } = {}) {
+    const calls: string[] = [];
+    const active = new Set([ACTIVE_BEFORE]);
+    const names = [ORPHAN, LIVE, ACTIVE_BEFORE];
+    const minor = (name: string) => 10 + names.indexOf(name);
+    const lv = (name: string): LogicalVolume => ({
+      vgName: 'vg-a',
+      lvName: name,
+      lvUuid: `uuid-${name}`,
+      sizeBytes: 8 * 1048576,
+      attr: active.has(name) ? 'Vri-a-tz-k' : 'Vri---tz-k',
+      active: active.has(name),
+      open: false,
+      kernelMajor: active.has(name) ? 254 : null,
+      kernelMinor: active.has(name) ? minor(name) : null,
+      dmPath: active.has(name) ? `/dev/mapper/vg--a-${name}` : null,
+      createdAtMs: 1000,
+      tags,
+    });
+    const base = ports(calls);
+    const withSnapshots: GcExecutorPorts = {
+      ...base,
+      lvm: {
+        ...base.lvm,
+        listLogicalVolumes: (_scope: VgScope, lvNames?: readonly string[]) =>
+          Promise.resolve({
+            volumes: [],
+            snapshots: names.filter((n) => lvNames?.includes(n) ?? true).map(lv),
+          }),
+        activateOwnedSnapshots: () => {
+          const inactive = names.filter((n) => !active.has(n));
+          for (const n of inactive) active.add(n);
+          calls.push(`activateOwnedSnapshots ${inactive.join(' ')}`);
+          return Promise.resolve(inactive.map((n) => `vg-a/${n}`));
+        },
+        deactivateSnapshots: (lvs: readonly string[]) => {
+          calls.push(`deactivateSnapshots ${lvs.join(' ')}`);
+          for (const entry of lvs) active.delete(entry.slice('vg-a/'.length));
+          return Promise.resolve();
+        },
+        removeLogicalVolume: (ref) => {
+          calls.push(`removeLogicalVolume ${ref.lvName}`);
+          if (options.removeFails === true) return Promise.reject(new Error('lvremove failed'));
+          names.splice(names.indexOf(ref.lvName), 1);
+          return Promise.resolve();
+        },
+      },
+      headers: {
+        readHeader: () =>
+          Promise.resolve({
+            status: 'ok',
+            version: 2,
+            header: {
+              volumeId: SOURCE,
+              ownerId: OWNER,
+              createdAtMs: 0,
+              dataOffsetBytes: 1048576,
+              requestedBytes: 8 * 1048576,
+              name: 'pvc-src',
+            },
+          }),
+      },
+      devices: {
+        ...base.devices,
+        listAll: () =>
+          Promise.resolve(
+            names
+              .filter((n) => active.has(n))
+              .map((n) => ({
+                name: `vg--a-${n}`,
+                uuid: `LVM-${n}`,
+                major: 254,
+                minor: minor(n),
+                openCount: 0,
+              })),
+          ),
+      },
+    };
+    return { calls, active, service: new GcService({ ports: withSnapshots }) };
+  }
+
+  const snapshotRequest = (dryRun: boolean) => ({
+    ...request,
+    allowEmptyLiveSet: true,
+    snapshotLiveSet: new Set([LIVE_ID]),
+    policy: { ...request.policy, maxDeletions: 10, dryRun },
+    nowMs: 1_000_000_000,
+    vgNames: ['vg-a'],
+  });
+  const activatedCall = `activateOwnedSnapshots ${ORPHAN} ${LIVE}`;
+
+  it('a dry run deactivates exactly the snapshots it activated, never one active before', async () => {
+    const { calls, active, service } = node();
+    const { plan, activated } = await service.plan(snapshotRequest(true));
+    expect(activated).toEqual([`vg-a/${ORPHAN}`, `vg-a/${LIVE}`]);
+    expect(plan.entries.map((e) => [e.device, e.action])).toEqual([
+      [`vg-a/${ORPHAN}`, 'remove-snapshot'],
+      [`vg-a/${LIVE}`, 'keep'],
+      [`vg-a/${ACTIVE_BEFORE}`, 'remove-snapshot'],
+    ]);
+    expect(calls).toEqual([activatedCall, `deactivateSnapshots vg-a/${ORPHAN} vg-a/${LIVE}`]);
+    await service.apply(plan);
+    expect(calls).toHaveLength(2);
+    expect([...active]).toEqual([ACTIVE_BEFORE]);
+  });
+
+  it('an applied run keeps the ones it removes active for the executor, then removes them', async () => {
+    const { calls, service } = node();
+    const { plan } = await service.plan(snapshotRequest(false));
+    expect(calls).toEqual([activatedCall, `deactivateSnapshots vg-a/${LIVE}`]);
+    const outcomes = await service.apply(plan);
+    expect(outcomes.map((o) => [o.entry.device, o.outcome])).toEqual([
+      [`vg-a/${ORPHAN}`, 'removed'],
+      [`vg-a/${ACTIVE_BEFORE}`, 'removed'],
+    ]);
+    expect(calls.slice(2)).toEqual([
+      `removeLogicalVolume ${ORPHAN}`,
+      `removeLogicalVolume ${ACTIVE_BEFORE}`,
+    ]);
+  });
+
+  it('a removal that fails: the snapshot it activated is deactivated after apply', async () => {
+    const { calls, active, service } = node({ removeFails: true });
+    const { plan } = await service.plan(snapshotRequest(false));
+    const outcomes = await service.apply(plan);
+    expect(outcomes.map((o) => o.outcome)).toEqual(['failed', 'failed']);
+    expect(calls.slice(2)).toEqual([
+      `removeLogicalVolume ${ORPHAN}`,
+      `removeLogicalVolume ${ACTIVE_BEFORE}`,
+      `deactivateSnapshots vg-a/${ORPHAN}`,
+    ]);
+    expect([...active]).toEqual([ACTIVE_BEFORE]);
+  });
+
+  it('a refused run (empty snapshot live set) deactivates them before it throws', async () => {
+    const { calls, active, service } = node();
+    const error = await caught(
+      service.plan({
+        ...snapshotRequest(true),
+        allowEmptyLiveSet: false,
+        snapshotLiveSet: new Set(),
+      }),
+    );
+    expect(error).toBeInstanceOf(FailedPreconditionError);
+    expect(calls).toEqual([activatedCall, `deactivateSnapshots vg-a/${ORPHAN} vg-a/${LIVE}`]);
+    expect([...active]).toEqual([ACTIVE_BEFORE]);
   });
 });
 

@@ -64,6 +64,8 @@ export class GcService {
   readonly #ports: GcExecutorPorts;
   readonly #naming: Naming;
   readonly #clock: () => number;
+  /** Snapshot LVs `plan()` activated and left active for the removals of that plan (`vg/lv`). */
+  readonly #heldForRemoval = new WeakMap<GcPlan, readonly string[]>();
 
   constructor(options: { ports: GcExecutorPorts; naming?: Naming; clock?: () => number }) {
     this.#ports = options.ports;
@@ -74,8 +76,11 @@ export class GcService {
   /**
    * Takes the inventory and plans; when it shows inactive LVs with this
    * owner's tags, activates them first (their headers must be read;
-   * `activateOwnedVolumes`) and takes it again. Removes nothing. lvm
-   * processes on a node with nothing inactive: the inventory's listing only.
+   * `activateOwnedVolumes`) and takes it again. Removes nothing. Snapshots
+   * rest inactive (DESIGN.md §3): the ones activated here are deactivated
+   * before it returns or throws, except those an applied plan removes, which
+   * `apply` deactivates when it does not remove them. lvm processes on a
+   * node with nothing inactive: the inventory's listing only.
    * @returns also the volume groups scanned and the LVs activated.
    * @throws FailedPreconditionError for an empty live set while stamped
    *   volumes exist (unless allowed); InvalidArgumentError for a bad policy;
@@ -97,34 +102,70 @@ export class GcService {
           v.kernel === null && failedTagCheck(v, request.policy.ownerId, this.#naming) === null,
       );
     const scope = { vgNames, ownerId: request.policy.ownerId };
-    const activated = [
-      ...(inactiveOwned(inventory.volumes)
-        ? await this.#ports.lvm.activateOwnedVolumes(scope)
-        : []),
-      // Snapshots rest inactive with the activation-skip flag: `lvchange -ay -K`, exactly each LV.
-      ...(inactiveOwned(inventory.snapshots ?? [])
-        ? await this.#ports.lvm.activateOwnedSnapshots(scope)
-        : []),
-    ];
-    if (activated.length > 0) {
-      inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
+    const volumesActivated = inactiveOwned(inventory.volumes)
+      ? await this.#ports.lvm.activateOwnedVolumes(scope)
+      : [];
+    // Snapshots rest inactive with the activation-skip flag: `lvchange -ay -K`, exactly each LV.
+    const snapshotsActivated = inactiveOwned(inventory.snapshots ?? [])
+      ? await this.#ports.lvm.activateOwnedSnapshots(scope)
+      : [];
+    const activated = [...volumesActivated, ...snapshotsActivated];
+    let plan: GcPlan;
+    try {
+      if (activated.length > 0) {
+        inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
+      }
+      const stamped = inventory.volumes.filter((v) => v.header.status === 'ok').length;
+      refuseEmptyLiveSet(request, stamped);
+      refuseEmptySnapshotLiveSet(request, inventory, request.policy.ownerId);
+      plan = planGc(
+        inventory,
+        request.liveSet,
+        request.policy,
+        request.nowMs,
+        request.snapshotLiveSet === undefined ? {} : { snapshotLiveSet: request.snapshotLiveSet },
+      );
+    } catch (error) {
+      await this.#rest(snapshotsActivated);
+      throw error;
     }
-    const stamped = inventory.volumes.filter((v) => v.header.status === 'ok').length;
-    refuseEmptyLiveSet(request, stamped);
-    refuseEmptySnapshotLiveSet(request, inventory, request.policy.ownerId);
-    const plan = planGc(
-      inventory,
-      request.liveSet,
-      request.policy,
-      request.nowMs,
-      request.snapshotLiveSet === undefined ? {} : { snapshotLiveSet: request.snapshotLiveSet },
+    // Back to rest now, except the snapshots an applied plan removes: the executor reads their
+    // sector 0 again, and apply() deactivates any of them it did not remove.
+    const removing = new Set(
+      plan.dryRun
+        ? []
+        : plan.entries.filter((e) => e.action === 'remove-snapshot').map((e) => e.device),
     );
+    await this.#rest(snapshotsActivated.filter((lv) => !removing.has(lv)));
+    const held = snapshotsActivated.filter((lv) => removing.has(lv));
+    if (held.length > 0) this.#heldForRemoval.set(plan, held);
     return { inventory, plan, vgNames, activated };
   }
 
-  /** Applies a plan (nothing when it is a dry run); one outcome per removal. */
+  /**
+   * Applies a plan (nothing when it is a dry run); one outcome per removal.
+   * Then deactivates the snapshots `plan()` activated for this plan's
+   * removals that were not removed (skipped or failed), also when a callback throws.
+   */
   async apply(plan: GcPlan, options: GcApplyOptions = {}): Promise<GcOutcome[]> {
-    return applyGcPlan(plan, this.#ports, options);
+    const held = this.#heldForRemoval.get(plan) ?? [];
+    this.#heldForRemoval.delete(plan);
+    const removed = new Set<string>();
+    try {
+      return await applyGcPlan(plan, this.#ports, {
+        onOutcome: (outcome) => {
+          if (outcome.outcome === 'removed') removed.add(outcome.entry.device);
+          options.onOutcome?.(outcome);
+        },
+      });
+    } finally {
+      await this.#rest(held.filter((lv) => !removed.has(lv)));
+    }
+  }
+
+  /** Deactivates snapshot LVs this service activated (none: no call). */
+  async #rest(lvs: readonly string[]): Promise<void> {
+    if (lvs.length > 0) await this.#ports.lvm.deactivateSnapshots(lvs);
   }
 }
 

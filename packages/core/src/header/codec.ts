@@ -1,8 +1,9 @@
 import { InvalidArgumentError } from '../errors.js';
-import { isHexId, MAX_NAME_BYTES, validateVolumeName } from '../naming.js';
+import { isHexId, validateVolumeName } from '../naming.js';
 import {
   DATA_OFFSET_ALIGNMENT_BYTES,
   HEADER_MAGIC,
+  HEADER_NAME_FIELD_BYTES,
   HEADER_SIZE,
   HEADER_VERSION,
   type HeaderVersion,
@@ -40,7 +41,8 @@ const RESERVED_BYTES = OFFSET.checksum - OFFSET.reserved;
  * @param fields volume ID and owner ID as 32 lowercase hex digits;
  *   `createdAtMs` (Unix milliseconds), `dataOffsetBytes` (a positive multiple
  *   of 4096) and `requestedBytes` as non-negative safe integers; `name` as a
- *   valid volume name (1–256 bytes of UTF-8, no NUL).
+ *   name that fits the field (1–256 bytes of well-formed UTF-8, no NUL;
+ *   new volumes have at most 128, MAX_NAME_BYTES).
  * @returns a new 512-byte Buffer.
  * @throws InvalidArgumentError when any field breaks those rules.
  */
@@ -70,7 +72,7 @@ export function encodeHeader(
       `dataOffsetBytes must be a positive multiple of ${DATA_OFFSET_ALIGNMENT_BYTES}, got ${fields.dataOffsetBytes}`,
     );
   }
-  validateVolumeName(fields.name);
+  validateVolumeName(fields.name, 'header name', HEADER_NAME_FIELD_BYTES);
   const name = Buffer.from(fields.name, 'utf8');
 
   const buf = Buffer.alloc(HEADER_SIZE);
@@ -154,13 +156,13 @@ export function decodeHeader(buf: Uint8Array): DecodeResult {
     return { status: 'corrupt', reason: `flags are 0x${hex32(flags)}, expected 0 (reserved)` };
   }
   const nameLength = b.readUInt16LE(OFFSET.nameLength);
-  if (nameLength < 1 || nameLength > MAX_NAME_BYTES) {
+  if (nameLength < 1 || nameLength > HEADER_NAME_FIELD_BYTES) {
     return {
       status: 'corrupt',
-      reason: `nameLength is ${nameLength}, expected 1–${MAX_NAME_BYTES}`,
+      reason: `nameLength is ${nameLength}, expected 1–${HEADER_NAME_FIELD_BYTES}`,
     };
   }
-  const nameField = b.subarray(OFFSET.name, OFFSET.name + MAX_NAME_BYTES);
+  const nameField = b.subarray(OFFSET.name, OFFSET.name + HEADER_NAME_FIELD_BYTES);
   const padding = firstNonZero(nameField.subarray(nameLength));
   if (padding !== -1) {
     return {

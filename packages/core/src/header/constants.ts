@@ -23,3 +23,11 @@ export const DATA_OFFSET_ALIGNMENT_BYTES = 4096;
 
 /** Size of a device-mapper / kernel sector in bytes; dm tables count in these. */
 export const SECTOR_BYTES = 512;
+
+/**
+ * Width of the header's name field in bytes (DESIGN.md §4: `nameLength`
+ * 1–256). Wider than the names lvstamp accepts (MAX_NAME_BYTES, 128), so
+ * the layout needs no change should that limit ever rise; the codec reads
+ * and rewrites whatever fits the field.
+ */
+export const HEADER_NAME_FIELD_BYTES = 256;

@@ -14,7 +14,7 @@ export interface HeaderFields {
    * the data device's exact length, rewritten by each expansion.
    */
   readonly requestedBytes: number;
-  /** UTF-8 volume name, 1–256 bytes. */
+  /** UTF-8 volume name, 1–256 bytes (the field's width; new volumes have 1–128, DESIGN.md §3). */
   readonly name: string;
 }
 

@@ -99,6 +99,17 @@ export class ThinSnapshots {
     await this.#lvm.change(`lvchange ${target}`, ['lvchange', '-ay', '-K', target]);
   }
 
+  /**
+   * `lvchange --activate n VG/LV` (lvchange(8)): puts a snapshot that
+   * lvstamp activated back to rest (snapshots rest inactive, docs/DESIGN.md
+   * §3). Only this LV; lvm refuses an open one.
+   * @throws CommandFailedError, CommandTimeoutError, LockTimeoutError.
+   */
+  async deactivate(vgName: string, lvName: string): Promise<void> {
+    const target = `${vgName}/${lvName}`;
+    await this.#lvm.change(`lvchange ${target}`, ['lvchange', '--activate', 'n', target]);
+  }
+
   async #change(request: ThinSnapshotRequest, argv: readonly string[]): Promise<void> {
     try {
       await this.#lvm.change(`lvcreate ${request.vgName}/${request.lvName}`, argv);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { decodeHeader, encodeHeader } from '../header/codec.js';
 import type { DecodeResult } from '../header/types.js';
 import type { Volume } from '../lvm/types.js';
 import { InspectService } from './inspect.js';
@@ -55,4 +56,29 @@ describe('InspectService.inspect: a path or a volume', () => {
     await inspector.inspect('no/such/file', scope);
     expect(calls).toEqual(['read path package.json', 'read path no/such/file']);
   });
+});
+
+describe('InspectService.inspect: the header version read', () => {
+  const fields = {
+    volumeId: ID,
+    ownerId: '0'.repeat(32),
+    createdAtMs: 1_700_000_000_000,
+    dataOffsetBytes: 1048576,
+    requestedBytes: 8 * 1048576,
+    name: 'pvc-1',
+  };
+
+  for (const version of [1, 2] as const) {
+    it(`reports and explains a v${version} header as v${version}`, async () => {
+      const inspector = new InspectService({
+        volumes: {} as never,
+        headers: { readHeader: () => Promise.resolve(decodeHeader(encodeHeader(fields, version))) },
+      });
+      const report = await inspector.inspect('/dev/some/device', scope);
+      expect(report.decode).toEqual({ status: 'ok', version, header: fields });
+      expect(report.explanation).toBe(
+        `a valid lvstamp v${version} header: this device is an lvstamp volume`,
+      );
+    });
+  }
 });

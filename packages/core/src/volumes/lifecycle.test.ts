@@ -974,6 +974,24 @@ describe('VolumeService: createVolume', () => {
     },
   );
 
+  it('a name over 128 bytes (CSI "Size Limits") is InvalidArgumentError before any lvm command', async () => {
+    const { runner, manager } = setup([]);
+    const error = await caught(
+      manager.createVolume({
+        name: 'p'.repeat(129),
+        requiredBytes: 16 * MiB,
+        vgName: 'vg0',
+        ownerId: OWNER,
+      }),
+    );
+    expect(error).toEqual(
+      new InvalidArgumentError(
+        'volume name must be 1–128 bytes of UTF-8, the CSI limit on a string field, got 129',
+      ),
+    );
+    expect(runner.calls).toEqual([]);
+  });
+
   it('OutOfRangeError when the LV size would pass 2^53 − 1 bytes', async () => {
     const { manager } = setup([
       vgStep('vg0', 'vgs-one.json'),
@@ -1704,6 +1722,39 @@ describe('VolumeService: inactive LVs are activated, one LV at a time, only when
     ]);
     expect(await manager.activateOwnedSnapshots(SCOPE)).toEqual([`vg0/${snap}`]);
     runner.assertDone();
+  });
+
+  it('deactivateSnapshots (GC): one `lvchange --activate n <vg>/<lv>` each, under the host lock; a failure is logged, the rest still run', async () => {
+    const a = `lvstamp_snap_${'a'.repeat(32)}`;
+    const b = `lvstamp_snap_${'b'.repeat(32)}`;
+    const { runner, manager, hostLock, warnings } = setup([
+      {
+        argv: ['lvchange', '--activate', 'n', `vg0/${a}`],
+        exitCode: 5,
+        stderr: '  Logical volume vg0/x in use.\n',
+      },
+      { argv: ['lvchange', '--activate', 'n', `vg1/${b}`] },
+    ]);
+    await manager.deactivateSnapshots([`vg0/${a}`, `vg1/${b}`]);
+    runner.assertDone();
+    expect(hostLock.reasons).toEqual(['deactivate lvstamp snapshots']);
+    expect(warnings.map(([message]) => message)).toEqual([
+      'snapshot left active: deactivation failed',
+    ]);
+  });
+
+  it('deactivateSnapshots refuses anything but <vg>/<snapshot LV> before any command', async () => {
+    for (const entry of [
+      `vg0/lvstamp_${'a'.repeat(32)}`,
+      'vg0/pool0',
+      `lvstamp_snap_${'a'.repeat(32)}`,
+    ]) {
+      const { runner, manager } = setup([]);
+      expect(await caught(manager.deactivateSnapshots([entry]))).toEqual(
+        new InvalidArgumentError(`"${entry}" is not <vg>/<snapshot LV>`),
+      );
+      expect(runner.calls).toEqual([]);
+    }
   });
 
   it('listLogicalVolumes: the snapshot LVs of the scope only, any owner, one look-up, no header read', async () => {

@@ -64,7 +64,7 @@ export const DEFAULT_WIPE_TIMEOUT_MS = 3_600_000;
 
 /** A create request (DESIGN.md §5). Sizes in bytes of capacity (the data area). */
 export interface CreateVolumeRequest {
-  /** Volume name, 1–256 bytes of UTF-8 (DESIGN.md §3). */
+  /** Volume name, 1–128 bytes of UTF-8 (DESIGN.md §3). */
   readonly name: string;
   /** Smallest acceptable capacity in bytes; 0 = not given (then limitBytes is). */
   readonly requiredBytes: number;
@@ -499,6 +499,43 @@ export class VolumeService {
       }
       return activated;
     });
+  }
+
+  /**
+   * Puts back to rest the snapshot LVs `activateOwnedSnapshots` activated
+   * (snapshots rest inactive, DESIGN.md §3): one `lvchange --activate n
+   * <vg>/<lv>` each, under the host lock. Best effort: a failure (an LV
+   * opened or removed meanwhile, a lock timeout) is logged as a warning and
+   * the others still run; an inactive LV is harmless either way.
+   * @param lvs `vg/lv` of snapshot LVs, as activateOwnedSnapshots returned them.
+   * @throws InvalidArgumentError for an entry that is not `<vg>/lvstamp_snap_<id>`, before any command.
+   */
+  async deactivateSnapshots(lvs: readonly string[]): Promise<void> {
+    const targets = lvs.map((entry) => {
+      const [vgName = '', lvName = '', ...rest] = entry.split('/');
+      if (rest.length > 0 || parseSnapshotLvName(lvName, this.#p.naming) === null) {
+        throw new InvalidArgumentError(`"${entry}" is not <vg>/<snapshot LV>`);
+      }
+      validateVgNames([vgName]);
+      return { vgName, lvName };
+    });
+    if (targets.length === 0) return;
+    const warn = (lv: string, error: unknown) =>
+      this.#p.logger?.warn('snapshot left active: deactivation failed', {
+        lv,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    try {
+      await this.#p.hostLock.withLock('deactivate lvstamp snapshots', async () => {
+        for (const { vgName, lvName } of targets) {
+          await this.#p.lvm.thinSnapshots
+            .deactivate(vgName, lvName)
+            .catch((error: unknown) => warn(`${vgName}/${lvName}`, error));
+        }
+      });
+    } catch (error) {
+      warn(lvs.join(' '), error);
+    }
   }
 
   // ---- create ---------------------------------------------------------------

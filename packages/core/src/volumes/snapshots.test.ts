@@ -327,6 +327,19 @@ describe('createSnapshot', () => {
     foreign.runner.assertDone();
   });
 
+  it('a name over 128 bytes (CSI "Size Limits") is INVALID_ARGUMENT before any lvm command', async () => {
+    const { runner, service } = setup([]);
+    const error = await caught(
+      service.createSnapshot({ name: 's'.repeat(129), sourceVolumeId: VID, scope: SCOPE }),
+    );
+    expect(error).toEqual(
+      new InvalidArgumentError(
+        'snapshot name must be 1–128 bytes of UTF-8, the CSI limit on a string field, got 129',
+      ),
+    );
+    expect(runner.calls).toEqual([]);
+  });
+
   it('a thick source is INVALID_ARGUMENT naming the LV, before any change', async () => {
     const { runner, service } = setup([
       lvsStep([SNAP_LV, SOURCE_LV], { ...source, attr: '-wi-a-----' }),
@@ -429,6 +442,69 @@ describe('deleteSnapshot', () => {
     stdoutFile: 'thin/recorded/snap-ro-activate-K.stdout',
   };
 
+  // Snapshots rest inactive (docs/DESIGN.md §3): what a refused or failed delete activated goes back.
+  const deactivate: ReplayStep = { argv: ['lvchange', '--activate', 'n', `${VG}/${SNAP_LV}`] };
+
+  it('refused after it activated the snapshot: deactivated again with lvchange --activate n, nothing removed', async () => {
+    for (const [decoded, check] of [
+      [header('c'.repeat(32), 'x'), 'header-id'],
+      [header(VID, 'x', CAPACITY, OTHER_OWNER), 'header-owner'],
+    ] as const) {
+      const { runner, headers, service, warnings } = setup([
+        lvsStep([SNAP_LV], snapInactive),
+        activateK,
+        readBackStep(snapActive),
+        deactivate,
+      ]);
+      headers.headers.set(SNAP_PATH, decoded);
+      const error = await caught(service.deleteSnapshot(SID, SCOPE));
+      runner.assertDone();
+      expect(warnings).toEqual([]);
+      expect(error).toBeInstanceOf(NotOwnedError);
+      expect(error).toMatchObject({ check });
+    }
+  });
+
+  it('a failed lvremove after the activation deactivates the snapshot; the lvremove error stands', async () => {
+    const { runner, headers, service, warnings } = setup([
+      lvsStep([SNAP_LV], snapInactive),
+      activateK,
+      readBackStep(snapActive),
+      { argv: removeStep.argv, exitCode: 5, stderr: '  Failed to update pool lvsthin/pool0.\n' },
+      deactivate,
+    ]);
+    headers.headers.set(SNAP_PATH, header(VID, 'pvc-origin'));
+    const error = await caught(service.deleteSnapshot(SID, SCOPE));
+    runner.assertDone();
+    expect(warnings).toEqual([]);
+    expect((error as Error).message).toMatch(/Failed to update pool/);
+  });
+
+  it('never deactivates what it did not activate: an untagged inactive one, or one active before', async () => {
+    const untagged = setup([lvsStep([SNAP_LV], { ...snapInactive, tags: OWN_TAGS })]);
+    expect(await caught(untagged.service.deleteSnapshot(SID, SCOPE))).toBeInstanceOf(NotOwnedError);
+    expect(untagged.runner.calls).toHaveLength(1);
+    const wasActive = setup([lvsStep([SNAP_LV], snapActive)]);
+    wasActive.headers.headers.set(SNAP_PATH, header('c'.repeat(32), 'x'));
+    expect(await caught(wasActive.service.deleteSnapshot(SID, SCOPE))).toBeInstanceOf(
+      NotOwnedError,
+    );
+    expect(wasActive.runner.calls).toHaveLength(1);
+  });
+
+  it('a deactivation that fails is logged; the refusal stands', async () => {
+    const { runner, headers, service, warnings } = setup([
+      lvsStep([SNAP_LV], snapInactive),
+      activateK,
+      readBackStep(snapActive),
+      { ...deactivate, exitCode: 5, stderr: '  Logical volume lvsthin/x in use.\n' },
+    ]);
+    headers.headers.set(SNAP_PATH, header('c'.repeat(32), 'x'));
+    expect(await caught(service.deleteSnapshot(SID, SCOPE))).toBeInstanceOf(NotOwnedError);
+    runner.assertDone();
+    expect(warnings).toEqual(['snapshot left active: deactivation failed']);
+  });
+
   it('an inactive snapshot is activated with -K, its sector 0 checked against lvstamp.source, then removed', async () => {
     const { runner, headers, service } = setup([
       lvsStep([SNAP_LV], snapInactive),
@@ -443,13 +519,15 @@ describe('deleteSnapshot', () => {
   });
 
   it('activated but lv_kernel_major still -1 is an error, and nothing is removed', async () => {
-    const { runner, service } = setup([
+    const { runner, service, warnings } = setup([
       lvsStep([SNAP_LV], snapInactive),
       activateK,
       readBackStep(snapInactive),
+      deactivate,
     ]);
     const error = await caught(service.deleteSnapshot(SID, SCOPE));
     runner.assertDone();
+    expect(warnings).toEqual([]);
     expect(error).toBeInstanceOf(FailedPreconditionError);
     expect((error as Error).message).toMatch(/lv_kernel_major is still -1/);
   });
@@ -738,6 +816,17 @@ describe('createVolumeFrom', () => {
         }),
       };
     };
+
+    it('a name over 128 bytes (CSI "Size Limits") is INVALID_ARGUMENT before any lvm command', async () => {
+      const { runner, service } = setup([]);
+      const error = await caught(service.createVolumeFrom(request({ name: 'v'.repeat(129) })));
+      expect(error).toEqual(
+        new InvalidArgumentError(
+          'volume name must be 1–128 bytes of UTF-8, the CSI limit on a string field, got 129',
+        ),
+      );
+      expect(runner.calls).toEqual([]);
+    });
 
     it('an origin in another pool is INVALID_ARGUMENT before any change', async () => {
       const { runner, service } = setup([

@@ -76,7 +76,7 @@ export interface ContentSource {
 
 /** A create from a content source (docs/DESIGN.md §5 "Restore and clone"). */
 export interface CreateVolumeFromRequest {
-  /** Volume name, 1–256 bytes of UTF-8 (DESIGN.md §3). */
+  /** Volume name, 1–128 bytes of UTF-8 (DESIGN.md §3). */
   readonly name: string;
   readonly source: ContentSource;
   /** Smallest capacity in bytes; 0 = the source's capacity. Below the source's → OutOfRangeError. */
@@ -310,19 +310,43 @@ export class SnapshotService {
       const found = single((await lvs.inGroups(scope.vgNames, { names: [snapLv] })).lvs);
       if (found === null) return { existed: false };
       let lv = found;
-      if (options.forceUnowned !== true) {
-        const snapshot = this.#ownSnapshot(lv, ownerId, 'delete');
-        lv = await this.#activeSnapshot(lv);
-        // Its second signal: sector 0 is the source volume's header of this owner.
-        const expected = { volumeId: snapshot.sourceVolumeId, ownerId };
-        await requireOwnerHeader(lv, expected, this.#p.headers, 'delete');
+      // Snapshots rest inactive (DESIGN.md §3): one this call activates and does not remove
+      // (refused, or a failed step) is deactivated again; one that was active stays active.
+      const activation = { done: false };
+      try {
+        if (options.forceUnowned !== true) {
+          const snapshot = this.#ownSnapshot(lv, ownerId, 'delete');
+          lv = await this.#activeSnapshot(lv, () => (activation.done = true));
+          // Its second signal: sector 0 is the source volume's header of this owner.
+          const expected = { volumeId: snapshot.sourceVolumeId, ownerId };
+          await requireOwnerHeader(lv, expected, this.#p.headers, 'delete');
+        }
+        if (lv.open) {
+          throw new FailedPreconditionError(`${lv.vgName}/${lv.lvName} is open; left alone`);
+        }
+        await lvs.remove(lv.vgName, lv.lvName);
+      } catch (error) {
+        if (activation.done) await this.#restInactive(found);
+        throw error;
       }
-      if (lv.open) {
-        throw new FailedPreconditionError(`${lv.vgName}/${lv.lvName} is open; left alone`);
-      }
-      await lvs.remove(lv.vgName, lv.lvName);
       return { existed: true };
     });
+  }
+
+  /**
+   * `lvchange --activate n` of a snapshot this service activated, on a
+   * failure path: best effort, a failure of its own is logged and the
+   * caller's error stands.
+   */
+  async #restInactive(lv: LogicalVolume): Promise<void> {
+    try {
+      await this.#p.lvm.thinSnapshots.deactivate(lv.vgName, lv.lvName);
+    } catch (error) {
+      this.#p.logger?.warn('snapshot left active: deactivation failed', {
+        lv: `${lv.vgName}/${lv.lvName}`,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
   }
 
   // ---- restore and clone ----------------------------------------------------
@@ -563,12 +587,13 @@ export class SnapshotService {
 
   /**
    * A snapshot LV, active: `lvchange -ay -K` (a plain `-ay` leaves it
-   * inactive), then read back.
+   * inactive), then read back. `onActivated` runs once that command succeeded.
    * @throws FailedPreconditionError when lvm still reports no kernel device.
    */
-  async #activeSnapshot(lv: LogicalVolume): Promise<LogicalVolume> {
+  async #activeSnapshot(lv: LogicalVolume, onActivated?: () => void): Promise<LogicalVolume> {
     if (isActive(lv)) return lv;
     await this.#p.lvm.thinSnapshots.activate(lv.vgName, lv.lvName);
+    onActivated?.();
     const after = await this.#p.lvm.logicalVolumes.get(lv.vgName, lv.lvName);
     if (!isActive(after)) {
       throw new FailedPreconditionError(
