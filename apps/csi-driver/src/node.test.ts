@@ -173,6 +173,32 @@ describe('NodePublishVolume', () => {
     expect(await codeOf(publish())).toBe('FAILED_PRECONDITION');
   });
 
+  it('refuses a SINGLE_NODE_SINGLE_WRITER volume at a second target (FAILED_PRECONDITION, nothing made); the same target again and SINGLE_NODE_MULTI_WRITER publish', async () => {
+    const single = { ...MOUNT, access_mode: { mode: 'SINGLE_NODE_SINGLE_WRITER' } };
+    const other = `${TARGET}-2`;
+    await stage({ volume_capability: single });
+    await publish({ volume_capability: single });
+    // mountinfo shows the bind mount with the data device's number (253:7)
+    h.core.mountTable.push(mountEntry(TARGET, 253, 7, false));
+    h.core.calls.length = 0;
+    h.paths.log.length = 0;
+    expect(await failureOf(publish({ volume_capability: single, target_path: other }))).toEqual({
+      code: 'FAILED_PRECONDITION',
+      details: `volume ${id} has access mode SINGLE_NODE_SINGLE_WRITER and is already published at ${TARGET}`,
+    });
+    expect(h.core.calls).toEqual([]);
+    expect(h.paths.log).toEqual([]);
+    await publish({ volume_capability: single });
+    await publish({
+      volume_capability: { ...MOUNT, access_mode: { mode: 'SINGLE_NODE_MULTI_WRITER' } },
+      target_path: other,
+    });
+    expect(h.core.calls).toEqual([
+      ['bindMount', STAGING, TARGET, { readonly: false }],
+      ['bindMount', STAGING, other, { readonly: false }],
+    ]);
+  });
+
   it('answers ALREADY_EXISTS when the target holds another mount', async () => {
     await stage();
     h.core.failNext.set(

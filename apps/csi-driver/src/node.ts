@@ -84,6 +84,33 @@ export function createNodeService(deps: NodeDeps) {
   };
 
   /**
+   * CSI spec NodePublishVolume, second table (the plugin offers
+   * SINGLE_NODE_MULTI_WRITER): a SINGLE_NODE_SINGLE_WRITER volume already
+   * published at another target path → FAILED_PRECONDITION. Its publications
+   * are the mounts of its data device (major:minor in mountinfo) other than
+   * `stagingPath` and `targetPath` (publishing there again stays idempotent).
+   * @throws CsiError FAILED_PRECONDITION naming the other target.
+   */
+  const requireNoOtherTarget = async (
+    status: VolumeStatus,
+    stagingPath: string,
+    targetPath: string,
+  ): Promise<void> => {
+    const device = status.dataDevice;
+    if (device === null) return;
+    const own = new Set([await paths.canonical(stagingPath), await paths.canonical(targetPath)]);
+    const other = (await core.filesystems.mounts()).find(
+      (entry) => sameDevice(entry, device) && !own.has(entry.mountPoint),
+    );
+    if (other !== undefined) {
+      throw new CsiError(
+        GrpcStatus.FAILED_PRECONDITION,
+        `volume ${status.volume.volumeId} has access mode SINGLE_NODE_SINGLE_WRITER and is already published at ${other.mountPoint}`,
+      );
+    }
+  };
+
+  /**
    * What `path` (a volume_path of NodeGetVolumeStats or NodeExpandVolume)
    * is for this volume: a mount of its data device (the top mount at the
    * path in mountinfo has the data device's major:minor; never stat device
@@ -193,7 +220,8 @@ export function createNodeService(deps: NodeDeps) {
      * directory (mount) or the data device node on a target file (block),
      * read-only when asked or for SINGLE_NODE_READER_ONLY. The same publish
      * again succeeds without a second mount; other options on the same
-     * target → ALREADY_EXISTS; not staged → FAILED_PRECONDITION; a
+     * target → ALREADY_EXISTS; not staged, or a SINGLE_NODE_SINGLE_WRITER
+     * volume already published at another target → FAILED_PRECONDITION; a
      * malformed path or one of the wrong kind (a mount target that is a
      * file, a block target that is a directory) → INVALID_ARGUMENT before
      * anything is created.
@@ -234,6 +262,9 @@ export function createNodeService(deps: NodeDeps) {
           GrpcStatus.FAILED_PRECONDITION,
           `volume ${request.volume_id} is not staged at ${request.staging_target_path}`,
         );
+      }
+      if (access.mode === 'SINGLE_NODE_SINGLE_WRITER') {
+        await requireNoOtherTarget(status, request.staging_target_path, request.target_path);
       }
       await paths.ensureDirectory(request.target_path);
       await core.filesystems.bindMount(request.staging_target_path, request.target_path, {
