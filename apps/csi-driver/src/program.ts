@@ -38,7 +38,7 @@ export interface DriverDeps {
   readonly paths?: NodePaths;
   /** Where usage errors and a fatal start failure are written. */
   readonly stderr: { write(text: string): unknown };
-  /** Logger factory; default pino on stdout. */
+  /** Logger factory; default JSON lines on stdout (docs/logging.md). */
   readonly createLogger?: (level: string) => Logger;
   /** Resolves when the process is asked to stop (SIGTERM, SIGINT). */
   readonly stopSignal: () => Promise<string>;
