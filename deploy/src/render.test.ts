@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { Service } from 'kubernetes-models/v1';
 
 const KUBERNETES = fileURLToPath(new URL('../kubernetes/', import.meta.url));
 
@@ -73,14 +74,15 @@ afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-/** An overlay of `bases` with `namespace: storage`, written under the temporary directory. */
-async function overlay(name: string, bases: string[]): Promise<string> {
+/** An overlay of `bases` (and `components`) with `namespace: storage`, written under the temporary directory. */
+async function overlay(name: string, bases: string[], components: string[] = []): Promise<string> {
   const dir = join(work, name);
   await mkdir(dir, { recursive: true });
-  const resources = bases.map((b) => relative(dir, join(KUBERNETES, b)));
+  const from = (paths: string[]) =>
+    JSON.stringify(paths.map((b) => relative(dir, join(KUBERNETES, b))));
   await writeFile(
     join(dir, 'kustomization.yaml'),
-    `namespace: storage\nresources: ${JSON.stringify(resources)}\n`,
+    `namespace: storage\nresources: ${from(bases)}\ncomponents: ${from(components)}\n`,
   );
   return dir;
 }
@@ -145,5 +147,52 @@ describe('the kustomize bases, rendered', () => {
     expect(events?.subjects).toEqual([
       { kind: 'ServiceAccount', name: 'lvstamp-gc', namespace: 'storage' },
     ]);
+  });
+
+  it('components/monitoring: a headless Service and a PodMonitor that reach the driver pods’ metrics port, moved with the overlay’s namespace', async () => {
+    const objects = await render(await overlay('monitoring', ['.'], ['components/monitoring']));
+    const daemonSet = objects.find((o) => o.kind === 'DaemonSet') as unknown as {
+      spec: {
+        template: {
+          metadata: { labels: Record<string, string> };
+          spec: {
+            containers: {
+              name: string;
+              args: string[];
+              ports: { name: string; containerPort: number }[];
+            }[];
+          };
+        };
+      };
+    };
+    const podLabels = daemonSet.spec.template.metadata.labels;
+    const driver = daemonSet.spec.template.spec.containers.find((c) => c.name === 'lvstamp-csi');
+    const port = driver?.ports.find((p) => p.name === 'metrics');
+    expect(driver?.args).toContain(`--metrics-address=0.0.0.0:${port?.containerPort ?? 0}`);
+    const service = objects.find((o) => o.kind === 'Service') as unknown as Rendered & {
+      spec: Record<string, unknown> & { selector: Record<string, string> };
+    };
+    new Service(service).validate();
+    expect(service.metadata.namespace).toBe('storage');
+    expect(service.spec).toMatchObject({
+      clusterIP: 'None',
+      ports: [{ name: 'metrics', port: port?.containerPort, targetPort: 'metrics' }],
+    });
+    for (const [key, value] of Object.entries(service.spec.selector))
+      expect(podLabels[key], key).toBe(value);
+    const monitor = objects.find((o) => o.kind === 'PodMonitor') as unknown as Rendered & {
+      apiVersion: string;
+      spec: {
+        selector: { matchLabels: Record<string, string> };
+        podMetricsEndpoints: { port: string; path: string }[];
+      };
+    };
+    expect(monitor.apiVersion).toBe('monitoring.coreos.com/v1');
+    expect(monitor.metadata.namespace).toBe('storage');
+    for (const [key, value] of Object.entries(monitor.spec.selector.matchLabels))
+      expect(podLabels[key], key).toBe(value);
+    expect(monitor.spec.podMetricsEndpoints).toMatchObject([{ port: 'metrics', path: '/metrics' }]);
+    for (const o of [service, monitor])
+      expect(o.metadata.labels?.['app.kubernetes.io/part-of']).toBe('lvstamp');
   });
 });
