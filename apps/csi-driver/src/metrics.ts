@@ -125,26 +125,32 @@ export class DriverMetrics {
         },
       });
     };
-    thinGauge(
-      'lvstamp_thin_pool_data_ratio',
-      'Share of a thin class pool data space in use (data_percent / 100)',
-      (pool) => [[{}, pool.dataRatio]],
-    );
-    thinGauge(
-      'lvstamp_thin_pool_metadata_ratio',
-      'Share of a thin class pool metadata in use (metadata_percent / 100)',
-      (pool) => [[{}, pool.metadataRatio]],
-    );
-    thinGauge(
-      'lvstamp_thin_class_available_bytes',
-      'Bytes a thin class can still promise to one new volume: what GetCapacity answers (DESIGN.md §4 "Thin capacity", cap); 0 when the pool is full or unusable',
-      (pool) => [[{}, pool.capacityBytes]],
-    );
-    thinGauge(
-      'lvstamp_thin_class_promised_bytes',
-      'Virtual bytes the writable thin LVs of a thin class pool have been promised (V of DESIGN.md §4 "Thin capacity")',
-      (pool) => [[{}, pool.promisedBytes]],
-    );
+    // One sample per thin class: [family, help, the pool's figure].
+    const perClass: [string, string, (pool: ThinPoolCapacity) => number | null][] = [
+      [
+        'lvstamp_thin_pool_data_ratio',
+        'Share of a thin class pool data space in use (data_percent / 100)',
+        (pool) => pool.dataRatio,
+      ],
+      [
+        'lvstamp_thin_pool_metadata_ratio',
+        'Share of a thin class pool metadata in use (metadata_percent / 100)',
+        (pool) => pool.metadataRatio,
+      ],
+      [
+        'lvstamp_thin_class_available_bytes',
+        'Bytes a thin class can still promise to one new volume: what GetCapacity answers (DESIGN.md §4 "Thin capacity", cap); 0 when the pool is full or unusable',
+        (pool) => pool.capacityBytes,
+      ],
+      [
+        'lvstamp_thin_class_promised_bytes',
+        'Virtual bytes the writable thin LVs of a thin class pool have been promised (V of DESIGN.md §4 "Thin capacity")',
+        (pool) => pool.promisedBytes,
+      ],
+    ];
+    for (const [name, help, figure] of perClass) {
+      thinGauge(name, help, (pool) => [[{}, figure(pool)]]);
+    }
     thinGauge(
       'lvstamp_thin_pool_full',
       'Whether a thin class pool takes no new volume (1): kind data (out of data space) or metadata (at or above 80 % or read-only)',
