@@ -31,6 +31,7 @@ deviceClasses:
 CONF
 node "$ROOT/apps/csi-driver/dist/lvstamp-csi.mjs" --endpoint "unix://$WORK/csi.sock" \
   --node-id csi-sanity-node --config "$WORK/config.yaml" --lock-file "$WORK/host.lock" \
+  --owner-id "$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')" \
   --log-level warn >"$WORK/driver.log" 2>&1 &
 DRIVER=$!
 for _ in $(seq 1 1200); do [ -S "$WORK/csi.sock" ] && break; kill -0 "$DRIVER" 2>/dev/null || break; sleep 0.1; done

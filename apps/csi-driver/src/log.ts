@@ -1,4 +1,4 @@
-import { pino, type DestinationStream, type Logger } from 'pino';
+import { createJsonLogger, type DestinationStream, type Logger } from '@lvstamp/app-kit';
 
 /** Fields that may carry secrets (CSI `secrets`, csi_secret fields) never reach a log line. */
 export const REDACTED_PATHS: readonly string[] = Object.freeze([
@@ -11,12 +11,11 @@ export const REDACTED_PATHS: readonly string[] = Object.freeze([
 export type { Logger };
 
 /**
- * The driver's pino logger: JSON lines on `destination` (default stdout),
- * with `secrets` fields redacted wherever a request is logged.
+ * The driver's logger: JSON lines of the shared shape (docs/logging.md; `app` lvstamp-csi) on
+ * `destination` (default stdout), with `secrets` fields redacted wherever a request is logged.
  */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
-  const options = { level, redact: { paths: [...REDACTED_PATHS], censor: '[redacted]' } };
-  return destination === undefined ? pino(options) : pino(options, destination);
+  return createJsonLogger({ app: 'lvstamp-csi', level, redact: REDACTED_PATHS }, destination);
 }
 
 /** What one finished RPC left. */

@@ -1,12 +1,12 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ThinPoolCapacity, VolumeGroupProblem } from '@lvstamp/core';
 import type { DriverConfig } from './config.js';
 import { configuredVolumeGroups } from './config.js';
+import type { DriverCore } from './ports.js';
 
 /** How long one measurement of the thin pools serves the gauges of one scrape, in ms. */
 const THIN_MEASURE_TTL_MS = 1000;
-import type { DriverCore } from './ports.js';
 
 /** Every VolumeGroupProblem, for the gauge's explicit zeros. */
 const VOLUME_GROUP_PROBLEMS: readonly VolumeGroupProblem[] = [
@@ -18,13 +18,13 @@ const VOLUME_GROUP_PROBLEMS: readonly VolumeGroupProblem[] = [
 ];
 
 /**
- * Prometheus metrics of the driver (README.md, metrics): RPC count and latency by
- * method and code, volume group size and free bytes, volumes per device
- * class, and per thin class its pool's data and metadata use and whether it
- * is full (`lvstamp_thin_pool_full{kind="data"|"metadata"}`: data out of
- * space, or metadata ≥ 80 % / read-only; DESIGN.md §4 "Thin capacity").
- * The volume figures are asked from lvm at scrape time (the thin pools
- * once per scrape).
+ * Prometheus metrics of the driver (docs/metrics.md lists every family): RPC count and latency
+ * by method and code, volume group size and free bytes, volumes per device class, per thin
+ * class what it can still promise and has promised and its pool's data and metadata use and
+ * whether it is full (`lvstamp_thin_pool_full{kind="data"|"metadata"}`: data out of space, or
+ * metadata ≥ 80 % / read-only; DESIGN.md §4 "Thin capacity"), and prom-client's default
+ * process and Node.js metrics (`process_*`, `nodejs_*`: memory, CPU, event-loop lag, GC).
+ * The volume figures are asked from lvm at scrape time (the thin pools once per scrape).
  */
 export class DriverMetrics {
   readonly registry = new Registry();
@@ -33,6 +33,8 @@ export class DriverMetrics {
   readonly #unusable: Gauge<'device_class' | 'volume_group' | 'problem'>;
 
   constructor(deps: { readonly config: DriverConfig; readonly core: Pick<DriverCore, 'volumes'> }) {
+    // Idle cost measured before adding them: docs/metrics.md "Process metrics".
+    collectDefaultMetrics({ register: this.registry });
     this.#rpcs = new Counter({
       name: 'lvstamp_csi_rpc_total',
       help: 'CSI calls served, by method and gRPC code',
@@ -123,16 +125,32 @@ export class DriverMetrics {
         },
       });
     };
-    thinGauge(
-      'lvstamp_thin_pool_data_ratio',
-      'Share of a thin class pool data space in use (data_percent / 100)',
-      (pool) => [[{}, pool.dataRatio]],
-    );
-    thinGauge(
-      'lvstamp_thin_pool_metadata_ratio',
-      'Share of a thin class pool metadata in use (metadata_percent / 100)',
-      (pool) => [[{}, pool.metadataRatio]],
-    );
+    // One sample per thin class: [family, help, the pool's figure].
+    const perClass: [string, string, (pool: ThinPoolCapacity) => number | null][] = [
+      [
+        'lvstamp_thin_pool_data_ratio',
+        'Share of a thin class pool data space in use (data_percent / 100)',
+        (pool) => pool.dataRatio,
+      ],
+      [
+        'lvstamp_thin_pool_metadata_ratio',
+        'Share of a thin class pool metadata in use (metadata_percent / 100)',
+        (pool) => pool.metadataRatio,
+      ],
+      [
+        'lvstamp_thin_class_available_bytes',
+        'Bytes a thin class can still promise to one new volume: what GetCapacity answers (DESIGN.md §4 "Thin capacity", cap); 0 when the pool is full or unusable',
+        (pool) => pool.capacityBytes,
+      ],
+      [
+        'lvstamp_thin_class_promised_bytes',
+        'Virtual bytes the writable thin LVs of a thin class pool have been promised (V of DESIGN.md §4 "Thin capacity")',
+        (pool) => pool.promisedBytes,
+      ],
+    ];
+    for (const [name, help, figure] of perClass) {
+      thinGauge(name, help, (pool) => [[{}, figure(pool)]]);
+    }
     thinGauge(
       'lvstamp_thin_pool_full',
       'Whether a thin class pool takes no new volume (1): kind data (out of data space) or metadata (at or above 80 % or read-only)',

@@ -31,11 +31,15 @@ describe('productionDeps().createCore', () => {
     const commands = lines().filter((l) => l.msg === 'command');
     expect(commands).toHaveLength(1);
     expect(commands[0]).toMatchObject({
-      level: 20,
+      level: 'debug',
+      app: 'lvstamp-csi',
       argv: [process.execPath, '-e', 'process.exit(0)'],
       exitCode: 0,
     });
     expect(typeof commands[0]?.durationMs).toBe('number');
+    // the shared line shape (docs/logging.md): level name and ISO time first, then app
+    expect(Object.keys(commands[0] ?? {}).slice(0, 3)).toEqual(['level', 'time', 'app']);
+    expect(commands[0]?.time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });
 
   it('logs no command line at info level', async () => {

@@ -1,9 +1,10 @@
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { createLogger } from './log.js';
-import { runDriver, type DriverDeps } from './program.js';
+import { resolveOwnerId, runDriver, type DriverDeps } from './program.js';
 import { CONFIG_YAML, FakeCore, FakePaths, LogSink } from './testing/harness.js';
 
 let dir: string;
@@ -13,6 +14,14 @@ beforeEach(async () => {
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
+
+const OWNER = 'ab'.repeat(16);
+/** An endpoint and a valid owner ID: the flags every start below needs besides its subject. */
+const START = ['--endpoint', 'tcp://127.0.0.1:0', '--owner-id', OWNER];
+/** The fix every owner-ID refusal names. */
+const FIX =
+  'generate one per cluster with `openssl rand -hex 16` and set it with --owner-id or LVSTAMP_OWNER_ID ' +
+  '(Kubernetes: owner-id in the ConfigMap lvstamp-csi-config, README "Deploying on a cluster", step 3)';
 
 function deps(config: string, stop: Promise<string>) {
   const errors: string[] = [];
@@ -52,6 +61,8 @@ describe('runDriver', () => {
         'c.yaml',
         '--lock-file',
         '/tmp/x.lock',
+        '--owner-id',
+        OWNER,
       ],
       d.value,
     );
@@ -89,6 +100,8 @@ describe('runDriver', () => {
         'c.yaml',
         '--lock-file',
         '/tmp/x',
+        '--owner-id',
+        OWNER,
       ],
       { ...d.value, createCore: production.createCore },
     );
@@ -104,7 +117,7 @@ describe('runDriver', () => {
       new Promise(() => undefined),
     );
     const code = await runDriver(
-      ['--endpoint', 'tcp://127.0.0.1:0', '--node-id', 'n1', '--config', 'c.yaml'],
+      ['--endpoint', 'tcp://127.0.0.1:0', '--node-id', 'n1', '--config', 'c.yaml', '--standalone'],
       d.value,
     );
     expect(code).toBe(2);
@@ -140,26 +153,92 @@ describe('runDriver', () => {
       'xyz',
     ];
     expect(await runDriver(args, owner.value)).toBe(2);
-    expect(owner.errors.join('')).toContain('owner ID must be 32 hex digits');
+    expect(owner.errors.join('')).toBe(
+      `lvstamp-csi: the owner ID must be 32 hex digits, got "xyz": ${FIX}\n`,
+    );
     const node = deps(CONFIG_YAML, never);
-    expect(
-      await runDriver(
-        ['--endpoint', 'tcp://127.0.0.1:0', '--node-id', 'n1\n', '--config', 'c.yaml'],
-        node.value,
-      ),
-    ).toBe(2);
+    expect(await runDriver([...START, '--node-id', 'n1\n', '--config', 'c.yaml'], node.value)).toBe(
+      2,
+    );
     expect(node.errors.join('')).toBe(
       'lvstamp-csi: --node-id must not contain control characters (newline, tab, …; found U+000A)\n',
     );
     const empty = deps(CONFIG_YAML, never);
-    expect(
-      await runDriver(
-        ['--endpoint', 'tcp://127.0.0.1:0', '--node-id', '', '--config', 'c.yaml'],
-        empty.value,
-      ),
-    ).toBe(2);
+    expect(await runDriver([...START, '--node-id', '', '--config', 'c.yaml'], empty.value)).toBe(2);
     expect(empty.errors.join('')).toBe(
       'lvstamp-csi: --node-id must name this node (the orchestrator’s node name), got ""\n',
     );
+  });
+
+  describe('the owner ID (DESIGN.md §3 "Owner ID")', () => {
+    const never = new Promise<string>(() => undefined);
+    const base = ['--endpoint', 'tcp://127.0.0.1:0', '--node-id', 'n1', '--config', 'c.yaml'];
+    /** Runs with `args` after `base` and an environment without LVSTAMP_OWNER_ID. */
+    async function refused(args: string[], env: Record<string, string> = {}) {
+      const d = deps(CONFIG_YAML, never);
+      const saved = process.env.LVSTAMP_OWNER_ID;
+      delete process.env.LVSTAMP_OWNER_ID;
+      Object.assign(process.env, env);
+      try {
+        return { code: await runDriver([...base, ...args], d.value), d };
+      } finally {
+        if (saved === undefined) delete process.env.LVSTAMP_OWNER_ID;
+        else process.env.LVSTAMP_OWNER_ID = saved;
+      }
+    }
+
+    it('refuses the standalone ID (32 zeros) without --standalone: exit 2, the fix named, no core built, nothing logged', async () => {
+      for (const [args, env] of [
+        [['--owner-id', '0'.repeat(32)], {}],
+        [[], { LVSTAMP_OWNER_ID: '0'.repeat(32) }],
+      ] as const) {
+        const { code, d } = await refused([...args], env);
+        expect(code).toBe(2);
+        expect(d.errors).toEqual([
+          'lvstamp-csi: refusing the standalone owner ID (32 zeros) without --standalone: it is the owner of ' +
+            "volumes made by hand with `lvstamp create`, which this installation's GC would remove " +
+            `as orphans; ${FIX}\n`,
+        ]);
+        expect(d.lockFiles).toEqual([]);
+        expect(d.logs.lines).toEqual([]);
+      }
+    });
+
+    it('refuses to start without an owner ID, naming the fix', async () => {
+      const { code, d } = await refused([]);
+      expect(code).toBe(2);
+      expect(d.errors).toEqual([
+        `lvstamp-csi: no owner ID: ${FIX}; or pass --standalone on a node without a cluster\n`,
+      ]);
+      expect(d.lockFiles).toEqual([]);
+    });
+
+    it('refuses the placeholder the kustomize base ships, naming the README step', async () => {
+      const shipped = parse(
+        await readFile(
+          new URL('../../../deploy/kubernetes/configmap-driver.yaml', import.meta.url),
+          'utf8',
+        ),
+      ) as { data: Record<string, string> };
+      const placeholder = shipped.data['owner-id'] ?? '';
+      const { code, d } = await refused([], { LVSTAMP_OWNER_ID: placeholder });
+      expect(code).toBe(2);
+      expect(d.errors).toEqual([
+        `lvstamp-csi: the owner ID must be 32 hex digits, got "${placeholder}": ${FIX}\n`,
+      ]);
+      expect(d.lockFiles).toEqual([]);
+    });
+
+    it('--standalone: the standalone ID by default or given, and refused beside another ID', async () => {
+      expect(resolveOwnerId(undefined, true)).toBe('0'.repeat(32));
+      expect(resolveOwnerId('0'.repeat(32), true)).toBe('0'.repeat(32));
+      expect(resolveOwnerId('AB'.repeat(16), false)).toBe('ab'.repeat(16));
+      expect(() => resolveOwnerId('ab'.repeat(16), true)).toThrow(
+        `--standalone runs with the standalone owner ID (32 zeros), got --owner-id ${'ab'.repeat(16)}: drop one of the two`,
+      );
+      const { code, d } = await refused(['--standalone', '--owner-id', OWNER]);
+      expect(code).toBe(2);
+      expect(d.lockFiles).toEqual([]);
+    });
   });
 });

@@ -2,6 +2,7 @@ import { messageOf } from '@lvstamp/app-kit';
 import { Command, CommanderError, Option } from 'commander';
 import {
   DEFAULT_HOST_LOCK_PATH,
+  InvalidArgumentError,
   parseOwnerId,
   requireNoControlCharacters,
   STANDALONE_OWNER_ID,
@@ -17,7 +18,10 @@ export interface DriverOptions {
   readonly endpoint: string;
   readonly nodeId: string;
   readonly driverName: string;
-  readonly ownerId: string;
+  /** Absent: refused at start unless `standalone` (then the standalone ID, 32 zeros). */
+  readonly ownerId?: string;
+  /** `--standalone`: a node without a cluster, sharing the standalone ID with the CLI. */
+  readonly standalone: boolean;
   readonly config: string;
   readonly metricsAddress?: string;
   readonly logLevel: string;
@@ -34,7 +38,7 @@ export interface DriverDeps {
   readonly paths?: NodePaths;
   /** Where usage errors and a fatal start failure are written. */
   readonly stderr: { write(text: string): unknown };
-  /** Logger factory; default pino on stdout. */
+  /** Logger factory; default JSON lines on stdout (docs/logging.md). */
   readonly createLogger?: (level: string) => Logger;
   /** Resolves when the process is asked to stop (SIGTERM, SIGINT). */
   readonly stopSignal: () => Promise<string>;
@@ -60,9 +64,15 @@ export function buildProgram(deps: Pick<DriverDeps, 'version' | 'stderr'>): Comm
     )
     .option('--driver-name <name>', 'CSI driver name', 'lvstamp.io')
     .addOption(
-      new Option('--owner-id <hex>', 'owner ID of this installation (32 hex digits)')
-        .env('LVSTAMP_OWNER_ID')
-        .default(STANDALONE_OWNER_ID, 'standalone: all zeros'),
+      new Option(
+        '--owner-id <hex>',
+        'owner ID of this installation (32 hex digits; generate one: openssl rand -hex 16)',
+      ).env('LVSTAMP_OWNER_ID'),
+    )
+    .option(
+      '--standalone',
+      'a node without a cluster: accept the standalone owner ID (32 zeros), shared with `lvstamp` volumes',
+      false,
     )
     .option('--metrics-address <host:port>', 'serve Prometheus metrics at http://host:port/metrics')
     .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
@@ -81,6 +91,49 @@ export function buildProgram(deps: Pick<DriverDeps, 'version' | 'stderr'>): Comm
       writeOut: (text) => deps.stderr.write(text),
       writeErr: (text) => deps.stderr.write(text),
     });
+}
+
+/** Where a cluster's owner ID comes from, for the refusals of `resolveOwnerId`. */
+const OWNER_ID_FIX =
+  'generate one per cluster with `openssl rand -hex 16` and set it with --owner-id or LVSTAMP_OWNER_ID ' +
+  '(Kubernetes: owner-id in the ConfigMap lvstamp-csi-config, README "Deploying on a cluster", step 3)';
+
+/**
+ * The owner ID the driver runs with (DESIGN.md §3 "Owner ID"): 32 hex digits, lower-cased. The
+ * standalone ID (32 zeros) is the CLI's own; a cluster driver sharing it could not tell the
+ * cluster's volumes from a node admin's, and its GC would remove the admin's as orphans, so it is
+ * accepted only with `--standalone` (and is the default there).
+ * @throws InvalidArgumentError naming the fix when the ID is missing, not 32 hex digits, or the
+ *   standalone ID without `standalone`.
+ */
+export function resolveOwnerId(value: string | undefined, standalone: boolean): string {
+  if (value === undefined || value.trim() === '') {
+    if (standalone) return STANDALONE_OWNER_ID;
+    throw new InvalidArgumentError(
+      `no owner ID: ${OWNER_ID_FIX}; or pass --standalone on a node without a cluster`,
+    );
+  }
+  let ownerId: string;
+  try {
+    ownerId = parseOwnerId(value);
+  } catch {
+    throw new InvalidArgumentError(
+      `the owner ID must be 32 hex digits, got "${value}": ${OWNER_ID_FIX}`,
+    );
+  }
+  if (ownerId === STANDALONE_OWNER_ID && !standalone) {
+    throw new InvalidArgumentError(
+      'refusing the standalone owner ID (32 zeros) without --standalone: it is the owner of ' +
+        "volumes made by hand with `lvstamp create`, which this installation's GC would remove " +
+        `as orphans; ${OWNER_ID_FIX}`,
+    );
+  }
+  if (ownerId !== STANDALONE_OWNER_ID && standalone) {
+    throw new InvalidArgumentError(
+      `--standalone runs with the standalone owner ID (32 zeros), got --owner-id ${ownerId}: drop one of the two`,
+    );
+  }
+  return ownerId;
 }
 
 /**
@@ -104,7 +157,7 @@ export async function runDriver(argv: readonly string[], deps: DriverDeps): Prom
   let ownerId: string;
   try {
     parseEndpoint(options.endpoint);
-    ownerId = parseOwnerId(options.ownerId);
+    ownerId = resolveOwnerId(options.ownerId, options.standalone);
     if (options.nodeId.trim() === '') {
       throw new Error('--node-id must name this node (the orchestrator’s node name), got ""');
     }

@@ -186,10 +186,23 @@ it('exports the thin pool gauges per class', async () => {
   const metricsCore = new FakeCore();
   metricsCore.thinPools.set(
     'vg0/pool0',
-    pool({ condition: 'metadata-full', dataRatio: 0.5, metadataRatio: 0.85 }),
+    pool({
+      condition: 'metadata-full',
+      dataRatio: 0.5,
+      metadataRatio: 0.85,
+      promisedBytes: 3 * GIB,
+      capacityBytes: 0,
+    }),
   );
   const metrics = new DriverMetrics({ config: CONFIG, core: metricsCore });
   const text = await metrics.registry.metrics();
+  // what it can still promise (GetCapacity's answer: 0 with full metadata) and has promised
+  expect(text).toContain(
+    'lvstamp_thin_class_available_bytes{device_class="thin",pool="vg0/pool0"} 0',
+  );
+  expect(text).toContain(
+    `lvstamp_thin_class_promised_bytes{device_class="thin",pool="vg0/pool0"} ${3 * GIB}`,
+  );
   expect(text).toContain('lvstamp_thin_pool_data_ratio{device_class="thin",pool="vg0/pool0"} 0.5');
   expect(text).toContain(
     'lvstamp_thin_pool_metadata_ratio{device_class="thin",pool="vg0/pool0"} 0.85',
@@ -199,5 +212,10 @@ it('exports the thin pool gauges per class', async () => {
   );
   expect(text).toContain(
     'lvstamp_thin_pool_full{device_class="thin",pool="vg0/pool0",kind="metadata"} 1',
+  );
+  metricsCore.thinPools.set('vg0/pool0', pool({ capacityBytes: 1015 * MIB }));
+  await new Promise((resolve) => setTimeout(resolve, 1100)); // past one scrape's measurement
+  expect(await metrics.registry.metrics()).toContain(
+    `lvstamp_thin_class_available_bytes{device_class="thin",pool="vg0/pool0"} ${1015 * MIB}`,
   );
 });

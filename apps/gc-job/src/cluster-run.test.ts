@@ -1,4 +1,6 @@
+import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { FakeKube } from './testing/fake-kube.js';
 import { FakeNode } from './testing/fake-node.js';
 import { testDeps } from './testing/deps.js';
@@ -6,6 +8,7 @@ import { runGc } from './program.js';
 import {
   buildNodeJob,
   JOB_NAME_LABEL,
+  LVM_CONFIG_MAP,
   NODE_JOB_LABEL,
   NODE_JOB_LABEL_VALUE,
   nodeJobName,
@@ -156,12 +159,12 @@ describe('per-node Job', () => {
     ]);
   });
 
-  it('mounts lvm2’s lock directory and the host lock the node DaemonSet shares, beside /dev, /sys, the lvm config and (read-only) the kernel modules', () => {
+  it('mounts lvm2’s lock directory and the host lock the node DaemonSet shares, beside /dev, /sys, lvm’s archive and backup and (read-only) the kernel modules', () => {
     const job = buildNodeJob(config(), 'worker-1') as {
       spec: {
         template: {
           spec: {
-            volumes: { name: string; hostPath: { path: string } }[];
+            volumes: { name: string; hostPath?: { path: string } }[];
             containers: { volumeMounts: Record<string, unknown>[] }[];
           };
         };
@@ -169,23 +172,58 @@ describe('per-node Job', () => {
     };
     // lvm2 takes its VG locks in /run/lock/lvm (lvm.conf(5) locking_dir): without the host's
     // directory the Job's lvremove would not wait for an lvm command run on the node itself.
-    expect(job.spec.template.spec.volumes.map((v) => v.hostPath.path)).toEqual([
+    expect(job.spec.template.spec.volumes.flatMap((v) => v.hostPath?.path ?? [])).toEqual([
       '/dev',
       '/sys',
-      '/etc/lvm',
+      '/etc/lvm/archive',
+      '/etc/lvm/backup',
       '/run/lvm',
       '/run/lock/lvm',
       '/run/lock/lvstamp',
       '/lib/modules',
     ]);
-    // the modules only to read (lvm's modprobe of dm-thin-pool)
+    // the modules and lvm.conf only to read (lvm's modprobe of dm-thin-pool)
     const mounts = job.spec.template.spec.containers[0]?.volumeMounts;
     expect(mounts?.find((m) => m.name === 'modules')).toEqual({
       name: 'modules',
       mountPath: '/lib/modules',
       readOnly: true,
     });
-    expect(mounts?.filter((m) => m.readOnly === true).map((m) => m.name)).toEqual(['modules']);
+    expect(mounts?.filter((m) => m.readOnly === true).map((m) => m.name)).toEqual([
+      'modules',
+      'lvm-conf',
+    ]);
+  });
+
+  it('runs lvm with the DaemonSet’s lvm.conf (its ConfigMap, the same mount), not the host’s /etc/lvm', async () => {
+    const job = buildNodeJob(config(), 'worker-1') as {
+      spec: { template: { spec: PodSpec } };
+    };
+    type PodSpec = {
+      volumes: { name: string; configMap?: { name: string } }[];
+      containers: { name: string; volumeMounts: { name: string; mountPath: string }[] }[];
+    };
+    const daemonSet = parse(
+      await readFile(new URL('../../../deploy/kubernetes/daemonset.yaml', import.meta.url), 'utf8'),
+    ) as { spec: { template: { spec: PodSpec } } };
+    const driverPod = daemonSet.spec.template.spec;
+    const driverMount = driverPod.containers
+      .find((c) => c.name === 'lvstamp-csi')
+      ?.volumeMounts.find((m) => m.mountPath === '/etc/lvm/lvm.conf');
+    const driverVolume = driverPod.volumes.find((v) => v.name === driverMount?.name);
+    expect(driverVolume?.configMap?.name).toBe(LVM_CONFIG_MAP);
+    const pod = job.spec.template.spec;
+    const mount = pod.containers[0]?.volumeMounts.find((m) => m.mountPath === '/etc/lvm/lvm.conf');
+    expect(mount).toEqual(driverMount);
+    expect(pod.volumes.find((v) => v.name === mount?.name)).toEqual(driverVolume);
+    // the archive and backup directories are the DaemonSet's host paths too; /etc/lvm is not mounted
+    const paths = (spec: PodSpec) =>
+      (spec.volumes as { hostPath?: { path: string } }[]).flatMap((v) => v.hostPath?.path ?? []);
+    expect(paths(pod)).not.toContain('/etc/lvm');
+    for (const dir of ['/etc/lvm/archive', '/etc/lvm/backup']) {
+      expect(paths(driverPod)).toContain(dir);
+      expect(paths(pod)).toContain(dir);
+    }
   });
 
   it('names stay within 63 characters for long node names', () => {

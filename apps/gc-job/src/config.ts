@@ -204,6 +204,16 @@ function common(raw: RawCommonOptions, env: Env, p: Problems): CommonConfig {
     p.add(
       `--owner-id / LVSTAMP_OWNER_ID: must be 32 hex digits (the installation's owner ID), got "${raw.ownerId}"`,
     );
+  const apply = p.bool('--apply / LVSTAMP_GC_APPLY', raw.apply);
+  // DESIGN.md §6 "Owner": the standalone ID is the owner of the volumes a node admin makes with
+  // `lvstamp create`; they are in no PV or PVC, so a cluster GC with that ID would remove them.
+  if (apply && ownerId === STANDALONE_OWNER_ID)
+    p.add(
+      '--apply / LVSTAMP_GC_APPLY: refused with the standalone owner ID (32 zeros), the owner of ' +
+        'volumes made by hand with `lvstamp create`, which are in no live set of the cluster; set ' +
+        "the installation's owner ID (--owner-id / LVSTAMP_OWNER_ID: owner-id in the ConfigMap " +
+        'lvstamp-csi-config, README "Deploying on a cluster", step 3)',
+    );
   if (!LOG_LEVELS.includes(raw.logLevel))
     p.add(`--log-level: must be one of ${LOG_LEVELS.join(', ')}, got "${raw.logLevel}"`);
   const inCluster = raw.kubeconfig === undefined && (env.KUBERNETES_SERVICE_HOST ?? '') !== '';
@@ -218,7 +228,7 @@ function common(raw: RawCommonOptions, env: Env, p: Problems): CommonConfig {
       0,
       100,
     ),
-    apply: p.bool('--apply / LVSTAMP_GC_APPLY', raw.apply),
+    apply,
     allowEmptyLiveSet: p.bool(
       '--allow-empty-live-set / LVSTAMP_GC_ALLOW_EMPTY_LIVE_SET',
       raw.allowEmptyLiveSet,

@@ -14,9 +14,10 @@ export const JOB_NAME_LABEL = 'lvstamp.io/gc-job';
 /**
  * Host paths the per-node Job mounts: what lvm2 and device-mapper need, lvm2's own lock directory
  * (so its `lvremove`/`lvchange` and any lvm command on the host take the same VG locks; lvm.conf(5)
- * `global/locking_dir`), the shared host lock, and the kernel's modules read-only (lvm loads
- * dm-thin-pool itself to activate a thin snapshot after a reboot). The node DaemonSet mounts the
- * same directories.
+ * `global/locking_dir`), lvm's metadata archive and backup directories, the shared host lock, and
+ * the kernel's modules read-only (lvm loads dm-thin-pool itself to activate a thin snapshot after a
+ * reboot). The node DaemonSet mounts the same directories. Not the host's `/etc/lvm`: lvm.conf
+ * comes from LVM_CONFIG_MAP, as in the DaemonSet.
  */
 export const NODE_JOB_HOST_PATHS: readonly {
   name: string;
@@ -26,12 +27,21 @@ export const NODE_JOB_HOST_PATHS: readonly {
 }[] = [
   { name: 'dev', path: '/dev', type: 'Directory' },
   { name: 'sys', path: '/sys', type: 'Directory' },
-  { name: 'lvm-config', path: '/etc/lvm', type: 'DirectoryOrCreate' },
+  { name: 'lvm-archive', path: '/etc/lvm/archive', type: 'DirectoryOrCreate' },
+  { name: 'lvm-backup', path: '/etc/lvm/backup', type: 'DirectoryOrCreate' },
   { name: 'lvm-run', path: '/run/lvm', type: 'DirectoryOrCreate' },
   { name: 'lvm-lock', path: '/run/lock/lvm', type: 'DirectoryOrCreate' },
   { name: 'host-lock', path: dirname(DEFAULT_HOST_LOCK_PATH), type: 'DirectoryOrCreate' },
   { name: 'modules', path: '/lib/modules', type: 'DirectoryOrCreate', readOnly: true },
 ];
+
+/**
+ * The ConfigMap with the lvm.conf the node DaemonSet runs with (deploy/kubernetes/configmap-lvm.yaml:
+ * no udev, the device filter of docs/LVM-CONFIG.md, the bounded archive), in the namespace of the
+ * per-node Jobs (the GC's, which is the driver's: the CronJob reads the driver's ConfigMap too).
+ * Each per-node Job mounts its key `lvm.conf` at /etc/lvm/lvm.conf, read-only.
+ */
+export const LVM_CONFIG_MAP = 'lvstamp-lvm-conf';
 
 /**
  * The name of the per-node Job for `node`: `lvstamp-gc-<node, cut>-<hash>`,
@@ -82,7 +92,7 @@ export function nodeArgs(config: ClusterConfig, jobName: string): string[] {
 /**
  * The batch/v1 Job that runs `lvstamp-gc node` on `node`: pinned by node name
  * (node affinity, not `spec.nodeName`), tolerating every taint, privileged
- * with NODE_JOB_HOST_PATHS, owned by the CronJob's Job, `backoffLimit: 0`,
+ * with NODE_JOB_HOST_PATHS and the driver's lvm.conf (LVM_CONFIG_MAP), owned by the CronJob's Job, `backoffLimit: 0`,
  * `activeDeadlineSeconds` from `nodeJobDeadlineMs`; why, README "Garbage
  * collection job". LVSTAMP_OWNER_ID and NODE_NAME (downward API) reach the pod.
  */
@@ -90,6 +100,7 @@ export function buildNodeJob(config: ClusterConfig, node: string): Record<string
   const name = nodeJobName(config, node);
   const labels = {
     'app.kubernetes.io/name': 'lvstamp',
+    'app.kubernetes.io/part-of': 'lvstamp',
     [NODE_JOB_LABEL]: NODE_JOB_LABEL_VALUE,
     [NODE_LABEL]: node.slice(0, 63).replace(/[^A-Za-z0-9]+$/, ''),
   };
@@ -147,18 +158,29 @@ export function buildNodeJob(config: ClusterConfig, node: string): Record<string
                 { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
               ],
               securityContext: { privileged: true },
-              volumeMounts: NODE_JOB_HOST_PATHS.map((h) => ({
-                name: h.name,
-                mountPath: h.path,
-                ...(h.readOnly ? { readOnly: true } : {}),
-                ...(h.name === 'dev' ? { mountPropagation: 'HostToContainer' } : {}),
-              })),
+              volumeMounts: [
+                ...NODE_JOB_HOST_PATHS.map((h) => ({
+                  name: h.name,
+                  mountPath: h.path,
+                  ...(h.readOnly ? { readOnly: true } : {}),
+                  ...(h.name === 'dev' ? { mountPropagation: 'HostToContainer' } : {}),
+                })),
+                {
+                  name: 'lvm-conf',
+                  mountPath: '/etc/lvm/lvm.conf',
+                  subPath: 'lvm.conf',
+                  readOnly: true,
+                },
+              ],
             },
           ],
-          volumes: NODE_JOB_HOST_PATHS.map((h) => ({
-            name: h.name,
-            hostPath: { path: h.path, type: h.type },
-          })),
+          volumes: [
+            ...NODE_JOB_HOST_PATHS.map((h) => ({
+              name: h.name,
+              hostPath: { path: h.path, type: h.type },
+            })),
+            { name: 'lvm-conf', configMap: { name: LVM_CONFIG_MAP } },
+          ],
         },
       },
     },

@@ -1,11 +1,11 @@
-import { pino, type DestinationStream, type Logger } from 'pino';
+import { createJsonLogger, type DestinationStream, type Logger } from '@lvstamp/app-kit';
 
 export type { Logger };
 
 /**
- * The job's pino logger: JSON lines on `destination` (standard error by
- * default, so that standard output holds only the report).
+ * The job's logger: JSON lines of the shared shape (docs/logging.md; `app` lvstamp-gc) on
+ * `destination` (standard error by default, so that standard output holds only the report).
  */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
-  return pino({ level, base: { app: 'lvstamp-gc' } }, destination ?? pino.destination(2));
+  return createJsonLogger({ app: 'lvstamp-gc', level }, destination ?? 2);
 }

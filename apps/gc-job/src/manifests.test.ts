@@ -32,8 +32,8 @@ describe('deploy/kubernetes/gc', () => {
       'ClusterRoleBinding/lvstamp-gc',
       'Role/lvstamp-gc',
       'RoleBinding/lvstamp-gc',
-      'Role/lvstamp-gc-events',
-      'RoleBinding/lvstamp-gc-events',
+      'ClusterRole/lvstamp-gc-events',
+      'ClusterRoleBinding/lvstamp-gc-events',
       'CronJob/lvstamp-gc',
     ]);
     for (const o of objects) {
@@ -93,7 +93,7 @@ describe('deploy/kubernetes/gc', () => {
     for (const name of env.keys()) expect(known, name).toContain(name);
   });
 
-  it('RBAC: list PVs, PVCs, CSINodes, VolumeSnapshotContents; create/get/patch Jobs in its namespace; create Events in default; nothing more', async () => {
+  it('RBAC: list PVs, PVCs, CSINodes, VolumeSnapshotContents; create/get/patch Jobs in its namespace; create Events (for "default", cluster-wide so that an overlay’s namespace cannot move it); nothing more', async () => {
     const objects = await loadGcManifests();
     const rules = (kind: string, name: string) =>
       objects.find((o) => o.kind === kind && o.metadata.name === name) as unknown as {
@@ -118,9 +118,14 @@ describe('deploy/kubernetes/gc', () => {
       { apiGroups: [''], resources: ['pods', 'events'], verbs: ['list'] },
     ]);
     expect(rules('Role', 'lvstamp-gc').metadata.namespace).toBe('lvstamp-system');
-    expect(rules('Role', 'lvstamp-gc-events').rules).toEqual([
+    expect(rules('ClusterRole', 'lvstamp-gc-events').rules).toEqual([
       { apiGroups: [''], resources: ['events'], verbs: ['create'] },
     ]);
-    expect(rules('Role', 'lvstamp-gc-events').metadata.namespace).toBe('default');
+    // no namespaced object outside the GC's own namespace: an overlay's `namespace:` moves them all
+    expect(
+      objects.filter(
+        (o) => o.metadata.namespace !== undefined && o.metadata.namespace !== 'lvstamp-system',
+      ),
+    ).toEqual([]);
   });
 });

@@ -317,6 +317,42 @@ describe('lvstamp-gc node', () => {
     );
   });
 
+  it('refuses --apply with the standalone owner ID (32 zeros): exit 2, no API request, nothing removed', async () => {
+    kube.pvs = [pv('pvc-live', 'Bound')];
+    const orphan = node.add({
+      name: 'hand-made',
+      ownerId: '0'.repeat(32),
+      createdAtMs: NOW - 5 * HOUR,
+    });
+    const refusal =
+      'lvstamp-gc: --apply / LVSTAMP_GC_APPLY: refused with the standalone owner ID (32 zeros), the owner of ' +
+      'volumes made by hand with `lvstamp create`, which are in no live set of the cluster; set ' +
+      "the installation's owner ID (--owner-id / LVSTAMP_OWNER_ID: owner-id in the ConfigMap " +
+      'lvstamp-csi-config, README "Deploying on a cluster", step 3)\n';
+    for (const [args, env] of [
+      [['node', '--owner-id', '0'.repeat(32), '--node-name', 'n1', '--apply'], {}],
+      // the CronJob's way: the default owner ID (standalone) and the switch from the environment
+      [['node', '--node-name', 'n1'], { LVSTAMP_GC_APPLY: 'true' }],
+      [
+        ['cluster', '--namespace', 'lvstamp-system', '--image', 'gc:1', '--apply'],
+        { LVSTAMP_OWNER_ID: '0'.repeat(32) },
+      ],
+    ] as const) {
+      const deps = testDeps(kube, node, { nowMs: NOW, env: { ...env } });
+      expect(await runGc([...args], deps)).toBe(2);
+      expect(deps.err()).toBe(refusal);
+      expect(deps.out()).toBe('');
+    }
+    expect(kube.calls).toEqual([]);
+    expect(kube.jobs.size).toBe(0);
+    expect(node.removed).toEqual([]);
+    // a dry run with it is allowed (it removes nothing) and plans the hand-made volume
+    const dry = testDeps(kube, node, { nowMs: NOW });
+    expect(await runGc(['node', '--node-name', 'n1', '--json'], dry)).toBe(0);
+    expect(dry.out()).toContain(orphan);
+    expect(node.removed).toEqual([]);
+  });
+
   it('takes its configuration from the environment', async () => {
     kube.pvs = [pv('pvc-live', 'Bound')];
     const orphan = node.add({ name: 'pvc-orphan', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });

@@ -13,3 +13,9 @@ export {
   type Failure,
 } from './failure.js';
 export { renderTable } from './table.js';
+export {
+  createJsonLogger,
+  type DestinationStream,
+  type JsonLoggerOptions,
+  type Logger,
+} from './log.js';
