@@ -161,6 +161,7 @@ class Node {
         },
         activateOwnedVolumes: () => Promise.resolve([]),
         activateOwnedSnapshots: () => Promise.resolve([]),
+        deactivateSnapshots: () => Promise.resolve(),
         discoverVolumeGroups: () => Promise.resolve([]),
       },
       headers: {
