@@ -136,13 +136,19 @@ describe('FileHostLock in one process', () => {
   it('a caller behind a holder that keeps the lock longer than waitMs gets LockTimeoutError naming it', async () => {
     const lock = fastLock(join(tempDir(), 'host.lock'), 150);
     let release: () => void = () => undefined;
+    let holding: () => void = () => undefined;
+    const entered = new Promise<void>((resolve) => (holding = resolve));
     const stuck = lock.withLock(
       'create slow',
       () =>
         new Promise<void>((resolve) => {
           release = resolve;
+          holding();
         }),
     );
+    // The clock starts once the holder holds: on a loaded machine taking the file lock alone can
+    // outlast waitMs, and a release() sent before the holder's fn runs would be lost.
+    await entered;
     const started = Date.now();
     const error = await lock
       .withLock('create next', () => Promise.resolve())
