@@ -3,9 +3,9 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['src/**/*.test.ts'],
-    // Integration tests start a real kube-apiserver + etcd per file (built and cached by
-    // test/kube/build.sh in global setup); on a loaded 2-core machine a timeout is a hang
-    // detector, not a speed target.
+    // Integration tests start a real kube-apiserver + etcd per file (the parts that
+    // test-e2e/parts/build.sh builds once and caches, called in global setup); on a loaded
+    // 2-core machine a timeout is a hang detector, not a speed target.
     testTimeout: 60_000,
     hookTimeout: 120_000,
     globalSetup: ['./test/kube/global-setup.ts'],

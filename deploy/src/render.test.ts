@@ -1,11 +1,11 @@
 // Renders the two kustomize bases (the driver's, deploy/kubernetes, and the GC's,
-// deploy/kubernetes/gc) with kustomize itself (`kubectl kustomize`, kubectl >= 1.21, as the
-// Kubernetes test tier needs too), alone and under an overlay that sets `namespace:`, and checks
+// deploy/kubernetes/gc) with kustomize itself (`kubectl kustomize` of the pinned kubectl, the
+// `kubernetes` part of test-e2e/parts), alone and under an overlay that sets `namespace:`, and checks
 // what an operator relies on: the same labels on every object of both, every namespaced object
 // in one namespace, every RBAC subject moved with its ServiceAccount, and the GC beside the
 // ConfigMaps it reads.
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +15,13 @@ import { parseAllDocuments } from 'yaml';
 import { Service } from 'kubernetes-models/v1';
 
 const KUBERNETES = fileURLToPath(new URL('../kubernetes/', import.meta.url));
+/** Builds the pinned Kubernetes programs once per machine and prints their directory. */
+const PARTS_BUILD = fileURLToPath(new URL('../../test-e2e/parts/build.sh', import.meta.url));
+/**
+ * How long the `kubernetes` part may take: cached, a fraction of a second; cold on a
+ * loaded 2-core machine, up to 3,193 s were measured (test-e2e/parts/README.md).
+ */
+const PARTS_TIMEOUT_MS = 90 * 60_000;
 
 /** A rendered Kubernetes object. */
 interface Rendered {
@@ -37,20 +44,40 @@ const CLUSTER_SCOPED = new Set([
   'ClusterRoleBinding',
 ]);
 
+/** The pinned kubectl (set in beforeAll). */
+let kubectl: string;
+
+/**
+ * The pinned kubectl: `<kubernetes part>/kubectl`, built and cached by
+ * test-e2e/parts/build.sh when it is not cached yet.
+ * @throws Error with build.sh's output when it fails.
+ */
+async function pinnedKubectl(): Promise<string> {
+  try {
+    const { stdout } = await promisify(execFile)('bash', [PARTS_BUILD, 'kubernetes'], {
+      timeout: PARTS_TIMEOUT_MS,
+    });
+    return join(stdout.trim(), 'kubectl');
+  } catch (error) {
+    const e = error as { stderr?: string; message: string };
+    throw new Error(
+      `test-e2e/parts/build.sh kubernetes failed (these tests run its kubectl): ${e.message}\n${e.stderr ?? ''}`,
+    );
+  }
+}
+
 /**
  * `kubectl kustomize DIR`, parsed.
- * @throws Error naming kubectl when it is missing or kustomize fails.
+ * @throws Error naming kubectl when kustomize fails.
  */
 async function render(dir: string): Promise<Rendered[]> {
   let stdout: string;
   try {
-    ({ stdout } = await promisify(execFile)('kubectl', ['kustomize', dir], {
+    ({ stdout } = await promisify(execFile)(kubectl, ['kustomize', dir], {
       maxBuffer: 16 << 20,
     }));
   } catch (error) {
-    throw new Error(
-      `kubectl kustomize ${dir} failed (these tests need kubectl >= 1.21 on PATH): ${String(error)}`,
-    );
+    throw new Error(`${kubectl} kustomize ${dir} failed: ${String(error)}`);
   }
   return parseAllDocuments(stdout).map((d) => d.toJS() as Rendered);
 }
@@ -68,8 +95,9 @@ function podTemplate(o: Rendered): { metadata?: { labels?: Record<string, string
 
 let work: string;
 beforeAll(async () => {
+  kubectl = await pinnedKubectl();
   work = await mkdtemp(join(tmpdir(), 'lvstamp-deploy-render-'));
-});
+}, PARTS_TIMEOUT_MS);
 afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
@@ -88,6 +116,18 @@ async function overlay(name: string, bases: string[], components: string[] = [])
 }
 
 describe('the kustomize bases, rendered', () => {
+  it('by the kubectl that test-e2e/parts/versions.env pins', async () => {
+    const pins = await readFile(
+      new URL('../../test-e2e/parts/versions.env', import.meta.url),
+      'utf8',
+    );
+    const pinned = /^K8S_VERSION=(\S+)$/m.exec(pins)?.[1];
+    const { stdout } = await promisify(execFile)(kubectl, ['version', '--client', '-o', 'json']);
+    const version = JSON.parse(stdout) as { clientVersion: { gitVersion: string } };
+    expect(pinned).toMatch(/^v1\.\d+\.\d+$/);
+    expect(version.clientVersion.gitVersion).toBe(pinned);
+  });
+
   it('both carry app.kubernetes.io/part-of: lvstamp on every object and pod template, and put everything namespaced in lvstamp-system', async () => {
     for (const base of ['', 'gc']) {
       const objects = await render(join(KUBERNETES, base));

@@ -1,7 +1,7 @@
 #!/bin/bash
 # build-kubelet.sh KAPI_DIR: the kubelet 1.20.2 with the upstream CSI :authority fix
 # (kubelet-csi-authority.patch: kubernetes/kubernetes#112597, in Kubernetes 1.26), from the source
-# tree that apps/gc-job/test/kube/build.sh prepared in KAPI_DIR. It builds from a hard-linked copy
+# tree that build-kube-1.20.sh prepared in KAPI_DIR. It builds from a hard-linked copy
 # of that tree whose patched file is a new file (the shared tree stays unpatched), with the same
 # GOPATH-mode recipe and Go cache, so it is incremental once the stock kubelet is built.
 # Cached outside the repository, keyed by the source version and the patch's hash.
@@ -15,7 +15,7 @@ KEY=$(basename "$KAPI")-$(sha256sum <"$PATCH" | cut -c1-12)
 OUT=$K8S_CACHE/kubelet/$KEY
 if [ ! -x "$OUT/kubelet" ]; then
   SRC=$(ls -d "$KAPI"/kubernetes-*/ | head -1); SRC=${SRC%/}
-  [ -f "$SRC/pkg/generated/openapi/zz_generated.openapi.go" ] || die "$SRC is not prepared (run apps/gc-job/test/kube/build.sh)"
+  [ -f "$SRC/pkg/generated/openapi/zz_generated.openapi.go" ] || die "$SRC is not prepared (run build-kube-1.20.sh)"
   GP=$K8S_CACHE/kubelet/src-$KEY/gopath
   T=$GP/src/k8s.io/kubernetes
   if [ ! -f "$T/.lvstamp-patched" ]; then

@@ -1,6 +1,6 @@
 #!/bin/bash
 # run.sh: the Kubernetes tier. Builds (or takes from the caches outside the repository) every
-# part: Kubernetes 1.20.2 from Debian's source package (apps/gc-job/test/kube/build.sh), the
+# part: Kubernetes 1.20.2 from Debian's source package (build-kube-1.20.sh), the
 # kubelet with the CSI :authority fix (build-kubelet.sh), the CSI sidecars (build-sidecars.sh), the
 # images (build-images.sh: the driver image from apps/csi-driver/Dockerfile, pause, busybox, one
 # per sidecar); then boots the test VM once and runs vm/node-test.sh there: a one-node cluster,
@@ -16,7 +16,7 @@ cd "$REPO"
 T0=$SECONDS
 timed() { local s=$SECONDS; "$@"; local rc=$?; step "$1 ${2:-}: $((SECONDS - s)) s"; return $rc; }
 
-# the tier's Debian packages (etcd and Go come with apps/gc-job/test/kube/build.sh)
+# the tier's Debian packages (etcd and Go come with build-kube-1.20.sh)
 declare -A PKG=([buildah]=buildah [debootstrap]=debootstrap [containerd]=containerd [ctr]=containerd
   [runc]=runc [iptables]=iptables [gcc]=gcc [patch]=patch [openssl]=openssl [jq]=jq [mkfs.ext4]=e2fsprogs
   [numfmt]=coreutils [qemu-system-x86_64]=qemu-system-x86)
@@ -37,8 +37,8 @@ kv=$(kubectl version --client -o json 2>/dev/null | jq -r '.clientVersion.minor'
 [ -n "$kv" ] && [ "$kv" -ge 21 ] || die "kubectl >= 1.21 is needed (kustomize components); found: $(kubectl version --client 2>&1 | head -1)"
 [ -f apps/csi-driver/dist/lvstamp-csi.mjs ] || die "build first (pnpm build)"
 
-KAPI=$(timed bash apps/gc-job/test/kube/build.sh kube-apiserver kube-controller-manager kube-scheduler kubelet | tail -1)
-[ -x "$KAPI/bin/kube-apiserver" ] || die "Kubernetes binaries missing after apps/gc-job/test/kube/build.sh"
+KAPI=$(timed bash "$HERE/build-kube-1.20.sh" kube-apiserver kube-controller-manager kube-scheduler kubelet | tail -1)
+[ -x "$KAPI/bin/kube-apiserver" ] || die "Kubernetes binaries missing after build-kube-1.20.sh"
 KUBELET=$(timed bash "$HERE/build-kubelet.sh" "$KAPI" | tail -1)
 [ -x "$KUBELET" ] || die "patched kubelet missing"
 ARCHIVES=$(timed bash "$HERE/build-images.sh" base pause busybox sidecars driver gc) || die "image build failed"

@@ -34,7 +34,9 @@
 # modules, etcd's sibling modules, the snapshotter's client module) into the published module of
 # the same release (k8s.io/kubernetes v1.X.Y -> k8s.io/<staging> v0.X.Y).
 #
-# Env: LVSTAMP_PARTS_CACHE (cache root), LVSTAMP_PARTS_QUIET=1 (no progress lines on stderr).
+# Env: LVSTAMP_PARTS_CACHE (cache root), LVSTAMP_PARTS_QUIET=1 (no progress lines on stderr),
+#      LVSTAMP_PARTS_NO_BUILD=1 (a part that is not cached is an error, exit 3: for callers that
+#      must not build, such as tests inside the test VM, which has no network).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
@@ -232,6 +234,10 @@ ensure() {
   version=$(version_of "$part")
   dir=$CACHE/$part-$version
   if [ ! -d "$dir" ]; then
+    if [ "${LVSTAMP_PARTS_NO_BUILD:-0}" = 1 ]; then
+      echo "parts: $part $version is not cached in $dir (run test-e2e/parts/build.sh $part first)" >&2
+      exit 3
+    fi
     mkdir -p "$CACHE"
     exec {lock}>"$CACHE/.lock-$part-$version"
     flock "$lock"

@@ -1,7 +1,7 @@
 /* eslint-disable @typescript-eslint/no-unsafe-class-instance-assignment --
    @kubernetes/client-node's models are plain data classes; the API serializes object literals. */
-// lvstamp-gc against a real kube-apiserver v1.20 + etcd on 127.0.0.1 (test/kube/start.sh),
-// one server for this file. The node's core is a fake (no device-mapper here); everything
+// lvstamp-gc against a real kube-apiserver + etcd on 127.0.0.1 (test/kube/start.sh, at the
+// versions of test-e2e/parts/versions.env), one server for this file. The node's core is a fake (no device-mapper here); everything
 // Kubernetes is real: validation, RBAC with the deploy/ manifests, pagination, Jobs, Events.
 import {
   ApiextensionsV1Api,
@@ -37,7 +37,7 @@ let storage: StorageV1Api;
 let batch: BatchV1Api;
 
 beforeAll(async () => {
-  kapi = await startKubeServer(inject('kapiHome'));
+  kapi = await startKubeServer(inject('kubeParts'));
   process.stderr.write(`kube-apiserver started in ${kapi.startSeconds.toFixed(1)} s\n`);
   core = kapi.admin.makeApiClient(CoreV1Api);
   storage = kapi.admin.makeApiClient(StorageV1Api);
@@ -98,7 +98,7 @@ async function runNodeJson(kube: KubeApi, node: FakeNode, nowMs: number, args: s
   };
 }
 
-describe('lvstamp-gc node against kube-apiserver v1.20', () => {
+describe('lvstamp-gc node against kube-apiserver', () => {
   const now = Date.now();
   const live = [
     'pvc-available',
@@ -272,7 +272,7 @@ describe('lvstamp-gc node against kube-apiserver v1.20', () => {
   });
 });
 
-describe('lvstamp-gc cluster against kube-apiserver v1.20', () => {
+describe('lvstamp-gc cluster against kube-apiserver', () => {
   it('creates one Job per driver node (affinity, tolerations, owner), waits, and summarises', async () => {
     const now = Date.now();
     for (const [name, drivers] of [
@@ -334,7 +334,18 @@ describe('lvstamp-gc cluster against kube-apiserver v1.20', () => {
         });
         expect(await runGc(args, nodeDeps)).toBe(0);
         const fresh = await batch.readNamespacedJob({ name, namespace: NS });
-        fresh.status = { succeeded: 1, conditions: [{ type: 'Complete', status: 'True' }] };
+        // What the Job controller writes on success; the API server refuses a finished Job
+        // without its start and completion times and the SuccessCriteriaMet condition.
+        const startTime = fresh.metadata?.creationTimestamp ?? new Date();
+        fresh.status = {
+          succeeded: 1,
+          startTime,
+          completionTime: new Date(),
+          conditions: [
+            { type: 'SuccessCriteriaMet', status: 'True' },
+            { type: 'Complete', status: 'True' },
+          ],
+        };
         await batch.replaceNamespacedJobStatus({ name, namespace: NS, body: fresh });
       }
     };
@@ -477,9 +488,18 @@ describe('lvstamp-gc cluster: a node that never runs its Job', () => {
       });
       await realSleep(1500); // let one poll see the pod
       const fresh = await batch.readNamespacedJob({ name, namespace: ns });
+      // What the Job controller writes at the deadline: the API server refuses a Failed
+      // condition without the FailureTarget condition before it and the Job's start time.
       fresh.status = {
         failed: 0,
+        startTime: fresh.metadata?.creationTimestamp ?? new Date(),
         conditions: [
+          {
+            type: 'FailureTarget',
+            status: 'True',
+            reason: 'DeadlineExceeded',
+            message: 'Job was active longer than specified deadline',
+          },
           {
             type: 'Failed',
             status: 'True',
@@ -535,7 +555,7 @@ describe('lvstamp-gc cluster: a node that never runs its Job', () => {
   }, 300_000);
 });
 
-describe('VolumeSnapshotContents against kube-apiserver v1.20', () => {
+describe('VolumeSnapshotContents against kube-apiserver', () => {
   const GROUP = 'snapshot.storage.k8s.io';
   const now = Date.now();
   const bound = snapshotIdForName('snap-bound');

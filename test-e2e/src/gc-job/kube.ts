@@ -1,22 +1,23 @@
-// A real etcd + kube-apiserver (v1.20, apps/gc-job/test/kube) for the gc-job e2e, started
-// wherever the suite runs: inside the test VM when the host has no device-mapper. The VM has no
-// network, only loopback, and sees the host's / read-only, so the binary cached by build.sh under
-// ~/.cache/lvstamp-kube is there; the data directories live in the VM's /tmp (tmpfs).
+// A real etcd + kube-apiserver (apps/gc-job/test/kube/start.sh, the `etcd` and `kubernetes` parts
+// of test-e2e/parts) for the gc-job e2e, started wherever the suite runs: inside the test VM when
+// the host has no device-mapper. The VM has no network, only loopback, and sees the host's /
+// read-only, so the parts build.sh cached on the host are there; the data directories live in the
+// VM's /tmp (tmpfs).
 // Plus a minimal REST client (node:https, the admin bearer token) for the objects the tests set up.
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { readFile, readdir } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { createServer } from 'node:net';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { REPO_ROOT, cleanups, createTempDir, type CleanupRegistry } from '../harness/index.js';
 
 const run = promisify(execFile);
 
-/** The gc-job's scripts: build.sh (cached binary), start.sh, stop.sh. */
+/** The gc-job's scripts: start.sh, stop.sh. */
 export const KUBE_SCRIPTS = `${REPO_ROOT}apps/gc-job/test/kube/`;
+/** Builds and caches the parts; here only asked where they are cached. */
+const PARTS_BUILD = `${REPO_ROOT}test-e2e/parts/build.sh`;
 /** start.sh's default admin token (group system:masters). */
 const ADMIN_TOKEN = 'kapi-test-token';
 /**
@@ -79,8 +80,9 @@ async function freePort(): Promise<number> {
 /**
  * Starts etcd + kube-apiserver with apps/gc-job/test/kube/start.sh in a temp
  * dir on free ports and waits until `GET /api/v1/namespaces/default` answers.
- * The binary is the one build.sh cached (it never builds inside the VM: the
- * VM has no network; a missing binary fails with a message naming build.sh).
+ * The binaries are the parts test-e2e/parts/build.sh cached (never built
+ * here: the VM has no network; a missing part fails with a message naming
+ * build.sh).
  * Stopping both processes (stop.sh, by PID) is registered before the start,
  * so a failure at any point still stops them.
  * @throws Error with start.sh's output when the binary is missing or the server does not come up.
@@ -92,7 +94,7 @@ export async function startKubeApiServer(
   registry.add('stop etcd + kube-apiserver', async () => {
     await run('bash', [join(KUBE_SCRIPTS, 'stop.sh'), runDir]);
   });
-  const kapiHome = await cachedKubeApiServer();
+  const parts = await cachedParts();
   const apiPort = await freePort();
   let etcdPort = await freePort();
   while (etcdPort === apiPort || etcdPort + 1 === apiPort) etcdPort = await freePort();
@@ -102,7 +104,8 @@ export async function startKubeApiServer(
     const result = await run('bash', [join(KUBE_SCRIPTS, 'start.sh'), runDir], {
       env: {
         ...process.env,
-        KAPI_HOME: kapiHome,
+        KUBE_DIR: parts.kubernetes,
+        ETCD_DIR: parts.etcd,
         APISERVER_PORT: String(apiPort),
         ETCD_PORT: String(etcdPort),
         TOKEN: ADMIN_TOKEN,
@@ -133,27 +136,25 @@ export async function startKubeApiServer(
 }
 
 /**
- * The directory build.sh cached kube-apiserver in (`.../lvstamp-kube/<version>`).
- * build.sh answers at once from its cache; it is never allowed to build here.
- * @throws Error naming build.sh when nothing is cached.
+ * The directories of the cached `kubernetes` and `etcd` parts, as
+ * test-e2e/parts/build.sh prints them. It is never allowed to build here
+ * (LVSTAMP_PARTS_NO_BUILD=1): the unit tests of apps/gc-job build both on the host.
+ * @throws Error naming build.sh when a part is not cached.
  */
-async function cachedKubeApiServer(): Promise<string> {
-  const root = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'lvstamp-kube');
-  const versions = await readdir(root).catch(() => [] as string[]);
-  if (!versions.some((v) => existsSync(join(root, v, 'bin', 'kube-apiserver')))) {
-    throw new Error(
-      `kube-apiserver is not cached under ${root}: run apps/gc-job/test/kube/build.sh on the host first (the unit tests of apps/gc-job do)`,
-    );
-  }
+async function cachedParts(): Promise<{ kubernetes: string; etcd: string }> {
   try {
-    const result = await run('bash', [join(KUBE_SCRIPTS, 'build.sh')], { timeout: 120_000 });
-    const home = result.stdout.trim().split('\n').at(-1) ?? '';
-    if (!/^== cached: /m.test(result.stderr))
-      throw new Error(`build.sh did not answer from its cache`);
-    return home;
+    const result = await run('bash', [PARTS_BUILD, 'kubernetes', 'etcd'], {
+      env: { ...process.env, LVSTAMP_PARTS_NO_BUILD: '1' },
+      timeout: 120_000,
+    });
+    const [kubernetes, etcd] = result.stdout.trim().split('\n');
+    if (kubernetes === undefined || etcd === undefined)
+      throw new Error(`build.sh printed ${JSON.stringify(result.stdout)}`);
+    return { kubernetes, etcd };
   } catch (error) {
+    const e = error as { stderr?: string; message: string };
     throw new Error(
-      `kube-apiserver is not cached: run apps/gc-job/test/kube/build.sh on the host first (the unit tests of apps/gc-job do): ${error instanceof Error ? error.message : String(error)}`,
+      `kube-apiserver and etcd are not cached: run test-e2e/parts/build.sh kubernetes etcd on the host first (the unit tests of apps/gc-job do): ${e.stderr ?? e.message}`,
     );
   }
 }

@@ -9,10 +9,19 @@ import { KubeConfig } from '@kubernetes/client-node';
 
 const run = promisify(execFile);
 
+/**
+ * The directories of test-e2e/parts/build.sh's `kubernetes` part (kube-apiserver) and `etcd`
+ * part (etcd), as that script prints them.
+ */
+export interface KubeParts {
+  readonly kubernetes: string;
+  readonly etcd: string;
+}
+
 declare module 'vitest' {
-  /** Set by test/kube/global-setup.ts: the directory build.sh built kube-apiserver into. */
+  /** Set by test/kube/global-setup.ts. */
   export interface ProvidedContext {
-    kapiHome: string;
+    kubeParts: KubeParts;
   }
 }
 const SCRIPTS = fileURLToPath(new URL('../../test/kube/', import.meta.url));
@@ -49,10 +58,11 @@ async function freePort(): Promise<number> {
 }
 
 /**
- * Starts a fresh API server (own temporary directory, free ports) from the
- * binary in `kapiHome` (test/kube/build.sh's cache directory).
+ * Starts a fresh etcd and API server (own temporary directory, free ports)
+ * from the binaries in `parts`.
+ * @throws Error with start.sh's output when a server does not come up within 240 s.
  */
-export async function startKubeServer(kapiHome: string): Promise<KubeServer> {
+export async function startKubeServer(parts: KubeParts): Promise<KubeServer> {
   const runDir = await mkdtemp(join(tmpdir(), 'lvstamp-kapi-'));
   const apiPort = await freePort();
   let etcdPort = await freePort();
@@ -61,7 +71,8 @@ export async function startKubeServer(kapiHome: string): Promise<KubeServer> {
   await run('bash', [join(SCRIPTS, 'start.sh'), runDir], {
     env: {
       ...process.env,
-      KAPI_HOME: kapiHome,
+      KUBE_DIR: parts.kubernetes,
+      ETCD_DIR: parts.etcd,
       APISERVER_PORT: String(apiPort),
       ETCD_PORT: String(etcdPort),
     },

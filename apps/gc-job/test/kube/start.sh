@@ -1,20 +1,26 @@
 #!/bin/bash
-# Start etcd + kube-apiserver (v1.20.2, built by build.sh) on 127.0.0.1 only, for one test
-# suite. Local testing only: self-signed certificates, a static admin token (system:masters),
-# RBAC authorization, a ServiceAccount signing key (TokenRequest works without a controller
-# manager). 1.20 has no insecure port; everything goes through the secure port.
+# Start etcd + kube-apiserver (the `etcd` and `kubernetes` parts of test-e2e/parts/build.sh, at
+# the versions of test-e2e/parts/versions.env) on 127.0.0.1 only, for one test suite. Local
+# testing only: self-signed certificates, a static admin token (system:masters), RBAC
+# authorization, a ServiceAccount issuer with its signing key (TokenRequest works without a
+# controller manager). Everything goes through the secure port.
 #
 # Usage: start.sh RUN_DIR
-# Env: KAPI_HOME (the build.sh cache dir; default: build.sh's answer), APISERVER_PORT (6443),
-#      ETCD_PORT (23790; the peer port is +1), TOKEN (admin bearer token),
-#      READY_PATH (/readyz): the GET that must answer 2xx before this script returns. Under
-#      software emulation /readyz comes ~70 s after the API serves (the RBAC bootstrap roles);
-#      a client that uses only the admin token can wait for /api/v1/namespaces/default instead.
+# Env: KUBE_DIR, ETCD_DIR (the parts' directories; default: what build.sh prints, building them
+#      when they are not cached), APISERVER_PORT (6443), ETCD_PORT (23790; the peer port is +1),
+#      TOKEN (admin bearer token), READY_PATH (/readyz): the GET that must answer 2xx before this
+#      script returns. Under software emulation /readyz comes well after the API serves (the
+#      RBAC bootstrap roles); a client that uses only the admin token can wait for
+#      /api/v1/namespaces/default instead.
 # Writes RUN_DIR/kubeconfig, RUN_DIR/{etcd,apiserver}.pid and logs; stop.sh RUN_DIR stops both.
 set -euo pipefail
 RUN=${1:?usage: start.sh RUN_DIR}
 HERE=$(cd "$(dirname "$0")" && pwd)
-KAPI_HOME=${KAPI_HOME:-$("$HERE/build.sh" | tail -1)}
+if [ -z "${KUBE_DIR:-}" ] || [ -z "${ETCD_DIR:-}" ]; then
+  { read -r KUBE_DIR && read -r ETCD_DIR; } < <(bash "$HERE/../../../../test-e2e/parts/build.sh" kubernetes etcd) || true
+fi
+[ -x "$KUBE_DIR/kube-apiserver" ] || { echo "start.sh: no kube-apiserver in '$KUBE_DIR'" >&2; exit 1; }
+[ -x "$ETCD_DIR/etcd" ] || { echo "start.sh: no etcd in '$ETCD_DIR'" >&2; exit 1; }
 APISERVER_PORT=${APISERVER_PORT:-6443}
 ETCD_PORT=${ETCD_PORT:-23790}
 ETCD_PEER_PORT=$((ETCD_PORT + 1))
@@ -37,15 +43,21 @@ fi
 echo "$TOKEN,admin,admin-uid,system:masters" >pki/tokens.csv
 
 t0=$(date +%s.%N)
-setsid etcd --name kapi --data-dir "$RUN/etcd-data" \
+setsid "$ETCD_DIR/etcd" --name kapi --data-dir "$RUN/etcd-data" \
   --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
   --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
   --initial-cluster "kapi=http://127.0.0.1:$ETCD_PEER_PORT" --listen-metrics-urls '' \
   >"$RUN/etcd.log" 2>&1 </dev/null &
 echo $! >"$RUN/etcd.pid"
-for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$ETCD_PORT/health" >/dev/null && break; sleep 0.1; done
+ok=
+for _ in $(seq 1 300); do
+  if curl -sf "http://127.0.0.1:$ETCD_PORT/health" >/dev/null; then ok=1; break; fi
+  kill -0 "$(cat "$RUN/etcd.pid")" 2>/dev/null || break
+  sleep 0.1
+done
+[ -n "$ok" ] || { echo "etcd not healthy on 127.0.0.1:$ETCD_PORT" >&2; tail -30 "$RUN/etcd.log" >&2; exit 1; }
 
-setsid "$KAPI_HOME/bin/kube-apiserver" \
+setsid "$KUBE_DIR/kube-apiserver" \
   --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
   --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
   --tls-cert-file="$RUN/pki/apiserver.crt" --tls-private-key-file="$RUN/pki/apiserver.key" \

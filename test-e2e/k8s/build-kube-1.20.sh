@@ -1,13 +1,14 @@
 #!/bin/bash
-# Build a real kube-apiserver (v1.20.2) from Debian bookworm's `kubernetes` source package,
-# fully offline with Debian's golang-go 1.19, for the gc-job integration tests
-# (same idea as controller-runtime's envtest). Rebuilds only when the cached binary is missing.
+# Build Kubernetes 1.20.2 (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet) from
+# Debian bookworm's `kubernetes` source package, fully offline with Debian's golang-go, for the
+# Kubernetes 1.20 tier of this directory (run.sh; build-kubelet.sh patches the prepared tree).
+# Nothing else uses it: the gc-job's tests run on test-e2e/parts. Rebuilds only what is missing.
 #
 # Cache (outside the repository, keyed by the Debian source version):
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/lvstamp-kube/<source version>/bin/kube-apiserver
 # Prints the cache directory on the last line of stdout.
 #
-# Usage: build.sh [kube-apiserver] [kube-controller-manager] ...
+# Usage: build-kube-1.20.sh [kube-apiserver] [kube-controller-manager] ...
 # Env: LVSTAMP_KUBE_CACHE overrides the cache root; LVSTAMP_KUBE_VERSION the version key.
 # Needs root for apt-get (CI and the development machines run as root).
 set -euo pipefail
@@ -20,7 +21,7 @@ source_version() {
   v=$(apt-cache showsrc kubernetes 2>/dev/null | awk '/^Version:/{print $2; exit}')
   # Without deb-src, the binary package built from the same source carries the same version.
   [ -n "$v" ] || v=$(apt-cache policy kubernetes-client 2>/dev/null | awk '/Candidate:/{print $2; exit}')
-  [ -n "$v" ] && [ "$v" != "(none)" ] || { echo "build.sh: cannot find Debian's kubernetes source version" >&2; exit 1; }
+  [ -n "$v" ] && [ "$v" != "(none)" ] || { echo "build-kube-1.20.sh: cannot find Debian's kubernetes source version" >&2; exit 1; }
   echo "$v"
 }
 
