@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer';
 import * as grpc from '@grpc/grpc-js';
-import { controlCharacterIn, InvalidArgumentError } from '@lvstamp/core';
+import { InvalidArgumentError, requireNoControlCharacters } from '@lvstamp/core';
 import type { Logger } from './log.js';
 import { loadRegistrationService } from './proto.js';
 import { clearStaleSocket, removeIfPresent } from './server.js';
@@ -31,12 +31,7 @@ export function requireSocketPathFlag(value: string, flag: string): void {
   if (!value.startsWith('/')) {
     throw new InvalidArgumentError(`${flag} must be an absolute path, got "${value}"`);
   }
-  const control = controlCharacterIn(value);
-  if (control !== null) {
-    throw new InvalidArgumentError(
-      `${flag} must not contain control characters (found ${control})`,
-    );
-  }
+  requireNoControlCharacters(value, flag);
   if (value.split('/').some((segment) => segment === '.' || segment === '..')) {
     throw new InvalidArgumentError(`${flag} must not contain "." or ".." segments, got "${value}"`);
   }

@@ -67,7 +67,8 @@ export interface DriverServer {
   start(): Promise<string>;
   /**
    * Graceful shutdown: stop accepting calls, let in-flight calls finish
-   * within `graceMs` milliseconds (then cancel them), remove the socket file.
+   * within `graceMs` milliseconds (then cancel them), remove the socket file
+   * (only one this server bound).
    */
   stop(graceMs?: number): Promise<void>;
   /**
@@ -252,6 +253,9 @@ export function createServer(deps: ServerDeps): DriverServer {
     },
 
     async stop(graceMs = DEFAULT_SHUTDOWN_GRACE_MS): Promise<void> {
+      // Only a socket this server bound is removed: a start refused over a file that is not a
+      // socket (or over a live server's socket) leaves that path as it was.
+      const bound = started;
       if (started) {
         let timer: NodeJS.Timeout | undefined;
         const graceful = new Promise<boolean>((resolve) => {
@@ -272,7 +276,7 @@ export function createServer(deps: ServerDeps): DriverServer {
         }
         started = false;
       }
-      if (endpoint.kind === 'unix') await removeIfPresent(endpoint.path);
+      if (endpoint.kind === 'unix' && bound) await removeIfPresent(endpoint.path);
       deps.logger.info('stopped');
     },
   };
