@@ -6,7 +6,7 @@ import { parse } from 'yaml';
 import { createLogger } from './log.js';
 import { resolveOwnerId, runDriver, type DriverDeps } from './program.js';
 import { CONFIG_YAML, FakeCore, FakePaths, LogSink } from './testing/harness.js';
-import { fakeKubelet, httpGet, staleSocket } from './testing/kubelet.js';
+import { fakeKubelet, httpGet, registerLikeKubelet, staleSocket } from './testing/kubelet.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -255,8 +255,8 @@ describe('runDriver: kubelet registration and /healthz (no sidecars)', () => {
   async function until(check: () => Promise<boolean>): Promise<void> {
     while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  /** The flags of the DaemonSet's driver container, in a temp directory. */
-  const args = (csi: string, registration: string, extra: string[] = []) => [
+  /** The flags every start below needs, the CSI socket in the temp directory. */
+  const base = (csi: string) => [
     '--endpoint',
     `unix://${csi}`,
     '--node-id',
@@ -265,6 +265,10 @@ describe('runDriver: kubelet registration and /healthz (no sidecars)', () => {
     'c.yaml',
     '--owner-id',
     OWNER,
+  ];
+  /** The flags of the DaemonSet's driver container, in a temp directory. */
+  const args = (csi: string, registration: string, extra: string[] = []) => [
+    ...base(csi),
     '--registration-socket',
     registration,
     '--kubelet-registration-path',
@@ -273,10 +277,10 @@ describe('runDriver: kubelet registration and /healthz (no sidecars)', () => {
   ];
   const portOf = (logs: LogSink, msg: string) =>
     Number(logs.lines.find((line) => line.msg === msg)?.port);
-
-  it('creates the registration socket after the CSI socket listens, answers the kubelet, serves /healthz and removes both sockets at SIGTERM', async () => {
+  /** Starts the driver with the DaemonSet's flags (and `extra`) until its stop signal. */
+  function start(extra: string[] = [], registrationName = 'reg.sock') {
     const csi = join(dir, 'csi.sock');
-    const registration = join(dir, 'lvstamp.io-reg.sock');
+    const registration = join(dir, registrationName);
     let signal: (name: string) => void = () => undefined;
     const d = deps(
       CONFIG_YAML,
@@ -284,9 +288,22 @@ describe('runDriver: kubelet registration and /healthz (no sidecars)', () => {
         signal = resolve;
       }),
     );
-    const running = runDriver(
-      args(csi, registration, ['--health-address', '127.0.0.1:0']),
-      d.value,
+    const running = runDriver(args(csi, registration, extra), d.value);
+    return {
+      csi,
+      registration,
+      d,
+      running,
+      stop: () => {
+        signal('SIGTERM');
+      },
+    };
+  }
+
+  it('creates the registration socket after the CSI socket listens, answers the kubelet, serves /healthz and removes both sockets at SIGTERM', async () => {
+    const { csi, registration, d, running, stop } = start(
+      ['--health-address', '127.0.0.1:0'],
+      'lvstamp.io-reg.sock',
     );
     await until(() => exists(registration));
     expect(d.logs.lines.map((l) => l.msg)).toEqual([
@@ -294,22 +311,15 @@ describe('runDriver: kubelet registration and /healthz (no sidecars)', () => {
       'serving health checks',
       'serving plugin registration',
     ]);
-    const kubelet = fakeKubelet(registration);
-    try {
-      expect(await kubelet.getInfo()).toEqual({
-        type: 'CSIPlugin',
-        name: 'lvstamp.io',
-        endpoint: HOST_ENDPOINT,
-        supported_versions: ['1.0.0'],
-      });
-      expect(await kubelet.notify(true)).toEqual({});
-    } finally {
-      kubelet.close();
-    }
+    // Every field is checked in registration.test.ts; here, the flags reach the answer.
+    expect(await registerLikeKubelet(registration)).toMatchObject({
+      info: { name: 'lvstamp.io', endpoint: HOST_ENDPOINT },
+      notified: {},
+    });
     const port = portOf(d.logs, 'serving health checks');
     expect(await httpGet(port, '/healthz')).toEqual({ status: 200, body: 'ok' });
     expect((await httpGet(port, '/metrics')).status).toBe(404);
-    signal('SIGTERM');
+    stop();
     expect(await running).toBe(0);
     expect(await exists(registration)).toBe(false);
     expect(await exists(csi)).toBe(false);
@@ -322,24 +332,12 @@ describe('runDriver: kubelet registration and /healthz (no sidecars)', () => {
   });
 
   it('/healthz answers 503 once the registration socket is gone; metrics share its server when the addresses are equal', async () => {
-    const csi = join(dir, 'csi.sock');
-    const registration = join(dir, 'reg.sock');
-    let signal: (name: string) => void = () => undefined;
-    const d = deps(
-      CONFIG_YAML,
-      new Promise<string>((resolve) => {
-        signal = resolve;
-      }),
-    );
-    const running = runDriver(
-      args(csi, registration, [
-        '--health-address',
-        '127.0.0.1:0',
-        '--metrics-address',
-        '127.0.0.1:0',
-      ]),
-      d.value,
-    );
+    const { registration, d, running, stop } = start([
+      '--health-address',
+      '127.0.0.1:0',
+      '--metrics-address',
+      '127.0.0.1:0',
+    ]);
     await until(() => exists(registration));
     const port = portOf(d.logs, 'serving health checks');
     expect(portOf(d.logs, 'serving metrics')).toBe(port);
@@ -352,7 +350,7 @@ describe('runDriver: kubelet registration and /healthz (no sidecars)', () => {
       status: 503,
       body: `registration socket ${registration} is gone`,
     });
-    signal('SIGTERM');
+    stop();
     expect(await running).toBe(0);
   });
 
@@ -391,55 +389,39 @@ describe('runDriver: kubelet registration and /healthz (no sidecars)', () => {
     expect(d.logs.lines.at(-1)?.msg).toBe('stopped');
   });
 
-  it('never creates the registration socket when the CSI endpoint cannot listen', async () => {
-    const csi = join(dir, 'csi.sock');
-    const registration = join(dir, 'reg.sock');
-    await writeFile(csi, 'not a socket');
-    const d = deps(CONFIG_YAML, never);
-    expect(await runDriver(args(csi, registration), d.value)).toBe(1);
-    expect(d.errors).toEqual([
-      `lvstamp-csi: cannot start: ${csi} exists and is not a socket; refusing to replace it\n`,
-    ]);
-    expect(await exists(registration)).toBe(false);
-    expect(d.logs.lines.map((l) => l.msg)).toEqual(['stopped']);
-    expect(await readFile(csi, 'utf8')).toBe('not a socket');
-  });
-
-  it('refuses a registration path that is not a socket: exit 1, the file left as it was, the CSI socket removed', async () => {
-    const csi = join(dir, 'csi.sock');
-    const registration = join(dir, 'reg.sock');
-    await writeFile(registration, 'kubelet state');
-    const d = deps(CONFIG_YAML, never);
-    expect(await runDriver(args(csi, registration), d.value)).toBe(1);
-    expect(d.errors).toEqual([
-      `lvstamp-csi: cannot start: ${registration} exists and is not a socket; refusing to replace it\n`,
-    ]);
-    expect(await readFile(registration, 'utf8')).toBe('kubelet state');
-    expect(await exists(csi)).toBe(false);
-  });
+  // The CSI path refused: the registration socket is never made (it comes only after the CSI
+  // socket listens). The registration path refused: the CSI socket it made is removed. Either
+  // way the file that is not a socket is left as it was.
+  it.each([
+    ['csi.sock', 'reg.sock', ['stopped']],
+    ['reg.sock', 'csi.sock', ['serving CSI', 'stopped']],
+  ])(
+    'exits 1 when %s is not a socket, leaving it as it was; %s is not left behind',
+    async (refused, other, messages) => {
+      const csi = join(dir, 'csi.sock');
+      const registration = join(dir, 'reg.sock');
+      await writeFile(join(dir, refused), 'not a socket');
+      const d = deps(CONFIG_YAML, never);
+      expect(await runDriver(args(csi, registration), d.value)).toBe(1);
+      expect(d.errors).toEqual([
+        `lvstamp-csi: cannot start: ${join(dir, refused)} exists and is not a socket; refusing to replace it\n`,
+      ]);
+      expect(await readFile(join(dir, refused), 'utf8')).toBe('not a socket');
+      expect(await exists(join(dir, other))).toBe(false);
+      expect(d.logs.lines.map((l) => l.msg)).toEqual(messages);
+    },
+  );
 
   it('replaces a stale registration socket left by a killed driver', async () => {
-    const csi = join(dir, 'csi.sock');
-    const registration = join(dir, 'reg.sock');
-    await staleSocket(registration);
-    let signal: (name: string) => void = () => undefined;
-    const d = deps(
-      CONFIG_YAML,
-      new Promise<string>((resolve) => {
-        signal = resolve;
-      }),
-    );
-    const running = runDriver(args(csi, registration), d.value);
+    await staleSocket(join(dir, 'reg.sock'));
+    const { registration, d, running, stop } = start();
     await until(() =>
       Promise.resolve(d.logs.lines.some((l) => l.msg === 'serving plugin registration')),
     );
-    const kubelet = fakeKubelet(registration);
-    try {
-      expect(await kubelet.getInfo()).toMatchObject({ endpoint: HOST_ENDPOINT });
-    } finally {
-      kubelet.close();
-    }
-    signal('SIGTERM');
+    expect((await registerLikeKubelet(registration)).info).toMatchObject({
+      endpoint: HOST_ENDPOINT,
+    });
+    stop();
     expect(await running).toBe(0);
   });
 
@@ -470,20 +452,7 @@ describe('runDriver: kubelet registration and /healthz (no sidecars)', () => {
     ],
   ])('exits 2 with one line, creating nothing: %j', async (flags, message) => {
     const d = deps(CONFIG_YAML, never);
-    const code = await runDriver(
-      [
-        '--endpoint',
-        `unix://${join(dir, 'csi.sock')}`,
-        '--node-id',
-        'n1',
-        '--config',
-        'c.yaml',
-        '--owner-id',
-        OWNER,
-        ...flags,
-      ],
-      d.value,
-    );
+    const code = await runDriver([...base(join(dir, 'csi.sock')), ...flags], d.value);
     expect(code).toBe(2);
     expect(d.errors).toEqual([`lvstamp-csi: ${message}\n`]);
     expect(d.lockFiles).toEqual([]);

@@ -12,7 +12,7 @@ import {
   type RegistrationServer,
 } from './registration.js';
 import { LogSink } from './testing/harness.js';
-import { fakeKubelet, staleSocket } from './testing/kubelet.js';
+import { fakeKubelet, registerLikeKubelet, staleSocket } from './testing/kubelet.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -155,18 +155,15 @@ describe('createRegistrationServer', () => {
     const { server, logs } = registration(socket);
     await server.start();
     expect((await lstat(socket)).isSocket()).toBe(true);
-    const kubelet = fakeKubelet(socket);
-    try {
-      expect(await kubelet.getInfo()).toEqual({
+    expect(await registerLikeKubelet(socket)).toEqual({
+      info: {
         type: 'CSIPlugin',
         name: 'lvstamp.io',
         endpoint: HOST_ENDPOINT,
         supported_versions: ['1.0.0'],
-      });
-      expect(await kubelet.notify(true)).toEqual({});
-    } finally {
-      kubelet.close();
-    }
+      },
+      notified: {},
+    });
     expect(await settlesWithin(server.refused, 50)).toBe(false);
     await server.stop();
     expect(await exists(socket)).toBe(false);

@@ -55,6 +55,23 @@ export function fakeKubelet(socketPath: string): FakeKubelet {
 }
 
 /**
+ * What the kubelet's plugin watcher does with a new socket that answers: GetInfo, then
+ * NotifyRegistrationStatus(registered).
+ * @returns GetInfo's answer and NotifyRegistrationStatus's.
+ */
+export async function registerLikeKubelet(
+  socketPath: string,
+): Promise<{ info: Record<string, unknown>; notified: Record<string, unknown> }> {
+  const kubelet = fakeKubelet(socketPath);
+  try {
+    const info = await kubelet.getInfo();
+    return { info, notified: await kubelet.notify(true) };
+  } finally {
+    kubelet.close();
+  }
+}
+
+/**
  * Leaves a socket file nobody listens on at `path`, as a killed process does: a listener is
  * moved there, then closed (libuv removes only the name it bound).
  */
