@@ -1,19 +1,7 @@
-import { get } from 'node:http';
 import { expect, it } from 'vitest';
 import { DriverMetrics } from './metrics.js';
 import { FakeCore, GIB, testConfig } from './testing/harness.js';
-
-function fetchText(port: number, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    get({ host: '127.0.0.1', port, path }, (res) => {
-      let body = '';
-      res.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-      res.on('end', () => {
-        resolve({ status: res.statusCode ?? 0, body });
-      });
-    }).on('error', reject);
-  });
-}
+import { httpGet as fetchText } from './testing/kubelet.js';
 
 it('serves RPC counts, volume group bytes and volumes per class on /metrics', async () => {
   const core = new FakeCore();

@@ -1,8 +1,9 @@
-import { createServer as createHttpServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ThinPoolCapacity, VolumeGroupProblem } from '@lvstamp/core';
 import type { DriverConfig } from './config.js';
 import { configuredVolumeGroups } from './config.js';
+import { parseHttpAddress, serveHttp, type HttpRoute } from './http.js';
 import type { DriverCore } from './ports.js';
 
 /** How long one measurement of the thin pools serves the gauges of one scrape, in ms. */
@@ -201,32 +202,22 @@ export class DriverMetrics {
     this.#latency.observe({ method, code }, seconds);
   }
 
+  /** `GET /metrics`: the Prometheus text exposition of every family. */
+  route(): HttpRoute {
+    return async () => ({
+      status: 200,
+      contentType: this.registry.contentType,
+      body: await this.registry.metrics(),
+    });
+  }
+
   /**
-   * Serves `GET /metrics` on `host:port` (port 0: any free port).
+   * Serves `GET /metrics` alone on `host:port` (port 0: any free port); runDriver serves
+   * {@link route} itself, beside /healthz when the addresses are equal.
    * @returns the HTTP server and the port it listens on.
+   * @throws InvalidArgumentError for an address that is not host:port; the listen error.
    */
-  async serve(address: string): Promise<{ server: Server; port: number }> {
-    const colon = address.lastIndexOf(':');
-    const host = colon <= 0 ? '0.0.0.0' : address.slice(0, colon);
-    const port = Number(address.slice(colon + 1));
-    const server = createHttpServer((req, res) => {
-      if (req.url !== '/metrics') {
-        res.writeHead(404).end('not found\n');
-        return;
-      }
-      this.registry.metrics().then(
-        (text) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(text),
-        (error: unknown) =>
-          res
-            .writeHead(500)
-            .end(`metrics failed: ${error instanceof Error ? error.message : 'unknown'}\n`),
-      );
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, resolve);
-    });
-    const bound = server.address();
-    return { server, port: typeof bound === 'object' && bound !== null ? bound.port : port };
+  serve(address: string): Promise<{ server: Server; port: number }> {
+    return serveHttp(parseHttpAddress(address, '--metrics-address'), { '/metrics': this.route() });
   }
 }

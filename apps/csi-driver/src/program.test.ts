@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -6,6 +6,7 @@ import { parse } from 'yaml';
 import { createLogger } from './log.js';
 import { resolveOwnerId, runDriver, type DriverDeps } from './program.js';
 import { CONFIG_YAML, FakeCore, FakePaths, LogSink } from './testing/harness.js';
+import { fakeKubelet, httpGet, registerLikeKubelet, staleSocket } from './testing/kubelet.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -240,5 +241,250 @@ describe('runDriver', () => {
       expect(code).toBe(2);
       expect(d.lockFiles).toEqual([]);
     });
+  });
+});
+
+describe('runDriver: kubelet registration and /healthz (no sidecars)', () => {
+  const HOST_ENDPOINT = '/var/lib/kubelet/plugins/lvstamp.io/csi.sock';
+  const never = new Promise<string>(() => undefined);
+  const exists = (path: string) =>
+    stat(path).then(
+      () => true,
+      () => false,
+    );
+  async function until(check: () => Promise<boolean>): Promise<void> {
+    while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  /** The flags every start below needs, the CSI socket in the temp directory. */
+  const base = (csi: string) => [
+    '--endpoint',
+    `unix://${csi}`,
+    '--node-id',
+    'n1',
+    '--config',
+    'c.yaml',
+    '--owner-id',
+    OWNER,
+  ];
+  /** The flags of the DaemonSet's driver container, in a temp directory. */
+  const args = (csi: string, registration: string, extra: string[] = []) => [
+    ...base(csi),
+    '--registration-socket',
+    registration,
+    '--kubelet-registration-path',
+    HOST_ENDPOINT,
+    ...extra,
+  ];
+  const portOf = (logs: LogSink, msg: string) =>
+    Number(logs.lines.find((line) => line.msg === msg)?.port);
+  /** Starts the driver with the DaemonSet's flags (and `extra`) until its stop signal. */
+  function start(extra: string[] = [], registrationName = 'reg.sock') {
+    const csi = join(dir, 'csi.sock');
+    const registration = join(dir, registrationName);
+    let signal: (name: string) => void = () => undefined;
+    const d = deps(
+      CONFIG_YAML,
+      new Promise<string>((resolve) => {
+        signal = resolve;
+      }),
+    );
+    const running = runDriver(args(csi, registration, extra), d.value);
+    return {
+      csi,
+      registration,
+      d,
+      running,
+      stop: () => {
+        signal('SIGTERM');
+      },
+    };
+  }
+
+  it('creates the registration socket after the CSI socket listens, answers the kubelet, serves /healthz and removes both sockets at SIGTERM', async () => {
+    const { csi, registration, d, running, stop } = start(
+      ['--health-address', '127.0.0.1:0'],
+      'lvstamp.io-reg.sock',
+    );
+    await until(() => exists(registration));
+    expect(d.logs.lines.map((l) => l.msg)).toEqual([
+      'serving CSI',
+      'serving health checks',
+      'serving plugin registration',
+    ]);
+    // Every field is checked in registration.test.ts; here, the flags reach the answer.
+    expect(await registerLikeKubelet(registration)).toMatchObject({
+      info: { name: 'lvstamp.io', endpoint: HOST_ENDPOINT },
+      notified: {},
+    });
+    const port = portOf(d.logs, 'serving health checks');
+    expect(await httpGet(port, '/healthz')).toEqual({ status: 200, body: 'ok' });
+    expect((await httpGet(port, '/metrics')).status).toBe(404);
+    stop();
+    expect(await running).toBe(0);
+    expect(await exists(registration)).toBe(false);
+    expect(await exists(csi)).toBe(false);
+    expect(d.logs.lines.map((l) => l.msg).slice(3)).toEqual([
+      'the kubelet asked for plugin info',
+      'registered with the kubelet',
+      'shutting down',
+      'stopped',
+    ]);
+  });
+
+  it('/healthz answers 503 once the registration socket is gone; metrics share its server when the addresses are equal', async () => {
+    const { registration, d, running, stop } = start([
+      '--health-address',
+      '127.0.0.1:0',
+      '--metrics-address',
+      '127.0.0.1:0',
+    ]);
+    await until(() => exists(registration));
+    const port = portOf(d.logs, 'serving health checks');
+    expect(portOf(d.logs, 'serving metrics')).toBe(port);
+    expect((await httpGet(port, '/metrics')).body).toContain(
+      'lvstamp_volumes{device_class="fast"}',
+    );
+    expect(await httpGet(port, '/healthz')).toEqual({ status: 200, body: 'ok' });
+    await rm(registration);
+    expect(await httpGet(port, '/healthz')).toEqual({
+      status: 503,
+      body: `registration socket ${registration} is gone`,
+    });
+    stop();
+    expect(await running).toBe(0);
+  });
+
+  it('exits 1 when the kubelet refuses the registration: answers it, logs its reason, removes both sockets', async () => {
+    const csi = join(dir, 'csi.sock');
+    const registration = join(dir, 'reg.sock');
+    const d = deps(CONFIG_YAML, never);
+    const running = runDriver(args(csi, registration), d.value);
+    await until(() => exists(registration));
+    const kubelet = fakeKubelet(registration);
+    try {
+      expect(
+        await kubelet.notify(
+          false,
+          'RegisterPlugin error -- plugin validation failed with err: highest supported version',
+        ),
+      ).toEqual({});
+    } finally {
+      kubelet.close();
+    }
+    expect(await running).toBe(1);
+    expect(await exists(registration)).toBe(false);
+    expect(await exists(csi)).toBe(false);
+    expect(d.logs.lines.filter((l) => l.level === 'error')).toMatchObject([
+      {
+        msg: 'the kubelet refused the registration',
+        error:
+          'RegisterPlugin error -- plugin validation failed with err: highest supported version',
+      },
+      {
+        msg: 'shutting down: the kubelet refused the registration',
+        error:
+          'RegisterPlugin error -- plugin validation failed with err: highest supported version',
+      },
+    ]);
+    expect(d.logs.lines.at(-1)?.msg).toBe('stopped');
+  });
+
+  // The CSI path refused: the registration socket is never made (it comes only after the CSI
+  // socket listens). The registration path refused: the CSI socket it made is removed. Either
+  // way the file that is not a socket is left as it was.
+  it.each([
+    ['csi.sock', 'reg.sock', ['stopped']],
+    ['reg.sock', 'csi.sock', ['serving CSI', 'stopped']],
+  ])(
+    'exits 1 when %s is not a socket, leaving it as it was; %s is not left behind',
+    async (refused, other, messages) => {
+      const csi = join(dir, 'csi.sock');
+      const registration = join(dir, 'reg.sock');
+      await writeFile(join(dir, refused), 'not a socket');
+      const d = deps(CONFIG_YAML, never);
+      expect(await runDriver(args(csi, registration), d.value)).toBe(1);
+      expect(d.errors).toEqual([
+        `lvstamp-csi: cannot start: ${join(dir, refused)} exists and is not a socket; refusing to replace it\n`,
+      ]);
+      expect(await readFile(join(dir, refused), 'utf8')).toBe('not a socket');
+      expect(await exists(join(dir, other))).toBe(false);
+      expect(d.logs.lines.map((l) => l.msg)).toEqual(messages);
+    },
+  );
+
+  it('replaces a stale registration socket left by a killed driver', async () => {
+    await staleSocket(join(dir, 'reg.sock'));
+    const { registration, d, running, stop } = start();
+    await until(() =>
+      Promise.resolve(d.logs.lines.some((l) => l.msg === 'serving plugin registration')),
+    );
+    expect((await registerLikeKubelet(registration)).info).toMatchObject({
+      endpoint: HOST_ENDPOINT,
+    });
+    stop();
+    expect(await running).toBe(0);
+  });
+
+  it.each([
+    [
+      ['--registration-socket', '/registration/r.sock'],
+      '--registration-socket needs --kubelet-registration-path (the CSI socket’s path on the host, as the kubelet dials it)',
+    ],
+    [
+      ['--kubelet-registration-path', HOST_ENDPOINT],
+      '--kubelet-registration-path needs --registration-socket (where the kubelet finds the driver, in its plugins_registry directory)',
+    ],
+    [
+      ['--registration-socket', 'r.sock', '--kubelet-registration-path', HOST_ENDPOINT],
+      '--registration-socket must be an absolute path, got "r.sock"',
+    ],
+    [
+      ['--registration-socket', '/registration/r.sock', '--kubelet-registration-path', 'csi.sock'],
+      '--kubelet-registration-path must be an absolute path, got "csi.sock"',
+    ],
+    [
+      ['--health-address', '9808'],
+      '--health-address must be host:port (e.g. 0.0.0.0:9808 or :9808), got "9808"',
+    ],
+    [
+      ['--metrics-address', '0.0.0.0:99999'],
+      '--metrics-address must be host:port (e.g. 0.0.0.0:9808 or :9808), got "0.0.0.0:99999"',
+    ],
+  ])('exits 2 with one line, creating nothing: %j', async (flags, message) => {
+    const d = deps(CONFIG_YAML, never);
+    const code = await runDriver([...base(join(dir, 'csi.sock')), ...flags], d.value);
+    expect(code).toBe(2);
+    expect(d.errors).toEqual([`lvstamp-csi: ${message}\n`]);
+    expect(d.lockFiles).toEqual([]);
+    expect(await exists(join(dir, 'csi.sock'))).toBe(false);
+  });
+
+  it('exits 2 when registering without a unix endpoint or on the CSI socket itself', async () => {
+    const tcp = deps(CONFIG_YAML, never);
+    expect(
+      await runDriver(
+        [
+          ...START,
+          '--node-id',
+          'n1',
+          '--config',
+          'c.yaml',
+          '--registration-socket',
+          '/r/r.sock',
+          '--kubelet-registration-path',
+          HOST_ENDPOINT,
+        ],
+        tcp.value,
+      ),
+    ).toBe(2);
+    expect(tcp.errors).toEqual([
+      'lvstamp-csi: registering with the kubelet needs a unix:// --endpoint (the kubelet dials a unix socket), got "tcp://127.0.0.1:0"\n',
+    ]);
+    const same = deps(CONFIG_YAML, never);
+    const csi = join(dir, 'csi.sock');
+    expect(await runDriver(args(csi, csi), same.value)).toBe(2);
+    expect(same.errors).toEqual([
+      `lvstamp-csi: --registration-socket must differ from the CSI endpoint's socket ${csi}\n`,
+    ]);
   });
 });

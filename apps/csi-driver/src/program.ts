@@ -11,7 +11,10 @@ import { parseConfig } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { DriverMetrics } from './metrics.js';
 import type { DriverCore, NodePaths } from './ports.js';
-import { createServer, DEFAULT_SHUTDOWN_GRACE_MS, parseEndpoint } from './server.js';
+import { createHealthRoute, type RequiredSocket } from './health.js';
+import { parseHttpAddress, serveHttp, type HttpAddress, type HttpRoute } from './http.js';
+import { createRegistrationServer, requireSocketPathFlag } from './registration.js';
+import { createServer, DEFAULT_SHUTDOWN_GRACE_MS, parseEndpoint, type Endpoint } from './server.js';
 
 /** Parsed command line of `lvstamp-csi`. */
 export interface DriverOptions {
@@ -24,6 +27,12 @@ export interface DriverOptions {
   readonly standalone: boolean;
   readonly config: string;
   readonly metricsAddress?: string;
+  /** `--health-address`: where /healthz is served (absent: not served). */
+  readonly healthAddress?: string;
+  /** `--registration-socket`: the kubelet plugin registration socket, as this container sees it. */
+  readonly registrationSocket?: string;
+  /** `--kubelet-registration-path`: the CSI socket's path on the host, for the kubelet. */
+  readonly kubeletRegistrationPath?: string;
   readonly logLevel: string;
   readonly lockFile: string;
   readonly shutdownGraceMs: number;
@@ -75,6 +84,18 @@ export function buildProgram(deps: Pick<DriverDeps, 'version' | 'stderr'>): Comm
       false,
     )
     .option('--metrics-address <host:port>', 'serve Prometheus metrics at http://host:port/metrics')
+    .option(
+      '--health-address <host:port>',
+      'serve the liveness check at http://host:port/healthz (200 ok, or 503 and the reason)',
+    )
+    .option(
+      '--registration-socket <path>',
+      'register with the kubelet: serve its plugin registration API on this socket, in the kubelet’s plugins_registry directory (needs --kubelet-registration-path)',
+    )
+    .option(
+      '--kubelet-registration-path <path>',
+      'the CSI socket’s path on the host, as the kubelet dials it (e.g. /var/lib/kubelet/plugins/lvstamp.io/csi.sock)',
+    )
     .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
     .addOption(
       new Option('--lock-file <path>', 'host lock shared with the CLI and the GC job')
@@ -138,10 +159,15 @@ export function resolveOwnerId(value: string | undefined, standalone: boolean): 
 
 /**
  * Runs the driver until the stop signal: parses argv (without node and
- * script), validates the configuration, starts the server (and metrics),
- * then shuts down gracefully.
- * @returns the exit code: 0 after a clean stop, 1 when it could not start,
- *   2 for bad usage or configuration.
+ * script), validates the configuration, starts the CSI server, then the
+ * HTTP servers (metrics, /healthz), then, with `--registration-socket`, the
+ * kubelet plugin registration socket (only once the CSI endpoint listens);
+ * at the stop signal, or when the kubelet refuses the registration, removes
+ * the registration socket first and shuts down gracefully.
+ * @returns the exit code: 0 after a clean stop; 1 when it could not start or
+ *   the kubelet refused the registration (so that the kubelet restarts the
+ *   container, as with node-driver-registrar); 2 for bad usage or
+ *   configuration.
  */
 export async function runDriver(argv: readonly string[], deps: DriverDeps): Promise<number> {
   const program = buildProgram(deps);
@@ -155,8 +181,18 @@ export async function runDriver(argv: readonly string[], deps: DriverDeps): Prom
   }
   let config;
   let ownerId: string;
+  let endpoint: Endpoint;
+  let registration: Registration | undefined;
+  const http: HttpPlan = new Map();
   try {
-    parseEndpoint(options.endpoint);
+    endpoint = parseEndpoint(options.endpoint);
+    registration = registrationOf(options, endpoint);
+    if (options.metricsAddress !== undefined) {
+      planRoute(http, parseHttpAddress(options.metricsAddress, '--metrics-address'), '/metrics');
+    }
+    if (options.healthAddress !== undefined) {
+      planRoute(http, parseHttpAddress(options.healthAddress, '--health-address'), '/healthz');
+    }
     ownerId = resolveOwnerId(options.ownerId, options.standalone);
     if (options.nodeId.trim() === '') {
       throw new Error('--node-id must name this node (the orchestrator’s node name), got ""');
@@ -199,22 +235,114 @@ export async function runDriver(argv: readonly string[], deps: DriverDeps): Prom
     logger,
     metrics,
   });
-  let metricsServer: { close(): unknown } | undefined;
+  const registrationServer =
+    registration === undefined
+      ? undefined
+      : createRegistrationServer({
+          socketPath: registration.socketPath,
+          kubeletEndpoint: registration.kubeletEndpoint,
+          driverName: options.driverName,
+          logger,
+        });
+  const sockets: RequiredSocket[] = [];
+  if (endpoint.kind === 'unix') sockets.push({ name: 'CSI socket', path: endpoint.path });
+  if (registration !== undefined) {
+    sockets.push({ name: 'registration socket', path: registration.socketPath });
+  }
+  const routes: Readonly<Record<string, HttpRoute>> = {
+    '/metrics': metrics.route(),
+    '/healthz': createHealthRoute({ readiness: () => server.readiness(), sockets }),
+  };
+  const httpServers: { close(): unknown }[] = [];
   try {
     await server.start();
-    if (options.metricsAddress !== undefined) {
-      const served = await metrics.serve(options.metricsAddress);
-      metricsServer = served.server;
-      logger.info({ port: served.port }, 'serving metrics');
+    for (const { address, paths } of http.values()) {
+      const served = await serveHttp(
+        address,
+        Object.fromEntries(paths.map((path) => [path, routes[path] as HttpRoute])),
+      );
+      httpServers.push(served.server);
+      for (const path of paths) {
+        logger.info(
+          { port: served.port },
+          path === '/metrics' ? 'serving metrics' : 'serving health checks',
+        );
+      }
     }
+    // Only once the CSI endpoint listens: the kubelet calls it as soon as the plugin is registered.
+    await registrationServer?.start();
   } catch (error) {
     deps.stderr.write(`lvstamp-csi: cannot start: ${messageOf(error)}\n`);
+    for (const each of httpServers) each.close();
+    await registrationServer?.stop();
     await server.stop(0);
     return 1;
   }
-  const signal = await deps.stopSignal();
-  logger.info({ signal }, 'shutting down');
-  metricsServer?.close();
+  const outcome = await Promise.race([
+    deps.stopSignal().then((signal) => ({ signal })),
+    ...(registrationServer === undefined
+      ? []
+      : [registrationServer.refused.then((refusal) => ({ refusal }))]),
+  ]);
+  if ('signal' in outcome) logger.info({ signal: outcome.signal }, 'shutting down');
+  else
+    logger.error({ error: outcome.refusal }, 'shutting down: the kubelet refused the registration');
+  // The registration socket goes first: the kubelet deregisters the plugin before the CSI socket closes.
+  await registrationServer?.stop();
+  for (const each of httpServers) each.close();
   await server.stop(options.shutdownGraceMs);
-  return 0;
+  return 'signal' in outcome ? 0 : 1;
+}
+
+/** Where the driver registers with the kubelet (both registration flags). */
+interface Registration {
+  readonly socketPath: string;
+  readonly kubeletEndpoint: string;
+}
+
+/**
+ * Reads the two registration flags: both or neither; absolute socket paths
+ * (registration.ts `requireSocketPathFlag`); a unix CSI endpoint (the kubelet dials only unix
+ * sockets) other than the registration socket.
+ * @returns undefined when the driver does not register itself.
+ * @throws InvalidArgumentError naming the flag.
+ */
+function registrationOf(options: DriverOptions, endpoint: Endpoint): Registration | undefined {
+  const socketPath = options.registrationSocket;
+  const kubeletEndpoint = options.kubeletRegistrationPath;
+  if (socketPath === undefined && kubeletEndpoint === undefined) return undefined;
+  if (socketPath === undefined) {
+    throw new InvalidArgumentError(
+      '--kubelet-registration-path needs --registration-socket (where the kubelet finds the driver, in its plugins_registry directory)',
+    );
+  }
+  if (kubeletEndpoint === undefined) {
+    throw new InvalidArgumentError(
+      '--registration-socket needs --kubelet-registration-path (the CSI socket’s path on the host, as the kubelet dials it)',
+    );
+  }
+  requireSocketPathFlag(socketPath, '--registration-socket');
+  requireSocketPathFlag(kubeletEndpoint, '--kubelet-registration-path');
+  if (endpoint.kind !== 'unix') {
+    throw new InvalidArgumentError(
+      `registering with the kubelet needs a unix:// --endpoint (the kubelet dials a unix socket), got "${options.endpoint}"`,
+    );
+  }
+  if (endpoint.path === socketPath) {
+    throw new InvalidArgumentError(
+      `--registration-socket must differ from the CSI endpoint's socket ${endpoint.path}`,
+    );
+  }
+  return { socketPath, kubeletEndpoint };
+}
+
+/** The HTTP servers to start: one per distinct address, with the paths it serves. */
+type HttpPlan = Map<string, { address: HttpAddress; paths: string[] }>;
+
+/** Adds `path` to the server at `address` (metrics and /healthz share one when equal). */
+function planRoute(plan: HttpPlan, address: HttpAddress, path: string): void {
+  const key = `${address.host}:${String(address.port)}`;
+  const entry = plan.get(key);
+  if (entry === undefined) plan.set(key, { address, paths: [path] });
+  else entry.paths.push(path);
 }

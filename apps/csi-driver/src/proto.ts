@@ -8,6 +8,14 @@ import descriptorJson from 'protobufjs/google/protobuf/descriptor.json' with { t
 export const CSI_PROTO_PATH = fileURLToPath(new URL('../proto/csi.proto', import.meta.url));
 
 /**
+ * Where the kubelet's plugin registration interface (package `pluginregistration`, the v1 API of
+ * k8s.io/kubelet) is declared: the service a node plugin serves on its registration socket.
+ */
+export const REGISTRATION_PROTO_PATH = fileURLToPath(
+  new URL('../proto/pluginregistration.proto', import.meta.url),
+);
+
+/**
  * How messages look to handlers and clients, in proto-loader's terms (the
  * CO side, bench and test-e2e load the same file with proto-loader and
  * these options): field names as in the spec, 64-bit integers as decimal
@@ -50,7 +58,7 @@ export function loadCsiServices(): CsiServices {
   const root = new protobuf.Root().loadSync(CSI_PROTO_PATH, { keepCase: true });
   root.resolveAll();
   const service = (name: keyof CsiServices): grpc.ServiceClientConstructor =>
-    grpc.makeGenericClientConstructor(serviceDefinition(root, name), name);
+    grpc.makeGenericClientConstructor(serviceDefinition(root, `csi.v1.${name}`), name);
   loaded = {
     Identity: service('Identity'),
     Controller: service('Controller'),
@@ -59,24 +67,43 @@ export function loadCsiServices(): CsiServices {
   return loaded;
 }
 
-/** The grpc-js definition of `csi.v1.<name>`: path and codecs of every method. */
-function serviceDefinition(root: protobuf.Root, name: string): grpc.ServiceDefinition {
+let registration: grpc.ServiceClientConstructor | undefined;
+
+/**
+ * Loads `proto/pluginregistration.proto` once per process, as {@link loadCsiServices} loads
+ * csi.proto (same codecs and options): the kubelet's `pluginregistration.Registration` service
+ * (GetInfo, NotifyRegistrationStatus), for the driver's registration socket and for tests that
+ * play the kubelet.
+ */
+export function loadRegistrationService(): grpc.ServiceClientConstructor {
+  if (registration !== undefined) return registration;
+  const root = new protobuf.Root().loadSync(REGISTRATION_PROTO_PATH, { keepCase: true });
+  root.resolveAll();
+  registration = grpc.makeGenericClientConstructor(
+    serviceDefinition(root, 'pluginregistration.Registration'),
+    'Registration',
+  );
+  return registration;
+}
+
+/** The grpc-js definition of a service (full name, e.g. `csi.v1.Node`): path and codecs of every method. */
+function serviceDefinition(root: protobuf.Root, fullName: string): grpc.ServiceDefinition {
   const definition: Record<string, grpc.MethodDefinition<object, object>> = {};
-  for (const method of root.lookupService(`csi.v1.${name}`).methodsArray) {
+  for (const method of root.lookupService(fullName).methodsArray) {
     const request = method.resolvedRequestType;
     const response = method.resolvedResponseType;
     if (request === null || response === null) {
-      throw new Error(`csi.v1.${name}.${method.name}: unresolved message type`);
+      throw new Error(`${fullName}.${method.name}: unresolved message type`);
     }
     definition[method.name] = {
-      path: `/csi.v1.${name}/${method.name}`,
+      path: `/${fullName}/${method.name}`,
       requestStream: method.requestStream === true,
       responseStream: method.responseStream === true,
       requestSerialize: serializer(request),
       requestDeserialize: deserializer(request),
       responseSerialize: serializer(response),
       responseDeserialize: deserializer(response),
-      // proto-loader's lodash camelCase; CSI method names are plain PascalCase.
+      // proto-loader's lodash camelCase; CSI and registration method names are plain PascalCase.
       originalName: method.name.charAt(0).toLowerCase() + method.name.slice(1),
     };
   }

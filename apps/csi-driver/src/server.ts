@@ -12,7 +12,7 @@ import { driverScope, thinClassPools, type DriverConfig } from './config.js';
 import { createControllerService } from './controller.js';
 import type { Handler } from './csi-types.js';
 import { toRpcFailure } from './errors.js';
-import { createIdentityService } from './identity.js';
+import { createIdentityService, createReadinessCheck, type Readiness } from './identity.js';
 import { withVolumeLocks } from './lock.js';
 import { logRpc, type Logger } from './log.js';
 import type { DriverMetrics } from './metrics.js';
@@ -67,9 +67,16 @@ export interface DriverServer {
   start(): Promise<string>;
   /**
    * Graceful shutdown: stop accepting calls, let in-flight calls finish
-   * within `graceMs` milliseconds (then cancel them), remove the socket file.
+   * within `graceMs` milliseconds (then cancel them), remove the socket file
+   * (only one this server bound).
    */
   stop(graceMs?: number): Promise<void>;
+  /**
+   * What Probe would answer now (identity.ts `createReadinessCheck`, the same state), with the
+   * reason when not ready; for /healthz.
+   * @throws the lvm failure that makes Probe fail.
+   */
+  readiness(): Promise<Readiness>;
 }
 
 /** Default bound on in-flight calls at shutdown, in milliseconds. */
@@ -103,14 +110,19 @@ export function createServer(deps: ServerDeps): DriverServer {
   const endpoint = parseEndpoint(deps.endpoint);
   const services = loadCsiServices();
   const mutex = new KeyedMutex();
-  const identity = createIdentityService({
-    driverName: deps.driverName,
-    version: deps.version,
+  const readiness = createReadinessCheck({
     config: deps.config,
     core: deps.core,
     onNotReady: (reason) => {
       deps.logger.warn({ reason }, 'probe: not ready');
     },
+  });
+  const identity = createIdentityService({
+    driverName: deps.driverName,
+    version: deps.version,
+    config: deps.config,
+    core: deps.core,
+    readiness,
   });
   const controller = withVolumeLocks(
     createControllerService({
@@ -221,6 +233,8 @@ export function createServer(deps: ServerDeps): DriverServer {
 
   let started = false;
   return {
+    readiness,
+
     async start(): Promise<string> {
       if (endpoint.kind === 'unix') await clearStaleSocket(endpoint.path);
       const target =
@@ -239,6 +253,9 @@ export function createServer(deps: ServerDeps): DriverServer {
     },
 
     async stop(graceMs = DEFAULT_SHUTDOWN_GRACE_MS): Promise<void> {
+      // Only a socket this server bound is removed: a start refused over a file that is not a
+      // socket (or over a live server's socket) leaves that path as it was.
+      const bound = started;
       if (started) {
         let timer: NodeJS.Timeout | undefined;
         const graceful = new Promise<boolean>((resolve) => {
@@ -259,7 +276,7 @@ export function createServer(deps: ServerDeps): DriverServer {
         }
         started = false;
       }
-      if (endpoint.kind === 'unix') await removeIfPresent(endpoint.path);
+      if (endpoint.kind === 'unix' && bound) await removeIfPresent(endpoint.path);
       deps.logger.info('stopped');
     },
   };
@@ -268,10 +285,10 @@ export function createServer(deps: ServerDeps): DriverServer {
 /**
  * Makes the socket path free: a socket nobody answers on (left by a killed
  * driver) is removed; a live one is refused; anything else is left alone
- * and refused.
+ * and refused. A missing path is free.
  * @throws FailedPreconditionError for a live server or a path that is no socket.
  */
-async function clearStaleSocket(path: string): Promise<void> {
+export async function clearStaleSocket(path: string): Promise<void> {
   let isSocket: boolean;
   try {
     isSocket = (await lstat(path)).isSocket();
@@ -294,7 +311,11 @@ async function clearStaleSocket(path: string): Promise<void> {
   await unlink(path);
 }
 
-async function removeIfPresent(path: string): Promise<void> {
+/**
+ * Removes a file (the driver's own socket at shutdown); a missing one is success.
+ * @throws the unlink error other than ENOENT.
+ */
+export async function removeIfPresent(path: string): Promise<void> {
   try {
     await unlink(path);
   } catch (error) {
