@@ -177,14 +177,15 @@ describe('runDriver', () => {
     /** Runs with `args` after `base` and an environment without LVSTAMP_OWNER_ID. */
     async function refused(args: string[], env: Record<string, string> = {}) {
       const d = deps(CONFIG_YAML, never);
-      const saved = process.env.LVSTAMP_OWNER_ID;
+      // The owner ID and whether this is a pod come from env alone (CI may itself run in a pod).
+      const saved = { ...process.env };
       delete process.env.LVSTAMP_OWNER_ID;
+      delete process.env.KUBERNETES_SERVICE_HOST;
       Object.assign(process.env, env);
       try {
         return { code: await runDriver([...base, ...args], d.value), d };
       } finally {
-        if (saved === undefined) delete process.env.LVSTAMP_OWNER_ID;
-        else process.env.LVSTAMP_OWNER_ID = saved;
+        process.env = saved;
       }
     }
 
@@ -239,6 +240,19 @@ describe('runDriver', () => {
       );
       const { code, d } = await refused(['--standalone', '--owner-id', OWNER]);
       expect(code).toBe(2);
+      expect(d.lockFiles).toEqual([]);
+    });
+
+    it('refuses --standalone in a Kubernetes pod (KUBERNETES_SERVICE_HOST set), whatever the ID', async () => {
+      expect(() => resolveOwnerId(undefined, true, true)).toThrow(
+        `--standalone is for a node without a cluster, but this driver runs in a Kubernetes pod (KUBERNETES_SERVICE_HOST is set): ${FIX}`,
+      );
+      expect(resolveOwnerId('ab'.repeat(16), false, true)).toBe('ab'.repeat(16));
+      const { code, d } = await refused(['--standalone'], { KUBERNETES_SERVICE_HOST: '10.96.0.1' });
+      expect(code).toBe(2);
+      expect(d.errors).toEqual([
+        `lvstamp-csi: --standalone is for a node without a cluster, but this driver runs in a Kubernetes pod (KUBERNETES_SERVICE_HOST is set): ${FIX}\n`,
+      ]);
       expect(d.lockFiles).toEqual([]);
     });
   });

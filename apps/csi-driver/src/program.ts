@@ -123,11 +123,22 @@ const OWNER_ID_FIX =
  * The owner ID the driver runs with (DESIGN.md §3 "Owner ID"): 32 hex digits, lower-cased. The
  * standalone ID (32 zeros) is the CLI's own; a cluster driver sharing it could not tell the
  * cluster's volumes from a node admin's, and its GC would remove the admin's as orphans, so it is
- * accepted only with `--standalone` (and is the default there).
- * @throws InvalidArgumentError naming the fix when the ID is missing, not 32 hex digits, or the
- *   standalone ID without `standalone`.
+ * accepted only with `--standalone` (and is the default there), and `--standalone` never in a
+ * pod (`inPod`: the kubelet sets KUBERNETES_SERVICE_HOST in every container).
+ * @throws InvalidArgumentError naming the fix when the ID is missing, not 32 hex digits, the
+ *   standalone ID without `standalone`, or `standalone` in a pod.
  */
-export function resolveOwnerId(value: string | undefined, standalone: boolean): string {
+export function resolveOwnerId(
+  value: string | undefined,
+  standalone: boolean,
+  inPod = false,
+): string {
+  if (standalone && inPod) {
+    throw new InvalidArgumentError(
+      '--standalone is for a node without a cluster, but this driver runs in a Kubernetes pod ' +
+        `(KUBERNETES_SERVICE_HOST is set): ${OWNER_ID_FIX}`,
+    );
+  }
   if (value === undefined || value.trim() === '') {
     if (standalone) return STANDALONE_OWNER_ID;
     throw new InvalidArgumentError(
@@ -193,7 +204,8 @@ export async function runDriver(argv: readonly string[], deps: DriverDeps): Prom
     if (options.healthAddress !== undefined) {
       planRoute(http, parseHttpAddress(options.healthAddress, '--health-address'), '/healthz');
     }
-    ownerId = resolveOwnerId(options.ownerId, options.standalone);
+    const inPod = (process.env.KUBERNETES_SERVICE_HOST ?? '') !== '';
+    ownerId = resolveOwnerId(options.ownerId, options.standalone, inPod);
     if (options.nodeId.trim() === '') {
       throw new Error('--node-id must name this node (the orchestrator’s node name), got ""');
     }
