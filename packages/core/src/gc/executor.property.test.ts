@@ -29,8 +29,9 @@ import type { GcPlan, GcPlanEntry, Inventory } from './types.js';
 //
 // Broken executors this property is known to catch on every seed tried
 // (each with one deliberate fault):
-//   a volume's tags not re-checked           its header not re-checked
-//   lv_uuid not re-checked (volume, snapshot) LV open count not re-checked
+//   a volume's tags not re-checked            a snapshot's tags not re-checked
+//   a volume's header not re-checked          a snapshot's sector 0 not re-checked
+//   lv_uuid not re-checked (volume, snapshot) LV open count not re-checked (volume, snapshot)
 //   a map's open count or UUID not re-checked its own data device's open count not re-checked
 //   a headerless create accepting any header that is not ok
 //   a snapshot's lvstamp.source not compared with the plan
@@ -289,9 +290,25 @@ class Node {
 interface Change {
   readonly index: number;
   readonly pick: number;
+  /** For a volume: its data device was also set up (closed) after the plan, before the change. */
+  readonly dataDevice: boolean;
 }
 
-const changeArb: fc.Arbitrary<Change> = fc.record({ index: fc.nat(9), pick: fc.nat(99) });
+/**
+ * Changes to the first ten removal entries (more than a plan holds: the cap
+ * is ≤ 6, maps ≤ 4), each changed or not, about even: every kind of entry
+ * meets its changes in many runs, and unchanged entries remain for the
+ * liveness side.
+ */
+const changesArb: fc.Arbitrary<Change[]> = fc
+  .array(
+    fc.option(fc.record({ pick: fc.nat(99), dataDevice: fc.boolean() }), { nil: null, freq: 2 }),
+    {
+      minLength: 10,
+      maxLength: 10,
+    },
+  )
+  .map((picks) => picks.flatMap((p, index) => (p === null ? [] : [{ index, ...p }])));
 
 type ChangeKind =
   | 'open-map'
@@ -309,7 +326,6 @@ type ChangeKind =
   | 'recreate'
   | 'open'
   | 'deactivate'
-  | 'add-data-device'
   | 'open-data-device'
   | 'drop-from'
   | 'second-from'
@@ -332,7 +348,7 @@ const LV_CHANGES: readonly ChangeKind[] = [
 
 /**
  * The changes that can befall an entry's device. Those aimed at the
- * entry's own evidence are listed twice: each re-check of DESIGN.md §6
+ * entry's own evidence are listed again and again: each re-check of DESIGN.md §6
  * "The executor" meets its change in many runs of every seed.
  */
 function changesFor(entry: GcPlanEntry): readonly ChangeKind[] {
@@ -347,18 +363,17 @@ function changesFor(entry: GcPlanEntry): readonly ChangeKind[] {
     'header-other-id',
     'header-own',
     'header-unsupported',
-    'add-data-device',
     'open-data-device',
     'open-data-device',
   ];
   switch (entry.evidence) {
     case 'source-header': {
       const own: ChangeKind[] = ['drop-from', 'second-from', 'malformed-from'];
-      return [...volume, ...own, ...own];
+      return [...volume, ...own, ...own, ...own];
     }
     case 'owner-tag': {
       const own: ChangeKind[] = ['header-corrupt', 'header-unsupported', 'header-own'];
-      return [...volume, ...own, ...own];
+      return [...volume, ...own, ...own, ...own];
     }
     default:
       return volume;
@@ -368,7 +383,7 @@ function changesFor(entry: GcPlanEntry): readonly ChangeKind[] {
 /** Applies `change` to the node; returns the device names whose state it may have changed. */
 function applyChange(node: Node, plan: GcPlan, change: Change): string[] {
   const removals = plan.entries.filter((e) => e.action !== 'keep');
-  const entry = removals[change.index % Math.max(removals.length, 1)];
+  const entry = removals[change.index];
   if (entry === undefined) return [];
   const kinds = changesFor(entry);
   const kind = kinds[change.pick % kinds.length];
@@ -394,6 +409,8 @@ function applyChange(node: Node, plan: GcPlan, change: Change): string[] {
     changed({ ...lv, tags: [...lv.tags.filter(keep), ...added] });
   };
   const touched = [entry.device, ...(isVolume ? [dmNameFor(entry.volumeId)] : [])];
+  // A data device that appeared after the plan: removed with its LV, only once the LV passed.
+  if (isVolume && change.dataDevice) node.dataDeviceOver(lv, entry.volumeId, false);
   const path = lv.dmPath;
   const other = (id: string) => IDS.find((i) => i !== id) ?? '';
   const ownerTag = `lvstamp.owner=${plan.ownerId}`;
@@ -483,9 +500,8 @@ function applyChange(node: Node, plan: GcPlan, change: Change): string[] {
       );
       break;
     }
-    case 'add-data-device':
     case 'open-data-device':
-      if (isVolume) node.dataDeviceOver(lv, entry.volumeId, kind === 'open-data-device');
+      if (isVolume) node.dataDeviceOver(lv, entry.volumeId, true);
       break;
     case 'deactivate':
       changed({ ...lv, active: false, kernelMajor: null, kernelMinor: null, dmPath: null });
@@ -502,60 +518,56 @@ describe(`applyGcPlan re-checks (seed ${String(PROPERTY_SEED)}, ${String(PROPERT
     async () => {
       console.log(propertySeedLine('applyGcPlan'));
       await fc.assert(
-        fc.asyncProperty(
-          gcInputArb,
-          fc.array(changeArb, { maxLength: 4 }),
-          async (input, changes) => {
-            const policy = { ...input.policy, dryRun: false };
-            const plan = planGc(
-              input.inventory,
-              input.liveSet,
-              policy,
-              input.nowMs,
-              input.snapshotLiveSet === undefined ? {} : { snapshotLiveSet: input.snapshotLiveSet },
-            );
-            const node = new Node(input.inventory);
-            const touched = new Set(changes.flatMap((c) => applyChange(node, plan, c)));
-            const outcomes = await applyGcPlan(plan, node.ports(plan));
-            if (node.violations.length > 0)
-              throw new Error(`acted on a changed device: ${node.violations.join('; ')}`);
-            // Liveness: an entry nothing touched is removed. Left out: an LV under a map that is
-            // not its own data device (another ID, or its name with a foreign UUID) is held open
-            // by it, which the executor rightly counts (the inventory subtracts every lvstamp map).
-            for (const o of outcomes) {
-              const e = o.entry;
-              const foreignMap =
-                e.target === 'volume' &&
-                input.inventory.volumes.some(
-                  (v) =>
-                    v.device === e.device &&
-                    v.dataMaps.some(
-                      (n) =>
-                        n !== dmNameFor(e.volumeId) ||
-                        input.inventory.maps.some(
-                          (m) => m.name === n && m.uuid !== dmUuidFor(e.volumeId),
-                        ),
-                    ),
-                );
-              const overTouchedLv =
-                e.target === 'map' &&
-                input.inventory.maps.some(
-                  (m) => m.name === e.device && m.lv !== null && touched.has(m.lv),
-                );
-              const underTouchedMap =
-                e.target === 'volume' &&
-                input.inventory.volumes.some(
-                  (v) => v.device === e.device && v.dataMaps.some((n) => touched.has(n)),
-                );
-              const unchanged = !touched.has(e.device) && !overTouchedLv && !underTouchedMap;
-              if (unchanged && !foreignMap && o.outcome !== 'removed') {
-                throw new Error(
-                  `${e.device} was planned, nothing changed it, yet ${o.outcome}: ${o.detail}`,
-                );
-              }
+        fc.asyncProperty(gcInputArb, changesArb, async (input, changes) => {
+          const policy = { ...input.policy, dryRun: false };
+          const plan = planGc(
+            input.inventory,
+            input.liveSet,
+            policy,
+            input.nowMs,
+            input.snapshotLiveSet === undefined ? {} : { snapshotLiveSet: input.snapshotLiveSet },
+          );
+          const node = new Node(input.inventory);
+          const touched = new Set(changes.flatMap((c) => applyChange(node, plan, c)));
+          const outcomes = await applyGcPlan(plan, node.ports(plan));
+          if (node.violations.length > 0)
+            throw new Error(`acted on a changed device: ${node.violations.join('; ')}`);
+          // Liveness: an entry nothing touched is removed. Left out: an LV under a map that is
+          // not its own data device (another ID, or its name with a foreign UUID) is held open
+          // by it, which the executor rightly counts (the inventory subtracts every lvstamp map).
+          for (const o of outcomes) {
+            const e = o.entry;
+            const foreignMap =
+              e.target === 'volume' &&
+              input.inventory.volumes.some(
+                (v) =>
+                  v.device === e.device &&
+                  v.dataMaps.some(
+                    (n) =>
+                      n !== dmNameFor(e.volumeId) ||
+                      input.inventory.maps.some(
+                        (m) => m.name === n && m.uuid !== dmUuidFor(e.volumeId),
+                      ),
+                  ),
+              );
+            const overTouchedLv =
+              e.target === 'map' &&
+              input.inventory.maps.some(
+                (m) => m.name === e.device && m.lv !== null && touched.has(m.lv),
+              );
+            const underTouchedMap =
+              e.target === 'volume' &&
+              input.inventory.volumes.some(
+                (v) => v.device === e.device && v.dataMaps.some((n) => touched.has(n)),
+              );
+            const unchanged = !touched.has(e.device) && !overTouchedLv && !underTouchedMap;
+            if (unchanged && !foreignMap && o.outcome !== 'removed') {
+              throw new Error(
+                `${e.device} was planned, nothing changed it, yet ${o.outcome}: ${o.detail}`,
+              );
             }
-          },
-        ),
+          }
+        }),
         { numRuns: PROPERTY_RUNS, seed: PROPERTY_SEED },
       );
     },

@@ -29,15 +29,19 @@ import type {
 //
 // Broken planners this property is known to catch on every seed tried
 // (each with one deliberate fault; most within a few hundred inventories):
-//   grace period off by 1 ms               open count unknown taken as 0 (LV, snapshot)
-//   header ID trusted without the name's   snapshot removals not counted in the cap
-//   owner compared case-insensitively      snapshot aged by lv_time, or by sector 0
-//   future creation time taken as age 0    map over a young LV removed
-//   its data device's open count ignored   any owner tag accepted
-//   percentage cap rounded, not floored    own stamped LVs counting other owners
-//   clone `from=volume.<id>` not matched   cap applied per kind
-//   lvstamp.size/created not required      the first of two `from` tags taken
-//   entries in reverse order (cap applied from the last)
+//   grace period ignored, or off by 1 ms   future time taken as age 0 (or within the grace)
+//   unknown age taken as old               open count unknown taken as 0 (LV, snapshot)
+//   open never checked                     its data device's open count ignored
+//   live set ignored                       tags never checked (volumes, snapshots)
+//   any owner tag accepted                 owner compared case-insensitively
+//   another owner's header accepted        header ID trusted without the name's
+//   clone `from=volume.<id>` not matched   the first of two `from` tags taken
+//   lvstamp.size/created not required      snapshot aged by lv_time, or by sector 0
+//   map over a young LV removed            map over an LV not provably lvstamp's removed
+//   a map removal naming an LV             cap ignored, or applied per kind
+//   snapshot removals not counted          percentage cap rounded, not floored
+//   own stamped LVs counting other owners  everything kept (maps too)
+//   entries unsorted, or in reverse order  the inventory sorted in place
 
 const naming = DEFAULT_NAMING;
 

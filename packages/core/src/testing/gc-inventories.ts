@@ -264,7 +264,7 @@ const rawVolumeArb = fc.record({
    * `lvstamp.from` tag naming that snapshot or source volume.
    */
   copy: fc.oneof(
-    { weight: 3, arbitrary: fc.constant(null) },
+    { weight: 2, arbitrary: fc.constant(null) },
     {
       weight: 1,
       arbitrary: fc.record({
