@@ -3,9 +3,18 @@ import { describe, it } from 'vitest';
 import type { DmMap } from '../device/types.js';
 import type { DecodeResult } from '../header/types.js';
 import type { LogicalVolume, Volume } from '../lvm/types.js';
-import { dmNameFor, dmUuidFor, lvDmName, ownerTagFor, parseFromTag } from '../naming.js';
-import { IDS, OWNERS, PROPERTY_SEED, gcInputArb } from '../testing/gc-inventories.js';
-import { failedHeaderCheck, failedTagCheck } from '../volumes/ownership.js';
+import { dmNameFor, dmUuidFor, lvDmName } from '../naming.js';
+import {
+  CASE_VARIANTS,
+  IDS,
+  OWNERS,
+  PROPERTY_RUNS,
+  PROPERTY_SEED,
+  PROPERTY_TIMEOUT_MS,
+  gcInputArb,
+  propertySeedLine,
+} from '../testing/gc-inventories.js';
+import { fromTagOf, hasBothTags, headerIs, tagValues } from '../testing/gc-oracle.js';
 import { applyGcPlan } from './executor.js';
 import { planGc } from './planner.js';
 import type { GcExecutorPorts, GcLinearTarget } from './ports.js';
@@ -13,9 +22,22 @@ import type { GcPlan, GcPlanEntry, Inventory } from './types.js';
 
 // The executor's re-checks (DESIGN.md §6 "The executor") over random plans and
 // random changes between plan and apply: it acts only on a device that is
-// still what the plan relied on, and acts on every planned device nothing changed.
-
-const RUNS = Number(process.env.LVSTAMP_PROPERTY_RUNS ?? '') || 10_000;
+// still what the plan relied on, and acts on every planned device nothing
+// changed. The fake node judges each act at the moment it happens, with
+// testing/gc-oracle.ts (not the executor's own checks): an LV's data device
+// may go only once the LV itself passed every re-check.
+//
+// Broken executors this property is known to catch on every seed tried
+// (each with one deliberate fault):
+//   a volume's tags not re-checked            a snapshot's tags not re-checked
+//   a volume's header not re-checked          a snapshot's sector 0 not re-checked
+//   lv_uuid not re-checked (volume, snapshot) LV open count not re-checked (volume, snapshot)
+//   a map's open count or UUID not re-checked its own data device's open count not re-checked
+//   a headerless create accepting any header that is not ok
+//   a snapshot's lvstamp.source not compared with the plan
+//   an interrupted restore's lvstamp.from tag not re-checked
+//   the data device removed before the LV's tags and header are re-checked
+//   LV holders counted as if its data device always existed
 
 /** A node behind the executor's ports, built from the inventory the plan was made from. */
 class Node {
@@ -99,40 +121,73 @@ class Node {
       : undefined;
   }
 
-  /** Records a broken rule when the LV `ref` names is not, right now, what `entry` relied on. */
-  private checkLvRemoval(plan: GcPlan, entry: GcPlanEntry | undefined, lv: LogicalVolume): void {
-    const at = `lvremove ${lv.vgName}/${lv.lvName}`;
-    const fail = (why: string): void => {
-      this.violations.push(`${at}: ${why}`);
-    };
-    if (entry === undefined || entry.target === 'map') {
-      fail('no such entry in the plan');
-      return;
-    }
-    if (entry.lvUuid !== lv.lvUuid || entry.lvName !== lv.lvName) fail('another LV than planned');
-    if (failedTagCheck(lv, plan.ownerId, plan.naming) !== null) fail('without both tags');
+  /**
+   * Why the LV is not, right now, what `entry` relied on (DESIGN.md §6 "The
+   * executor"); empty when it still is. `dataDeviceGone` adds that its own
+   * data device must be gone (true at lvremove, not at its `dmsetup remove`).
+   */
+  lvProblems(
+    plan: GcPlan,
+    entry: GcPlanEntry | undefined,
+    lv: LogicalVolume,
+    dataDeviceGone: boolean,
+  ): string[] {
+    if (entry === undefined || entry.target === 'map') return ['no such entry in the plan'];
+    const problems: string[] = [];
+    if (entry.lvUuid !== lv.lvUuid || entry.lvName !== lv.lvName)
+      problems.push('another LV than planned');
+    if (!hasBothTags(lv.tags, plan.ownerId)) problems.push('without both tags');
     const header = this.headers.get(lv.dmPath ?? '') ?? null;
-    if (header === null) {
-      fail('its header cannot be read');
-      return;
-    }
+    if (!lv.active || header === null) return [...problems, 'inactive, its header unread'];
     if (entry.target === 'snapshot') {
-      if (failedHeaderCheck(header, entry.sourceVolumeId ?? '', plan.ownerId) !== null)
-        fail('sector 0 is not the planned source header of this owner');
-      if (this.holders(lv, null) !== 0) fail('open');
+      const source = entry.sourceVolumeId ?? '';
+      const sources = tagValues(lv.tags, 'source');
+      if (sources.length !== 1 || sources[0] !== source)
+        problems.push(`lvstamp.source is ${sources.join(',') || 'missing'}, planned ${source}`);
+      if (!headerIs(header, source, plan.ownerId))
+        problems.push('sector 0 is not the planned source header of this owner');
+      if (this.holders(lv, null) !== 0) problems.push('open');
+      return problems;
+    }
+    const evidence =
+      entry.evidence === 'header'
+        ? headerIs(header, entry.volumeId, plan.ownerId)
+        : entry.evidence === 'source-header'
+          ? headerIs(header, entry.headerVolumeId ?? '', plan.ownerId) &&
+            fromTagOf(lv.tags) !== null
+          : entry.evidence === 'owner-tag' && header.status === 'not-stamped';
+    if (!evidence) problems.push(`no longer the planned ${String(entry.evidence)} evidence`);
+    if (this.holders(lv, entry.volumeId) !== 0) problems.push('open');
+    if (dataDeviceGone && this.ownMap(lv, entry.volumeId) !== undefined)
+      problems.push('its data device is still there');
+    return problems;
+  }
+
+  /** Sets up `lvstamp-<volumeId>` over the LV (unless a map of that name exists), open or not. */
+  dataDeviceOver(lv: LogicalVolume, volumeId: string, open: boolean): void {
+    if (lv.kernelMajor === null || lv.kernelMinor === null) return;
+    const existing = this.ownMap(lv, volumeId);
+    if (existing !== undefined) {
+      if (open) {
+        this.dmMaps = this.dmMaps.map((m) =>
+          m === existing ? { ...m, openCount: m.openCount + 1 } : m,
+        );
+      }
       return;
     }
-    const ok =
-      entry.evidence === 'header'
-        ? failedHeaderCheck(header, entry.volumeId, plan.ownerId) === null
-        : entry.evidence === 'source-header'
-          ? failedHeaderCheck(header, entry.headerVolumeId ?? '', plan.ownerId) === null &&
-            parseFromTag(lv.tags, plan.naming) !== null
-          : header.status === 'not-stamped';
-    if (!ok) fail(`its header no longer is the planned ${String(entry.evidence)} evidence`);
-    if (this.holders(lv, entry.volumeId) !== 0) fail('open');
-    const own = this.ownMap(lv, entry.volumeId);
-    if (own !== undefined) fail('its data device is still there');
+    if (this.dmMaps.some((m) => m.name === dmNameFor(volumeId))) return;
+    const lvDevice = lvDmName(lv.vgName, lv.lvName);
+    this.dmMaps = [
+      ...this.dmMaps.map((m) => (m.name === lvDevice ? { ...m, openCount: m.openCount + 1 } : m)),
+      {
+        name: dmNameFor(volumeId),
+        uuid: dmUuidFor(volumeId),
+        major: 253,
+        minor: 1000 + this.dmMaps.length,
+        openCount: open ? 1 : 0,
+      },
+    ];
+    this.tables.set(volumeId, { major: lv.kernelMajor, minor: lv.kernelMinor });
   }
 
   ports(plan: GcPlan): GcExecutorPorts {
@@ -152,7 +207,13 @@ class Node {
           // executor alone must have refused whatever changed.
           const lv = [...this.volumes, ...this.snapshots].find((v) => v.lvUuid === ref.lvUuid);
           if (lv === undefined) return Promise.resolve();
-          this.checkLvRemoval(plan, entryOf(`${lv.vgName}/${lv.lvName}`), lv);
+          for (const problem of this.lvProblems(
+            plan,
+            entryOf(`${lv.vgName}/${lv.lvName}`),
+            lv,
+            true,
+          ))
+            this.violations.push(`lvremove ${lv.vgName}/${lv.lvName}: ${problem}`);
           this.acted.add(`${lv.vgName}/${lv.lvName}`);
           this.volumes = this.volumes.filter((v) => v.lvUuid !== ref.lvUuid);
           this.snapshots = this.snapshots.filter((v) => v.lvUuid !== ref.lvUuid);
@@ -190,8 +251,21 @@ class Node {
           if (map.uuid !== dmUuidFor(volumeId))
             this.violations.push(`dmsetup remove ${name}: UUID ${map.uuid}`);
           if (map.openCount > 0) this.violations.push(`dmsetup remove ${name}: open`);
-          this.acted.add(name);
           const target = this.tables.get(volumeId);
+          if (planned?.action !== 'remove-map') {
+            // An LV's data device: only after that LV passed every re-check (DESIGN.md §6).
+            const lv = this.volumes.find(
+              (v) => v.kernelMajor === target?.major && v.kernelMinor === target.minor,
+            );
+            const entry = plan.entries.find(
+              (e) => e.action === 'remove-volume' && e.lvUuid === lv?.lvUuid,
+            );
+            const problems =
+              lv === undefined ? ['over no listed LV'] : this.lvProblems(plan, entry, lv, false);
+            for (const problem of problems)
+              this.violations.push(`dmsetup remove ${name} before its LV's re-check: ${problem}`);
+          }
+          this.acted.add(name);
           this.dmMaps = this.dmMaps
             .filter((m) => m !== map)
             .map((m) =>
@@ -208,60 +282,116 @@ class Node {
   }
 }
 
-/** One change between plan and apply, aimed at the `index`-th removal entry. */
-type Change =
-  | { kind: 'drop-tag'; index: number; tag: 'lvstamp' | 'owner' }
-  | {
-      kind: 'header';
-      index: number;
-      to: 'other-id' | 'other-owner' | 'not-stamped' | 'corrupt' | 'own';
-    }
-  | {
-      kind: 'rename' | 'recreate' | 'open' | 'deactivate' | 'open-map' | 'drop-from';
-      index: number;
-    };
+/**
+ * One change between plan and apply: `pick` chooses among the changes that
+ * can happen to the `index`-th removal entry's device (changesFor), so that
+ * every change meets every kind of entry often.
+ */
+interface Change {
+  readonly index: number;
+  readonly pick: number;
+  /** For a volume: its data device was also set up (closed) after the plan, before the change. */
+  readonly dataDevice: boolean;
+}
 
-const changeArb: fc.Arbitrary<Change> = fc.oneof(
-  fc.record({
-    kind: fc.constant('drop-tag' as const),
-    index: fc.nat(9),
-    tag: fc.constantFrom('lvstamp' as const, 'owner' as const),
-  }),
-  fc.record({
-    kind: fc.constant('header' as const),
-    index: fc.nat(9),
-    to: fc.constantFrom(
-      'other-id' as const,
-      'other-owner' as const,
-      'not-stamped' as const,
-      'corrupt' as const,
-      'own' as const,
-    ),
-  }),
-  fc.record({
-    kind: fc.constantFrom(
-      'rename' as const,
-      'recreate' as const,
-      'open' as const,
-      'deactivate' as const,
-      'open-map' as const,
-      'drop-from' as const,
-    ),
-    index: fc.nat(9),
-  }),
-);
+/**
+ * Changes to the first ten removal entries (more than a plan holds: the cap
+ * is ≤ 6, maps ≤ 4), each changed or not, about even: every kind of entry
+ * meets its changes in many runs, and unchanged entries remain for the
+ * liveness side.
+ */
+const changesArb: fc.Arbitrary<Change[]> = fc
+  .array(
+    fc.option(fc.record({ pick: fc.nat(99), dataDevice: fc.boolean() }), { nil: null, freq: 2 }),
+    {
+      minLength: 10,
+      maxLength: 10,
+    },
+  )
+  .map((picks) => picks.flatMap((p, index) => (p === null ? [] : [{ index, ...p }])));
+
+type ChangeKind =
+  | 'open-map'
+  | 'recreate-map'
+  | 'drop-lvstamp-tag'
+  | 'drop-owner-tag'
+  | 'owner-tag-case'
+  | 'header-other-id'
+  | 'header-other-owner'
+  | 'header-not-stamped'
+  | 'header-corrupt'
+  | 'header-unsupported'
+  | 'header-own'
+  | 'rename'
+  | 'recreate'
+  | 'open'
+  | 'deactivate'
+  | 'open-data-device'
+  | 'drop-from'
+  | 'second-from'
+  | 'malformed-from'
+  | 'retag-source'
+  | 'resource';
+
+const LV_CHANGES: readonly ChangeKind[] = [
+  'drop-lvstamp-tag',
+  'drop-owner-tag',
+  'owner-tag-case',
+  'header-other-owner',
+  'header-not-stamped',
+  'header-corrupt',
+  'rename',
+  'recreate',
+  'open',
+  'deactivate',
+];
+
+/**
+ * The changes that can befall an entry's device. Those aimed at the
+ * entry's own evidence are listed again and again: each re-check of DESIGN.md §6
+ * "The executor" meets its change in many runs of every seed.
+ */
+function changesFor(entry: GcPlanEntry): readonly ChangeKind[] {
+  if (entry.target === 'map') return ['open-map', 'recreate-map'];
+  if (entry.target === 'snapshot') {
+    // 'resource' is the one change only the comparison with the planned source can see.
+    const own: ChangeKind[] = ['retag-source', 'header-other-id', 'resource', 'resource'];
+    return [...LV_CHANGES, ...own, 'resource', 'resource'];
+  }
+  const volume: ChangeKind[] = [
+    ...LV_CHANGES,
+    'header-other-id',
+    'header-own',
+    'header-unsupported',
+    'open-data-device',
+    'open-data-device',
+  ];
+  switch (entry.evidence) {
+    case 'source-header': {
+      const own: ChangeKind[] = ['drop-from', 'second-from', 'malformed-from'];
+      return [...volume, ...own, ...own, ...own];
+    }
+    case 'owner-tag': {
+      const own: ChangeKind[] = ['header-corrupt', 'header-unsupported', 'header-own'];
+      return [...volume, ...own, ...own, ...own];
+    }
+    default:
+      return volume;
+  }
+}
 
 /** Applies `change` to the node; returns the device names whose state it may have changed. */
 function applyChange(node: Node, plan: GcPlan, change: Change): string[] {
   const removals = plan.entries.filter((e) => e.action !== 'keep');
-  const entry = removals[change.index % Math.max(removals.length, 1)];
+  const entry = removals[change.index];
   if (entry === undefined) return [];
+  const kinds = changesFor(entry);
+  const kind = kinds[change.pick % kinds.length];
   if (entry.target === 'map') {
-    if (change.kind !== 'open-map' && change.kind !== 'recreate') return [];
     node.dmMaps = node.dmMaps.map((m) =>
       m.name !== entry.device
         ? m
-        : change.kind === 'open-map'
+        : kind === 'open-map'
           ? { ...m, openCount: m.openCount + 1 }
           : { ...m, uuid: `${m.uuid}-new` },
     );
@@ -275,85 +405,120 @@ function applyChange(node: Node, plan: GcPlan, change: Change): string[] {
     if (isVolume) node.volumes = node.volumes.map((v) => (v === lv ? { ...v, ...next } : v));
     else node.snapshots = node.snapshots.map((v) => (v === lv ? next : v));
   };
+  const retag = (keep: (tag: string) => boolean, ...added: string[]) => {
+    changed({ ...lv, tags: [...lv.tags.filter(keep), ...added] });
+  };
   const touched = [entry.device, ...(isVolume ? [dmNameFor(entry.volumeId)] : [])];
-  const path = lv.dmPath ?? '';
-  const header = node.headers.get(path);
-  switch (change.kind) {
-    case 'drop-tag': {
-      const tag = change.tag === 'lvstamp' ? plan.naming.tag : ownerTagFor(plan.ownerId);
-      changed({ ...lv, tags: lv.tags.filter((t) => t !== tag) });
-      return touched;
+  // A data device that appeared after the plan: removed with its LV, only once the LV passed.
+  if (isVolume && change.dataDevice) node.dataDeviceOver(lv, entry.volumeId, false);
+  const path = lv.dmPath;
+  const other = (id: string) => IDS.find((i) => i !== id) ?? '';
+  const ownerTag = `lvstamp.owner=${plan.ownerId}`;
+  const header = path === null ? undefined : node.headers.get(path);
+  const fields =
+    header?.status === 'ok'
+      ? header.header
+      : {
+          volumeId: IDS[0] ?? '',
+          ownerId: plan.ownerId,
+          createdAtMs: 0,
+          dataOffsetBytes: 1048576,
+          requestedBytes: 1 << 30,
+          name: 'pvc-x',
+        };
+  const setHeader = (next: DecodeResult) => {
+    if (path !== null) node.headers.set(path, next);
+  };
+  const okHeader = (volumeId: string, ownerId: string): DecodeResult => ({
+    status: 'ok',
+    version: 2,
+    header: { ...fields, volumeId, ownerId },
+  });
+  switch (kind) {
+    case 'drop-lvstamp-tag':
+      retag((t) => t !== 'lvstamp');
+      break;
+    case 'drop-owner-tag':
+      retag((t) => t !== ownerTag);
+      break;
+    case 'owner-tag-case': {
+      const variant = CASE_VARIANTS[OWNERS.indexOf(plan.ownerId as (typeof OWNERS)[number])];
+      retag((t) => t !== ownerTag, `lvstamp.owner=${variant ?? plan.ownerId.toUpperCase()}`);
+      break;
     }
     case 'drop-from':
-      changed({
-        ...lv,
-        tags: lv.tags.filter(
-          (t) => !t.startsWith(`${plan.naming.tag}.`) || t.startsWith(`${plan.naming.tag}.owner=`),
-        ),
-      });
-      return touched;
-    case 'header': {
-      const base = header?.status === 'ok' ? header.header : null;
-      const fields = base ?? {
-        volumeId: IDS[0] ?? '',
-        ownerId: plan.ownerId,
-        createdAtMs: 0,
-        dataOffsetBytes: 1048576,
-        requestedBytes: 1 << 30,
-        name: 'pvc-x',
-      };
-      const next: DecodeResult =
-        change.to === 'not-stamped'
-          ? { status: 'not-stamped', reason: 'zeros' }
-          : change.to === 'corrupt'
-            ? { status: 'corrupt', reason: 'checksum mismatch' }
-            : {
-                status: 'ok',
-                version: 2,
-                header: {
-                  ...fields,
-                  ...(change.to === 'other-id' ? { volumeId: `${fields.volumeId.slice(1)}9` } : {}),
-                  ...(change.to === 'other-owner'
-                    ? { ownerId: OWNERS.find((o) => o !== plan.ownerId) ?? '' }
-                    : {}),
-                  ...(change.to === 'own' && isVolume
-                    ? { volumeId: entry.volumeId, ownerId: plan.ownerId }
-                    : {}),
-                },
-              };
-      node.headers.set(path, next);
-      return touched;
+      retag((t) => !t.startsWith('lvstamp.from='));
+      break;
+    case 'second-from': {
+      const from = lv.tags.find((t) => t.startsWith('lvstamp.from=')) ?? '';
+      const second = [
+        `lvstamp.from=snapshot.${IDS[3] ?? ''}`,
+        `lvstamp.from=volume.${IDS[4] ?? ''}`,
+      ];
+      retag(() => true, second[0] === from ? (second[1] ?? '') : (second[0] ?? ''));
+      break;
     }
+    case 'malformed-from':
+      retag((t) => !t.startsWith('lvstamp.from='), `lvstamp.from=snapshot.${'A'.repeat(32)}`);
+      break;
+    case 'retag-source':
+    case 'resource': {
+      // Another source ID; 'resource' also makes sector 0 that source's header, of this owner.
+      const source = other(entry.target === 'snapshot' ? (entry.sourceVolumeId ?? '') : '');
+      retag((t) => !t.startsWith('lvstamp.source='), `lvstamp.source=${source}`);
+      if (kind === 'resource') setHeader(okHeader(source, plan.ownerId));
+      break;
+    }
+    case 'header-other-id':
+      setHeader(okHeader(other(fields.volumeId), fields.ownerId));
+      break;
+    case 'header-other-owner':
+      setHeader(okHeader(fields.volumeId, OWNERS.find((o) => o !== plan.ownerId) ?? ''));
+      break;
+    case 'header-own':
+      setHeader(okHeader(isVolume ? entry.volumeId : fields.volumeId, plan.ownerId));
+      break;
+    case 'header-not-stamped':
+      setHeader({ status: 'not-stamped', reason: 'zeros' });
+      break;
+    case 'header-corrupt':
+      setHeader({ status: 'corrupt', reason: 'checksum mismatch' });
+      break;
+    case 'header-unsupported':
+      setHeader({ status: 'unsupported', reason: 'version 7 > 2', version: 7 });
+      break;
     case 'rename':
       changed({ ...lv, lvName: `${lv.lvName}x` });
-      return touched;
+      break;
     case 'recreate':
       changed({ ...lv, lvUuid: `${lv.lvUuid}-new` });
-      return touched;
-    case 'open':
-    case 'open-map': {
-      const name =
-        change.kind === 'open-map' && isVolume
-          ? dmNameFor(entry.volumeId)
-          : lvDmName(lv.vgName, lv.lvName);
+      break;
+    case 'open': {
+      const name = lvDmName(lv.vgName, lv.lvName);
       node.dmMaps = node.dmMaps.map((m) =>
         m.name === name ? { ...m, openCount: m.openCount + 1 } : m,
       );
-      return touched;
+      break;
     }
+    case 'open-data-device':
+      if (isVolume) node.dataDeviceOver(lv, entry.volumeId, true);
+      break;
     case 'deactivate':
       changed({ ...lv, active: false, kernelMajor: null, kernelMinor: null, dmPath: null });
-      return touched;
+      break;
+    default:
+      break;
   }
+  return touched;
 }
 
-describe(`applyGcPlan re-checks (seed ${String(PROPERTY_SEED)}, ${String(RUNS)} plans; replay with LVSTAMP_PROPERTY_SEED)`, () => {
-  it('acts only on devices still as planned, and on every planned device nothing changed', async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        gcInputArb,
-        fc.array(changeArb, { maxLength: 3 }),
-        async (input, changes) => {
+describe(`applyGcPlan re-checks (seed ${String(PROPERTY_SEED)}, ${String(PROPERTY_RUNS)} plans; replay with LVSTAMP_PROPERTY_SEED)`, () => {
+  it(
+    'acts only on devices still as planned, and on every planned device nothing changed',
+    async () => {
+      console.log(propertySeedLine('applyGcPlan'));
+      await fc.assert(
+        fc.asyncProperty(gcInputArb, changesArb, async (input, changes) => {
           const policy = { ...input.policy, dryRun: false };
           const plan = planGc(
             input.inventory,
@@ -402,9 +567,10 @@ describe(`applyGcPlan re-checks (seed ${String(PROPERTY_SEED)}, ${String(RUNS)} 
               );
             }
           }
-        },
-      ),
-      { numRuns: RUNS, seed: PROPERTY_SEED },
-    );
-  });
+        }),
+        { numRuns: PROPERTY_RUNS, seed: PROPERTY_SEED },
+      );
+    },
+    PROPERTY_TIMEOUT_MS,
+  );
 });

@@ -387,6 +387,34 @@ describe('applyGcPlan', () => {
     expect(node.calls.some((c) => c.startsWith(`removeLogicalVolume ${orphanLv}`))).toBe(false);
   });
 
+  it('re-checks the tags and the header before it removes the data device: a changed LV keeps it', async () => {
+    const changes: ((node: FakeNode, lv: Volume) => void)[] = [
+      (node, lv) => {
+        node.volumes = node.volumes.map((v) => (v === lv ? { ...lv, tags: ['lvstamp'] } : v));
+      },
+      (node, lv) => {
+        node.headers.set(lv.dmPath ?? '', okHeader(ORPHAN, 'f'.repeat(32)));
+      },
+    ];
+    for (const change of changes) {
+      const { node, plan } = await planned();
+      const volumeOnly: GcPlan = {
+        ...plan,
+        entries: plan.entries.filter((e) => e.device === orphanLv),
+      };
+      change(node, node.volumes.find((v) => v.volumeId === ORPHAN) as Volume);
+      const outcomes = await applyGcPlan(volumeOnly, node.ports);
+      expect(node.calls).toEqual([
+        `lock gc: remove volume ${orphanLv}`,
+        `listLogicalVolumes vg0 lvstamp_${ORPHAN}`,
+        `readHeader /dev/mapper/vg0-lvstamp_${ORPHAN}`,
+        'unlock',
+      ]);
+      expect(outcomes.map((o) => o.outcome)).toEqual(['skipped']);
+      expect(node.dmMaps.map((m) => m.name)).toContain(`lvstamp-${ORPHAN}`);
+    }
+  });
+
   it('skips devices that are already gone', async () => {
     const { node, plan } = await planned();
     node.volumes = node.volumes.filter((v) => v.volumeId !== NEW);
@@ -602,6 +630,29 @@ describe('applyGcPlan snapshots and interrupted restores', () => {
     again.node.snapshots = again.node.snapshots.map((s) => ({ ...s, lvUuid: 'uuid-other' }));
     const recreated = await applyGcPlan(again.plan, again.node.ports);
     expect(recreated.find((o) => o.entry.device === snapLv)?.outcome).toBe('skipped');
+  });
+
+  it('skips an interrupted restore that lost its lvstamp.from tag or now carries two (DESIGN.md §6 "Snapshots")', async () => {
+    const restoreLv = `vg0/lvstamp_new_${RESTORE}`;
+    for (const from of [
+      [],
+      [fromTagFor({ kind: 'snapshot', id: SNAP }), `lvstamp.from=volume.${SOURCE}`],
+    ]) {
+      const { node, plan } = await plannedSnapshot();
+      expect(plan.entries.find((e) => e.device === restoreLv)?.action).toBe('remove-volume');
+      node.volumes = node.volumes.map((v) =>
+        v.volumeId === RESTORE ? { ...v, tags: ['lvstamp', ownerTagFor(OWNER), ...from] } : v,
+      );
+      const outcomes = await applyGcPlan(plan, node.ports);
+      expect(outcomes.find((o) => o.entry.device === restoreLv)).toMatchObject({
+        outcome: 'skipped',
+        detail: 'LV no longer carries a lvstamp.from tag',
+      });
+      expect(node.calls.filter((c) => c.startsWith(`removeLogicalVolume ${restoreLv}`))).toEqual(
+        [],
+      );
+      expect(node.volumes.map((v) => v.volumeId)).toEqual([RESTORE]);
+    }
   });
 
   it('skips an interrupted restore whose header became its own (the restore went on)', async () => {

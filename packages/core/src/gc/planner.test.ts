@@ -219,6 +219,14 @@ describe('planGc rule 1: ownership not proved or device open → keep, warn', ()
     );
   });
 
+  it('keeps a volume whose owner tag differs from the owner only in case (lvm tags are exact strings)', () => {
+    const e = only(
+      plan([volume(id('a'), { tags: ['lvstamp', `lvstamp.owner=${OWNER.toUpperCase()}`] })]),
+    );
+    expect(decision(e)).toEqual(KEEP_WARN_1);
+    expect(e.reason).toContain(`lacks the tags lvstamp and ${ownerTagFor(OWNER)}`);
+  });
+
   it('keeps an LV held open by something else than its data device', () => {
     const e = only(plan([volume(id('a'), { openCount: 1 })]));
     expect(decision(e)).toEqual(KEEP_WARN_1);
