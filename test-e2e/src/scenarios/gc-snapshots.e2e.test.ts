@@ -24,8 +24,10 @@ import {
 installCleanupHooks();
 
 /** Grace period; snapshots are aged by their `lvstamp.created` tag, the restore by lv_time. */
-const MIN_AGE = '60s';
-const MIN_AGE_MS = 60_000;
+// Wide enough that "young" stays young from its (re-)tagging to the plan of a GC run on a loaded
+// machine under emulation (snapshot activations alone took over 60 s there).
+const MIN_AGE = '120s';
+const MIN_AGE_MS = 120_000;
 
 interface GcJson {
   readonly plan: {
@@ -193,7 +195,8 @@ describe('gc and snapshots on a real thin pool', () => {
     expect((await lvRow(vg.vgName, snapLv('orphan'))).lv_attr).toMatch(/^Vri-{3}tz-k$/);
     await sleepUntil(restoreCreatedMs + MIN_AGE_MS + 2_000);
     // A snapshot taken just now (of the live snapshot: its sector 0 is the same source header).
-    await snapshot('young', snapLv('live'), sourceId, Date.now());
+    let youngCreatedMs = Date.now();
+    await snapshot('young', snapLv('live'), sourceId, youngCreatedMs);
 
     const dry = await cliJson<GcJson>(gc('--live-snapshots', snapshotFile));
     const decided = Object.fromEntries(
@@ -228,6 +231,17 @@ describe('gc and snapshots on a real thin pool', () => {
       expect([k, (await lvRow(vg.vgName, snapLv(k))).lv_attr]).toEqual([k, 'Vri---tz-k']);
     }
 
+    // "Just now" again for the applied run: a snapshot's age is its lvstamp.created tag (§6).
+    const retagged = Date.now();
+    await shOk([
+      'lvchange',
+      '--deltag',
+      `lvstamp.created=${youngCreatedMs}`,
+      '--addtag',
+      `lvstamp.created=${retagged}`,
+      `${vg.vgName}/${snapLv('young')}`,
+    ]);
+    youngCreatedMs = retagged;
     const applied = await cliJson<GcJson>(gc('--live-snapshots', snapshotFile, '--apply'));
     expect(applied.outcomes.map((o) => [o.entry.device, o.outcome]).sort()).toEqual(
       [
