@@ -250,7 +250,7 @@ export async function readHeader(
 ): Promise<DecodeResult> {
   // The decoder looks at the first HEADER_SIZE bytes only, and a buffered read needs no
   // alignment, so the block size (a stat and a sysfs file per header) is not looked up: the GC
-  // reads 1,000 headers per run (bench/ group 2). fstat on the open file keeps the type check.
+  // reads 1,000 headers per run (bench/ group `listing`). fstat on the open file keeps the type check.
   let read;
   try {
     read = await (options.io ?? defaultDeviceIo()).read(path, 0, HEADER_SIZE);

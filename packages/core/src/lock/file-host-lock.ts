@@ -43,7 +43,7 @@ interface Holding {
  * then take the file lock. `waitMs` bounds each wait for progress, not the
  * length of the queue: a caller waits in the queue as long as it keeps
  * moving (a burst of 64 creates at ~2 s each is ~2 min for the last one,
- * found by bench/ group 3) and fails only when one holder keeps the lock
+ * found by the bench/ group `burst`) and fails only when one holder keeps the lock
  * for more than `waitMs`; the file lock held by another process is then
  * waited for at most `waitMs`.
  *

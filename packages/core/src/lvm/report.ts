@@ -24,7 +24,7 @@ export const VG_REPORT_FIELDS = [
 /**
  * Fields requested from `lvs`: one row per LV. Never add per-segment fields
  * (`seg_*`, `devices`): they turn one LV into one row per segment
- * (STYLE.md, "What to take into lvstamp" 4).
+ * and the report is read per LV (lvs(8), "--segments").
  */
 export const LV_REPORT_FIELDS = [
   'vg_name',
