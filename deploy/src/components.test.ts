@@ -86,10 +86,11 @@ describe('kustomize components', () => {
       daemonSet as { spec: { template: { spec: { containers: Containers } } } }
     ).spec.template.spec;
     const args = Object.fromEntries(containers.map((x) => [x.name, x.args ?? []]));
-    expect(args['node-driver-registrar']).toContain('--timeout=60s');
     expect(args['csi-provisioner']).toContain('--timeout=300s');
     expect(args['csi-resizer']).toContain('--timeout=300s');
-    expect(args['liveness-probe']).toContain('--probe-timeout=60s');
+    const probe = (containers[0] as { livenessProbe?: { timeoutSeconds?: number } }).livenessProbe;
+    expect(containers[0]?.name).toBe('lvstamp-csi');
+    expect(probe?.timeoutSeconds).toBe(90);
   });
 
   it('cronjob-batch-v1beta1: turns the GC CronJob (batch/v1) into batch/v1beta1 and nothing else', async () => {
@@ -146,7 +147,7 @@ describe('kustomize components', () => {
       valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } },
     });
     const driver = (await manifest('csidriver.yaml')) as { metadata: { name: string } };
-    // The v1 CRD (external-snapshotter v5.0.1) requires driver and deletionPolicy (Delete|Retain).
+    // The v1 CRD (external-snapshotter v8.7.0) requires driver and deletionPolicy (Delete|Retain).
     expect(await manifest('components/snapshots/volumesnapshotclass.yaml')).toEqual({
       apiVersion: 'snapshot.storage.k8s.io/v1',
       kind: 'VolumeSnapshotClass',
