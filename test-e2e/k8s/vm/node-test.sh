@@ -3,7 +3,7 @@
 # (cluster.sh), deploys lvstamp the way README's "Deploying on a cluster" says (an overlay over
 # deploy/kubernetes that only sets the image names and the owner ID; kubectl apply -k), runs the
 # scenarios, tears everything down and ends with "N passed, N failed".
-# Env: REPO KBIN KUBELET PKI IMAGES LOGS SNAP_OVERLAY (CRDs, snapshot-controller) OVERLAY GC_OVERLAY (the user's overlay dirs) DISK (the VG's
+# Env: REPO NODE_PATH PKI IMAGES LOGS SNAP_OVERLAY (CRDs, snapshot-controller) OVERLAY GC_OVERLAY (the user's overlay dirs) DISK (the VG's
 #      disk) STORE_DISK (the image store, cluster.sh)
 set -u
 . "$(dirname "$0")/cluster.sh"
@@ -36,8 +36,9 @@ NS=lvstamp-system
 k() { kubectl "$@"; }
 jp() { kubectl get "$1" -o "jsonpath=$2" 2>/dev/null; } # jp OBJECT JSONPATH
 phase_is() { [ "$(jp "$1" '{.status.phase}')" = "$2" ]; }
-# the DaemonSet pod's 6 containers: driver, registrar, provisioner, resizer, liveness probe, snapshotter
-READY='true true true true true true'
+# the DaemonSet pod's 4 containers: driver, provisioner, resizer, snapshotter
+CONTAINERS='lvstamp-csi csi-provisioner csi-resizer csi-snapshotter'
+READY='true true true true'
 driver_ready() { [ "$(kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].status.containerStatuses[*].ready}')" = "$READY" ]; }
 driver_pod() { kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].metadata.name}' 2>/dev/null; }
 lv_count() { lvs --noheadings -o lv_name lvstamp 2>/dev/null | grep -c "${1:-.}"; }
@@ -93,7 +94,8 @@ s_vg() {
 }
 
 s_cluster() {
-  log "kubelet: $("$KUBELET" --version) with the upstream CSI :authority fix (kubernetes#112597, test-e2e/k8s/kubelet-csi-authority.patch); Kubernetes < 1.26 needs it (docs/kubernetes.md)"
+  calibrate
+  log "$(kubelet --version), $(etcd --version | head -1), $(containerd --version), $(runc --version | head -1)"
   guest_prepare || return 1
   # the image import (I/O over 9p) overlaps the API server's start (CPU)
   containerd_up >"$LOGS/containerd-up.log" 2>&1 &
@@ -112,15 +114,15 @@ s_deploy() {
     crd/volumesnapshotcontents.snapshot.storage.k8s.io crd/volumesnapshotclasses.snapshot.storage.k8s.io ||
     fail "the snapshot CRDs are not established" || return 1
   kubectl apply -k "$OVERLAY" || fail "kubectl apply -k (driver overlay)" || return 1
-  wait_for "DaemonSet pod Running with 6/6 containers ready" 900 driver_ready ||
+  wait_for "DaemonSet pod Running with 4/4 containers ready" 900 driver_ready ||
     { kubectl -n $NS describe pods | tail -40; tails kubelet; return 1; }
   kubectl -n kube-system wait --for=condition=available --timeout=600s deployment/snapshot-controller ||
     { kubectl -n kube-system describe pods -l app=snapshot-controller | tail -30; kubectl -n kube-system logs deployment/snapshot-controller --tail=20; return 1; }
   kubectl -n kube-system logs deployment/snapshot-controller | grep -m1 -i 'distributed' ||
     log "  (the snapshot-controller's log does not name distributed snapshotting)"
-  wait_for "CSINode $NODE lists lvstamp.io (registrar -> kubelet -> NodeGetInfo)" 300 sh -c \
+  wait_for "CSINode $NODE lists lvstamp.io (the driver's registration socket -> kubelet -> NodeGetInfo)" 300 sh -c \
     "kubectl get csinode $NODE -o jsonpath='{.spec.drivers[*].name}' | grep -qw lvstamp.io" ||
-    { kubectl -n $NS logs "$(driver_pod)" -c node-driver-registrar | tail; tails kubelet; return 1; }
+    { tails_driver; grep -i 'plugin\|csi' "$LOGS/kubelet.log" | tail -20; return 1; }
   log "CSINode: $(kubectl get csinode $NODE -o jsonpath='{.spec.drivers[0]}')"
   no_restarts
 }
@@ -129,7 +131,7 @@ s_deploy() {
 # the API server can be slower than client-go's fixed 32 s discovery timeout at a sidecar's start)
 no_restarts() {
   local pod c n; pod=$(driver_pod)
-  for c in lvstamp-csi node-driver-registrar csi-provisioner csi-resizer liveness-probe csi-snapshotter; do
+  for c in $CONTAINERS; do
     n=$(kubectl -n $NS get pod "$pod" -o jsonpath="{.status.containerStatuses[?(@.name==\"$c\")].restartCount}")
     [ "$n" = 0 ] && continue
     log "  container $c restarted $n time(s); its last run ended with:"
@@ -140,7 +142,7 @@ no_restarts() {
 }
 CAP0=
 capacity_of() { # capacity (bytes) the provisioner published for lvstamp-ext4 on this node
-  kubectl -n $NS get csistoragecapacities.v1alpha1.storage.k8s.io -o \
+  kubectl -n $NS get csistoragecapacities -o \
     jsonpath='{range .items[?(@.storageClassName=="lvstamp-ext4")]}{.capacity}{"\n"}{end}' 2>/dev/null | head -1 |
     numfmt --from=auto 2>/dev/null # a Quantity: bytes, or with a binary (Mi) or decimal (M) suffix
 }
@@ -148,7 +150,7 @@ s_capacity_published() {
   wait_for "CSIStorageCapacity for lvstamp-ext4 published" 300 has_capacity ||
     { kubectl -n $NS logs "$(driver_pod)" -c csi-provisioner | tail -20; return 1; }
   CAP0=$(capacity_of)
-  kubectl -n $NS get csistoragecapacities.v1alpha1.storage.k8s.io \
+  kubectl -n $NS get csistoragecapacities \
     -o custom-columns=NAME:.metadata.name,CLASS:.storageClassName,CAPACITY:.capacity,TOPOLOGY:.nodeTopology.matchLabels
   [ "$CAP0" -gt $((7 * 1024 * 1024 * 1024)) ] || fail "capacity $CAP0 bytes, want > 7 GiB of the 8 GiB VG"
 }
@@ -201,7 +203,7 @@ s_driver_restart() {
   local old new
   old=$(driver_pod)
   kubectl -n $NS delete pod "$old" --wait=true --timeout=300s || return 1
-  wait_for "a new driver pod with 6/6 containers ready" 600 driver_ready || return 1
+  wait_for "a new driver pod with 4/4 containers ready" 600 driver_ready || return 1
   new=$(driver_pod)
   [ "$new" != "$old" ] || fail "driver pod was not replaced"
   kubectl exec app-xfs -- sh -c 'echo again > /data/again && cat /data/hello /data/again' | tr '\n' ' ' | grep -q 'hello-xfs again' ||
@@ -259,7 +261,7 @@ s_leak() {
   [ "$(echo "$LEAK_LV" | wc -l)" = 1 ] || fail "expected one new LV, got: $LEAK_LV" || return 1
   ! kubectl get pv -o jsonpath='{..volumeHandle}' | tr ' ' '\n' | grep -qF "${LEAK_LV#lvstamp_}" ||
     fail "a PV references $LEAK_LV" || return 1
-  wait_for "the csi-provisioner container running again (6/6 ready)" 600 driver_ready
+  wait_for "the csi-provisioner container running again (4/4 ready)" 600 driver_ready
 }
 tails_driver() { kubectl -n $NS logs "$(driver_pod)" -c lvstamp-csi --tail=20; }
 
@@ -267,14 +269,7 @@ tails_driver() { kubectl -n $NS logs "$(driver_pod)" -c lvstamp-csi --tail=20; }
 # per-node Job's log (the node's plan) after the cluster summary
 gc_job() {
   local name=$1 node_job
-  if ! kubectl -n $NS create job --from=cronjob/lvstamp-gc "$name" 2>"$LOGS/create-job.err"; then
-    # kubectl >= 1.2x reads a batch/v1beta1 CronJob (Kubernetes < 1.21) but creates Jobs only
-    # from batch/v1 ones: the README's form for such clusters
-    log "kubectl create job --from failed ($(tr '\n' ' ' <"$LOGS/create-job.err")); README's form for clusters before 1.21"
-    kubectl -n $NS get cronjob lvstamp-gc -o json |
-      jq --arg n "$name" '{apiVersion: "batch/v1", kind: "Job", metadata: {name: $n, annotations: {"cronjob.kubernetes.io/instantiate": "manual"}}, spec: .spec.jobTemplate.spec}' |
-      kubectl -n $NS create -f - || return 1
-  fi
+  kubectl -n $NS create job --from=cronjob/lvstamp-gc "$name" || return 1
   kubectl -n $NS wait --for=condition=complete "job/$name" --timeout=900s ||
     { kubectl -n $NS describe job "$name" | tail -20; kubectl -n $NS logs "job/$name" --tail=30; return 1; }
   kubectl -n $NS logs "job/$name" | grep -v '^{'
@@ -287,19 +282,14 @@ gc_job() {
 s_gc() {
   local out
   [ -n "$LEAK_LV" ] || fail "no leaked volume to collect (the scenario before failed)" || return 1
-  kubectl apply -k "$GC_OVERLAY" || fail "kubectl apply -k (GC overlay, CronJob batch/v1beta1)" || return 1
+  kubectl apply -k "$GC_OVERLAY" || fail "kubectl apply -k (GC overlay)" || return 1
   out=$(gc_job gc-dry) || { echo "$out"; fail "dry-run Job"; return 1; }
   echo "$out"
   echo "$out" | grep -E "lvstamp/$LEAK_LV +remove-volume +6 " >/dev/null || fail "dry run does not plan to remove $LEAK_LV" || return 1
   echo "$out" | grep -q "to remove 1, removed 0" || fail "dry run summary is not 'to remove 1, removed 0'" || return 1
   [ "$(lv_count "$LEAK_LV")" = 1 ] || fail "the dry run removed $LEAK_LV" || return 1
   # README "Enabling deletion"
-  if ! kubectl -n $NS set env cronjob/lvstamp-gc LVSTAMP_GC_APPLY=true 2>"$LOGS/set-env.err"; then
-    log "kubectl set env failed ($(tr '\n' ' ' <"$LOGS/set-env.err")); a strategic-merge patch of the env instead"
-    kubectl -n $NS patch cronjob lvstamp-gc -p \
-      '{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"gc","env":[{"name":"LVSTAMP_GC_APPLY","value":"true"}]}]}}}}}}' ||
-      fail "switching the CronJob to apply" || return 1
-  fi
+  kubectl -n $NS set env cronjob/lvstamp-gc LVSTAMP_GC_APPLY=true || fail "switching the CronJob to apply" || return 1
   out=$(gc_job gc-apply) || { echo "$out"; fail "apply Job"; return 1; }
   echo "$out"
   echo "$out" | grep -q "to remove 1, removed 1" || fail "apply summary is not 'to remove 1, removed 1'" || return 1
@@ -388,8 +378,8 @@ PVC
 s_probe_metrics() {
   local ip; ip=$(kubectl -n $NS get pod "$(driver_pod)" -o jsonpath='{.status.podIP}')
   [ -n "$ip" ] || fail "driver pod has no IP" || return 1
-  curl -sf --max-time 60 "http://$ip:9808/healthz" | grep -qx ok || fail "livenessprobe http://$ip:9808/healthz" || return 1
-  curl -sf --max-time 60 "http://$ip:9810/healthz" >/dev/null || fail "registrar http://$ip:9810/healthz" || return 1
+  # the driver's own /healthz (--health-address), which the kubelet's liveness probe calls
+  [ "$(curl -sf --max-time 60 "http://$ip:9808/healthz")" = ok ] || fail "driver /healthz http://$ip:9808/healthz" || return 1
   curl -sf --max-time 60 "http://$ip:9809/metrics" >$LOGS/metrics.txt || fail "metrics http://$ip:9809/metrics" || return 1
   grep -m3 '^lvstamp_' $LOGS/metrics.txt || fail "no lvstamp_ metric on :9809"
 }
@@ -415,7 +405,7 @@ check "driver pod deleted: the DaemonSet restarts it, the volume keeps working a
 check "PVC deleted: PV and LV gone" s_delete_pvc
 check "published capacity drops after the creates" s_capacity_drops
 check "PVC deleted while its CreateVolume is in flight (provisioner restarted): a volume with no PVC or PV is left" s_leak
-check "GC CronJob (batch/v1beta1 component): a Job from it reports the leaked volume in a dry run, removes it with apply" s_gc
+check "GC CronJob: a Job from it reports the leaked volume in a dry run, removes it with apply" s_gc
 check "thin PVC -> VolumeSnapshot (class lvstamp) ready -> PVC from it reads the same bytes; source deleted, the GC keeps the snapshot; snapshot deleted, its LV gone" s_snapshot_restore
-check "liveness probe, registrar health and metrics answer on the pod's ports" s_probe_metrics
+check "the driver's /healthz and metrics answer on the pod's ports" s_probe_metrics
 check "cleanup: no LV, map or mount left on the node" s_cleanup
