@@ -93,20 +93,6 @@ describe('kustomize components', () => {
     expect(probe?.timeoutSeconds).toBe(90);
   });
 
-  it('cronjob-batch-v1beta1: turns the GC CronJob (batch/v1) into batch/v1beta1 and nothing else', async () => {
-    const c = await component('cronjob-batch-v1beta1');
-    expect(c.kind).toBe('Component');
-    const cronJob = await manifest('gc/cronjob.yaml');
-    expect(cronJob).toMatchObject({ apiVersion: 'batch/v1', kind: 'CronJob' });
-    expect(c.patches).toHaveLength(1);
-    const [p] = c.patches;
-    if (p === undefined) throw new Error('no patch');
-    expect(p.target).toEqual({ group: 'batch', version: 'v1', kind: 'CronJob' });
-    const before = structuredClone(cronJob);
-    applyPatch(cronJob, JSON.parse(p.patch) as Operation[]);
-    expect(cronJob).toEqual({ ...before, apiVersion: 'batch/v1beta1' });
-  });
-
   it('snapshots: a VolumeSnapshotClass of the driver (Delete) and a thin StorageClass', async () => {
     const kustomization = parse(
       await readFile(`${KUBERNETES}components/snapshots/kustomization.yaml`, 'utf8'),

@@ -375,6 +375,224 @@ PVC
   lvremove -y lvstamp/pool0 >/dev/null || fail "lvremove lvstamp/pool0"
 }
 
+# --- what current clusters do (Kubernetes >= 1.32 features, all GA) ---
+mounted_vol() { grep -q "$1" /proc/mounts; } # mounted_vol VOLUME_ID: some mount names the volume
+events_of() { # events_of KIND NAME: "reason: message" lines of an object's events
+  kubectl get events --field-selector "involvedObject.kind=$1,involvedObject.name=$2" \
+    -o jsonpath='{range .items[*]}{.type} {.reason}: {.message}{"\n"}{end}' 2>/dev/null
+}
+sts_ready() { [ "$(jp statefulset/web '{.status.readyReplicas}')" = "$1" ] && [ "$(jp statefulset/web '{.status.replicas}')" = "$1" ]; }
+sts_scale() { # sts_scale N: scale the StatefulSet web and wait until exactly N replicas are ready
+  kubectl scale statefulset web --replicas="$1" || return 1
+  wait_for "StatefulSet web: $1/$1 ready" 900 sts_ready "$1" ||
+    { kubectl get pods -l app=web -o wide; kubectl describe statefulset web | tail -10; return 1; }
+}
+web_check() { # web_check I: pod web-I reads back its own name from its own claim
+  [ "$(kubectl exec "web-$1" -- cat /data/who)" = "web-$1" ] || fail "web-$1 does not read its own name from data-web-$1"
+}
+s_statefulset() {
+  local i vols
+  kubectl apply -f - <<STS || return 1
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web}
+spec:
+  replicas: 3
+  podManagementPolicy: Parallel
+  selector: {matchLabels: {app: web}}
+  serviceName: web
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      automountServiceAccountToken: false
+      terminationGracePeriodSeconds: 1
+      containers:
+        - name: app
+          image: localhost/busybox:1.35
+          imagePullPolicy: Never
+          command: [sh, -c, 'cat /data/who 2>/dev/null || hostname > /data/who; sync; exec sleep 36000']
+          volumeMounts: [{name: data, mountPath: /data}]
+  volumeClaimTemplates:
+    - metadata: {name: data}
+      spec:
+        accessModes: [ReadWriteOnce]
+        storageClassName: lvstamp-ext4
+        resources: {requests: {storage: 32Mi}}
+STS
+  sts_scale 3 || return 1
+  for i in 0 1 2; do web_check $i || return 1; done
+  sts_scale 5 || return 1
+  for i in 0 1 2 3 4; do web_check $i || return 1; done
+  log "PVCs: $(kubectl get pvc -l app=web -o custom-columns=N:.metadata.name,S:.status.phase --no-headers | tr -s ' ' | tr '\n' ';')"
+  sts_scale 1 || return 1
+  web_check 0 || return 1
+  # scaled down: the claims stay (persistentVolumeClaimRetentionPolicy whenScaled: Retain, the default)
+  [ "$(kubectl get pvc -l app=web -o name | wc -l)" = 5 ] || fail "want 5 claims after scaling to 1: $(kubectl get pvc -l app=web -o name)"
+}
+s_drain() { # on the StatefulSet's one remaining replica: drain, then uncordon
+  local vol; vol=$(volume_of data-web-0)
+  [ -n "$vol" ] && mounted_vol "$vol" || fail "web-0's volume $vol is not mounted before the drain" || return 1
+  # the app's pods only (--pod-selector): the other test pods are bare pods, which a drain would delete for good
+  kubectl drain $NODE --ignore-daemonsets --pod-selector=app=web --timeout=600s || fail "kubectl drain" || return 1
+  wait_for "web-0 evicted and Pending (node cordoned)" 600 sh -c \
+    "[ \"\$(kubectl get pod web-0 -o jsonpath='{.status.phase}')\" = Pending ]" || return 1
+  wait_for "web-0's volume unstaged and unpublished (no mount names $vol)" 600 sh -c "! grep -q '$vol' /proc/mounts" || return 1
+  [ "$(lv_count "$vol")" = 1 ] || fail "LV of $vol gone after the drain" || return 1
+  log "web-0 while cordoned: $(events_of Pod web-0 | grep FailedScheduling | tail -1)"
+  kubectl uncordon $NODE || return 1
+  wait_for "web-0 Running again after uncordon" 600 sts_ready 1 || return 1
+  web_check 0
+}
+no_pv_of() { ! kubectl get pv -o jsonpath='{..volumeHandle}' | tr ' ' '\n' | grep -qxF "$(printf '%s\n' "$@")"; }
+s_statefulset_delete() {
+  local vols v
+  vols=$(for i in 0 1 2 3 4; do volume_of data-web-$i; done)
+  [ "$(echo "$vols" | grep -c .)" = 5 ] || fail "want 5 volumes of the StatefulSet, got: $vols" || return 1
+  kubectl delete statefulset web --wait=true --timeout=600s || return 1
+  wait_for "web's pods gone" 600 sh -c '[ -z "$(kubectl get pods -l app=web -o name)" ]' || return 1
+  kubectl delete pvc -l app=web --wait=true --timeout=600s || return 1
+  wait_for "the 5 PVs of web gone" 600 no_pv_of $vols || return 1
+  for v in $vols; do [ "$(lv_count "$v")" = 0 ] || fail "LV of $v still in VG lvstamp" || return 1; done
+}
+
+s_ephemeral() {
+  local vol pv
+  kubectl apply -f - <<POD || return 1
+apiVersion: v1
+kind: Pod
+metadata: {name: app-eph}
+spec:
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: app
+      image: localhost/busybox:1.35
+      imagePullPolicy: Never
+      command: [sh, -c, 'echo scratch > /scratch/f && sync && exec sleep 36000']
+      volumeMounts: [{name: scratch, mountPath: /scratch}]
+  volumes:
+    - name: scratch
+      ephemeral:
+        volumeClaimTemplate:
+          spec:
+            accessModes: [ReadWriteOnce]
+            storageClassName: lvstamp-xfs
+            resources: {requests: {storage: 320Mi}}
+POD
+  wait_running app-eph 900 || return 1
+  [ "$(jp pvc/app-eph-scratch '{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}')" = Pod/app-eph ] ||
+    fail "PVC app-eph-scratch is not owned by pod app-eph" || return 1
+  [ "$(kubectl exec app-eph -- cat /scratch/f)" = scratch ] || fail "read back in the ephemeral volume" || return 1
+  vol=$(volume_of app-eph-scratch); pv=$(jp pvc/app-eph-scratch '{.spec.volumeName}')
+  [ "$(lv_count "$vol")" = 1 ] || fail "no LV for the ephemeral volume $vol" || return 1
+  kubectl delete pod app-eph --wait=true --timeout=600s || return 1
+  wait_for "the ephemeral claim app-eph-scratch gone with its pod" 300 sh -c "! kubectl get pvc app-eph-scratch" || return 1
+  wait_for "PV $pv gone" 300 sh -c "! kubectl get pv $pv" || return 1
+  [ "$(lv_count "$vol")" = 0 ] || fail "LV of the ephemeral volume $vol left"
+}
+
+s_rwop() {
+  local why
+  kubectl apply -f - <<PVC || return 1
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: solo}
+spec:
+  accessModes: [ReadWriteOncePod]
+  storageClassName: lvstamp-ext4
+  resources: {requests: {storage: 32Mi}}
+PVC
+  pod app-solo solo && wait_running app-solo 900 || return 1
+  pod app-solo2 solo || return 1
+  wait_for "the second pod on ReadWriteOncePod claim solo: FailedScheduling" 300 sh -c \
+    "kubectl get events --field-selector involvedObject.name=app-solo2,reason=FailedScheduling -o name | grep -q ." || return 1
+  why=$(events_of Pod app-solo2 | grep FailedScheduling | tail -1)
+  log "app-solo2: $(jp pod/app-solo2 '{.status.phase}'): $why"
+  phase_is pod/app-solo2 Pending || fail "app-solo2 is not Pending" || return 1
+  echo "$why" | grep -q ReadWriteOncePod || fail "the scheduler's reason does not name ReadWriteOncePod: $why" || return 1
+  kubectl delete pod app-solo2 app-solo --wait=true --timeout=600s && kubectl delete pvc solo --wait=true --timeout=300s
+}
+
+s_fsgroup() {
+  local fs out
+  pvc fsg-ext4 lvstamp-ext4 32Mi && pvc fsg-xfs lvstamp-xfs 320Mi || return 1
+  kubectl apply -f - <<POD || return 1
+apiVersion: v1
+kind: Pod
+metadata: {name: app-fsg}
+spec:
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  securityContext: {runAsUser: 1000, runAsGroup: 1000, fsGroup: 2000, runAsNonRoot: true}
+  containers:
+    - name: app
+      image: localhost/busybox:1.35
+      imagePullPolicy: Never
+      command: [sleep, '36000']
+      volumeMounts: [{name: e, mountPath: /ext4}, {name: x, mountPath: /xfs}]
+  volumes: [{name: e, persistentVolumeClaim: {claimName: fsg-ext4}}, {name: x, persistentVolumeClaim: {claimName: fsg-xfs}}]
+POD
+  wait_running app-fsg 900 || return 1
+  log "app-fsg: $(kubectl exec app-fsg -- id)"
+  for fs in ext4 xfs; do
+    out=$(kubectl exec app-fsg -- sh -c "echo mine > /$fs/f && stat -c '%u:%g %A' /$fs/f /$fs && cat /$fs/f") ||
+      fail "uid 1000 cannot write into its $fs volume (fsGroup 2000)" || return 1
+    log "$fs: $(echo "$out" | tr '\n' ' ')"
+    echo "$out" | head -1 | grep -q '^1000:2000 ' || fail "$fs: a new file is not 1000:2000: $out" || return 1
+    echo "$out" | sed -n 2p | grep -q '^0:2000 drwxrws' || fail "$fs: the volume root is not group 2000 with setgid: $out" || return 1
+  done
+  kubectl delete pod app-fsg --wait=true --timeout=600s && kubectl delete pvc fsg-ext4 fsg-xfs --wait=true --timeout=300s
+}
+
+s_kubelet_restart() { # app-ext4 keeps running on data-ext4 while the kubelet is stopped and started
+  local vol restarts
+  vol=$(volume_of data-ext4)
+  restarts=$(jp pod/app-ext4 '{.status.containerStatuses[0].restartCount}')
+  kill "$(cat $STATE/kubelet.pid)" || return 1
+  wait_for "kubelet stopped" 120 sh -c "! kill -0 $(cat $STATE/kubelet.pid)" || return 1
+  mv "$LOGS/kubelet.log" "$LOGS/kubelet-1.log"
+  kubelet_start
+  wait_for "kubelet up again (healthz)" 600 curl -sf http://127.0.0.1:10248/healthz || { tails kubelet; return 1; }
+  wait_for "node $NODE Ready after the kubelet restart" 600 node_ready || return 1
+  wait_for "the kubelet reconstructed the mounted volume $vol (its volume manager lists it)" 600 sh -c \
+    "grep -q 'Volume is marked as mounted.*$vol\\|MountVolume.*$vol\\|reconstruct.*$vol\\|$vol.*reconstruct' '$LOGS/kubelet.log'" ||
+    log "  (the kubelet's log does not name the reconstruction of $vol: $(grep -ci reconstruct "$LOGS/kubelet.log") 'reconstruct' lines)"
+  phase_is pod/app-ext4 Running || fail "app-ext4 is not Running after the kubelet restart" || return 1
+  [ "$(jp pod/app-ext4 '{.status.containerStatuses[0].restartCount}')" = "$restarts" ] ||
+    fail "app-ext4's container restarted with the kubelet" || return 1
+  [ "$(kubectl exec app-ext4 -- cat /data/hello)" = hello-ext4 ] || fail "data-ext4 unreadable after the kubelet restart" || return 1
+  kubectl exec app-ext4 -- sh -c 'echo after-kubelet > /data/k && sync' || fail "write after the kubelet restart" || return 1
+  mounted_vol "$vol" || fail "no mount of $vol after the kubelet restart"
+}
+
+s_resize_unsatisfiable() {
+  local want statuses why
+  pvc big lvstamp-ext4 32Mi && pod app-big big && wait_running app-big 900 || return 1
+  kubectl exec app-big -- sh -c 'echo before > /data/f && sync' || return 1
+  # more than the 8 GiB volume group holds
+  kubectl patch pvc big -p '{"spec":{"resources":{"requests":{"storage":"64Gi"}}}}' || return 1
+  wait_for "PVC big: a VolumeResizeFailed event for 64Gi" 600 sh -c \
+    "kubectl get events --field-selector involvedObject.name=big,reason=VolumeResizeFailed -o name | grep -q ." ||
+    { kubectl describe pvc big | tail -15; return 1; }
+  why=$(events_of PersistentVolumeClaim big | grep VolumeResizeFailed | tail -1)
+  statuses=$(jp pvc/big '{.status.allocatedResourceStatuses}')
+  log "PVC big after asking for 64Gi: capacity $(jp pvc/big '{.status.capacity.storage}'), allocatedResourceStatuses $statuses, conditions $(jp pvc/big '{.status.conditions[*].type}'); $why"
+  [ "$(jp pvc/big '{.status.capacity.storage}')" = 32Mi ] || fail "capacity changed although the resize failed" || return 1
+  # recovery from expansion failure (Kubernetes 1.34 GA): lower the request, above the old size
+  want=64Mi
+  kubectl patch pvc big -p "{\"spec\":{\"resources\":{\"requests\":{\"storage\":\"$want\"}}}}" ||
+    fail "lowering the request to $want (recovery from expansion failure) was refused" || return 1
+  wait_for "PVC big: capacity $want, no resize status left" 900 sh -c \
+    "[ \"\$(kubectl get pvc big -o jsonpath='{.status.capacity.storage}')\" = $want ] && [ -z \"\$(kubectl get pvc big -o jsonpath='{.status.allocatedResourceStatuses}')\" ]" ||
+    { kubectl describe pvc big | tail -15; return 1; }
+  wait_for "the filesystem in app-big grew past 50000 KiB" 600 sh -c \
+    "[ \"\$(kubectl exec app-big -- df -kP /data | awk 'NR==2{print \$2}')\" -gt 50000 ]" || return 1
+  [ "$(kubectl exec app-big -- cat /data/f)" = before ] || fail "data after the recovered resize" || return 1
+  kubectl exec app-big -- sh -c 'echo after > /data/g && sync' || fail "PVC big not writable after the recovery" || return 1
+  log "PVC big: conditions now: $(jp pvc/big '{.status.conditions[*].type}')"
+  kubectl delete pod app-big --wait=true --timeout=600s && kubectl delete pvc big --wait=true --timeout=300s
+}
+
 s_probe_metrics() {
   local ip; ip=$(kubectl -n $NS get pod "$(driver_pod)" -o jsonpath='{.status.podIP}')
   [ -n "$ip" ] || fail "driver pod has no IP" || return 1
@@ -401,11 +619,19 @@ check "CSIStorageCapacity published for the node" s_capacity_published
 check "ext4, xfs and raw-block PVCs (WaitForFirstConsumer): pods Running, data written and read back" s_volumes
 check "PVC expansion while the pod runs: the filesystem in the pod grows" s_expand
 check "pod deleted and recreated on the same PVC: data still there" s_recreate_pod
+check "kubelet restarted while a pod uses a volume: the pod keeps running with its data, the volume stays mounted" s_kubelet_restart
 check "driver pod deleted: the DaemonSet restarts it, the volume keeps working and unpublishes" s_driver_restart
 check "PVC deleted: PV and LV gone" s_delete_pvc
 check "published capacity drops after the creates" s_capacity_drops
 check "PVC deleted while its CreateVolume is in flight (provisioner restarted): a volume with no PVC or PV is left" s_leak
 check "GC CronJob: a Job from it reports the leaked volume in a dry run, removes it with apply" s_gc
 check "thin PVC -> VolumeSnapshot (class lvstamp) ready -> PVC from it reads the same bytes; source deleted, the GC keeps the snapshot; snapshot deleted, its LV gone" s_snapshot_restore
+check "StatefulSet of 3 scaled to 5, then to 1: each pod reads its own claim; the claims stay" s_statefulset
+check "kubectl drain (the app's pods) and uncordon: the pod goes, its volume is unstaged, the LV stays; it comes back with its data" s_drain
+check "StatefulSet and its PVCs deleted: every PV and LV gone" s_statefulset_delete
+check "generic ephemeral volume: claim made for the pod, owned by it, gone with it (PV and LV too)" s_ephemeral
+check "ReadWriteOncePod: a second pod on the claim stays Pending with the scheduler's reason" s_rwop
+check "fsGroup: a non-root pod writes into its ext4 and xfs volumes (fsGroupPolicy File)" s_fsgroup
+check "unsatisfiable resize (more than the VG): the user sees why; lowering the request recovers, the volume grows and is usable" s_resize_unsatisfiable
 check "the driver's /healthz and metrics answer on the pod's ports" s_probe_metrics
 check "cleanup: no LV, map or mount left on the node" s_cleanup
