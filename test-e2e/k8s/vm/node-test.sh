@@ -619,7 +619,6 @@ check "CSIStorageCapacity published for the node" s_capacity_published
 check "ext4, xfs and raw-block PVCs (WaitForFirstConsumer): pods Running, data written and read back" s_volumes
 check "PVC expansion while the pod runs: the filesystem in the pod grows" s_expand
 check "pod deleted and recreated on the same PVC: data still there" s_recreate_pod
-check "kubelet restarted while a pod uses a volume: the pod keeps running with its data, the volume stays mounted" s_kubelet_restart
 check "driver pod deleted: the DaemonSet restarts it, the volume keeps working and unpublishes" s_driver_restart
 check "PVC deleted: PV and LV gone" s_delete_pvc
 check "published capacity drops after the creates" s_capacity_drops
@@ -633,5 +632,6 @@ check "generic ephemeral volume: claim made for the pod, owned by it, gone with 
 check "ReadWriteOncePod: a second pod on the claim stays Pending with the scheduler's reason" s_rwop
 check "fsGroup: a non-root pod writes into its ext4 and xfs volumes (fsGroupPolicy File)" s_fsgroup
 check "unsatisfiable resize (more than the VG): the user sees why; lowering the request recovers, the volume grows and is usable" s_resize_unsatisfiable
+check "kubelet restarted while a pod uses a volume: the pod keeps running with its data, the volume stays mounted" s_kubelet_restart
 check "the driver's /healthz and metrics answer on the pod's ports" s_probe_metrics
 check "cleanup: no LV, map or mount left on the node" s_cleanup
