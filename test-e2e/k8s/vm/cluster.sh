@@ -162,8 +162,8 @@ APISERVER_TRIMS=(--enable-priority-and-fairness=false --runtime-config=autoscali
 # accounts and their tokens, namespaces, the garbage collector (owner references: a Job's pods,
 # the CSIStorageCapacity objects), DaemonSet, Deployment/ReplicaSet (snapshot-controller), Job and
 # CronJob (the GC), StatefulSet, the PV binder and expander, attach/detach, PVC and PV protection,
-# generic ephemeral volumes, kube-root-ca.crt (projected service account volumes).
-KCM_CONTROLLERS=serviceaccount-token,serviceaccount,namespace,garbagecollector,daemonset,deployment,replicaset,job,cronjob,statefulset,persistentvolume-binder,persistentvolume-expander,attachdetach,pvc-protection,pv-protection,ephemeral-volume,root-ca-cert-publisher
+# generic ephemeral volumes, kube-root-ca.crt (projected service account volumes), ServiceCIDRs.
+KCM_CONTROLLERS=serviceaccount-token-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,daemonset-controller,deployment-controller,replicaset-controller,job-controller,cronjob-controller,statefulset-controller,persistentvolume-binder-controller,persistentvolume-expander-controller,persistentvolume-attach-detach-controller,persistentvolumeclaim-protection-controller,persistentvolume-protection-controller,ephemeral-volume-controller,root-ca-certificate-publisher-controller,service-cidr-controller
 
 control_plane_up() {
   # etcd: one member, no metrics listener; a snapshot every 100000 writes instead of 10000 (the
