@@ -44,6 +44,19 @@ driver_pod() { kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-nod
 lv_count() { lvs --noheadings -o lv_name lvstamp 2>/dev/null | grep -c "${1:-.}"; }
 volume_of() { jp "pv/$(jp "pvc/$1" '{.spec.volumeName}')" '{.spec.csi.volumeHandle}'; }
 
+# pod_spec COMMAND MOUNTS: the lines under a test pod's `spec:` (busybox, no token, 1 s grace)
+pod_spec() {
+  cat <<SPEC
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: app
+      image: localhost/busybox:1.35
+      imagePullPolicy: Never
+      command: $1
+      $2
+SPEC
+}
 pod() { # pod NAME PVC [block]: a busybox pod using the PVC at /data (or /dev/xvda)
   local use="volumeMounts: [{name: v, mountPath: /data}]"
   [ "${3:-}" = block ] && use="volumeDevices: [{name: v, devicePath: /dev/xvda}]"
@@ -52,14 +65,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: $1}
 spec:
-  automountServiceAccountToken: false
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: app
-      image: localhost/busybox:1.35
-      imagePullPolicy: Never
-      command: [sleep, '36000']
-      $use
+$(pod_spec "[sleep, '36000']" "$use")
   volumes: [{name: v, persistentVolumeClaim: {claimName: $2}}]
 POD
 }
@@ -404,14 +410,8 @@ spec:
   template:
     metadata: {labels: {app: web}}
     spec:
-      automountServiceAccountToken: false
-      terminationGracePeriodSeconds: 1
-      containers:
-        - name: app
-          image: localhost/busybox:1.35
-          imagePullPolicy: Never
-          command: [sh, -c, 'cat /data/who 2>/dev/null || hostname > /data/who; sync; exec sleep 36000']
-          volumeMounts: [{name: data, mountPath: /data}]
+$(pod_spec "[sh, -c, 'cat /data/who 2>/dev/null || hostname > /data/who; sync; exec sleep 36000']" \
+    "volumeMounts: [{name: data, mountPath: /data}]" | sed 's/^/    /')
   volumeClaimTemplates:
     - metadata: {name: data}
       spec:
@@ -462,14 +462,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: app-eph}
 spec:
-  automountServiceAccountToken: false
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: app
-      image: localhost/busybox:1.35
-      imagePullPolicy: Never
-      command: [sh, -c, 'echo scratch > /scratch/f && sync && exec sleep 36000']
-      volumeMounts: [{name: scratch, mountPath: /scratch}]
+$(pod_spec "[sh, -c, 'echo scratch > /scratch/f && sync && exec sleep 36000']" "volumeMounts: [{name: scratch, mountPath: /scratch}]")
   volumes:
     - name: scratch
       ephemeral:
@@ -521,15 +514,8 @@ apiVersion: v1
 kind: Pod
 metadata: {name: app-fsg}
 spec:
-  automountServiceAccountToken: false
-  terminationGracePeriodSeconds: 1
   securityContext: {runAsUser: 1000, runAsGroup: 1000, fsGroup: 2000, runAsNonRoot: true}
-  containers:
-    - name: app
-      image: localhost/busybox:1.35
-      imagePullPolicy: Never
-      command: [sleep, '36000']
-      volumeMounts: [{name: e, mountPath: /ext4}, {name: x, mountPath: /xfs}]
+$(pod_spec "[sleep, '36000']" "volumeMounts: [{name: e, mountPath: /ext4}, {name: x, mountPath: /xfs}]")
   volumes: [{name: e, persistentVolumeClaim: {claimName: fsg-ext4}}, {name: x, persistentVolumeClaim: {claimName: fsg-xfs}}]
 POD
   wait_running app-fsg 900 || return 1
