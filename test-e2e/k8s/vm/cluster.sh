@@ -71,6 +71,19 @@ guest_prepare() {
     echo "+$ctl" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || log "cgroup controller $ctl not delegated"
   done
   log "cgroup v2 controllers delegated: $(cat /sys/fs/cgroup/cgroup.subtree_control)"
+  # The node's own processes (this script, then etcd, the API server, controller-manager,
+  # scheduler, containerd, kubelet, kubectl) in one cgroup, as a real node's init system puts
+  # them in system.slice. Left in the root cgroup, every runnable thread there weighs 100 (a
+  # nice-0 task) against 174 for the kubelet's whole kubepods group (cpu.weight of 2 CPUs), and
+  # the driver container (request 20m: cpu.weight 6, beside three sidecars) got a few % of the
+  # saturated emulated CPUs: it took 7 min to start and its answers missed the kubelet's 1 s
+  # GetInfo deadline (k8s/README.md, "Times").
+  mkdir -p /sys/fs/cgroup/node-system || { log "cannot create /sys/fs/cgroup/node-system"; return 1; }
+  local pid
+  for pid in $$ $BASHPID; do
+    echo $pid >/sys/fs/cgroup/node-system/cgroup.procs || { log "cannot move $pid into node-system"; return 1; }
+  done
+  log "node processes in cgroup node-system (cpu.weight $(cat /sys/fs/cgroup/node-system/cpu.weight 2>/dev/null || echo '?'))"
   # the root is an overlayfs, which cannot be an overlayfs upper layer: tmpfs for the state dirs
   local d
   # the image store: a disk prepared once (vm/store.sh) whose writes the VM discards, else a tmpfs
