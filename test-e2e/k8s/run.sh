@@ -3,9 +3,11 @@
 # modules at the versions of test-e2e/parts/versions.env and cached outside the repository:
 # Kubernetes, etcd, containerd, runc, the CSI sidecars, the snapshot-controller and its CRDs) and
 # the images (build-images.sh: the driver image from apps/csi-driver/Dockerfile, pause, busybox,
-# one per sidecar under the shipped manifests' names); then boots the test VM once and runs
-# vm/node-test.sh there: a one-node cluster, `kubectl apply -k` of an overlay over deploy/kubernetes
-# (README "Deploying on a cluster"), the scenarios. Ends with "N passed, N failed"; exit code 0
+# one per sidecar under the shipped manifests' names); then, in a network namespace of its own,
+# starts the control plane natively (control-plane.sh) and boots the test VM once on a tap device
+# there, and runs vm/node-test.sh in the VM: the node (containerd, kubelet), `kubectl apply -k` of
+# an overlay over deploy/kubernetes (README "Deploying on a cluster"), the scenarios. The
+# namespace and everything in it are removed at the end, also on failure or a signal. Ends with "N passed, N failed"; exit code 0
 # only when all passed.
 # Env: K8S_VERSION (e.g. v1.35.4: run that Kubernetes instead of versions.env's; built and cached
 #      by test-e2e/parts/build.sh), LVSTAMP_K8S_CACHE, VM_MEM (6G), VM_TIMEOUT (3000 s),
@@ -55,13 +57,14 @@ ARCHIVES=$(timed bash "$HERE/build-images.sh" base pause busybox sidecars driver
 ALL_IMAGES=$(echo "$ARCHIVES" | awk '$1 != "base" {print $2}' | tr '\n' ' ')
 
 # PKI for the test cluster (local-test only: self-signed CA, static admin token)
-PKI=$K8S_CACHE/pki
+# (pki-host: the API server's certificate names the host side of the VM's NIC, 10.99.0.254)
+PKI=$K8S_CACHE/pki-host
 if [ ! -f $PKI/sa.pub ]; then
   rm -rf $PKI.tmp && mkdir -p $PKI.tmp && (
     cd $PKI.tmp
     openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=lvstamp-k8s-ca" -keyout ca.key -out ca.crt 2>/dev/null
     openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" -keyout apiserver.key -out apiserver.csr 2>/dev/null
-    printf 'subjectAltName=IP:127.0.0.1,IP:10.99.0.1,IP:10.0.0.1,DNS:localhost,DNS:vm,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n' >ext.cnf
+    printf 'subjectAltName=IP:127.0.0.1,IP:10.99.0.254,IP:10.0.0.1,DNS:localhost,DNS:vm,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n' >ext.cnf
     openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -extfile ext.cnf -out apiserver.crt 2>/dev/null
     openssl genrsa -out sa.key 2048 2>/dev/null && openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
   ) && mv $PKI.tmp $PKI || die "PKI generation failed"
@@ -72,7 +75,39 @@ echo "lvstamp-k8s-admin-token,admin,admin-uid,system:masters" >$PKI/tokens.csv
 # ID, and the components for a slow node and for snapshots (README "Snapshots"). The sidecars'
 # images are the shipped names (build-images.sh tags them so).
 RUN=$(mktemp -d "$K8S_CACHE/run.XXXXXX")
-trap 'rm -rf "$RUN"' EXIT
+# The network namespace of the control plane and the VM (netns_up): a tap device whose side here is
+# 10.99.0.254 (vm/cluster.sh API_IP), the VM's eth0 on it 10.99.0.1 (NODE_IP), the pod network
+# routed to the VM. The host's own network is not touched.
+NETNS=lvstamp-k8s-$$ TAP=lvstamp0 NETNS_DIR_MADE=
+netns_up() {
+  [ -e /run/netns ] || NETNS_DIR_MADE=1
+  ip netns add $NETNS && ip -n $NETNS link set lo up && ip netns exec $NETNS ip tuntap add dev $TAP mode tap &&
+    ip -n $NETNS addr add 10.99.0.254/24 dev $TAP && ip -n $NETNS link set $TAP up &&
+    ip -n $NETNS route add 10.88.0.0/16 via 10.99.0.1 dev $TAP onlink
+}
+# netns_down: every process in the namespace stopped, etcd last (the API server's shutdown waits
+# for it): TERM, then KILL after 20 s; the namespace deleted, and /run/netns unmounted and removed
+# when this run made it
+netns_down() {
+  local i p pids phase
+  ip netns list | grep -qw "^$NETNS" || return 0
+  for phase in others all; do
+    for i in $(seq 1 40); do
+      pids=$(ip netns pids $NETNS)
+      [ $phase = others ] && pids=$(for p in $pids; do [ "$(cat /proc/$p/comm 2>/dev/null)" = etcd ] || echo $p; done)
+      [ -z "$pids" ] && break
+      [ $i = 1 ] && kill $pids 2>/dev/null
+      [ $i = 40 ] && { step "killing what is left in $NETNS: $pids"; kill -9 $pids 2>/dev/null; sleep 1; }
+      sleep 0.5
+    done
+  done
+  ip netns del $NETNS || step "cannot delete the network namespace $NETNS"
+  if [ -n "$NETNS_DIR_MADE" ] && [ -z "$(ip netns list)" ]; then umount /run/netns 2>/dev/null; rmdir /run/netns; fi
+}
+VM_JOB=
+trap 'netns_down; [ -n "$VM_JOB" ] && wait $VM_JOB; rm -rf "$RUN"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 OVERLAY=$RUN/overlay GC_OVERLAY=$RUN/overlay-gc; mkdir -p $OVERLAY $GC_OVERLAY
 OWNER=$(openssl rand -hex 16)
 # the driver's config as shipped with its example thin class uncommented (README "Snapshots"),
@@ -199,11 +234,22 @@ IMAGES=$(thin "$STORE.blobs" $ALL_IMAGES | tr '\n' ' ')
 step "images to import on top of the store:${IMAGES:- none}"
 DISK=/dev/vda STORE_DISK=/dev/vdb
 export REPO NODE_PATH PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK STORE_DISK
-step "booting the test VM (logs: $LOGS)"
+netns_up || die "cannot set up the network namespace $NETNS"
 s=$SECONDS
-VM_RW="$LOGS" VM_ENV="REPO NODE_PATH PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK STORE_DISK K8S_ONLY K8S_EXTRA" VM_DISKS=8G VM_IMAGES="$STORE" VM_MEM=${VM_MEM:-6G} \
-  VM_TIMEOUT=${VM_TIMEOUT:-3000} bash test-e2e/vm/run-in-vm.sh "bash test-e2e/k8s/vm/node-test.sh" 2>&1 | tee "$LOGS/run.log"
-rc=${PIPESTATUS[0]}
+step "control plane on the host, in the network namespace $NETNS (log: $LOGS/control-plane.log)"
+STATE=$RUN/control-plane ip netns exec $NETNS bash "$HERE/control-plane.sh" >"$LOGS/control-plane.log" 2>&1 &
+step "booting the test VM (logs: $LOGS)"
+# in the background, so that a signal reaches the traps at once (netns_down stops qemu)
+(
+VM_NET=tap:$TAP VM_RW="$LOGS" VM_ENV="REPO NODE_PATH PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK STORE_DISK K8S_ONLY K8S_EXTRA" VM_DISKS=8G VM_IMAGES="$STORE" VM_MEM=${VM_MEM:-6G} \
+  VM_TIMEOUT=${VM_TIMEOUT:-3000} ip netns exec $NETNS bash test-e2e/vm/run-in-vm.sh "bash test-e2e/k8s/vm/node-test.sh" 2>&1 |
+  tee "$LOGS/run.log"
+  exit "${PIPESTATUS[0]}"
+) &
+VM_JOB=$!
+wait $VM_JOB
+rc=$?
+step "control plane: $(grep -E 'etcd healthy|readyz|control plane up|TIMEOUT|exited' "$LOGS/control-plane.log" | tr '\n' ';')"
 step "VM: $((SECONDS - s)) s; whole tier $((SECONDS - T0)) s; exit $rc; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 tail -n 1 "$LOGS/run.log" | grep -qE '^[0-9]+ passed, [0-9]+ failed$' || echo "0 passed, 1 failed"
 exit $rc

@@ -10,6 +10,9 @@
 #      VM_IMAGES="/abs/f.raw ..." existing raw disk images, after VM_DISKS (-> the next /dev/vdX):
 #                            the guest's writes are discarded at exit (qemu snapshot=on); a
 #                            name prefixed "rw:" is written through instead
+#      VM_NET=tap:IFNAME  one virtio NIC (eth0 in the guest) on the existing tap device IFNAME
+#                            (in qemu's network namespace); VM_NET=user: qemu user networking;
+#                            unset: no NIC
 #      VM_DEBUG=1 print the guest console log; VM_KEEP=1 keep the transfer dir under vm/tmp
 set -u
 VM_DIR=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
@@ -23,6 +26,7 @@ VM_ACCEL=${VM_ACCEL:-tcg}; VM_MEM=${VM_MEM:-3G}; VM_CPUS=${VM_CPUS:-$(nproc)}; V
 VM_RW=${VM_RW:-}
 MODULES="loop dm-mod" # everything else loads on demand (kernel request_module, lvm -> busybox modprobe)
 [ -n "${VM_DISKS:-}${VM_IMAGES:-}" ] && MODULES="$MODULES virtio_blk"
+[ -n "${VM_NET:-}" ] && MODULES="$MODULES virtio_net"
 mkdir -p "$VM_DIR/tmp" && XFER=$(mktemp -d "$VM_DIR/tmp/xfer.XXXXXX") || exit 125
 chmod 755 "$XFER"
 printf '%s\n' "$*" >"$XFER/cmd.sh"
@@ -60,6 +64,12 @@ for f in ${VM_IMAGES:-}; do
   [ -f "$f" ] || { echo "run-in-vm: VM_IMAGES file $f missing" >&2; exit 125; }
   EXTRA+=(-drive "file=$f,if=virtio,format=raw,$mode,discard=unmap")
 done
+case ${VM_NET:-} in
+  '') ;;
+  tap:?*) EXTRA+=(-netdev "tap,id=net0,ifname=${VM_NET#tap:},script=no,downscript=no" -device virtio-net-pci,netdev=net0) ;;
+  user) EXTRA+=(-netdev user,id=net0 -device virtio-net-pci,netdev=net0) ;;
+  *) echo "run-in-vm: VM_NET=$VM_NET: tap:IFNAME or user" >&2; exit 125 ;;
+esac
 for p in out err; do mkfifo "$XFER/$p.in" "$XFER/$p.out"; done
 # hold a writer on each fifo so the readers open at once; closed after qemu exits => readers see EOF
 exec 3<>"$XFER/out.out" 4<>"$XFER/err.out"

@@ -1,14 +1,19 @@
-# cluster.sh: a one-node Kubernetes inside the test VM (sourced by node-test.sh and store.sh):
-# containerd 2 + runc + CNI bridge, etcd, kube-apiserver, kube-controller-manager, kube-scheduler
-# and the kubelet, all from test-e2e/parts (NODE_PATH), started with bounded waits and stopped
-# completely by cluster_down. Everything lives in the VM's tmpfs; logs go to $LOGS.
+# cluster.sh: a one-node Kubernetes, sourced on both sides of the VM's NIC. On the host (by
+# control-plane.sh, in the tier's network namespace): etcd, kube-apiserver,
+# kube-controller-manager and kube-scheduler (control_plane_up). In the test VM (by node-test.sh
+# and store.sh): containerd 2 + runc + CNI bridge and the kubelet (guest_prepare, containerd_up,
+# node_join, kubelet_up; stopped completely by cluster_down), on the VM's tmpfs. All from
+# test-e2e/parts (NODE_PATH), started with bounded waits; logs go to $LOGS.
 # Needs: NODE_PATH (the parts' directories: kubernetes, etcd, containerd, runc), PKI (ca.crt,
-#        apiserver.{crt,key}, sa.{key,pub}, tokens.csv), IMAGES (OCI archives), LOGS;
-#        STORE_DISK (optional): the image store disk made by store.sh, mounted at /var/lib/containerd.
+#        apiserver.{crt,key}, sa.{key,pub}, tokens.csv), LOGS; in the VM IMAGES (OCI archives)
+#        and STORE_DISK (optional): the image store disk made by store.sh, mounted at
+#        /var/lib/containerd. STATE: the pid files and kubeconfig (default /run/lvstamp-k8s).
 export PATH=$NODE_PATH:$PATH
-STATE=/run/lvstamp-k8s
+STATE=${STATE:-/run/lvstamp-k8s}
 NODE=vm
+# the VM's NIC (eth0) and the host side of its tap device, where the control plane listens
 NODE_IP=10.99.0.1
+API_IP=10.99.0.254
 TOKEN=lvstamp-k8s-admin-token
 
 now() { awk '{print $1}' /proc/uptime; }
@@ -71,8 +76,7 @@ guest_prepare() {
     echo "+$ctl" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || log "cgroup controller $ctl not delegated"
   done
   log "cgroup v2 controllers delegated: $(cat /sys/fs/cgroup/cgroup.subtree_control)"
-  # The node's own processes (this script, then etcd, the API server, controller-manager,
-  # scheduler, containerd, kubelet, kubectl) in one cgroup, as a real node's init system puts
+  # The node's own processes (this script, then containerd, kubelet, kubectl) in one cgroup, as a real node's init system puts
   # them in system.slice. Left in the root cgroup, every runnable thread there weighs 100 (a
   # nice-0 task) against 174 for the kubelet's whole kubepods group (cpu.weight of 2 CPUs), and
   # the driver container (request 20m: cpu.weight 6, beside three sidecars) got a few % of the
@@ -98,17 +102,17 @@ guest_prepare() {
   mount --make-rshared /
   modprobe -a overlay bridge br_netfilter veth dummy 2>/dev/null
   sysctl -qw net.ipv4.ip_forward=1
-  # kubelet refuses a loopback node IP: a dummy interface with a private address and a route
-  ip link add dummy0 type dummy 2>/dev/null
-  ip addr add $NODE_IP/24 dev dummy0; ip link set dummy0 up
-  ip route add default via 10.99.0.254 dev dummy0 2>/dev/null
+  # the node IP on the VM's NIC (run-in-vm.sh VM_NET), the control plane's side as its gateway
+  ip addr add $NODE_IP/24 dev eth0 && ip link set eth0 up && ip route add default via $API_IP dev eth0 ||
+    { log "cannot configure eth0 (VM_NET): $(ip -br link 2>&1 | tr '\n' ' ')"; return 1; }
   grep -q " $NODE\$" /etc/hosts || echo "$NODE_IP $NODE" >>/etc/hosts
-  [ -s /etc/resolv.conf ] || echo "nameserver 10.99.0.254" >/etc/resolv.conf
+  [ -s /etc/resolv.conf ] || echo "nameserver $API_IP" >/etc/resolv.conf
   [ -s /etc/machine-id ] || echo 0123456789abcdef0123456789abcdef >/etc/machine-id
   # no kube-proxy: one DNAT rule stands in for the "kubernetes" Service (10.0.0.1:443), so pods
-  # (the sidecars, the GC job) reach the API server with their in-cluster configuration
-  iptables -t nat -A PREROUTING -d 10.0.0.1 -p tcp --dport 443 -j DNAT --to-destination $NODE_IP:6443 &&
-    iptables -t nat -A OUTPUT -d 10.0.0.1 -p tcp --dport 443 -j DNAT --to-destination $NODE_IP:6443 ||
+  # (the sidecars, the GC job) reach the API server on the host with their in-cluster
+  # configuration (the host side routes the pod network 10.88.0.0/16 back to $NODE_IP)
+  iptables -t nat -A PREROUTING -d 10.0.0.1 -p tcp --dport 443 -j DNAT --to-destination $API_IP:6443 &&
+    iptables -t nat -A OUTPUT -d 10.0.0.1 -p tcp --dport 443 -j DNAT --to-destination $API_IP:6443 ||
     { log "iptables DNAT for the kubernetes Service failed"; return 1; }
   cat >/etc/cni/net.d/10-bridge.conflist <<CNI
 { "cniVersion": "0.4.0", "name": "lvstamp-k8s", "plugins": [
@@ -178,7 +182,22 @@ APISERVER_TRIMS=(--enable-priority-and-fairness=false --runtime-config=autoscali
 # generic ephemeral volumes, kube-root-ca.crt (projected service account volumes), ServiceCIDRs.
 KCM_CONTROLLERS=serviceaccount-token-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,daemonset-controller,deployment-controller,replicaset-controller,job-controller,cronjob-controller,statefulset-controller,persistentvolume-binder-controller,persistentvolume-expander-controller,persistentvolume-attach-detach-controller,persistentvolumeclaim-protection-controller,persistentvolume-protection-controller,ephemeral-volume-controller,root-ca-certificate-publisher-controller,service-cidr-controller
 
+# kubeconfig FILE SERVER: the admin token's kubeconfig for the API server at SERVER
+kubeconfig() {
+  cat >"$1" <<KCF
+apiVersion: v1
+kind: Config
+clusters: [{name: node, cluster: {server: "$2", certificate-authority: $PKI/ca.crt}}]
+users: [{name: admin, user: {token: $TOKEN}}]
+contexts: [{name: node, context: {cluster: node, user: admin}}]
+current-context: node
+KCF
+}
+apiserver_ready() { curl -sfk -H "Authorization: Bearer $TOKEN" "https://$1:6443/readyz"; } # apiserver_ready IP
+
+# control_plane_up: on the host, in the tier's network namespace (control-plane.sh)
 control_plane_up() {
+  mkdir -p $STATE
   # etcd: one member, no metrics listener; a snapshot every 100000 writes instead of 10000 (the
   # tier never reaches it), so no snapshot I/O during the run
   start etcd etcd --name node --data-dir $STATE/etcd --listen-client-urls http://127.0.0.1:2379 \
@@ -187,7 +206,7 @@ control_plane_up() {
     --listen-metrics-urls '' --snapshot-count=100000
   wait_for "etcd healthy" 300 curl -sf http://127.0.0.1:2379/health || { tails etcd; return 1; }
   start apiserver kube-apiserver --etcd-servers=http://127.0.0.1:2379 \
-    --bind-address=0.0.0.0 --advertise-address=$NODE_IP --secure-port=6443 \
+    --bind-address=0.0.0.0 --advertise-address=$API_IP --secure-port=6443 \
     --tls-cert-file=$PKI/apiserver.crt --tls-private-key-file=$PKI/apiserver.key --client-ca-file=$PKI/ca.crt \
     --token-auth-file=$PKI/tokens.csv --authorization-mode=Node,RBAC \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
@@ -196,17 +215,9 @@ control_plane_up() {
     --service-cluster-ip-range=10.0.0.0/24 --endpoint-reconciler-type=none --allow-privileged=true \
     --kubelet-preferred-address-types=InternalIP "${APISERVER_TRIMS[@]}" \
     --cert-dir=$STATE/apiserver-certs --v=1
-  wait_for "kube-apiserver /readyz" 1500 curl -sfk -H "Authorization: Bearer $TOKEN" https://127.0.0.1:6443/readyz ||
-    { alive apiserver; tails apiserver; return 1; }
+  wait_for "kube-apiserver /readyz" 1500 apiserver_ready 127.0.0.1 || { alive apiserver; tails apiserver; return 1; }
   export KUBECONFIG=$STATE/kubeconfig
-  cat >$KUBECONFIG <<KCF
-apiVersion: v1
-kind: Config
-clusters: [{name: node, cluster: {server: "https://$NODE_IP:6443", certificate-authority: $PKI/ca.crt}}]
-users: [{name: admin, user: {token: $TOKEN}}]
-contexts: [{name: node, context: {cluster: node, user: admin}}]
-current-context: node
-KCF
+  kubeconfig $KUBECONFIG https://127.0.0.1:6443
   supervise kcm kube-controller-manager --kubeconfig=$KUBECONFIG --leader-elect=false \
     --service-account-private-key-file=$PKI/sa.key --root-ca-file=$PKI/ca.crt \
     --bind-address=127.0.0.1 --cert-dir=$STATE/kcm-certs --controllers=$KCM_CONTROLLERS --v=1
@@ -242,16 +253,23 @@ kubelet_start() {
     --node-ip=$NODE_IP --hostname-override=$NODE --root-dir=/var/lib/kubelet --v=2
 }
 node_ready() { kubectl get node $NODE -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -qx True; }
+# node_join: in the VM, the control plane on the host answers through the NIC; KUBECONFIG set
+node_join() {
+  wait_for "kube-apiserver /readyz at $API_IP (the host's control plane)" 900 apiserver_ready $API_IP ||
+    { tails control-plane apiserver; return 1; }
+  export KUBECONFIG=$STATE/kubeconfig
+  kubeconfig $KUBECONFIG https://$API_IP:6443
+}
 kubelet_up() {
   kubelet_config $STATE/kubelet.yaml
   kubelet_start
   wait_for "node $NODE Ready" 900 node_ready || { alive kubelet; tails kubelet; return 1; }
   wait_for "ServiceAccount default/default (controller-manager)" 600 kubectl get sa default ||
-    { alive kcm; tails kcm; return 1; }
+    { tails kcm; return 1; }
 }
 
-# cluster_down: stop every process this file started (the pods' containers first, through
-# containerd), unmount what the kubelet left mounted
+# cluster_down: in the VM, stop every process this file started there (the pods' containers
+# first, through containerd), unmount what the kubelet left mounted
 cluster_down() {
   local pid f i live
   log "cluster down: final objects, events and pod logs to $LOGS, then every process stopped"
@@ -265,7 +283,7 @@ cluster_down() {
   for pid in $(timeout 60 ctr -n k8s.io tasks ls -q 2>/dev/null); do
     timeout 30 ctr -n k8s.io tasks kill -s KILL "$pid" >/dev/null 2>&1
   done
-  for f in kubelet scheduler kcm apiserver etcd containerd; do
+  for f in kubelet containerd; do
     [ -f $STATE/$f.pid ] && kill "$(cat $STATE/$f.pid)" 2>/dev/null
   done
   for i in $(seq 1 20); do

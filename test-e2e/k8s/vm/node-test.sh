@@ -1,6 +1,6 @@
 #!/bin/bash
-# node-test.sh: inside the test VM (run by test-e2e/k8s/run.sh). Brings up the one-node cluster
-# (cluster.sh), deploys lvstamp the way README's "Deploying on a cluster" says (an overlay over
+# node-test.sh: inside the test VM (run by test-e2e/k8s/run.sh). Brings up the node (cluster.sh:
+# containerd and the kubelet, joined to the control plane run.sh started on the host), deploys lvstamp the way README's "Deploying on a cluster" says (an overlay over
 # deploy/kubernetes that only sets the image names and the owner ID; kubectl apply -k), runs the
 # scenarios, tears everything down and ends with "N passed, N failed".
 # Env: REPO NODE_PATH PKI IMAGES LOGS SNAP_OVERLAY (CRDs, snapshot-controller) OVERLAY GC_OVERLAY (the user's overlay dirs) DISK (the VG's
@@ -101,12 +101,12 @@ s_vg() {
 
 s_cluster() {
   calibrate
-  log "$(kubelet --version), $(etcd --version | head -1), $(containerd --version), $(runc --version | head -1)"
+  log "$(kubelet --version), $(containerd --version), $(runc --version | head -1)"
   guest_prepare || return 1
-  # the image import (I/O over 9p) overlaps the API server's start (CPU)
+  # the image import (I/O over 9p) overlaps the wait for the host's API server
   containerd_up >"$LOGS/containerd-up.log" 2>&1 &
   local imports=$!
-  control_plane_up || return 1
+  node_join || return 1
   wait $imports || { cat "$LOGS/containerd-up.log"; fail "containerd / image import"; return 1; }
   cat "$LOGS/containerd-up.log"
   kubelet_up
@@ -597,7 +597,7 @@ s_cleanup() {
 }
 
 check "volume group lvstamp on $DISK" s_vg
-check "one-node cluster up (etcd, API server, controller-manager, scheduler, containerd, kubelet)" s_cluster || exit 1
+check "one-node cluster up (control plane on the host; containerd, kubelet in the VM)" s_cluster || exit 1
 [ $FAILED = 0 ] || exit 1
 check "kubectl apply -k: DaemonSet Running, driver registered with the kubelet" s_deploy
 [ $FAILED = 0 ] || exit 1
