@@ -8,7 +8,8 @@
 #   -> the benchmark smoke run (bench/, N = 10, one round, in the VM): the harness must work;
 #      its timings are not judged here (pnpm bench + pnpm bench:check do that).
 #   -> the Kubernetes tier (test-e2e/k8s/run.sh): the driver and GC images, the manifests and the
-#      CSI sidecars on a one-node current Kubernetes in the test VM (test-e2e/parts, cached outside the repo).
+#      CSI sidecars on a one-node current Kubernetes: the node in the test VM, the control plane on the
+#      host in a network namespace of the run (test-e2e/parts, cached outside the repo).
 # Prints a summary with counts and durations; exits non-zero when any step fails.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
