@@ -179,8 +179,12 @@ APISERVER_TRIMS=(--enable-priority-and-fairness=false --runtime-config=autoscali
 # accounts and their tokens, namespaces, the garbage collector (owner references: a Job's pods,
 # the CSIStorageCapacity objects), DaemonSet, Deployment/ReplicaSet (snapshot-controller), Job and
 # CronJob (the GC), StatefulSet, the PV binder and expander, attach/detach, PVC and PV protection,
-# generic ephemeral volumes, kube-root-ca.crt (projected service account volumes), ServiceCIDRs.
-KCM_CONTROLLERS=serviceaccount-token-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,daemonset-controller,deployment-controller,replicaset-controller,job-controller,cronjob-controller,statefulset-controller,persistentvolume-binder-controller,persistentvolume-expander-controller,persistentvolume-attach-detach-controller,persistentvolumeclaim-protection-controller,persistentvolume-protection-controller,ephemeral-volume-controller,root-ca-certificate-publisher-controller,service-cidr-controller
+# generic ephemeral volumes, kube-root-ca.crt (projected service account volumes), ServiceCIDRs,
+# and the node lifecycle controller: it removes the not-ready taint the TaintNodesByCondition
+# admission plugin puts on a new node (without it no pod without that toleration is scheduled).
+# Its grace periods are long (test-only): the emulated node's status updates can come late.
+KCM_CONTROLLERS=serviceaccount-token-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,daemonset-controller,deployment-controller,replicaset-controller,job-controller,cronjob-controller,statefulset-controller,persistentvolume-binder-controller,persistentvolume-expander-controller,persistentvolume-attach-detach-controller,persistentvolumeclaim-protection-controller,persistentvolume-protection-controller,ephemeral-volume-controller,root-ca-certificate-publisher-controller,service-cidr-controller,node-lifecycle-controller
+KCM_NODE_GRACE=(--node-monitor-grace-period=300s --node-startup-grace-period=600s)
 
 # kubeconfig FILE SERVER: the admin token's kubeconfig for the API server at SERVER
 kubeconfig() {
@@ -220,7 +224,7 @@ control_plane_up() {
   kubeconfig $KUBECONFIG https://127.0.0.1:6443
   supervise kcm kube-controller-manager --kubeconfig=$KUBECONFIG --leader-elect=false \
     --service-account-private-key-file=$PKI/sa.key --root-ca-file=$PKI/ca.crt \
-    --bind-address=127.0.0.1 --cert-dir=$STATE/kcm-certs --controllers=$KCM_CONTROLLERS --v=1
+    --bind-address=127.0.0.1 --cert-dir=$STATE/kcm-certs --controllers=$KCM_CONTROLLERS "${KCM_NODE_GRACE[@]}" --v=1
   supervise scheduler kube-scheduler --kubeconfig=$KUBECONFIG --leader-elect=false \
     --bind-address=127.0.0.1 --cert-dir=$STATE/sched-certs --v=1
 }
