@@ -15,6 +15,8 @@ NODE=vm
 NODE_IP=10.99.0.1
 API_IP=10.99.0.254
 TOKEN=lvstamp-k8s-admin-token
+# the port of kubectl-relay.mjs (control-plane.sh) on API_IP: the VM's kubectl commands run there
+KUBECTL_RELAY_PORT=6444
 
 now() { awk '{print $1}' /proc/uptime; }
 log() { echo "[$(now)s] $*"; }

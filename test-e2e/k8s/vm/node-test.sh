@@ -32,6 +32,9 @@ finish() {
   [ $FAILED = 0 ] && [ $SKIPPED = 0 ] || exit 1
 }
 trap finish EXIT
+# kubectl runs on the host, next to the control plane (vm/bin/kubectl, kubectl-relay.mjs): a
+# kubectl started in the emulated VM costs 5-20 s, most of many scenarios' time
+export KUBECTL_RELAY=$API_IP:$KUBECTL_RELAY_PORT PATH=$(cd "$(dirname "$0")" && pwd)/bin:$PATH
 NS=lvstamp-system
 k() { kubectl "$@"; }
 jp() { kubectl get "$1" -o "jsonpath=$2" 2>/dev/null; } # jp OBJECT JSONPATH
