@@ -124,6 +124,15 @@ export function newLvNameFor(volumeId: string, naming: Naming = DEFAULT_NAMING):
   return naming.newLvPrefix + volumeId;
 }
 
+/** The longest prefix shared by finished and in-progress LV names (`lvstamp_`): one `-S` for both. */
+export function commonLvPrefix(naming: Naming = DEFAULT_NAMING): string {
+  const a = naming.lvPrefix;
+  const b = naming.newLvPrefix;
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i += 1;
+  return a.slice(0, i);
+}
+
 /** `lvstamp_snap_<id>`: the LV name of a snapshot (docs/DESIGN.md §3). */
 export function snapshotLvNameFor(snapshotId: string, naming: Naming = DEFAULT_NAMING): string {
   return naming.snapshotLvPrefix + snapshotId;

@@ -2,3 +2,4 @@
 export type { FsType, MountInfoEntry } from './types.js';
 export { mountsAt } from './mountinfo.js';
 export { FilesystemManager } from './filesystem.js';
+export { FREEZE_TIMEOUT_MS, thaw, withFrozen } from './freeze.js';

@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { describe, it } from 'vitest';
 import type { DmMap } from '../device/types.js';
 import type { DecodeResult } from '../header/types.js';
-import type { LogicalVolume, Volume } from '../lvm/types.js';
+import type { LogicalVolume } from '../lvm/types.js';
+import type { Volume } from '../volumes/types.js';
 import { dmNameFor, dmUuidFor, lvDmName } from '../naming.js';
 import {
   CASE_VARIANTS,
@@ -193,7 +194,7 @@ class Node {
   ports(plan: GcPlan): GcExecutorPorts {
     const entryOf = (device: string) => plan.entries.find((e) => e.device === device);
     return {
-      lvm: {
+      volumes: {
         listLogicalVolumes: (scope, lvNames) => {
           const wanted = (lv: LogicalVolume) =>
             scope.vgNames.includes(lv.vgName) && (lvNames?.includes(lv.lvName) ?? true);

@@ -90,7 +90,7 @@ async function removeVolume(
   ports: GcExecutorPorts,
 ): Promise<Step> {
   // The plan's own volume group is the whole scope of this re-check.
-  const { volumes } = await ports.lvm.listLogicalVolumes({ vgNames: [entry.vgName] }, [
+  const { volumes } = await ports.volumes.listLogicalVolumes({ vgNames: [entry.vgName] }, [
     entry.lvName,
   ]);
   const lv = volumes.find((v) => v.vgName === entry.vgName && v.lvName === entry.lvName);
@@ -127,7 +127,7 @@ async function removeVolume(
   }
 
   if (ownMap !== null) await ports.devices.remove(entry.volumeId);
-  await ports.lvm.removeLogicalVolume({
+  await ports.volumes.removeLogicalVolume({
     vgName: lv.vgName,
     lvName: lv.lvName,
     lvUuid: lv.lvUuid,
@@ -153,7 +153,7 @@ async function removeSnapshot(
   entry: GcSnapshotEntry,
   ports: GcExecutorPorts,
 ): Promise<Step> {
-  const { snapshots } = await ports.lvm.listLogicalVolumes({ vgNames: [entry.vgName] }, [
+  const { snapshots } = await ports.volumes.listLogicalVolumes({ vgNames: [entry.vgName] }, [
     entry.lvName,
   ]);
   const lv = snapshots.find((v) => v.vgName === entry.vgName && v.lvName === entry.lvName);
@@ -190,7 +190,7 @@ async function removeSnapshot(
   }
   if (lvDm.openCount !== 0)
     return skipped(`LV ${entry.device} is open now (open count ${lvDm.openCount})`);
-  await ports.lvm.removeLogicalVolume({
+  await ports.volumes.removeLogicalVolume({
     vgName: lv.vgName,
     lvName: lv.lvName,
     lvUuid: lv.lvUuid,

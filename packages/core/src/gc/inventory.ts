@@ -1,5 +1,6 @@
 import type { DeviceNumber, DmMap } from '../device/types.js';
-import type { LogicalVolume, VgScope, Volume } from '../lvm/types.js';
+import type { LogicalVolume } from '../lvm/types.js';
+import type { VgScope, Volume } from '../volumes/types.js';
 import { DEFAULT_NAMING, parseDmUuid, parseSnapshotLvName, type Naming } from '../naming.js';
 import type { GcHeaderPort, GcInventoryPorts, GcLinearTarget } from './ports.js';
 import { readHeaderSafely } from '../volumes/header-reading.js';
@@ -22,7 +23,7 @@ export async function takeInventory(
   clock: () => number = Date.now,
 ): Promise<Inventory> {
   const takenAtMs = clock();
-  const { volumes: lvs, snapshots: snapshotLvs } = await ports.lvm.listLogicalVolumes(scope);
+  const { volumes: lvs, snapshots: snapshotLvs } = await ports.volumes.listLogicalVolumes(scope);
   const dmMaps = await ports.devices.listAll();
 
   const lvByNumber = new Map<string, Volume>();

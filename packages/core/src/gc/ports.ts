@@ -6,10 +6,11 @@
  */
 import type { DecodeResult } from '../header/types.js';
 import type { DmMap } from '../device/types.js';
-import type { LogicalVolume, VgScope, Volume, VolumeScope } from '../lvm/types.js';
+import type { LogicalVolume } from '../lvm/types.js';
+import type { VgScope, Volume, VolumeScope } from '../volumes/types.js';
 
 /** Lists lvstamp LVs (VolumeService). */
-export interface GcLvmPort {
+export interface GcVolumesPort {
   /**
    * The LVs whose names carry the lvstamp prefix in the scope's volume groups
    * only (DESIGN.md §2.3), from one look-up, no header read: `volumes`
@@ -133,14 +134,14 @@ export interface GcHostLockPort {
  * inventory reads every table with one `tables` call.
  */
 export interface GcInventoryPorts {
-  readonly lvm: GcLvmPort;
+  readonly volumes: GcVolumesPort;
   readonly headers: GcHeaderPort;
   readonly devices: Pick<GcDevicePort, 'listAll' | 'tables'>;
 }
 
 /** What `applyGcPlan` reads and changes. */
 export interface GcExecutorPorts {
-  readonly lvm: GcLvmPort & GcLvRemoverPort & GcScopePort;
+  readonly volumes: GcVolumesPort & GcLvRemoverPort & GcScopePort;
   readonly headers: GcHeaderPort;
   readonly devices: GcDevicePort & GcDeviceRemoverPort;
   readonly hostLock: GcHostLockPort;

@@ -92,7 +92,7 @@ export class GcService {
     vgNames: readonly string[];
     activated: readonly string[];
   }> {
-    const vgNames = request.vgNames ?? (await this.#ports.lvm.discoverVolumeGroups());
+    const vgNames = request.vgNames ?? (await this.#ports.volumes.discoverVolumeGroups());
     let inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
     // Only when the inventory shows an inactive LV with this owner's tags: activate (one lvchange
     // each, the volumes re-listed under the host lock) and take the inventory again.
@@ -103,11 +103,11 @@ export class GcService {
       );
     const scope = { vgNames, ownerId: request.policy.ownerId };
     const volumesActivated = inactiveOwned(inventory.volumes)
-      ? await this.#ports.lvm.activateOwnedVolumes(scope)
+      ? await this.#ports.volumes.activateOwnedVolumes(scope)
       : [];
     // Snapshots rest inactive with the activation-skip flag: `lvchange -ay -K`, exactly each LV.
     const snapshotsActivated = inactiveOwned(inventory.snapshots ?? [])
-      ? await this.#ports.lvm.activateOwnedSnapshots(scope)
+      ? await this.#ports.volumes.activateOwnedSnapshots(scope)
       : [];
     const activated = [...volumesActivated, ...snapshotsActivated];
     let plan: GcPlan;
@@ -165,7 +165,7 @@ export class GcService {
 
   /** Deactivates snapshot LVs this service activated (none: no call). */
   async #rest(lvs: readonly string[]): Promise<void> {
-    if (lvs.length > 0) await this.#ports.lvm.deactivateSnapshots(lvs);
+    if (lvs.length > 0) await this.#ports.volumes.deactivateSnapshots(lvs);
   }
 }
 
