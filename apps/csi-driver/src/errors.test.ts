@@ -12,6 +12,7 @@ import {
   NotFoundError,
   NotOwnedError,
   OutOfSpaceError,
+  snapshotIdForName,
   UnparseableOutputError,
   VolumeGroupUnusableError,
 } from '@lvstamp/core';

@@ -58,6 +58,7 @@ export {
 } from './provisioning.js';
 export * from './gc/index.js';
 export * from './header/index.js';
+export * from './os/index.js';
 export * from './device/index.js';
 export * from './fs/index.js';
 export * from './exec/index.js';

@@ -16,9 +16,9 @@ import {
   parseDmUuid,
   type Naming,
 } from '../naming.js';
-import { blockDeviceNumber, formatDeviceNumber, sameDevice } from './devnum.js';
-import { errorCode, errorMessage } from './errno.js';
-import { deviceUsersText } from './holders.js';
+import { blockDeviceNumber, formatDeviceNumber, sameDevice } from '../os/devnum.js';
+import { errorCode, errorMessage } from '../os/errno.js';
+import { deviceUsersText } from '../os/holders.js';
 import type {
   DataDevice,
   DataDeviceMap,

@@ -10,11 +10,16 @@ import {
   UnparseableOutputError,
 } from '../errors.js';
 import type { CommandResult, CommandRunner } from '../exec/runner.js';
-import { requireBlockDeviceNumber, formatDeviceNumber, sameDevice } from '../device/devnum.js';
-import { errorCode, errorMessage } from '../device/errno.js';
-import { deviceUsersText } from '../device/holders.js';
-import type { DeviceNumber } from '../device/types.js';
-import { DEFAULT_MOUNTINFO_PATH, isReadonlyMount, mountsAt, readMountInfo } from './mountinfo.js';
+import { requireBlockDeviceNumber, formatDeviceNumber, sameDevice } from '../os/devnum.js';
+import { errorCode, errorMessage } from '../os/errno.js';
+import { deviceUsersText } from '../os/holders.js';
+import type { DeviceNumber } from '../os/devnum.js';
+import {
+  DEFAULT_MOUNTINFO_PATH,
+  isReadonlyMount,
+  mountsAt,
+  readMountInfo,
+} from '../os/mountinfo.js';
 import {
   FS_TYPES,
   type ChangeResult,

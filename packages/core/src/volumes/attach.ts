@@ -4,7 +4,7 @@
  * ownership signals (DESIGN.md §2.3), so another installation's volume is
  * never exposed.
  */
-import { formatDeviceNumber } from '../device/devnum.js';
+import { formatDeviceNumber } from '../os/devnum.js';
 import type { DataDevice, DataDeviceRef } from '../device/types.js';
 import { FailedPreconditionError } from '../errors.js';
 import { parseOwnerId } from '../naming.js';

@@ -5,7 +5,7 @@
  * checks. Nothing here removes or changes data.
  */
 import type { DataDeviceRef } from '../device/types.js';
-import { deviceUsersText } from '../device/holders.js';
+import { deviceUsersText } from '../os/holders.js';
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../errors.js';
 import type { FilesystemManager } from '../fs/filesystem.js';
 import type { MountInfoEntry } from '../fs/types.js';
