@@ -13,7 +13,8 @@ import {
 import { ReplayRunner, type ReplayStep } from '../testing/replay-runner.js';
 import type { DeviceNumber } from '../device/types.js';
 import { statfs } from 'node:fs/promises';
-import { FilesystemManager, parseBlkidExport, usageFromStatfs } from './filesystem.js';
+import { FilesystemManager } from './filesystem.js';
+import { parseBlkidExport, usageFromStatfs } from './tools.js';
 import type { FsType } from './types.js';
 
 const ID = '9a1c5e0b3d7f4a2c8e6b1d0f2a4c6e07';

@@ -9,7 +9,7 @@ import type { DmMap } from '../device/types.js';
 import type { LogicalVolume } from '../lvm/types.js';
 import type { VgScope, Volume, VolumeScope } from '../volumes/types.js';
 
-/** Lists lvstamp LVs (VolumeService). */
+/** Lists lvstamp LVs: the port `volumes`, filled by VolumeService. */
 export interface GcVolumesPort {
   /**
    * The LVs whose names carry the lvstamp prefix in the scope's volume groups
@@ -68,9 +68,10 @@ export interface GcLvRemoverPort {
   /**
    * Removes exactly the LV `ref` names (`lvremove --yes`), nothing else: not
    * the data device map (the executor removes it first), not another LV with
-   * the same volume ID. Re-checks its uuid, name and tags first. Throws
-   * CommandFailedError on failure, FailedPreconditionError when a re-check
-   * fails.
+   * the same volume ID. Re-checks its uuid, name and tags first. The
+   * caller holds the host lock across the call (the executor does, per
+   * entry). Throws CommandFailedError on failure, FailedPreconditionError
+   * when a re-check fails.
    */
   removeLogicalVolume(ref: LvRef): Promise<void>;
 }
