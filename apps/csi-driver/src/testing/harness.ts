@@ -98,7 +98,7 @@ export class FakeCore implements DriverCore {
   readonly devices = new Map<string, DataDevice>();
   mountTable: MountInfoEntry[] = [];
   readonly calls: Call[] = [];
-  /** When set, `create` waits for it (to hold the per-volume lock). */
+  /** When set, `create` waits for it (to hold the per-RPC lock). */
   createGate: Promise<void> | null = null;
   /** When set, createSnapshot waits for it after recording the call (to hold the RPC lock). */
   snapshotGate: Promise<void> | null = null;
