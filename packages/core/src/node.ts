@@ -13,6 +13,7 @@ import { VolumeGroupAdmin } from './vg/admin.js';
 import { InspectService } from './volumes/inspect.js';
 import { VolumeService } from './volumes/service.js';
 import { SnapshotService } from './volumes/snapshots.js';
+import { QuarantineService } from './volumes/quarantine.js';
 import {
   SNAPSHOT_SERVICE_KEYS,
   VOLUME_SERVICE_KEYS,
@@ -53,6 +54,8 @@ export interface NodeServices {
   readonly volumeGroups: VolumeGroupAdmin;
   readonly inspector: InspectService;
   readonly gc: GcService;
+  /** Quarantined volumes and snapshots: list, restore (DESIGN.md §6 "Quarantine"). */
+  readonly quarantine: QuarantineService;
 }
 
 /**
@@ -86,6 +89,7 @@ export function createNodeServices(options: NodeServicesOptions = {}): NodeServi
   };
   const volumes = withVolumeLocks(new VolumeService(parts), VOLUME_SERVICE_KEYS, mutex);
   const snapshots = withVolumeLocks(new SnapshotService(parts), SNAPSHOT_SERVICE_KEYS, mutex);
+  const quarantine = new QuarantineService(parts);
   return {
     runner,
     hostLock,
@@ -97,8 +101,9 @@ export function createNodeServices(options: NodeServicesOptions = {}): NodeServi
     snapshots,
     volumeGroups: new VolumeGroupAdmin({ lvm, runner, hostLock, naming }),
     inspector: new InspectService({ volumes, headers }),
+    quarantine,
     gc: new GcService({
-      ports: { lvm: volumes, headers, devices: dataDevices, hostLock },
+      ports: { lvm: volumes, quarantine, headers, devices: dataDevices, hostLock },
       naming,
       ...(options.clock ? { clock: options.clock } : {}),
     }),

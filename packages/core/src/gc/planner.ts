@@ -1,6 +1,17 @@
 import { InvalidArgumentError } from '../errors.js';
-import { dmNameFor, isHexId, ownerTagFor, parseFromTag, parseSnapshotTags } from '../naming.js';
+import {
+  dmNameFor,
+  isHexId,
+  ownerTagFor,
+  parseFromTag,
+  parseSnapshotTags,
+  quarantineTagsOf,
+} from '../naming.js';
+import { CAPPED_ACTIONS } from './types.js';
+import { decideQuarantined } from './quarantine.js';
 import type {
+  GcQuarantinedEntry,
+  InventoryQuarantined,
   GcMapEntry,
   GcPlan,
   GcPlanEntry,
@@ -55,7 +66,14 @@ import { failedHeaderCheck, failedTagCheck } from '../volumes/ownership.js';
  * 4. A map whose LV is gone or not live (and not open) → `remove-map`
  *    (data untouched).
  * 5. `lvstamp_new_*` older than the grace period → `remove-volume`.
- * 6. Otherwise an orphan → `remove-volume`.
+ * 6. Otherwise an orphan → `remove-volume`, or `quarantine-volume` when
+ *    `policy.quarantineMs` > 0 (DESIGN.md §6 "Quarantine"; an LV that
+ *    already carries a quarantine tag is an interrupted quarantine, finished
+ *    the same way).
+ * 7. A quarantined LV (`lvstamp_q_<id>`, `lvstamp_qs_<id>`) is judged by
+ *    gc/quarantine.ts `decideQuarantined` with the window
+ *    `policy.quarantineMs` (none when 0): `remove-quarantined` once the
+ *    window passed and both signals hold, else keep.
  *
  * Snapshot LVs `lvstamp_snap_<id>` (DESIGN.md §6 "Snapshots"), same rule
  * numbers: (1) tags `lvstamp`, the owner's and well-formed
@@ -64,7 +82,7 @@ import { failedHeaderCheck, failedTagCheck } from '../volumes/ownership.js';
  * the device open, or no snapshot live set given → keep, warn; (2) in the
  * snapshot live set → keep, also when the source volume is gone; (3)
  * younger than the grace period by `lvstamp.created` → keep; (6) otherwise
- * an orphan → `remove-snapshot`.
+ * an orphan → `remove-snapshot` (`quarantine-snapshot` with a quarantine window).
  *
  * Cap: at most `deletionCap` = min(`maxDeletions`, floor(`maxDeletionPercent`
  * × own stamped LVs / 100)) `remove-volume` and `remove-snapshot` entries,
@@ -72,7 +90,8 @@ import { failedHeaderCheck, failedTagCheck } from '../volumes/ownership.js';
  * with the policy's owner. Floor, so
  * the percentage is never exceeded (a small installation needs a larger
  * percentage to delete anything). Map removals leave data untouched, can be
- * rebuilt from the LV, and are not counted; snapshot removals are. Removals past the cap, in entry
+ * rebuilt from the LV, and are not counted; snapshot removals are, and so
+ * are quarantines and expiries (CAPPED_ACTIONS). Removals past the cap, in entry
  * order, become keep/warn "deletion cap of N reached" and `capped` is true.
  *
  * Entries are sorted by `device` (code-unit order), then by `target`.
@@ -126,6 +145,7 @@ export function planGc(
     ...inventory.volumes.map((v) => decideVolume(v, context)),
     ...inventory.maps.map((m) => decideMap(m, context)),
     ...(inventory.snapshots ?? []).map((snap) => decideSnapshot(snap, context)),
+    ...(inventory.quarantined ?? []).map((q) => judgeQuarantined(q, context)),
   ].sort(compareEntries);
 
   const ownStamped = [...inventory.volumes, ...(inventory.snapshots ?? [])].filter(
@@ -135,7 +155,7 @@ export function planGc(
   let removals = 0;
   let capped = false;
   const entries = decided.map((entry): GcPlanEntry => {
-    if (entry.action !== 'remove-volume' && entry.action !== 'remove-snapshot') return entry;
+    if (!CAPPED_ACTIONS.has(entry.action)) return entry;
     if (removals < cap.limit) {
       removals += 1;
       return entry;
@@ -158,7 +178,11 @@ export function planGc(
     deletionCap: cap.limit,
     capped,
     entries,
-    summary: summarize(entries, inventory.snapshots !== undefined),
+    summary: summarize(
+      entries,
+      inventory.snapshots !== undefined,
+      inventory.quarantined !== undefined || quarantineOn(policy),
+    ),
   };
 }
 
@@ -188,6 +212,10 @@ export function validatePolicy(policy: GcPolicy): void {
     throw new InvalidArgumentError(
       `policy maximum deletion percentage must be 0–100, got ${percent}`,
     );
+  }
+  const window = policy.quarantineMs;
+  if (window !== undefined && !(Number.isFinite(window) && window >= 0)) {
+    throw new InvalidArgumentError(`policy quarantine window must be ≥ 0 ms, got ${window}`);
   }
   if (typeof policy.dryRun !== 'boolean') {
     throw new InvalidArgumentError('policy dryRun must be true or false');
@@ -427,14 +455,56 @@ function decideVolume(v: InventoryVolume, context: PlanContext): GcVolumeEntry {
       ...(owner.headerVolumeId === undefined ? {} : { headerVolumeId: owner.headerVolumeId }),
     };
   }
+  const interrupted =
+    quarantineTagsOf(v.tags, context.inventory.naming).length > 0
+      ? '; carries a quarantine tag: an interrupted quarantine, finished now'
+      : '';
+  if (quarantineOn(context.policy)) {
+    return {
+      ...base,
+      action: 'quarantine-volume',
+      rule: 6,
+      severity: 'info',
+      reason: `orphan: valid header of this owner, not in the live set, ${age}; quarantined for ${formatDuration(context.policy.quarantineMs ?? 0)} before removal${interrupted}`,
+      evidence: owner.evidence,
+    };
+  }
   return {
     ...base,
     action: 'remove-volume',
     rule: 6,
     severity: 'info',
-    reason: `orphan: valid header of this owner, not in the live set, ${age}`,
+    reason: `orphan: valid header of this owner, not in the live set, ${age}${interrupted}`,
     evidence: owner.evidence,
   };
+}
+
+/** True when the policy quarantines instead of removing (DESIGN.md §6 "Quarantine"). */
+function quarantineOn(policy: GcPolicy): boolean {
+  return (policy.quarantineMs ?? 0) > 0;
+}
+
+/** Rule 7: a quarantined LV, judged against the run's window and its own live set. */
+function judgeQuarantined(q: InventoryQuarantined, context: PlanContext): GcQuarantinedEntry {
+  const snapshotWithoutLiveSet = q.kind === 'snapshot' && context.snapshotLiveSet === null;
+  const entry = decideQuarantined(q, {
+    ownerId: context.policy.ownerId,
+    naming: context.inventory.naming,
+    nowMs: context.nowMs,
+    windowMs: quarantineOn(context.policy) ? (context.policy.quarantineMs ?? 0) : null,
+    liveSet: q.kind === 'volume' ? context.liveSet : context.snapshotLiveSet,
+    windowName: `quarantine window ${formatDuration(context.policy.quarantineMs ?? 0)}`,
+  });
+  if (snapshotWithoutLiveSet && entry.action !== 'keep') {
+    return {
+      ...entry,
+      action: 'keep',
+      rule: 1,
+      severity: 'warn',
+      reason: 'no snapshot live set was given to this run; quarantined snapshots are kept',
+    };
+  }
+  return entry;
 }
 
 function decideMap(m: InventoryMap, context: PlanContext): GcMapEntry {
@@ -562,13 +632,17 @@ function decideSnapshot(snap: InventorySnapshot, context: PlanContext): GcSnapsh
   } as const;
   const young = ageCheck(owner, context);
   if (young !== null) return keep(3, young.severity, young.reason);
-  return {
-    ...base,
-    action: 'remove-snapshot',
-    rule: 6,
-    severity: 'info',
-    reason: `orphan snapshot of volume ${signals.sourceVolumeId}: not in the snapshot live set, ${ageText(owner, context)}`,
-  };
+  const orphan = `orphan snapshot of volume ${signals.sourceVolumeId}: not in the snapshot live set, ${ageText(owner, context)}`;
+  if (quarantineOn(context.policy)) {
+    return {
+      ...base,
+      action: 'quarantine-snapshot',
+      rule: 6,
+      severity: 'info',
+      reason: `${orphan}; quarantined for ${formatDuration(context.policy.quarantineMs ?? 0)} before removal`,
+    };
+  }
+  return { ...base, action: 'remove-snapshot', rule: 6, severity: 'info', reason: orphan };
 }
 
 /** A snapshot's two ownership signals (DESIGN.md §6 "Snapshots"): its tags, or why they do not hold. */
@@ -635,7 +709,11 @@ function compareEntries(a: GcPlanEntry, b: GcPlanEntry): number {
   return compareText(a.device, b.device) || compareText(a.target, b.target);
 }
 
-function summarize(entries: readonly GcPlanEntry[], withSnapshots: boolean): GcPlanSummary {
+function summarize(
+  entries: readonly GcPlanEntry[],
+  withSnapshots: boolean,
+  withQuarantine: boolean,
+): GcPlanSummary {
   const count = (test: (e: GcPlanEntry) => boolean) => entries.filter(test).length;
   return {
     volumes: count((e) => e.target === 'volume'),
@@ -647,6 +725,15 @@ function summarize(entries: readonly GcPlanEntry[], withSnapshots: boolean): GcP
       ? {
           snapshots: count((e) => e.target === 'snapshot'),
           removeSnapshot: count((e) => e.action === 'remove-snapshot'),
+        }
+      : {}),
+    ...(withQuarantine
+      ? {
+          quarantined: count((e) => e.target === 'quarantined'),
+          quarantine: count(
+            (e) => e.action === 'quarantine-volume' || e.action === 'quarantine-snapshot',
+          ),
+          removeQuarantined: count((e) => e.action === 'remove-quarantined'),
         }
       : {}),
     warnings: count((e) => e.severity === 'warn'),

@@ -7,3 +7,4 @@ export * from './volume-locks.js';
 export type * from './header-io.js';
 export * from './size.js';
 export * from './thin-capacity.js';
+export * from './quarantine.js';
