@@ -4,6 +4,7 @@ import type {
   GcMapEntry,
   GcOutcome,
   GcPlan,
+  GcPlanEntry,
   GcQuarantinedEntry,
   GcSnapshotEntry,
   GcVolumeEntry,
@@ -56,8 +57,9 @@ export async function applyGcPlan(
       continue;
     }
     try {
-      const step = await ports.hostLock.withLock(`gc: ${entry.action} ${entry.device}`, () =>
-        act(plan, entry, ports),
+      const step = await ports.hostLock.withLock(
+        `gc: ${LOCK_REASONS[entry.action]} ${entry.device}`,
+        () => act(plan, entry, ports),
       );
       report({ entry, ...step });
     } catch (error) {
@@ -66,6 +68,17 @@ export async function applyGcPlan(
   }
   return outcomes;
 }
+
+/** What the host lock records for each act, for whoever waits. */
+const LOCK_REASONS: Readonly<Record<GcPlanEntry['action'], string>> = {
+  keep: 'keep',
+  'remove-map': 'remove data device',
+  'remove-volume': 'remove volume',
+  'remove-snapshot': 'remove snapshot',
+  'quarantine-volume': 'quarantine volume',
+  'quarantine-snapshot': 'quarantine snapshot',
+  'remove-quarantined': 'remove quarantined',
+};
 
 /** The step of one entry, run under the host lock. */
 function act(

@@ -16,6 +16,7 @@ import {
   quarantineTagsOf,
   quarantinedLvNameFor,
   snapshotLvNameFor,
+  type Naming,
   type QuarantinedKind,
 } from '../naming.js';
 import type { HeaderFields } from '../header/types.js';
@@ -99,24 +100,8 @@ export class QuarantineService {
       .flatMap((lv): QuarantinedLv[] => {
         const parsed = parseQuarantinedLvName(lv.lvName, naming);
         if (parsed === null) return [];
-        const at = parseQuarantineTag(lv.tags, naming);
-        return [
-          {
-            kind: parsed.kind,
-            id: parsed.id,
-            vgName: lv.vgName,
-            lvName: lv.lvName,
-            sizeBytes: lv.sizeBytes,
-            quarantinedAtMs: at === null ? null : at * 1000,
-            owned: failedTagCheck(lv, scope.ownerId, naming) === null,
-            sourceVolumeId:
-              parsed.kind === 'snapshot'
-                ? (parseSnapshotTags(lv.tags, naming)?.sourceVolumeId ?? null)
-                : null,
-            active: lv.active,
-            tags: lv.tags,
-          },
-        ];
+        const owned = failedTagCheck(lv, scope.ownerId, naming) === null;
+        return [describe(lv, parsed.kind, parsed.id, owned, naming)];
       })
       .sort((a, b) => a.kind.localeCompare(b.kind) || a.id.localeCompare(b.id));
   }
@@ -235,6 +220,54 @@ export class QuarantineService {
   }
 
   /**
+   * One quarantined LV with its sector 0, for `lvstamp quarantine inspect`:
+   * an inactive LV with both tags is activated (a snapshot with `-K`) under
+   * the host lock for the read and deactivated again; one without them is
+   * not activated, and its header is `unreadable`.
+   * @throws NotFoundError when no such quarantined LV is in the scope;
+   *   FailedPreconditionError when several are.
+   */
+  async inspect(
+    kind: QuarantinedKind,
+    id: string,
+    scope: VolumeScope,
+  ): Promise<{ readonly lv: QuarantinedLv; readonly header: HeaderReading }> {
+    const ownerId = parseOwnerId(scope.ownerId);
+    const qName = quarantinedLvNameFor(kind, id, this.#p.naming);
+    return this.#p.hostLock.withLock(`inspect ${qName}`, async () => {
+      const lv = await this.#findOne(kind, id, scope);
+      const owned = failedTagCheck(lv, ownerId, this.#p.naming) === null;
+      const activatedHere = !lv.active && owned;
+      if (activatedHere) await this.#activate(lv);
+      try {
+        const now = activatedHere ? await this.#p.lvm.logicalVolumes.get(lv.vgName, lv.lvName) : lv;
+        const header = await readHeaderSafely(now, this.#p.headers);
+        return { lv: describe(lv, kind, id, owned, this.#p.naming), header };
+      } finally {
+        if (activatedHere) await this.deactivateQuarantined([`${lv.vgName}/${lv.lvName}`]);
+      }
+    });
+  }
+
+  /** The one quarantined LV of `kind` and `id` in the scope. */
+  async #findOne(kind: QuarantinedKind, id: string, scope: VgScope): Promise<LogicalVolume> {
+    const qName = quarantinedLvNameFor(kind, id, this.#p.naming);
+    const found = await this.listQuarantined(scope, [qName]);
+    const [lv, ...more] = found;
+    if (lv === undefined) {
+      throw new NotFoundError(
+        `no quarantined ${kind} ${id} (${qName}) in ${scope.vgNames.join(', ') || 'no volume group'}`,
+      );
+    }
+    if (more.length > 0) {
+      throw new FailedPreconditionError(
+        `${qName} is in several volume groups (${found.map((l) => l.vgName).join(', ')}); name one with --vg`,
+      );
+    }
+    return lv;
+  }
+
+  /**
    * Restores a quarantined volume or snapshot (DESIGN.md §6 "Quarantine"),
    * under the host lock: exactly one `lvstamp_q_<id>` (`lvstamp_qs_<id>`) in
    * the scope; no `lvstamp_<id>` or `lvstamp_new_<id>` (`lvstamp_snap_<id>`)
@@ -259,18 +292,7 @@ export class QuarantineService {
         ? [lvNameFor(id, naming), newLvNameFor(id, naming)]
         : [snapshotLvNameFor(id, naming)];
     return this.#p.hostLock.withLock(`restore ${qName}`, async () => {
-      const found = await this.listQuarantined(scope, [qName]);
-      const [lv, ...more] = found;
-      if (lv === undefined) {
-        throw new NotFoundError(
-          `no quarantined ${kind} ${id} (${qName}) in ${scope.vgNames.join(', ') || 'no volume group'}`,
-        );
-      }
-      if (more.length > 0) {
-        throw new FailedPreconditionError(
-          `${qName} is in several volume groups (${found.map((l) => l.vgName).join(', ')}); name one with --vg`,
-        );
-      }
+      const lv = await this.#findOne(kind, id, scope);
       const { lvs: again } = await this.#p.lvm.logicalVolumes.inGroups(scope.vgNames, {
         names: liveNames,
       });
@@ -362,4 +384,27 @@ export class QuarantineService {
     requireOwnerTags(lv, ownerId, this.#p.naming, act);
     return lv;
   }
+}
+
+function describe(
+  lv: LogicalVolume,
+  kind: QuarantinedKind,
+  id: string,
+  owned: boolean,
+  naming: Naming,
+): QuarantinedLv {
+  const at = parseQuarantineTag(lv.tags, naming);
+  return {
+    kind,
+    id,
+    vgName: lv.vgName,
+    lvName: lv.lvName,
+    sizeBytes: lv.sizeBytes,
+    quarantinedAtMs: at === null ? null : at * 1000,
+    owned,
+    sourceVolumeId:
+      kind === 'snapshot' ? (parseSnapshotTags(lv.tags, naming)?.sourceVolumeId ?? null) : null,
+    active: lv.active,
+    tags: lv.tags,
+  };
 }
