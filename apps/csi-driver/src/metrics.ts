@@ -33,7 +33,10 @@ export class DriverMetrics {
   readonly #latency: Histogram<'method' | 'code'>;
   readonly #unusable: Gauge<'device_class' | 'volume_group' | 'problem'>;
 
-  constructor(deps: { readonly config: DriverConfig; readonly core: Pick<DriverCore, 'volumes'> }) {
+  constructor(deps: {
+    readonly config: DriverConfig;
+    readonly core: Pick<DriverCore, 'volumes' | 'quarantine'>;
+  }) {
     // Idle cost measured before adding them: docs/metrics.md "Process metrics".
     collectDefaultMetrics({ register: this.registry });
     this.#rpcs = new Counter({
@@ -174,6 +177,40 @@ export class DriverMetrics {
             (v) => v.vgName === deviceClass.volumeGroup && !v.creating,
           ).length;
           this.set({ device_class: deviceClass.name }, count);
+        }
+      },
+    });
+    // DESIGN.md §6 "Quarantine": what the GC put aside holds space GetCapacity never offers.
+    const quarantine = deps.core.quarantine;
+    const quarantined = async () =>
+      quarantine === undefined ? null : quarantine.listQuarantined({ vgNames: groups });
+    new Gauge({
+      name: 'lvstamp_quarantined',
+      help: 'Quarantined LVs (lvstamp_q_<id> volumes, lvstamp_qs_<id> snapshots) per device class (by the class volume group)',
+      labelNames: ['device_class'],
+      registers: [this.registry],
+      async collect() {
+        const lvs = await quarantined();
+        if (lvs === null) return;
+        for (const deviceClass of deps.config.deviceClasses.values()) {
+          const count = lvs.filter((lv) => lv.vgName === deviceClass.volumeGroup).length;
+          this.set({ device_class: deviceClass.name }, count);
+        }
+      },
+    });
+    new Gauge({
+      name: 'lvstamp_quarantined_bytes',
+      help: 'Bytes held by quarantined LVs (their LV sizes) per device class',
+      labelNames: ['device_class'],
+      registers: [this.registry],
+      async collect() {
+        const lvs = await quarantined();
+        if (lvs === null) return;
+        for (const deviceClass of deps.config.deviceClasses.values()) {
+          const bytes = lvs
+            .filter((lv) => lv.vgName === deviceClass.volumeGroup)
+            .reduce((sum, lv) => sum + lv.sizeBytes, 0);
+          this.set({ device_class: deviceClass.name }, bytes);
         }
       },
     });
