@@ -12,34 +12,8 @@ import {
 import { describe, expect, it, vi } from 'vitest';
 import { parseLiveSet, parseSnapshotLiveSet } from './commands/gc.js';
 import { FORCE_UNOWNED_SKIPS } from './commands/volume.js';
-import { runCli, type CliDeps } from './program.js';
 import type { CliServices } from './services.js';
-
-function harness(services: Partial<CliServices> = {}, readText?: CliDeps['readText']) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const built: unknown[] = [];
-  const deps: CliDeps = {
-    io: {
-      stdout: { write: (t: string) => out.push(t) },
-      stderr: { write: (t: string) => err.push(t) },
-    },
-    env: {},
-    services: (options) => {
-      built.push(options);
-      return services as CliServices;
-    },
-    readText: readText ?? (() => Promise.reject(new Error('ENOENT: no such file'))),
-    now: () => 1_700_000_000_000,
-    version: '0.1.0-test',
-  };
-  return {
-    run: (...argv: string[]) => runCli(argv, deps),
-    stdout: () => out.join(''),
-    stderr: () => err.join(''),
-    built,
-  };
-}
+import { harness } from './testing/harness.js';
 
 describe('--owner-id', () => {
   it('is checked before the command runs: a bad ID is a usage error and nothing is built', async () => {

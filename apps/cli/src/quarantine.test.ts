@@ -8,31 +8,10 @@ import {
   type RestoredLv,
 } from '@lvstamp/core';
 import { describe, expect, it, vi } from 'vitest';
-import { runCli, type CliDeps } from './program.js';
 import type { CliServices } from './services.js';
+import { harness } from './testing/harness.js';
 
 const ID = volumeIdForName('pvc-1234');
-
-function harness(services: Partial<CliServices>) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const deps: CliDeps = {
-    io: {
-      stdout: { write: (t: string) => out.push(t) },
-      stderr: { write: (t: string) => err.push(t) },
-    },
-    env: {},
-    services: () => services as CliServices,
-    readText: () => Promise.reject(new Error('ENOENT')),
-    now: () => 1_700_000_000_000,
-    version: '0.1.0-test',
-  };
-  return {
-    run: (...argv: string[]) => runCli(argv, deps),
-    stdout: () => out.join(''),
-    stderr: () => err.join(''),
-  };
-}
 
 const volumes = {
   discoverVolumeGroups: vi.fn(() => Promise.resolve(['vg0'])),

@@ -182,38 +182,35 @@ export class DriverMetrics {
     });
     // DESIGN.md §6 "Quarantine": what the GC put aside holds space GetCapacity never offers.
     const quarantine = deps.core.quarantine;
-    const quarantined = async () =>
-      quarantine === undefined ? null : quarantine.listQuarantined({ vgNames: groups });
-    new Gauge({
-      name: 'lvstamp_quarantined',
-      help: 'Quarantined LVs (lvstamp_q_<id> volumes, lvstamp_qs_<id> snapshots) per device class (by the class volume group)',
-      labelNames: ['device_class'],
-      registers: [this.registry],
-      async collect() {
-        const lvs = await quarantined();
-        if (lvs === null) return;
-        for (const deviceClass of deps.config.deviceClasses.values()) {
-          const count = lvs.filter((lv) => lv.vgName === deviceClass.volumeGroup).length;
-          this.set({ device_class: deviceClass.name }, count);
-        }
-      },
-    });
-    new Gauge({
-      name: 'lvstamp_quarantined_bytes',
-      help: 'Bytes held by quarantined LVs (their LV sizes) per device class',
-      labelNames: ['device_class'],
-      registers: [this.registry],
-      async collect() {
-        const lvs = await quarantined();
-        if (lvs === null) return;
-        for (const deviceClass of deps.config.deviceClasses.values()) {
-          const bytes = lvs
-            .filter((lv) => lv.vgName === deviceClass.volumeGroup)
-            .reduce((sum, lv) => sum + lv.sizeBytes, 0);
-          this.set({ device_class: deviceClass.name }, bytes);
-        }
-      },
-    });
+    const quarantineGauge = (
+      name: string,
+      help: string,
+      figure: (lvs: readonly { readonly sizeBytes: number }[]) => number,
+    ) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['device_class'],
+        registers: [this.registry],
+        async collect() {
+          if (quarantine === undefined) return;
+          const lvs = await quarantine.listQuarantined({ vgNames: groups });
+          for (const deviceClass of deps.config.deviceClasses.values()) {
+            const own = lvs.filter((lv) => lv.vgName === deviceClass.volumeGroup);
+            this.set({ device_class: deviceClass.name }, figure(own));
+          }
+        },
+      });
+    quarantineGauge(
+      'lvstamp_quarantined',
+      'Quarantined LVs (lvstamp_q_<id> volumes, lvstamp_qs_<id> snapshots) per device class (by the class volume group)',
+      (lvs) => lvs.length,
+    );
+    quarantineGauge(
+      'lvstamp_quarantined_bytes',
+      'Bytes held by quarantined LVs (their LV sizes) per device class',
+      (lvs) => lvs.reduce((sum, lv) => sum + lv.sizeBytes, 0),
+    );
   }
 
   /**
