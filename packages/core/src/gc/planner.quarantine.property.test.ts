@@ -26,8 +26,7 @@ import type { GcPlan, Inventory, InventoryHeader, InventoryQuarantined } from '.
 
 const DAY = 24 * HOUR;
 const WINDOWS = [HOUR, 7 * DAY];
-const OWNER = OWNERS[0] ?? '';
-const OTHER_OWNER = OWNERS[1] ?? '';
+const [OWNER, OTHER_OWNER] = OWNERS;
 
 /** Quarantine tag variants: a time around the window, none, two, malformed. */
 function quarantineTagsArb(windowMs: number): fc.Arbitrary<readonly string[]> {
@@ -348,7 +347,7 @@ class ModelNode {
       }
       if (e.action === 'quarantine-volume' || e.action === 'quarantine-snapshot') {
         const kind = e.action === 'quarantine-volume' ? 'volume' : 'snapshot';
-        const id = e.target === 'volume' ? e.volumeId : e.target === 'snapshot' ? e.snapshotId : '';
+        const id = e.target === 'volume' ? e.volumeId : e.snapshotId;
         const lv = this.#lvs.get(`${kind[0] ?? ''}-${id}`);
         must(
           lv !== undefined && lv.quarantinedAtMs === null,
@@ -360,7 +359,7 @@ class ModelNode {
         );
         if (lv !== undefined) lv.quarantinedAtMs = Math.floor(plan.plannedAtMs / 1000) * 1000;
       }
-      if (e.action === 'remove-quarantined' && e.target === 'quarantined') {
+      if (e.action === 'remove-quarantined') {
         const key = `${e.kind[0] ?? ''}-${e.id}`;
         const lv = this.#lvs.get(key);
         must(lv?.quarantinedAtMs != null, `removes only what is in quarantine (${at})`);
