@@ -10,7 +10,7 @@ import type {
   GcVolumeEntry,
 } from './types.js';
 import { quarantineSnapshot, quarantineVolume, removeQuarantined } from './quarantine-executor.js';
-import { recheckSnapshot, recheckVolume, skipped, type Step } from './rechecks.js';
+import { recheckSnapshot, recheckVolume, removeByUuid, skipped, type Step } from './rechecks.js';
 import { describeError } from './util.js';
 
 /** Options of `applyGcPlan`. */
@@ -124,12 +124,7 @@ async function removeVolume(
   if ('outcome' in checked) return checked;
   const { lv, ownMap } = checked;
   if (ownMap !== null) await ports.devices.remove(entry.volumeId);
-  await ports.lvm.removeLogicalVolume({
-    vgName: lv.vgName,
-    lvName: lv.lvName,
-    lvUuid: lv.lvUuid,
-    ownerId: plan.ownerId,
-  });
+  await removeByUuid(plan, lv, ports);
   return {
     outcome: 'removed',
     detail:
@@ -153,11 +148,6 @@ async function removeSnapshot(
   const checked = await recheckSnapshot(plan, entry, ports);
   if ('outcome' in checked) return checked;
   const lv = checked.lv;
-  await ports.lvm.removeLogicalVolume({
-    vgName: lv.vgName,
-    lvName: lv.lvName,
-    lvUuid: lv.lvUuid,
-    ownerId: plan.ownerId,
-  });
+  await removeByUuid(plan, lv, ports);
   return { outcome: 'removed', detail: `removed snapshot LV ${entry.device}` };
 }

@@ -7,16 +7,43 @@
 import { parseQuarantineTag, parseSnapshotTags } from '../naming.js';
 import { readHeaderSafely } from '../volumes/header-reading.js';
 import { failedHeaderCheck, failedTagCheck } from '../volumes/ownership.js';
-import { recheckSnapshot, recheckVolume, skipped, type Step } from './rechecks.js';
+import type { LogicalVolume } from '../lvm/types.js';
+import {
+  recheckClosed,
+  recheckSnapshot,
+  recheckVolume,
+  removeByUuid,
+  skipped,
+  type Step,
+} from './rechecks.js';
 import type { GcExecutorPorts, GcQuarantinePort, QuarantineRef } from './ports.js';
 import type { GcPlan, GcQuarantinedEntry, GcSnapshotEntry, GcVolumeEntry } from './types.js';
-import { kernelNumber, numberKey } from './util.js';
 
 function portOf(ports: GcExecutorPorts): GcQuarantinePort {
   if (ports.quarantine === undefined) {
     throw new Error('this GC was built without a quarantine port; nothing was changed');
   }
   return ports.quarantine;
+}
+
+/** Steps 2 and 3: tag with the plan time and deactivate, then rename into quarantine. */
+async function markAndRename(
+  port: GcQuarantinePort,
+  plan: GcPlan,
+  lv: LogicalVolume,
+  kind: QuarantineRef['kind'],
+  id: string,
+): Promise<void> {
+  const ref: QuarantineRef = {
+    kind,
+    id,
+    vgName: lv.vgName,
+    lvName: lv.lvName,
+    lvUuid: lv.lvUuid,
+    ownerId: plan.ownerId,
+  };
+  await port.markQuarantined(ref, Math.floor(plan.plannedAtMs / 1000));
+  await port.renameQuarantined(ref);
 }
 
 /**
@@ -38,16 +65,7 @@ export async function quarantineVolume(
   if ('outcome' in checked) return checked;
   const { lv, ownMap } = checked;
   if (ownMap !== null) await ports.devices.remove(entry.volumeId);
-  const ref: QuarantineRef = {
-    kind: 'volume',
-    id: entry.volumeId,
-    vgName: lv.vgName,
-    lvName: lv.lvName,
-    lvUuid: lv.lvUuid,
-    ownerId: plan.ownerId,
-  };
-  await port.markQuarantined(ref, Math.floor(plan.plannedAtMs / 1000));
-  await port.renameQuarantined(ref);
+  await markAndRename(port, plan, lv, 'volume', entry.volumeId);
   return {
     outcome: 'quarantined',
     detail: `${ownMap === null ? '' : `removed data device ${ownMap.name}, `}tagged, deactivated and renamed ${entry.device} into quarantine`,
@@ -67,16 +85,7 @@ export async function quarantineSnapshot(
   const checked = await recheckSnapshot(plan, entry, ports);
   if ('outcome' in checked) return checked;
   const { lv } = checked;
-  const ref: QuarantineRef = {
-    kind: 'snapshot',
-    id: entry.snapshotId,
-    vgName: lv.vgName,
-    lvName: lv.lvName,
-    lvUuid: lv.lvUuid,
-    ownerId: plan.ownerId,
-  };
-  await port.markQuarantined(ref, Math.floor(plan.plannedAtMs / 1000));
-  await port.renameQuarantined(ref);
+  await markAndRename(port, plan, lv, 'snapshot', entry.snapshotId);
   return {
     outcome: 'quarantined',
     detail: `tagged, deactivated and renamed snapshot ${entry.device} into quarantine`,
@@ -125,23 +134,8 @@ export async function removeQuarantined(
   const header = await readHeaderSafely(lv, ports.headers);
   const failed = failedHeaderCheck(header, entry.headerVolumeId ?? '', plan.ownerId);
   if (failed !== null) return skipped(`sector 0 changed: ${failed.detail}`);
-  const kernel = kernelNumber(lv);
-  if (kernel === null) return skipped(`LV ${entry.device} is inactive now`);
-  const lvDm = (await ports.devices.listAll()).find(
-    (m) => m.major === kernel.major && m.minor === kernel.minor,
-  );
-  if (lvDm === undefined) {
-    return skipped(
-      `device ${numberKey(kernel)} of LV ${entry.device} is not in the device-mapper list`,
-    );
-  }
-  if (lvDm.openCount !== 0)
-    return skipped(`LV ${entry.device} is open now (open count ${lvDm.openCount})`);
-  await ports.lvm.removeLogicalVolume({
-    vgName: lv.vgName,
-    lvName: lv.lvName,
-    lvUuid: lv.lvUuid,
-    ownerId: plan.ownerId,
-  });
+  const closed = await recheckClosed(lv, entry.device, ports);
+  if (closed !== null) return closed;
+  await removeByUuid(plan, lv, ports);
   return { outcome: 'removed', detail: `removed quarantined LV ${entry.device}` };
 }

@@ -104,19 +104,44 @@ export async function recheckSnapshot(
       `sector 0 changed: volume ID ${header.header.volumeId}, owner ${header.header.ownerId}; planned ${source}, owner ${plan.ownerId}`,
     );
   }
+  return (await recheckClosed(lv, entry.device, ports)) ?? { lv };
+}
+
+/**
+ * An LV with no data device of its own (a snapshot, a quarantined LV) must
+ * be active and not open right before it is removed: null when so, else
+ * the `skipped` step saying why.
+ */
+export async function recheckClosed(
+  lv: LogicalVolume,
+  device: string,
+  ports: GcExecutorPorts,
+): Promise<Step | null> {
   const kernel = kernelNumber(lv);
-  if (kernel === null) return skipped(`LV ${entry.device} is inactive now`);
+  if (kernel === null) return skipped(`LV ${device} is inactive now`);
   const lvDm = (await ports.devices.listAll()).find(
     (m) => m.major === kernel.major && m.minor === kernel.minor,
   );
   if (lvDm === undefined) {
-    return skipped(
-      `device ${numberKey(kernel)} of LV ${entry.device} is not in the device-mapper list`,
-    );
+    return skipped(`device ${numberKey(kernel)} of LV ${device} is not in the device-mapper list`);
   }
   if (lvDm.openCount !== 0)
-    return skipped(`LV ${entry.device} is open now (open count ${lvDm.openCount})`);
-  return { lv };
+    return skipped(`LV ${device} is open now (open count ${lvDm.openCount})`);
+  return null;
+}
+
+/** `lvremove` of exactly this LV by `lv_uuid` (the remover checks name, open and tags once more). */
+export async function removeByUuid(
+  plan: GcPlan,
+  lv: LogicalVolume,
+  ports: GcExecutorPorts,
+): Promise<void> {
+  await ports.lvm.removeLogicalVolume({
+    vgName: lv.vgName,
+    lvName: lv.lvName,
+    lvUuid: lv.lvUuid,
+    ownerId: plan.ownerId,
+  });
 }
 
 /**
