@@ -115,6 +115,7 @@ patches:
                     env:
                       - { name: LVSTAMP_GC_IMAGE, value: $GC_IMAGE }
                       - { name: LVSTAMP_GC_MIN_AGE, value: 5s }
+                      - { name: LVSTAMP_GC_QUARANTINE, value: '0' }
 YAML
 # The cluster's snapshot support (README "Snapshots"), installed before the driver: the
 # snapshot.storage.k8s.io/v1 CRDs and the common snapshot-controller of external-snapshotter

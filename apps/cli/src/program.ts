@@ -13,6 +13,7 @@ import { registerVolumeGroupCommands } from './commands/vg.js';
 import { registerVolumeCommands } from './commands/volume.js';
 import { registerSnapshotCommands } from './commands/snapshot.js';
 import { registerGcCommand } from './commands/gc.js';
+import { registerQuarantineCommands } from './commands/quarantine.js';
 import { registerDemoCommand } from './commands/demo.js';
 
 export type { CliDeps, CommandContext } from './context.js';
@@ -65,6 +66,7 @@ export function buildProgram(deps: CliDeps): Command {
   registerVolumeCommands(program, context);
   registerSnapshotCommands(program, context);
   registerGcCommand(program, context);
+  registerQuarantineCommands(program, context);
   registerDemoCommand(program, context);
   for (const command of program.commands) inheritOutput(command, program);
   return program;

@@ -1,6 +1,7 @@
 import type {
   GcService,
   InspectService,
+  QuarantineService,
   SnapshotService,
   VolumeGroupAdmin,
   VolumeService,
@@ -43,7 +44,9 @@ export interface CliServices {
     VolumeGroupAdmin,
     'list' | 'isLvstampGroup' | 'createOnLoop' | 'create' | 'remove'
   >;
-  readonly gc: Pick<GcService, 'plan' | 'apply'>;
+  readonly gc: Pick<GcService, 'plan' | 'apply' | 'planPurge'>;
+  /** Quarantined volumes and snapshots (DESIGN.md §6 "Quarantine"). */
+  readonly quarantine: Pick<QuarantineService, 'list' | 'inspect' | 'restore'>;
   readonly inspector: Pick<InspectService, 'inspect'>;
   /** Filesystem helpers of the core, used by `lvstamp demo`. */
   readonly filesystems: {

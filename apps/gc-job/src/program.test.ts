@@ -10,7 +10,8 @@ const OWNER = 'ab'.repeat(16);
 const OTHER = 'cd'.repeat(16);
 const NOW = Date.parse('2025-06-01T12:00:00Z');
 const HOUR = 3_600_000;
-const BASE = ['node', '--owner-id', OWNER, '--node-name', 'node-1', '--json'];
+// Direct removal: these tests predate quarantine (its own tests below set a window).
+const BASE = ['node', '--owner-id', OWNER, '--node-name', 'node-1', '--json', '--quarantine', '0'];
 
 function pv(name: string, phase: string, driver = 'lvstamp.io') {
   return {
@@ -60,7 +61,7 @@ describe('lvstamp-gc node', () => {
     });
     expect(node.removed).toEqual([]);
     expect(
-      report?.plan.entries.find((e) => e.target !== 'snapshot' && e.volumeId === orphan)?.action,
+      report?.plan.entries.find((e) => e.target === 'volume' && e.volumeId === orphan)?.action,
     ).toBe('remove-volume');
   });
 
@@ -110,7 +111,7 @@ describe('lvstamp-gc node', () => {
     expect(code).toBe(0);
     expect(node.removed).toEqual([]);
     expect(
-      report?.plan.entries.find((e) => e.target !== 'snapshot' && e.volumeId === inflight),
+      report?.plan.entries.find((e) => e.target === 'volume' && e.volumeId === inflight),
     ).toMatchObject({
       action: 'keep',
       rule: 2,
@@ -182,7 +183,7 @@ describe('lvstamp-gc node', () => {
     expect(code).toBe(0);
     expect(node.removed).toEqual([]);
     const entry = (id: string) =>
-      report?.plan.entries.find((e) => e.target !== 'snapshot' && e.volumeId === id);
+      report?.plan.entries.find((e) => e.target === 'volume' && e.volumeId === id);
     expect(entry(foreign)).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
     expect(entry(young)).toMatchObject({ action: 'keep', rule: 3, severity: 'info' });
     expect(entry(future)).toMatchObject({ action: 'keep', rule: 3, severity: 'warn' });
@@ -364,6 +365,7 @@ describe('lvstamp-gc node', () => {
         LVSTAMP_GC_MAX_DELETE_PERCENT: '100',
         NODE_NAME: 'n9',
         LVSTAMP_LOCK_FILE: '/tmp/x.lock',
+        LVSTAMP_GC_QUARANTINE: '0',
       },
     });
     const code = await runGc(['node'], deps);

@@ -107,6 +107,14 @@ function addCommonOptions(command: Command): Command {
       )
       .addOption(
         envOption(
+          '--quarantine <duration>',
+          'quarantine orphans this long before removal (lvstamp_q_<id>, restorable with `lvstamp quarantine restore`); 0: remove at once',
+          'LVSTAMP_GC_QUARANTINE',
+          DEFAULTS.quarantine,
+        ),
+      )
+      .addOption(
+        envOption(
           '--max-delete <n>',
           'remove at most N volumes per node and run',
           'LVSTAMP_GC_MAX_DELETE',

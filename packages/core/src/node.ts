@@ -13,6 +13,7 @@ import { VolumeGroupAdmin } from './vg/admin.js';
 import { InspectService } from './volumes/inspect.js';
 import { VolumeService } from './volumes/service.js';
 import { SnapshotService } from './volumes/snapshot-service.js';
+import { QuarantineService } from './volumes/quarantine.js';
 
 /** How to build the services of one node. Everything has a production default. */
 export interface NodeServicesOptions {
@@ -47,6 +48,8 @@ export interface NodeServices {
   readonly volumeGroups: VolumeGroupAdmin;
   readonly inspector: InspectService;
   readonly gc: GcService;
+  /** Quarantined volumes and snapshots: list, restore (DESIGN.md §6 "Quarantine"). */
+  readonly quarantine: QuarantineService;
 }
 
 /**
@@ -77,6 +80,7 @@ export function createNodeServices(options: NodeServicesOptions = {}): NodeServi
   };
   const volumes = new VolumeService(parts);
   const snapshots = new SnapshotService(parts);
+  const quarantine = new QuarantineService(parts);
   return {
     runner,
     hostLock,
@@ -88,8 +92,9 @@ export function createNodeServices(options: NodeServicesOptions = {}): NodeServi
     snapshots,
     volumeGroups: new VolumeGroupAdmin({ lvm, runner, hostLock, naming }),
     inspector: new InspectService({ volumes, headers }),
+    quarantine,
     gc: new GcService({
-      ports: { volumes, headers, devices: dataDevices, hostLock },
+      ports: { volumes, quarantine, headers, devices: dataDevices, hostLock },
       naming,
       ...(options.clock ? { clock: options.clock } : {}),
     }),

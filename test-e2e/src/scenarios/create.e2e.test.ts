@@ -193,6 +193,8 @@ describe('create interrupted after lvcreate, before the rename', () => {
       '--lock-file',
       lock('gc'),
       'gc',
+      '--quarantine',
+      '0',
       '--live',
       liveFile,
       '--min-age',

@@ -1,3 +1,4 @@
+import { listQuarantined } from './quarantine.js';
 import { renderTable } from '@lvstamp/app-kit';
 import {
   FailedPreconditionError,
@@ -113,7 +114,9 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
     .command('list')
     .description('list lvstamp volumes, including interrupted creates')
     .option('--vg <vg>', VG_HELP)
-    .action(async (opts: { vg?: string }) => {
+    .option('--quarantined', 'list the quarantined volumes and snapshots instead', false)
+    .action(async (opts: { vg?: string; quarantined: boolean }) => {
+      if (opts.quarantined) return listQuarantined(ctx, opts.vg);
       const volumes = ctx.services().volumes;
       const scope = await commandScope(io, volumes, opts.vg);
       const list = await volumes.list(scope);

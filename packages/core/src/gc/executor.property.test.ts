@@ -133,7 +133,8 @@ class Node {
     lv: LogicalVolume,
     dataDeviceGone: boolean,
   ): string[] {
-    if (entry === undefined || entry.target === 'map') return ['no such entry in the plan'];
+    if (entry === undefined || entry.target === 'map' || entry.target === 'quarantined')
+      return ['no such entry in the plan'];
     const problems: string[] = [];
     if (entry.lvUuid !== lv.lvUuid || entry.lvName !== lv.lvName)
       problems.push('another LV than planned');
@@ -354,6 +355,7 @@ const LV_CHANGES: readonly ChangeKind[] = [
  */
 function changesFor(entry: GcPlanEntry): readonly ChangeKind[] {
   if (entry.target === 'map') return ['open-map', 'recreate-map'];
+  if (entry.target === 'quarantined') return LV_CHANGES;
   if (entry.target === 'snapshot') {
     // 'resource' is the one change only the comparison with the planned source can see.
     const own: ChangeKind[] = ['retag-source', 'header-other-id', 'resource', 'resource'];

@@ -191,3 +191,8 @@ export function ageText(owner: Ownership & { proved: true }, context: PlanContex
   const age = context.nowMs - (owner.createdAtMs ?? context.nowMs);
   return `age ${formatDuration(age)} ≥ grace period ${formatDuration(context.policy.minAgeMs)}`;
 }
+
+/** True when the policy quarantines instead of removing (DESIGN.md §6 "Quarantine"). */
+export function quarantineOn(policy: GcPolicy): boolean {
+  return (policy.quarantineMs ?? 0) > 0;
+}

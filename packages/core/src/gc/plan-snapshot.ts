@@ -2,7 +2,8 @@
 
 import { parseSnapshotTags } from '../naming.js';
 import type { GcRule, GcSnapshotEntry, InventorySnapshot } from './types.js';
-import { ageCheck, ageText, type PlanContext } from './plan-context.js';
+import { ageCheck, ageText, quarantineOn, type PlanContext } from './plan-context.js';
+import { formatDuration } from './util.js';
 
 import { failedHeaderCheck, failedTagCheck } from '../volumes/ownership.js';
 
@@ -63,13 +64,17 @@ export function decideSnapshot(snap: InventorySnapshot, context: PlanContext): G
   } as const;
   const young = ageCheck(owner, context);
   if (young !== null) return keep(3, young.severity, young.reason);
-  return {
-    ...base,
-    action: 'remove-snapshot',
-    rule: 6,
-    severity: 'info',
-    reason: `orphan snapshot of volume ${signals.sourceVolumeId}: not in the snapshot live set, ${ageText(owner, context)}`,
-  };
+  const orphan = `orphan snapshot of volume ${signals.sourceVolumeId}: not in the snapshot live set, ${ageText(owner, context)}`;
+  if (quarantineOn(context.policy)) {
+    return {
+      ...base,
+      action: 'quarantine-snapshot',
+      rule: 6,
+      severity: 'info',
+      reason: `${orphan}; quarantined for ${formatDuration(context.policy.quarantineMs ?? 0)} before removal`,
+    };
+  }
+  return { ...base, action: 'remove-snapshot', rule: 6, severity: 'info', reason: orphan };
 }
 
 /** A snapshot's two ownership signals (DESIGN.md §6 "Snapshots"): its tags, or why they do not hold. */

@@ -1,6 +1,10 @@
 import { InvalidArgumentError } from '../errors.js';
-import { dmNameFor, isHexId, ownerTagFor } from '../naming.js';
+import { dmNameFor, isHexId, ownerTagFor, quarantineTagsOf } from '../naming.js';
+import { CAPPED_ACTIONS } from './types.js';
+import { decideQuarantined } from './quarantine.js';
 import type {
+  GcQuarantinedEntry,
+  InventoryQuarantined,
   GcMapEntry,
   GcPlan,
   GcPlanEntry,
@@ -17,16 +21,18 @@ import {
   ageText,
   openReasonOf,
   ownershipOf,
+  quarantineOn,
   type Ownership,
   type PlanContext,
 } from './plan-context.js';
 import { decideSnapshot } from './plan-snapshot.js';
-import { compareText, numberKey } from './util.js';
+import { compareText, formatDuration, numberKey } from './util.js';
 
 /**
  * Plans one GC run: one entry per LV and per data device map, decided by the
- * first rule of DESIGN.md §6 that applies (rules 1–6 and their details,
- * snapshots under "Snapshots", the deletion cap). Pure: the same input
+ * first rule of DESIGN.md §6 that applies (rules 1–7 and their details,
+ * snapshots under "Snapshots", quarantine under "Quarantine", the deletion
+ * cap). Pure: the same input
  * gives the same plan, so a dry run shows exactly what an applied run does.
  * @param liveSet volume IDs (32 lowercase hex digits) still referenced.
  * @param nowMs current Unix time in milliseconds.
@@ -76,6 +82,7 @@ export function planGc(
     ...inventory.volumes.map((v) => decideVolume(v, context)),
     ...inventory.maps.map((m) => decideMap(m, context)),
     ...(inventory.snapshots ?? []).map((snap) => decideSnapshot(snap, context)),
+    ...(inventory.quarantined ?? []).map((q) => judgeQuarantined(q, context)),
   ].sort(compareEntries);
 
   const ownStamped = [...inventory.volumes, ...(inventory.snapshots ?? [])].filter(
@@ -85,7 +92,7 @@ export function planGc(
   let removals = 0;
   let capped = false;
   const entries = decided.map((entry): GcPlanEntry => {
-    if (entry.action !== 'remove-volume' && entry.action !== 'remove-snapshot') return entry;
+    if (!CAPPED_ACTIONS.has(entry.action)) return entry;
     if (removals < cap.limit) {
       removals += 1;
       return entry;
@@ -108,7 +115,11 @@ export function planGc(
     deletionCap: cap.limit,
     capped,
     entries,
-    summary: summarize(entries, inventory.snapshots !== undefined),
+    summary: summarize(
+      entries,
+      inventory.snapshots !== undefined,
+      inventory.quarantined !== undefined || quarantineOn(policy),
+    ),
   };
 }
 
@@ -138,6 +149,10 @@ export function validatePolicy(policy: GcPolicy): void {
     throw new InvalidArgumentError(
       `policy maximum deletion percentage must be 0–100, got ${percent}`,
     );
+  }
+  const window = policy.quarantineMs;
+  if (window !== undefined && !(Number.isFinite(window) && window >= 0)) {
+    throw new InvalidArgumentError(`policy quarantine window must be ≥ 0 ms, got ${window}`);
   }
   if (typeof policy.dryRun !== 'boolean') {
     throw new InvalidArgumentError('policy dryRun must be true or false');
@@ -193,14 +208,51 @@ function decideVolume(v: InventoryVolume, context: PlanContext): GcVolumeEntry {
       ...(owner.headerVolumeId === undefined ? {} : { headerVolumeId: owner.headerVolumeId }),
     };
   }
+  const interrupted =
+    quarantineTagsOf(v.tags, context.inventory.naming).length > 0
+      ? '; carries a quarantine tag: an interrupted quarantine, finished now'
+      : '';
+  if (quarantineOn(context.policy)) {
+    return {
+      ...base,
+      action: 'quarantine-volume',
+      rule: 6,
+      severity: 'info',
+      reason: `orphan: valid header of this owner, not in the live set, ${age}; quarantined for ${formatDuration(context.policy.quarantineMs ?? 0)} before removal${interrupted}`,
+      evidence: owner.evidence,
+    };
+  }
   return {
     ...base,
     action: 'remove-volume',
     rule: 6,
     severity: 'info',
-    reason: `orphan: valid header of this owner, not in the live set, ${age}`,
+    reason: `orphan: valid header of this owner, not in the live set, ${age}${interrupted}`,
     evidence: owner.evidence,
   };
+}
+
+/** Rule 7: a quarantined LV, judged against the run's window and its own live set. */
+function judgeQuarantined(q: InventoryQuarantined, context: PlanContext): GcQuarantinedEntry {
+  const snapshotWithoutLiveSet = q.kind === 'snapshot' && context.snapshotLiveSet === null;
+  const entry = decideQuarantined(q, {
+    ownerId: context.policy.ownerId,
+    naming: context.inventory.naming,
+    nowMs: context.nowMs,
+    windowMs: quarantineOn(context.policy) ? (context.policy.quarantineMs ?? 0) : null,
+    liveSet: q.kind === 'volume' ? context.liveSet : context.snapshotLiveSet,
+    windowName: `quarantine window ${formatDuration(context.policy.quarantineMs ?? 0)}`,
+  });
+  if (snapshotWithoutLiveSet && entry.action !== 'keep') {
+    return {
+      ...entry,
+      action: 'keep',
+      rule: 1,
+      severity: 'warn',
+      reason: 'no snapshot live set was given to this run; quarantined snapshots are kept',
+    };
+  }
+  return entry;
 }
 
 function decideMap(m: InventoryMap, context: PlanContext): GcMapEntry {
@@ -288,7 +340,11 @@ function compareEntries(a: GcPlanEntry, b: GcPlanEntry): number {
   return compareText(a.device, b.device) || compareText(a.target, b.target);
 }
 
-function summarize(entries: readonly GcPlanEntry[], withSnapshots: boolean): GcPlanSummary {
+function summarize(
+  entries: readonly GcPlanEntry[],
+  withSnapshots: boolean,
+  withQuarantine: boolean,
+): GcPlanSummary {
   const count = (test: (e: GcPlanEntry) => boolean) => entries.filter(test).length;
   return {
     volumes: count((e) => e.target === 'volume'),
@@ -300,6 +356,15 @@ function summarize(entries: readonly GcPlanEntry[], withSnapshots: boolean): GcP
       ? {
           snapshots: count((e) => e.target === 'snapshot'),
           removeSnapshot: count((e) => e.action === 'remove-snapshot'),
+        }
+      : {}),
+    ...(withQuarantine
+      ? {
+          quarantined: count((e) => e.target === 'quarantined'),
+          quarantine: count(
+            (e) => e.action === 'quarantine-volume' || e.action === 'quarantine-snapshot',
+          ),
+          removeQuarantined: count((e) => e.action === 'remove-quarantined'),
         }
       : {}),
     warnings: count((e) => e.severity === 'warn'),

@@ -76,6 +76,50 @@ export interface GcLvRemoverPort {
   removeLogicalVolume(ref: LvRef): Promise<void>;
 }
 
+/** One LV to quarantine (DESIGN.md §6 "Quarantine"). */
+export interface QuarantineRef extends LvRef {
+  readonly kind: 'volume' | 'snapshot';
+  /** Volume or snapshot ID from the LV name. */
+  readonly id: string;
+}
+
+/** Lists, marks, renames and activates quarantined LVs (volumes/quarantine.ts, QuarantineService). */
+export interface GcQuarantinePort {
+  /**
+   * The LVs named `lvstamp_q_<id>` or `lvstamp_qs_<id>` in the scope's
+   * volume groups (one look-up), active or not, whatever their tags; with
+   * `lvNames`, only those names. Throws as GcVolumesPort.listLogicalVolumes.
+   */
+  listQuarantined(scope: VgScope, lvNames?: readonly string[]): Promise<LogicalVolume[]>;
+  /**
+   * Quarantine step 2: after a re-check by `lv_uuid` of name, volume group
+   * and tags, one `lvchange --addtag lvstamp.quarantined=<atSeconds>
+   * --activate n` (a volume) or the same with the snapshot; an LV that
+   * already carries a quarantine tag (an interrupted run) keeps it and is
+   * only deactivated when active. Under the host lock.
+   * @throws FailedPreconditionError when the re-check fails; CommandFailedError.
+   */
+  markQuarantined(ref: QuarantineRef, atSeconds: number): Promise<void>;
+  /**
+   * Quarantine step 3: `lvrename` of the marked LV to `lvstamp_q_<id>` or
+   * `lvstamp_qs_<id>`, after the same re-check and that it carries the
+   * quarantine tag. Under the host lock.
+   * @throws FailedPreconditionError when the re-check fails or the name is taken; CommandFailedError.
+   */
+  renameQuarantined(ref: QuarantineRef): Promise<void>;
+  /**
+   * Activates each quarantined LV that is inactive and carries `lvstamp`
+   * and this owner's tag (a volume `lvchange -ay`, a snapshot `-ay -K`),
+   * under the host lock; returns `vg/lv` of each activated.
+   */
+  activateQuarantined(
+    scope: { readonly vgNames: readonly string[]; readonly ownerId: string },
+    lvNames: readonly string[],
+  ): Promise<string[]>;
+  /** Deactivates these quarantined LVs (`vg/lv`) again; best effort, logged, never thrown. */
+  deactivateQuarantined(lvs: readonly string[]): Promise<void>;
+}
+
 /** Reads sector 0 of a block device (BlockHeaderIo). */
 export interface GcHeaderPort {
   /**
@@ -136,6 +180,8 @@ export interface GcHostLockPort {
  */
 export interface GcInventoryPorts {
   readonly volumes: GcVolumesPort;
+  /** Absent: no quarantined LV is listed (the inventory's `quarantined` stays absent). */
+  readonly quarantine?: Pick<GcQuarantinePort, 'listQuarantined'>;
   readonly headers: GcHeaderPort;
   readonly devices: Pick<GcDevicePort, 'listAll' | 'tables'>;
 }
@@ -143,6 +189,8 @@ export interface GcInventoryPorts {
 /** What `applyGcPlan` reads and changes. */
 export interface GcExecutorPorts {
   readonly volumes: GcVolumesPort & GcLvRemoverPort & GcScopePort;
+  /** Needed for plans that quarantine or expire; absent, such entries fail. */
+  readonly quarantine?: GcQuarantinePort;
   readonly headers: GcHeaderPort;
   readonly devices: GcDevicePort & GcDeviceRemoverPort;
   readonly hostLock: GcHostLockPort;

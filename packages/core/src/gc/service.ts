@@ -6,6 +6,8 @@ import { takeInventory } from './inventory.js';
 import { planGc } from './planner.js';
 import type { GcExecutorPorts } from './ports.js';
 import type { GcOutcome, GcPlan, GcPolicy, Inventory } from './types.js';
+import { decideQuarantined, quarantinedToActivate } from './quarantine.js';
+import { formatDuration } from './util.js';
 
 /** What a live set was read from, for the empty-live-set refusal. */
 export interface LiveSetSource {
@@ -66,6 +68,8 @@ export class GcService {
   readonly #clock: () => number;
   /** Snapshot LVs `plan()` activated and left active for the removals of that plan (`vg/lv`). */
   readonly #heldForRemoval = new WeakMap<GcPlan, readonly string[]>();
+  /** Quarantined LVs `plan()` activated and left active for that plan's expiries (`vg/lv`). */
+  readonly #quarantinedHeld = new WeakMap<GcPlan, readonly string[]>();
 
   constructor(options: { ports: GcExecutorPorts; naming?: Naming; clock?: () => number }) {
     this.#ports = options.ports;
@@ -109,7 +113,15 @@ export class GcService {
     const snapshotsActivated = inactiveOwned(inventory.snapshots ?? [])
       ? await this.#ports.volumes.activateOwnedSnapshots(scope)
       : [];
-    const activated = [...volumesActivated, ...snapshotsActivated];
+    // Quarantined LVs rest inactive: only those whose window passed are activated (DESIGN.md §6
+    // "Quarantine"), so that the expiry can read their sector 0.
+    const quarantinedActivated = await this.#activateExpired(
+      inventory,
+      scope,
+      windowOf(request.policy),
+      request.nowMs,
+    );
+    const activated = [...volumesActivated, ...snapshotsActivated, ...quarantinedActivated];
     let plan: GcPlan;
     try {
       if (activated.length > 0) {
@@ -127,8 +139,17 @@ export class GcService {
       );
     } catch (error) {
       await this.#rest(snapshotsActivated);
+      await this.#restQuarantined(quarantinedActivated);
       throw error;
     }
+    const expiring = new Set(
+      plan.dryRun
+        ? []
+        : plan.entries.filter((e) => e.action === 'remove-quarantined').map((e) => e.device),
+    );
+    await this.#restQuarantined(quarantinedActivated.filter((lv) => !expiring.has(lv)));
+    const heldQuarantined = quarantinedActivated.filter((lv) => expiring.has(lv));
+    if (heldQuarantined.length > 0) this.#quarantinedHeld.set(plan, heldQuarantined);
     // Back to rest now, except the snapshots an applied plan removes: the executor reads their
     // sector 0 again, and apply() deactivates any of them it did not remove.
     const removing = new Set(
@@ -150,6 +171,8 @@ export class GcService {
   async apply(plan: GcPlan, options: GcApplyOptions = {}): Promise<GcOutcome[]> {
     const held = this.#heldForRemoval.get(plan) ?? [];
     this.#heldForRemoval.delete(plan);
+    const heldQuarantined = this.#quarantinedHeld.get(plan) ?? [];
+    this.#quarantinedHeld.delete(plan);
     const removed = new Set<string>();
     try {
       return await applyGcPlan(plan, this.#ports, {
@@ -160,13 +183,110 @@ export class GcService {
       });
     } finally {
       await this.#rest(held.filter((lv) => !removed.has(lv)));
+      await this.#restQuarantined(heldQuarantined.filter((lv) => !removed.has(lv)));
     }
+  }
+
+  /**
+   * `lvstamp quarantine purge` (DESIGN.md §6 "Quarantine"): plans the removal of every
+   * quarantined LV of this owner that has been in quarantine at least
+   * `olderThanMs` (0: all), under the same two signals as an expiry (tags of
+   * this owner, an `ok` header of this owner with the name's ID, not open)
+   * and without a live set or cap: a person asks for it. Returns a plan of
+   * quarantined entries only, for `apply`; with `dryRun` nothing is activated.
+   * @throws InvalidArgumentError for a bad owner ID or age; any inventory failure.
+   */
+  async planPurge(request: {
+    readonly ownerId: string;
+    readonly olderThanMs: number;
+    readonly nowMs: number;
+    readonly dryRun: boolean;
+    readonly vgNames?: readonly string[];
+  }): Promise<{ plan: GcPlan; vgNames: readonly string[]; activated: readonly string[] }> {
+    const vgNames = request.vgNames ?? (await this.#ports.volumes.discoverVolumeGroups());
+    const scope = { vgNames, ownerId: request.ownerId };
+    let inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
+    const activated = request.dryRun
+      ? []
+      : await this.#activateExpired(inventory, scope, request.olderThanMs, request.nowMs);
+    if (activated.length > 0) {
+      inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
+    }
+    const base = planGc(
+      { ...inventory, volumes: [], maps: [], snapshots: [] },
+      new Set(),
+      { ownerId: request.ownerId, minAgeMs: 0, maxDeletions: 0, dryRun: request.dryRun },
+      request.nowMs,
+    );
+    const entries = (inventory.quarantined ?? []).map((q) =>
+      decideQuarantined(q, {
+        ownerId: request.ownerId,
+        naming: this.#naming,
+        nowMs: request.nowMs,
+        windowMs: request.olderThanMs,
+        liveSet: null,
+        windowName: `purge age ${formatDuration(request.olderThanMs)}`,
+      }),
+    );
+    const plan: GcPlan = {
+      ...base,
+      deletionCap: entries.length,
+      entries,
+      summary: {
+        ...base.summary,
+        quarantined: entries.length,
+        quarantine: 0,
+        removeQuarantined: entries.filter((e) => e.action === 'remove-quarantined').length,
+        keep: entries.filter((e) => e.action === 'keep').length,
+        warnings: entries.filter((e) => e.severity === 'warn').length,
+      },
+    };
+    const removing = new Set(
+      entries.filter((e) => e.action === 'remove-quarantined').map((e) => e.device),
+    );
+    await this.#restQuarantined(activated.filter((lv) => !removing.has(lv)));
+    const held = activated.filter((lv) => removing.has(lv));
+    if (held.length > 0) this.#quarantinedHeld.set(plan, held);
+    return { plan, vgNames, activated };
+  }
+
+  /** Activates the inactive, owned quarantined LVs whose window passed (none: no call). */
+  async #activateExpired(
+    inventory: Inventory,
+    scope: { readonly vgNames: readonly string[]; readonly ownerId: string },
+    windowMs: number | null,
+    nowMs: number,
+  ): Promise<readonly string[]> {
+    const port = this.#ports.quarantine;
+    if (port === undefined) return [];
+    const wanted = quarantinedToActivate(inventory.quarantined ?? [], {
+      ownerId: scope.ownerId,
+      naming: this.#naming,
+      nowMs,
+      windowMs,
+    });
+    if (wanted.length === 0) return [];
+    return port.activateQuarantined(
+      scope,
+      wanted.map((device) => device.slice(device.indexOf('/') + 1)),
+    );
+  }
+
+  /** Deactivates quarantined LVs this service activated (none: no call). */
+  async #restQuarantined(lvs: readonly string[]): Promise<void> {
+    if (lvs.length > 0) await this.#ports.quarantine?.deactivateQuarantined(lvs);
   }
 
   /** Deactivates snapshot LVs this service activated (none: no call). */
   async #rest(lvs: readonly string[]): Promise<void> {
     if (lvs.length > 0) await this.#ports.volumes.deactivateSnapshots(lvs);
   }
+}
+
+/** The quarantine window of a policy, or null when quarantine is off (DESIGN.md §6 "Quarantine"). */
+function windowOf(policy: GcPolicy): number | null {
+  const window = policy.quarantineMs ?? 0;
+  return window > 0 ? window : null;
 }
 
 /**

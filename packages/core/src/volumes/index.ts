@@ -10,3 +10,4 @@ export * from './header-reading.js';
 export type * from './header-io.js';
 export * from './size.js';
 export * from './thin-capacity.js';
+export * from './quarantine.js';

@@ -1,0 +1,254 @@
+import { hostname } from 'node:os';
+import { formatDuration, renderTable, ReportedFailure } from '@lvstamp/app-kit';
+import {
+  isHexId,
+  planTable,
+  snapshotIdForName,
+  volumeIdForName,
+  type GcOutcome,
+  type QuarantinedKind,
+  type QuarantinedLv,
+  type RestoredLv,
+} from '@lvstamp/core';
+import type { Command } from 'commander';
+import { progress, writeJson } from '../output.js';
+import type { CommandContext } from '../context.js';
+import { commandScope, describeScope } from '../scope.js';
+import { formatBytes, parseDuration } from '../quantity.js';
+
+const VG_HELP = 'volume group (default: those tagged lvstamp or holding lvstamp volumes)';
+const TOPOLOGY_KEY = 'topology.lvstamp.io/node';
+
+/**
+ * `lvstamp quarantine list|inspect|restore|purge` (DESIGN.md §6
+ * "Quarantine"): what the GC put aside instead of removing, and the way back.
+ */
+export function registerQuarantineCommands(program: Command, ctx: CommandContext): void {
+  const { io } = ctx.deps;
+  const quarantine = program
+    .command('quarantine')
+    .description(
+      'volumes and snapshots the GC quarantined instead of removing: list, inspect, restore, purge',
+    )
+    .addHelpText(
+      'after',
+      '\nThe GC (lvstamp gc --quarantine, the CronJob LVSTAMP_GC_QUARANTINE, 7d by default) renames an\n' +
+        'orphan volume lvstamp_q_<id> (a snapshot lvstamp_qs_<id>), tags it lvstamp.quarantined=<time>\n' +
+        'and deactivates it; its data and header are untouched. A later GC run removes it once the window\n' +
+        'passed. Until then: lvstamp quarantine restore <PV name or ID>.',
+    );
+
+  quarantine
+    .command('list')
+    .description('list quarantined volumes and snapshots (same as lvstamp list --quarantined)')
+    .option('--vg <vg>', VG_HELP)
+    .action(async (opts: { vg?: string }) => {
+      await listQuarantined(ctx, opts.vg);
+    });
+
+  quarantine
+    .command('inspect')
+    .description('show a quarantined volume (or --snapshot) and its sector-0 header')
+    .argument('<ref>', 'volume name (e.g. the PV name pvc-…) or ID')
+    .option('--snapshot', 'the reference names a snapshot', false)
+    .option('--vg <vg>', VG_HELP)
+    .action(async (ref: string, opts: { snapshot: boolean; vg?: string }) => {
+      const kind: QuarantinedKind = opts.snapshot ? 'snapshot' : 'volume';
+      const id = idOf(ref, kind);
+      const scope = await commandScope(io, ctx.services().volumes, opts.vg);
+      const report = await ctx
+        .services()
+        .quarantine.inspect(kind, id, { vgNames: scope.vgNames, ownerId: ctx.globals().ownerId });
+      if (ctx.globals().json) {
+        writeJson(io, report);
+        return;
+      }
+      const { lv, header } = report;
+      const lines = [
+        `${lv.kind}: ${lv.id}`,
+        `lv:       ${lv.vgName}/${lv.lvName} (${formatBytes(lv.sizeBytes)})`,
+        `since:    ${lv.quarantinedAtMs === null ? 'no quarantine tag' : new Date(lv.quarantinedAtMs).toISOString()}`,
+        `owned:    ${lv.owned ? 'yes (tags lvstamp and this owner)' : 'NO: not this owner, never restored'}`,
+        `tags:     ${lv.tags.join(',') || '-'}`,
+        `header:   ${header.status}`,
+      ];
+      if (header.status === 'ok') {
+        lines.push(
+          `name:     ${header.header.name}`,
+          `created:  ${new Date(header.header.createdAtMs).toISOString()}`,
+          `owner:    ${header.header.ownerId}`,
+        );
+      } else {
+        lines.push(`reason:   ${header.reason}`);
+      }
+      io.stdout.write(`${lines.join('\n')}\n`);
+    });
+
+  quarantine
+    .command('restore')
+    .description('give a quarantined volume (or --snapshot) its name back and print how to bind it')
+    .argument('<ref>', 'volume name (e.g. the PV name pvc-…) or ID')
+    .option('--snapshot', 'the reference names a snapshot', false)
+    .option('--vg <vg>', VG_HELP)
+    .option('--storage-class <name>', 'StorageClass for the printed PersistentVolume')
+    .option('--node <name>', 'Kubernetes node name for the node affinity', hostname())
+    .option('--fs-type <type>', 'filesystem of the volume for the printed PersistentVolume', 'ext4')
+    .addHelpText(
+      'after',
+      "\nRefused when a volume (snapshot) with that ID exists again, when the LV lacks this owner's tags,\n" +
+        "or when its sector-0 header is not this owner's header of that ID. Runs under the host lock.\n" +
+        'Create the printed PersistentVolume (and a claim bound to it) before the next GC run: a restored\n' +
+        'volume that is still in no live set is an orphan again and goes back into quarantine.',
+    )
+    .action(
+      async (
+        ref: string,
+        opts: {
+          snapshot: boolean;
+          vg?: string;
+          storageClass?: string;
+          node: string;
+          fsType: string;
+        },
+      ) => {
+        const kind: QuarantinedKind = opts.snapshot ? 'snapshot' : 'volume';
+        const id = idOf(ref, kind);
+        const scope = await commandScope(io, ctx.services().volumes, opts.vg);
+        const restored = await ctx
+          .services()
+          .quarantine.restore(kind, id, { vgNames: scope.vgNames, ownerId: ctx.globals().ownerId });
+        if (ctx.globals().json) {
+          writeJson(io, restored);
+          return;
+        }
+        io.stdout.write(
+          `restored ${kind} ${restored.id} as ${restored.vgName}/${restored.lvName}` +
+            ` (name "${restored.header.name}"${restored.capacityBytes === null ? '' : `, ${formatBytes(restored.capacityBytes)}`})\n`,
+        );
+        if (kind === 'volume') io.stdout.write(pvRecipe(restored, opts));
+      },
+    );
+
+  quarantine
+    .command('purge')
+    .description('remove quarantined volumes and snapshots now (dry run unless --apply)')
+    .option('--older-than <duration>', 'only those quarantined at least this long ago', '0s')
+    .option('--apply', 'remove them (default: print the plan only)', false)
+    .option('--vg <vg>', VG_HELP)
+    .addHelpText(
+      'after',
+      "\nRemoves only LVs that carry lvstamp and this owner's tag and a quarantine time, whose sector-0\n" +
+        "header is this owner's with the name's ID (a snapshot: its source's), and that are not open.\n" +
+        'Everything else is kept, with the reason printed.',
+    )
+    .action(async (opts: { olderThan: string; apply: boolean; vg?: string }) => {
+      const olderThanMs = parseDuration(opts.olderThan);
+      const gc = ctx.services().gc;
+      const { plan, vgNames } = await gc.planPurge({
+        ownerId: ctx.globals().ownerId,
+        olderThanMs,
+        nowMs: ctx.deps.now(),
+        dryRun: !opts.apply,
+        ...(opts.vg === undefined ? {} : { vgNames: [opts.vg] }),
+      });
+      progress(
+        io,
+        describeScope({ vgNames, source: opts.vg === undefined ? 'discovered' : '--vg' }),
+      );
+      let outcomes: readonly GcOutcome[] = [];
+      if (opts.apply && plan.entries.some((e) => e.action !== 'keep')) {
+        outcomes = await gc.apply(plan);
+      }
+      if (ctx.globals().json) {
+        writeJson(io, { dryRun: plan.dryRun, olderThanMs, volumeGroups: vgNames, plan, outcomes });
+      } else {
+        const { header, rows } = planTable(plan, outcomes);
+        io.stdout.write(renderTable(header, rows));
+        const planned = plan.entries.filter((e) => e.action !== 'keep').length;
+        io.stdout.write(
+          `${plan.entries.length} quarantined, ${planned} to remove (older than ${formatDuration(olderThanMs)}); ` +
+            (plan.dryRun
+              ? 'dry run: nothing was removed (use --apply)\n'
+              : `${outcomes.filter((o) => o.outcome === 'removed').length} removed\n`),
+        );
+      }
+      const failed = outcomes.filter((o) => o.outcome === 'failed').length;
+      if (failed > 0)
+        throw new ReportedFailure(`${failed} of the planned removals failed; see the table above`);
+    });
+}
+
+/** `lvstamp list --quarantined` and `lvstamp quarantine list`. */
+export async function listQuarantined(ctx: CommandContext, vg: string | undefined): Promise<void> {
+  const { io } = ctx.deps;
+  const scope = await commandScope(io, ctx.services().volumes, vg);
+  const list = await ctx
+    .services()
+    .quarantine.list({ vgNames: scope.vgNames, ownerId: ctx.globals().ownerId });
+  if (ctx.globals().json) {
+    writeJson(io, { volumeGroups: scope.vgNames, quarantined: list });
+    return;
+  }
+  io.stdout.write(
+    renderTable(
+      ['kind', 'id', 'vg', 'lv', 'size', 'quarantined', 'owned'],
+      list.map((q: QuarantinedLv) => [
+        q.kind,
+        q.id,
+        q.vgName,
+        q.lvName,
+        formatBytes(q.sizeBytes),
+        q.quarantinedAtMs === null ? '-' : new Date(q.quarantinedAtMs).toISOString(),
+        q.owned ? 'yes' : 'no',
+      ]),
+    ),
+  );
+  const bytes = list.reduce((sum, q) => sum + q.sizeBytes, 0);
+  io.stdout.write(`${list.length} quarantined, ${formatBytes(bytes)} held\n`);
+}
+
+/** A volume ID, or the ID a volume (snapshot) name maps to (DESIGN.md §3). */
+function idOf(ref: string, kind: QuarantinedKind): string {
+  const lower = ref.toLowerCase();
+  if (isHexId(lower)) return lower;
+  return kind === 'volume' ? volumeIdForName(ref) : snapshotIdForName(ref);
+}
+
+/**
+ * A pre-provisioned PersistentVolume for a restored volume (Kubernetes
+ * "static provisioning" of a CSI volume): `volumeHandle` the ID, its
+ * capacity, the StorageClass, node affinity on `topology.lvstamp.io/node`.
+ */
+export function pvRecipe(
+  restored: Pick<RestoredLv, 'id' | 'capacityBytes' | 'header'>,
+  opts: { storageClass?: string; node: string; fsType: string },
+): string {
+  const name = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(restored.header.name)
+    ? restored.header.name
+    : `lvstamp-${restored.id}`;
+  return [
+    '',
+    '# Bind it again: create this PersistentVolume, then a claim with volumeName: ' + name,
+    '# (same storageClassName, the capacity below, accessModes ReadWriteOnce).',
+    'apiVersion: v1',
+    'kind: PersistentVolume',
+    'metadata:',
+    `  name: ${name}`,
+    'spec:',
+    `  capacity: { storage: "${restored.capacityBytes ?? 0}" }`,
+    '  accessModes: [ReadWriteOnce]',
+    '  persistentVolumeReclaimPolicy: Retain',
+    `  storageClassName: ${opts.storageClass ?? '<the StorageClass of the old claim>'}`,
+    '  volumeMode: Filesystem',
+    '  csi:',
+    '    driver: lvstamp.io',
+    `    volumeHandle: ${restored.id}`,
+    `    fsType: ${opts.fsType}`,
+    '  nodeAffinity:',
+    '    required:',
+    '      nodeSelectorTerms:',
+    '        - matchExpressions:',
+    `            - { key: ${TOPOLOGY_KEY}, operator: In, values: [${opts.node}] }`,
+    '',
+  ].join('\n');
+}
