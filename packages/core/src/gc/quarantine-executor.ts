@@ -13,6 +13,7 @@ import {
   recheckSnapshot,
   recheckVolume,
   removeByUuid,
+  samePlannedLv,
   skipped,
   type Step,
 } from './rechecks.js';
@@ -106,15 +107,12 @@ export async function removeQuarantined(
   ports: GcExecutorPorts,
 ): Promise<Step> {
   const port = portOf(ports);
-  const [lv] = (await port.listQuarantined({ vgNames: [entry.vgName] }, [entry.lvName])).filter(
-    (l) => l.vgName === entry.vgName && l.lvName === entry.lvName,
+  const same = samePlannedLv(
+    entry,
+    await port.listQuarantined({ vgNames: [entry.vgName] }, [entry.lvName]),
   );
-  if (lv === undefined) return skipped(`LV ${entry.device} no longer exists`);
-  if (lv.lvUuid !== entry.lvUuid) {
-    return skipped(
-      `LV ${entry.device} was recreated: lv_uuid ${lv.lvUuid}, planned ${entry.lvUuid}`,
-    );
-  }
+  if ('outcome' in same) return same;
+  const { lv } = same;
   const tags = failedTagCheck(lv, plan.ownerId, plan.naming);
   if (tags !== null) return skipped(`LV no longer carries its tags: ${tags.detail}`);
   const at = parseQuarantineTag(lv.tags, plan.naming);

@@ -21,6 +21,29 @@ export function skipped(detail: string): Step {
 }
 
 /**
+ * The planned LV found again by name in `lvs` (one look-up of its group),
+ * with the planned `lv_uuid`; or the `skipped` step saying what changed.
+ */
+export function samePlannedLv<T extends LogicalVolume>(
+  entry: {
+    readonly device: string;
+    readonly vgName: string;
+    readonly lvName: string;
+    readonly lvUuid: string;
+  },
+  found: readonly T[],
+): Step | { readonly lv: T } {
+  const lv = found.find((v) => v.vgName === entry.vgName && v.lvName === entry.lvName);
+  if (lv === undefined) return skipped(`LV ${entry.device} no longer exists`);
+  if (lv.lvUuid !== entry.lvUuid) {
+    return skipped(
+      `LV ${entry.device} was recreated: lv_uuid ${lv.lvUuid}, planned ${entry.lvUuid}`,
+    );
+  }
+  return { lv };
+}
+
+/**
  * The re-checks of a volume entry (DESIGN.md §6 "The executor"), under the
  * host lock: the LV as planned, its evidence, active, not open besides its
  * own data device, which is not open either. Returns the LV and its data
@@ -35,13 +58,9 @@ export async function recheckVolume(
   const { volumes } = await ports.volumes.listLogicalVolumes({ vgNames: [entry.vgName] }, [
     entry.lvName,
   ]);
-  const lv = volumes.find((v) => v.vgName === entry.vgName && v.lvName === entry.lvName);
-  if (lv === undefined) return skipped(`LV ${entry.device} no longer exists`);
-  if (lv.lvUuid !== entry.lvUuid) {
-    return skipped(
-      `LV ${entry.device} was recreated: lv_uuid ${lv.lvUuid}, planned ${entry.lvUuid}`,
-    );
-  }
+  const same = samePlannedLv(entry, volumes);
+  if ('outcome' in same) return same;
+  const { lv } = same;
   if (lv.volumeId !== entry.volumeId) {
     return skipped(
       `LV ${entry.device} now carries volume ID ${lv.volumeId}, planned ${entry.volumeId}`,
@@ -82,13 +101,9 @@ export async function recheckSnapshot(
   const { snapshots } = await ports.volumes.listLogicalVolumes({ vgNames: [entry.vgName] }, [
     entry.lvName,
   ]);
-  const lv = snapshots.find((v) => v.vgName === entry.vgName && v.lvName === entry.lvName);
-  if (lv === undefined) return skipped(`LV ${entry.device} no longer exists`);
-  if (lv.lvUuid !== entry.lvUuid) {
-    return skipped(
-      `LV ${entry.device} was recreated: lv_uuid ${lv.lvUuid}, planned ${entry.lvUuid}`,
-    );
-  }
+  const same = samePlannedLv(entry, snapshots);
+  if ('outcome' in same) return same;
+  const { lv } = same;
   const tags = failedTagCheck(lv, plan.ownerId, plan.naming);
   if (tags !== null) return skipped(`LV no longer carries its tags: ${tags.detail}`);
   const source = parseSnapshotTags(lv.tags, plan.naming)?.sourceVolumeId ?? null;

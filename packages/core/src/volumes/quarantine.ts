@@ -4,7 +4,8 @@
  * read), the listing for `lvstamp list --quarantined`, and restore.
  */
 import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from '../errors.js';
-import type { LogicalVolume, VgScope, VolumeScope } from '../lvm/types.js';
+import type { LogicalVolume } from '../lvm/types.js';
+import type { VgScope, VolumeScope } from './types.js';
 import {
   lvNameFor,
   newLvNameFor,
