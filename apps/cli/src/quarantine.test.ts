@@ -158,4 +158,27 @@ describe('lvstamp quarantine purge and gc --quarantine', () => {
     expect(h.stdout()).toContain('2023-11-03T08:26:40.000Z');
     expect(h.stdout()).toMatch(/\n1 quarantined, 1 GiB held\n$/);
   });
+
+  it('list --quarantined prints a quarantine time no Date can hold (a hand-edited tag) as ms: exit 0', async () => {
+    const list = vi.fn(() =>
+      Promise.resolve([
+        {
+          kind: 'volume',
+          id: ID,
+          vgName: 'vg0',
+          lvName: `lvstamp_q_${ID}`,
+          sizeBytes: 4 << 20,
+          quarantinedAtMs: 99_999_999_999_999_000,
+          owned: true,
+          sourceVolumeId: null,
+          active: false,
+          tags: [],
+        },
+      ]),
+    );
+    const h = harness({ volumes, quarantine: { list } as unknown as CliServices['quarantine'] });
+    expect(await h.run('list', '--quarantined')).toBe(0);
+    expect(h.stdout()).toContain('99999999999999000 ms');
+    expect(h.stderr()).not.toContain('error');
+  });
 });

@@ -16,6 +16,14 @@ import type { CommandContext } from '../context.js';
 import { commandScope, describeScope } from '../scope.js';
 import { formatBytes, parseDuration } from '../quantity.js';
 
+/**
+ * An ISO 8601 time for a Unix time in milliseconds, or `<ms> ms` for one no
+ * Date can hold (a hand-edited quarantine tag): a listing never fails on one LV.
+ */
+function isoTime(ms: number): string {
+  return Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : `${ms} ms`;
+}
+
 const VG_HELP = 'volume group (default: those tagged lvstamp or holding lvstamp volumes)';
 const TOPOLOGY_KEY = 'topology.lvstamp.io/node';
 
@@ -67,7 +75,7 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
       const lines = [
         `${lv.kind}: ${lv.id}`,
         `lv:       ${lv.vgName}/${lv.lvName} (${formatBytes(lv.sizeBytes)})`,
-        `since:    ${lv.quarantinedAtMs === null ? 'no quarantine tag' : new Date(lv.quarantinedAtMs).toISOString()}`,
+        `since:    ${lv.quarantinedAtMs === null ? 'no quarantine tag' : isoTime(lv.quarantinedAtMs)}`,
         `owned:    ${lv.owned ? 'yes (tags lvstamp and this owner)' : 'NO: not this owner, never restored'}`,
         `tags:     ${lv.tags.join(',') || '-'}`,
         `header:   ${header.status}`,
@@ -75,7 +83,7 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
       if (header.status === 'ok') {
         lines.push(
           `name:     ${header.header.name}`,
-          `created:  ${new Date(header.header.createdAtMs).toISOString()}`,
+          `created:  ${isoTime(header.header.createdAtMs)}`,
           `owner:    ${header.header.ownerId}`,
         );
       } else {
@@ -198,7 +206,7 @@ export async function listQuarantined(ctx: CommandContext, vg: string | undefine
         q.vgName,
         q.lvName,
         formatBytes(q.sizeBytes),
-        q.quarantinedAtMs === null ? '-' : new Date(q.quarantinedAtMs).toISOString(),
+        q.quarantinedAtMs === null ? '-' : isoTime(q.quarantinedAtMs),
         q.owned ? 'yes' : 'no',
       ]),
     ),
