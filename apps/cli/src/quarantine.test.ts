@@ -34,6 +34,25 @@ const RESTORED: RestoredLv = {
   quarantinedAtMs: 1_699_000_000_000,
 };
 
+/** A quarantine listing of one volume LV of `sizeBytes`, quarantined at `atMs`. */
+const listOf = (sizeBytes: number, atMs: number) =>
+  vi.fn(() =>
+    Promise.resolve([
+      {
+        kind: 'volume',
+        id: ID,
+        vgName: 'vg0',
+        lvName: `lvstamp_q_${ID}`,
+        sizeBytes,
+        quarantinedAtMs: atMs,
+        owned: true,
+        sourceVolumeId: null,
+        active: false,
+        tags: [],
+      },
+    ]),
+  );
+
 describe('lvstamp quarantine restore', () => {
   it('maps a PV name to its ID, restores in the scope and prints the PersistentVolume: exit 0', async () => {
     const restore = vi.fn(() => Promise.resolve(RESTORED));
@@ -136,22 +155,7 @@ describe('lvstamp quarantine purge and gc --quarantine', () => {
   });
 
   it('list --quarantined prints each with its size and time, and the total held', async () => {
-    const list = vi.fn(() =>
-      Promise.resolve([
-        {
-          kind: 'volume',
-          id: ID,
-          vgName: 'vg0',
-          lvName: `lvstamp_q_${ID}`,
-          sizeBytes: (1 << 30) + (4 << 20),
-          quarantinedAtMs: 1_699_000_000_000,
-          owned: true,
-          sourceVolumeId: null,
-          active: false,
-          tags: [],
-        },
-      ]),
-    );
+    const list = listOf((1 << 30) + (4 << 20), 1_699_000_000_000);
     const h = harness({ volumes, quarantine: { list } as unknown as CliServices['quarantine'] });
     expect(await h.run('list', '--quarantined')).toBe(0);
     expect(h.stdout()).toContain(`lvstamp_q_${ID}`);
@@ -160,22 +164,7 @@ describe('lvstamp quarantine purge and gc --quarantine', () => {
   });
 
   it('list --quarantined prints a quarantine time no Date can hold (a hand-edited tag) as ms: exit 0', async () => {
-    const list = vi.fn(() =>
-      Promise.resolve([
-        {
-          kind: 'volume',
-          id: ID,
-          vgName: 'vg0',
-          lvName: `lvstamp_q_${ID}`,
-          sizeBytes: 4 << 20,
-          quarantinedAtMs: 99_999_999_999_999_000,
-          owned: true,
-          sourceVolumeId: null,
-          active: false,
-          tags: [],
-        },
-      ]),
-    );
+    const list = listOf(4 << 20, 99_999_999_999_999_000);
     const h = harness({ volumes, quarantine: { list } as unknown as CliServices['quarantine'] });
     expect(await h.run('list', '--quarantined')).toBe(0);
     expect(h.stdout()).toContain('99999999999999000 ms');
