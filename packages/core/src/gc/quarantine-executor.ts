@@ -4,11 +4,12 @@
  * Each runs under the host lock that applyGcPlan holds across "re-check,
  * then act".
  */
-import { parseQuarantineTag, parseSnapshotTags } from '../naming.js';
+import { parseQuarantineTag } from '../naming.js';
 import { readHeaderSafely } from '../volumes/header-reading.js';
 import { failedHeaderCheck, failedTagCheck } from '../volumes/ownership.js';
 import type { LogicalVolume } from '../lvm/types.js';
 import {
+  plannedSource,
   recheckClosed,
   recheckSnapshot,
   recheckVolume,
@@ -122,12 +123,8 @@ export async function removeQuarantined(
     );
   }
   if (entry.kind === 'snapshot') {
-    const source = parseSnapshotTags(lv.tags, plan.naming)?.sourceVolumeId ?? null;
-    if (source === null || source !== entry.headerVolumeId) {
-      return skipped(
-        `${plan.naming.tag}.source tag is ${source ?? 'missing'} now, planned ${entry.headerVolumeId ?? '(none)'}`,
-      );
-    }
+    const source = plannedSource(plan, lv, entry.headerVolumeId);
+    if ('outcome' in source) return source;
   }
   const header = await readHeaderSafely(lv, ports.headers);
   const failed = failedHeaderCheck(header, entry.headerVolumeId ?? '', plan.ownerId);

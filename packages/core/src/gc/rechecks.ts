@@ -106,12 +106,9 @@ export async function recheckSnapshot(
   const { lv } = same;
   const tags = failedTagCheck(lv, plan.ownerId, plan.naming);
   if (tags !== null) return skipped(`LV no longer carries its tags: ${tags.detail}`);
-  const source = parseSnapshotTags(lv.tags, plan.naming)?.sourceVolumeId ?? null;
-  if (source === null || source !== entry.sourceVolumeId) {
-    return skipped(
-      `${plan.naming.tag}.source tag is ${source ?? 'missing'} now, planned ${entry.sourceVolumeId ?? '(none)'}`,
-    );
-  }
+  const planned = plannedSource(plan, lv, entry.sourceVolumeId);
+  if ('outcome' in planned) return planned;
+  const { source } = planned;
   const header = await readHeaderSafely(lv, ports.headers);
   if (header.status !== 'ok') return skipped(`sector 0 is ${header.status} now: ${header.reason}`);
   if (failedHeaderCheck(header, source, plan.ownerId) !== null) {
@@ -120,6 +117,24 @@ export async function recheckSnapshot(
     );
   }
   return (await recheckClosed(lv, entry.device, ports)) ?? { lv };
+}
+
+/**
+ * The snapshot LV's `lvstamp.source` volume ID when it is still the planned
+ * one; else the `skipped` step saying what it is now.
+ */
+export function plannedSource(
+  plan: GcPlan,
+  lv: LogicalVolume,
+  planned: string | null | undefined,
+): Step | { readonly source: string } {
+  const source = parseSnapshotTags(lv.tags, plan.naming)?.sourceVolumeId ?? null;
+  if (source === null || source !== planned) {
+    return skipped(
+      `${plan.naming.tag}.source tag is ${source ?? 'missing'} now, planned ${planned ?? '(none)'}`,
+    );
+  }
+  return { source };
 }
 
 /**
