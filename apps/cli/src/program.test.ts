@@ -151,6 +151,10 @@ describe('usage errors exit 2 with a one-line message and touch nothing', () => 
     expect(await h.run('--help')).toBe(0);
     expect(h.stdout()).toContain('Kubernetes quantities');
     expect(h.stdout()).toContain('1G (10^9 bytes)');
+    // One duration grammar: the units up to d, and what is refused.
+    expect(h.stdout().replace(/\s+/g, ' ')).toContain(
+      'Durations: a whole number with a unit ms, s, m, h or d (24 h), or several run together: 45s, 30m, 1h30m, 2d, 1d12h, or 0; no w (write 7d) and no fractions (write 1d12h, not 1.5d).',
+    );
   });
 });
 

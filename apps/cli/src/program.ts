@@ -5,7 +5,7 @@ import {
   STANDALONE_OWNER_ID,
 } from '@lvstamp/core';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { EXIT_OK, EXIT_USAGE } from '@lvstamp/app-kit';
+import { DURATION_SYNTAX, EXIT_OK, EXIT_USAGE } from '@lvstamp/app-kit';
 import { describeFailure } from './errors.js';
 import type { CliDeps, CommandContext } from './context.js';
 import type { CliServices, GlobalOptions } from './services.js';
@@ -40,7 +40,7 @@ export function buildProgram(deps: CliDeps): Command {
     .option('--json', 'print machine-readable JSON instead of tables', false)
     .addHelpText(
       'after',
-      `\n${SIZE_HELP}\nDurations: 30m, 2h, 1h30m, 45s.\nExit codes: 0 ok, 1 failed, 2 bad usage.`,
+      `\n${SIZE_HELP}\nDurations: ${DURATION_SYNTAX}.\nExit codes: 0 ok, 1 failed, 2 bad usage.`,
     )
     .showSuggestionAfterError()
     .exitOverride()

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { parseDuration } from '@lvstamp/app-kit';
+import { DURATION_SYNTAX, parseDuration } from '@lvstamp/app-kit';
 import { DEFAULT_HOST_LOCK_PATH, isHexId, STANDALONE_OWNER_ID } from '@lvstamp/core';
 import { ConfigError } from './errors.js';
 import type { KubeCredentials } from './kube/client.js';
@@ -174,7 +174,7 @@ class Problems {
   duration(flag: string, text: string, options: { min?: number } = {}): number {
     const ms = parseDuration(text);
     if (ms === null) {
-      this.add(`${flag}: "${text}" is not a duration (e.g. 30s, 15m, 1h30m)`);
+      this.add(`${flag}: "${text}" is not a duration (${DURATION_SYNTAX})`);
       return 0;
     }
     if (options.min !== undefined && ms < options.min)

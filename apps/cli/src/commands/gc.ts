@@ -1,4 +1,10 @@
-import { formatDuration, messageOf, renderTable, ReportedFailure } from '@lvstamp/app-kit';
+import {
+  DURATION_SYNTAX,
+  formatDuration,
+  messageOf,
+  renderTable,
+  ReportedFailure,
+} from '@lvstamp/app-kit';
 import {
   FailedPreconditionError,
   InvalidArgumentError,
@@ -65,6 +71,7 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
         'Only the volume groups named with --vg (or else those tagged lvstamp or holding lvstamp volumes)\n' +
         "are scanned; inactive LVs with this owner's tags are activated (lvchange --activate y; snapshots,\n" +
         'which skip a plain activation: lvchange -ay -K) to read them.\n' +
+        `\nDurations (--min-age, --quarantine): ${DURATION_SYNTAX}.\n` +
         '\nThe live set must hold every PV of the driver AND pvc-<uid> of every PVC: a claim being provisioned\n' +
         'has no PV yet, and a node clock that was behind makes its new volume look old (README).\n' +
         '\nLive-set file lines: a volume ID (32 hex digits), a PV name (lowercase letters, digits, - and .,\n' +

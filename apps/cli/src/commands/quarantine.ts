@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { formatDuration, renderTable, ReportedFailure } from '@lvstamp/app-kit';
+import { DURATION_SYNTAX, formatDuration, renderTable, ReportedFailure } from '@lvstamp/app-kit';
 import {
   isHexId,
   planTable,
@@ -147,7 +147,8 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
       'after',
       "\nRemoves only LVs that carry lvstamp and this owner's tag and a quarantine time, whose sector-0\n" +
         "header is this owner's with the name's ID (a snapshot: its source's), and that are not open.\n" +
-        'Everything else is kept, with the reason printed.',
+        'Everything else is kept, with the reason printed.\n' +
+        `Durations: ${DURATION_SYNTAX}.`,
     )
     .action(async (opts: { olderThan: string; apply: boolean; vg?: string }) => {
       const olderThanMs = parseDuration(opts.olderThan);
