@@ -4,7 +4,7 @@
  * Each runs under the host lock that applyGcPlan holds across "re-check,
  * then act".
  */
-import { parseQuarantineTag } from '../naming.js';
+import { parseQuarantineTag, quarantineTagFor, quarantinedLvNameFor } from '../naming.js';
 import { readHeaderSafely } from '../volumes/header-reading.js';
 import { failedHeaderCheck, failedTagCheck } from '../volumes/ownership.js';
 import type { LogicalVolume } from '../lvm/types.js';
@@ -28,14 +28,19 @@ function portOf(ports: GcExecutorPorts): GcQuarantinePort {
   return ports.quarantine;
 }
 
-/** Steps 2 and 3: tag with the plan time and deactivate, then rename into quarantine. */
+/**
+ * Steps 2 and 3: tag with the plan time and deactivate, then rename into
+ * quarantine.
+ * @returns what was done, naming the tag and the new LV, for the outcome:
+ *   `tagged lvstamp.quarantined=<s>, deactivated and renamed <vg>/<lv> to <vg>/lvstamp_q_<id>`.
+ */
 async function markAndRename(
   port: GcQuarantinePort,
   plan: GcPlan,
   lv: LogicalVolume,
   kind: QuarantineRef['kind'],
   id: string,
-): Promise<void> {
+): Promise<string> {
   const ref: QuarantineRef = {
     kind,
     id,
@@ -44,8 +49,11 @@ async function markAndRename(
     lvUuid: lv.lvUuid,
     ownerId: plan.ownerId,
   };
-  await port.markQuarantined(ref, Math.floor(plan.plannedAtMs / 1000));
+  const atSeconds = Math.floor(plan.plannedAtMs / 1000);
+  await port.markQuarantined(ref, atSeconds);
   await port.renameQuarantined(ref);
+  const to = quarantinedLvNameFor(kind, id, plan.naming);
+  return `tagged ${quarantineTagFor(atSeconds, plan.naming)}, deactivated and renamed ${lv.vgName}/${lv.lvName} to ${lv.vgName}/${to}`;
 }
 
 /**
@@ -67,10 +75,10 @@ export async function quarantineVolume(
   if ('outcome' in checked) return checked;
   const { lv, ownMap } = checked;
   if (ownMap !== null) await ports.devices.remove(entry.volumeId);
-  await markAndRename(port, plan, lv, 'volume', entry.volumeId);
+  const done = await markAndRename(port, plan, lv, 'volume', entry.volumeId);
   return {
     outcome: 'quarantined',
-    detail: `${ownMap === null ? '' : `removed data device ${ownMap.name}, `}tagged, deactivated and renamed ${entry.device} into quarantine`,
+    detail: `${ownMap === null ? '' : `removed data device ${ownMap.name}, `}${done}`,
   };
 }
 
@@ -87,11 +95,8 @@ export async function quarantineSnapshot(
   const checked = await recheckSnapshot(plan, entry, ports);
   if ('outcome' in checked) return checked;
   const { lv } = checked;
-  await markAndRename(port, plan, lv, 'snapshot', entry.snapshotId);
-  return {
-    outcome: 'quarantined',
-    detail: `tagged, deactivated and renamed snapshot ${entry.device} into quarantine`,
-  };
+  const done = await markAndRename(port, plan, lv, 'snapshot', entry.snapshotId);
+  return { outcome: 'quarantined', detail: `snapshot: ${done}` };
 }
 
 /**

@@ -16,7 +16,7 @@ import {
 import type { GcExecutorPorts } from './ports.js';
 import { GcService } from './service.js';
 import { planGc } from './planner.js';
-import type { GcPolicy, Inventory, InventoryQuarantined } from './types.js';
+import type { GcOutcome, GcPolicy, Inventory, InventoryQuarantined } from './types.js';
 
 // The quarantine steps against a stateful fake node that can "die" before
 // any change (DESIGN.md §6 "Quarantine", §2.2): for each kill point, the
@@ -289,7 +289,7 @@ const policy: GcPolicy = {
   dryRun: false,
 };
 
-async function run(n: FakeNode, nowMs: number): Promise<void> {
+async function run(n: FakeNode, nowMs: number): Promise<readonly GcOutcome[]> {
   const gc = new GcService({ ports: n.ports(), clock: () => nowMs });
   // The snapshot rests inactive; the fake activates nothing for it, so it is judged active here.
   for (const l of n.lvs) if (parseSnapshotLvName(l.lvName) !== null) l.active = true;
@@ -300,7 +300,7 @@ async function run(n: FakeNode, nowMs: number): Promise<void> {
     policy,
     nowMs,
   });
-  await gc.apply(plan);
+  return gc.apply(plan);
 }
 
 describe('GC quarantine: executor kill points (DESIGN.md §6 "Quarantine")', () => {
@@ -327,6 +327,23 @@ describe('GC quarantine: executor kill points (DESIGN.md §6 "Quarantine")', () 
     const a = n.lvs.find((l) => l.lvName === quarantinedLvNameFor('volume', A));
     expect(a?.tags).toContain(`lvstamp.quarantined=${NOW / 1000}`);
     expect(a?.header).toEqual(header(A));
+  });
+
+  it('the outcome of a quarantine names the tag and the new LV name', async () => {
+    const outcomes = await run(node(), NOW);
+    const quarantined = outcomes
+      .filter((o) => o.outcome === 'quarantined')
+      .map((o) => [o.entry.device, o.detail]);
+    expect(quarantined).toEqual([
+      [
+        `vg0/${lvNameFor(A)}`,
+        `tagged lvstamp.quarantined=${NOW / 1000}, deactivated and renamed vg0/${lvNameFor(A)} to vg0/${quarantinedLvNameFor('volume', A)}`,
+      ],
+      [
+        `vg0/${snapshotLvNameFor(S)}`,
+        `snapshot: tagged lvstamp.quarantined=${NOW / 1000}, deactivated and renamed vg0/${snapshotLvNameFor(S)} to vg0/${quarantinedLvNameFor('snapshot', S)}`,
+      ],
+    ]);
   });
 
   for (let killAt = 1; killAt <= 7; killAt++) {
