@@ -16,6 +16,7 @@ import {
 import type { GcExecutorPorts } from './ports.js';
 import { GcService } from './service.js';
 import { planGc } from './planner.js';
+import { quarantinedToActivate } from './quarantine.js';
 import type { GcOutcome, GcPolicy, Inventory, InventoryQuarantined } from './types.js';
 
 // The quarantine steps against a stateful fake node that can "die" before
@@ -453,6 +454,56 @@ describe('planGc rule 7: quarantined LVs (DESIGN.md §6 "Quarantine")', () => {
       rule,
       severity,
     });
+  });
+
+  it.each([
+    ['zeroed (not stamped)', { status: 'not-stamped', reason: 'no magic' }],
+    ['corrupt', { status: 'corrupt', reason: 'checksum' }],
+    ["another owner's", header(B, OTHER)],
+  ] as const)(
+    'warns at once, inside its window, about one whose header is %s: it can never expire',
+    (_what, read) => {
+      const e = planOf(
+        quarantined({
+          tags: [...ownTags, `lvstamp.quarantined=${(NOW - DAY) / 1000}`],
+          header: read as DecodeResult,
+        }),
+      );
+      expect(e).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
+      expect(e?.reason).toContain('it can never expire');
+      expect(e?.reason).toContain('removes it by hand');
+    },
+  );
+
+  it('inside its window, an inactive one (header not read) stays info with the time left', () => {
+    const e = planOf(
+      quarantined({
+        tags: [...ownTags, `lvstamp.quarantined=${(NOW - DAY) / 1000}`],
+        kernel: null,
+        header: { status: 'unreadable', reason: 'LV is inactive' },
+      }),
+    );
+    expect(e).toMatchObject({ action: 'keep', rule: 7, severity: 'info' });
+    expect(e?.reason).toContain('left of the');
+  });
+
+  it('a run activates every inactive owned quarantined LV with a quarantine time, in its window or not', () => {
+    const inWindow = quarantined({
+      kernel: null,
+      tags: [...ownTags, `lvstamp.quarantined=${(NOW - DAY) / 1000}`],
+    });
+    const expired = quarantined({ kernel: null, device: 'vg0/expired', lvName: 'expired' });
+    const foreign = quarantined({
+      kernel: null,
+      device: 'vg0/foreign',
+      tags: ['lvstamp', `lvstamp.quarantined=${(NOW - DAY) / 1000}`],
+    });
+    const untagged = quarantined({ kernel: null, device: 'vg0/untagged', tags: [...ownTags] });
+    const active = quarantined({ device: 'vg0/active' });
+    const all = [inWindow, expired, foreign, untagged, active];
+    const judgement = { ownerId: OWNER, naming: DEFAULT_NAMING, windowMs: 7 * DAY };
+    expect(quarantinedToActivate(all, judgement)).toEqual([inWindow.device, 'vg0/expired']);
+    expect(quarantinedToActivate(all, { ...judgement, windowMs: null })).toEqual([]);
   });
 
   it('keeps one whose ID is live again, and says to restore it', () => {

@@ -31,6 +31,11 @@ export interface QuarantineJudgement {
  *    `lvstamp.quarantined=<s>` tag exactly once, or (a snapshot) no
  *    well-formed snapshot tags → keep, warn;
  * 2. its ID in the live set → keep, warn (restore it);
+ * 1. sector 0 was read (the LV is active) and is not an `ok` header of this
+ *    owner with the name's volume ID (a snapshot: its `lvstamp.source`) →
+ *    keep, warn, at any time: such an LV can never expire under rule 7 (nor
+ *    be purged), so it would otherwise sit as `info` until its window passed
+ *    and then stay for good;
  * 7. no window in this run → keep; quarantine time in the future → keep,
  *    warn; in quarantine for less than the window → keep (the entry says
  *    when it expires);
@@ -98,6 +103,14 @@ export function decideQuarantined(
       `${what} whose ID is in the live set again: restore it (lvstamp quarantine restore ${q.kind === 'snapshot' ? '--snapshot ' : ''}${q.id}); ${since}`,
     );
   }
+  const header = failedHeaderCheck(q.header, headerVolumeId ?? '', judgement.ownerId);
+  if (header !== null && q.header.status !== 'unreadable') {
+    return keep(
+      1,
+      'warn',
+      `${what}, but ${header.detail}: it can never expire (removal needs this owner's header with the name's ID) and purge keeps it too, so it stays until a person checks it (lvstamp quarantine inspect) and removes it by hand; ${since}`,
+    );
+  }
   if (windowMs === null || expiresAtMs === null) {
     return keep(
       7,
@@ -119,7 +132,6 @@ export function decideQuarantined(
       `${since}; ${formatDuration(expiresAtMs - nowMs)} left of the ${judgement.windowName} (expires ${formatTime(expiresAtMs)})`,
     );
   }
-  const header = failedHeaderCheck(q.header, headerVolumeId ?? '', judgement.ownerId);
   if (header !== null) {
     const why =
       q.header.status === 'unreadable'
@@ -146,20 +158,20 @@ export function decideQuarantined(
 /**
  * The quarantined LVs whose header must be read before a run can judge
  * them: inactive, tagged `lvstamp` and this owner's, with a quarantine time
- * whose window (`windowMs`) has passed at `nowMs`. `vg/lv` of each.
+ * (in or past its window `windowMs`: a header that fails the check is a
+ * warning at any time, decideQuarantined). `vg/lv` of each; none when
+ * nothing expires in the run (`windowMs` null).
  */
 export function quarantinedToActivate(
   quarantined: readonly InventoryQuarantined[],
-  judgement: Pick<QuarantineJudgement, 'ownerId' | 'naming' | 'nowMs' | 'windowMs'>,
+  judgement: Pick<QuarantineJudgement, 'ownerId' | 'naming' | 'windowMs'>,
 ): string[] {
   if (judgement.windowMs === null) return [];
-  const windowMs = judgement.windowMs;
   return quarantined
     .filter((q) => {
       if (q.kernel !== null) return false;
       if (failedTagCheck(q, judgement.ownerId, judgement.naming) !== null) return false;
-      const at = parseQuarantineTag(q.tags, judgement.naming);
-      return at !== null && at * 1000 + windowMs <= judgement.nowMs;
+      return parseQuarantineTag(q.tags, judgement.naming) !== null;
     })
     .map((q) => q.device);
 }

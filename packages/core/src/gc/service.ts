@@ -113,13 +113,13 @@ export class GcService {
     const snapshotsActivated = inactiveOwned(inventory.snapshots ?? [])
       ? await this.#ports.volumes.activateOwnedSnapshots(scope)
       : [];
-    // Quarantined LVs rest inactive: only those whose window passed are activated (DESIGN.md §6
-    // "Quarantine"), so that the expiry can read their sector 0.
-    const quarantinedActivated = await this.#activateExpired(
+    // Quarantined LVs rest inactive: those with this owner's tags and a quarantine time are
+    // activated for the run (DESIGN.md §6 "Quarantine"), so that the expiry can read their
+    // sector 0 and a header that fails the check is a warning before the window passes.
+    const quarantinedActivated = await this.#activateQuarantined(
       inventory,
       scope,
       windowOf(request.policy),
-      request.nowMs,
     );
     const activated = [...volumesActivated, ...snapshotsActivated, ...quarantinedActivated];
     let plan: GcPlan;
@@ -208,7 +208,7 @@ export class GcService {
     let inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
     const activated = request.dryRun
       ? []
-      : await this.#activateExpired(inventory, scope, request.olderThanMs, request.nowMs);
+      : await this.#activateQuarantined(inventory, scope, request.olderThanMs);
     if (activated.length > 0) {
       inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
     }
@@ -250,19 +250,17 @@ export class GcService {
     return { plan, vgNames, activated };
   }
 
-  /** Activates the inactive, owned quarantined LVs whose window passed (none: no call). */
-  async #activateExpired(
+  /** Activates the inactive, owned, quarantine-tagged LVs (quarantinedToActivate; none: no call). */
+  async #activateQuarantined(
     inventory: Inventory,
     scope: { readonly vgNames: readonly string[]; readonly ownerId: string },
     windowMs: number | null,
-    nowMs: number,
   ): Promise<readonly string[]> {
     const port = this.#ports.quarantine;
     if (port === undefined) return [];
     const wanted = quarantinedToActivate(inventory.quarantined ?? [], {
       ownerId: scope.ownerId,
       naming: this.#naming,
-      nowMs,
       windowMs,
     });
     if (wanted.length === 0) return [];
