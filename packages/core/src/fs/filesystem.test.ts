@@ -111,6 +111,22 @@ describe('probe', () => {
     expect(await manager.probe(image)).toEqual({ kind: 'blank' });
   });
 
+  it('probes the data area behind a header with blkid --offset (a volume read through its LV)', async () => {
+    const argv = ['blkid', '-p', '--offset', '1048576', '-o', 'export', DEV];
+    const { manager, runner } = setup([{ argv, stdoutFile: 'fs/blkid-xfs.txt' }]);
+    expect(await manager.probe(DEV, { offsetBytes: 1 << 20 })).toEqual({
+      kind: 'filesystem',
+      type: 'xfs',
+    });
+    runner.assertDone();
+    const image = join(dir, 'blank-behind-header.img');
+    await writeFile(image, Buffer.alloc(8192));
+    const blank = setup([
+      { argv: ['blkid', '-p', '--offset', '4096', '-o', 'export', image], exitCode: 2 },
+    ]);
+    expect(await blank.manager.probe(image, { offsetBytes: 4096 })).toEqual({ kind: 'blank' });
+  });
+
   it('never says blank for a missing device (blkid exits 2 there too)', async () => {
     const missing = join(dir, 'missing.img');
     const { manager } = setup([{ argv: blkid(missing), exitCode: 2 }]);

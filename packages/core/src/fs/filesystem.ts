@@ -93,13 +93,21 @@ export class FilesystemManager {
    * @throws NotFoundError when blkid found nothing and the device does not exist.
    * @throws FailedPreconditionError when blkid found nothing and the device cannot be read.
    * @throws UnparseableOutputError when blkid exits 0 without TYPE or PTTYPE.
+   * @param options.offsetBytes probe from this byte of `device` on (blkid(8)
+   *   `--offset`, low-level probing only), e.g. the data area of a volume
+   *   behind its header; the read check reads there too. Default 0.
    */
-  async probe(device: string): Promise<ProbeResult> {
-    const result = await this.#runner.run(['blkid', '-p', '-o', 'export', device], {
+  async probe(
+    device: string,
+    options: { readonly offsetBytes?: number } = {},
+  ): Promise<ProbeResult> {
+    const offset = options.offsetBytes ?? 0;
+    const at = offset > 0 ? ['--offset', String(offset)] : [];
+    const result = await this.#runner.run(['blkid', '-p', ...at, '-o', 'export', device], {
       allowExitCodes: [2],
     });
     if (result.exitCode === 2) {
-      await assertReadable(device);
+      await assertReadable(device, offset);
       return { kind: 'blank' };
     }
     return parseBlkidExport(result);

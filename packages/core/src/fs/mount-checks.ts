@@ -108,15 +108,15 @@ export async function resolveMountPoint(target: string): Promise<MountPoint> {
 }
 
 /**
- * Reads the first 4 KiB of `device` in-process.
+ * Reads 4 KiB of `device` in-process, from `offsetBytes` (default 0).
  * @throws NotFoundError when it does not exist.
  * @throws FailedPreconditionError when it cannot be opened or read.
  */
-export async function assertReadable(device: string): Promise<void> {
+export async function assertReadable(device: string, offsetBytes = 0): Promise<void> {
   let fh: FileHandle | undefined;
   try {
     fh = await open(device, constants.O_RDONLY);
-    await fh.read(Buffer.alloc(READ_CHECK_BYTES), 0, READ_CHECK_BYTES, 0);
+    await fh.read(Buffer.alloc(READ_CHECK_BYTES), 0, READ_CHECK_BYTES, offsetBytes);
   } catch (error) {
     if (errorCode(error) === 'ENOENT') {
       throw new NotFoundError(`device ${device} does not exist`, { cause: error });
