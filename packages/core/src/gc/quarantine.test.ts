@@ -378,6 +378,42 @@ describe('GC quarantine: executor kill points (DESIGN.md §6 "Quarantine")', () 
   }
 });
 
+describe('planPurge of named quarantined LVs (DESIGN.md §6 "Quarantine")', () => {
+  const purge = async (n: FakeNode, lvs: readonly string[]) =>
+    new GcService({ ports: n.ports(), clock: () => NOW }).planPurge({
+      ownerId: OWNER,
+      olderThanMs: 0,
+      nowMs: NOW + 60_000,
+      dryRun: false,
+      vgNames: ['vg0'],
+      lvs,
+    });
+
+  it('plans only the LVs named, as vg/lv or lv, and activates no other', async () => {
+    const n = node();
+    await run(n, NOW);
+    const qA = quarantinedLvNameFor('volume', A);
+    for (const ref of [`vg0/${qA}`, qA]) {
+      const { plan, activated } = await purge(n, [ref]);
+      expect(plan.entries.map((e) => [e.device, e.action])).toEqual([
+        [`vg0/${qA}`, 'remove-quarantined'],
+      ]);
+      expect(activated).toEqual([`vg0/${qA}`]);
+      await n.ports().quarantine?.deactivateQuarantined(activated);
+    }
+  });
+
+  it('a name that is no quarantined LV in the scope is NotFoundError, before anything is activated', async () => {
+    const n = node();
+    await run(n, NOW);
+    const steps = n.steps.length;
+    await expect(purge(n, [`vg0/${lvNameFor(F)}`])).rejects.toThrow(
+      `no quarantined LV vg0/${lvNameFor(F)} in vg0`,
+    );
+    expect(n.steps.slice(steps)).toEqual([]);
+  });
+});
+
 describe('planGc rule 7: quarantined LVs (DESIGN.md §6 "Quarantine")', () => {
   const quarantined = (over: Partial<InventoryQuarantined> = {}): InventoryQuarantined => ({
     kind: 'volume',

@@ -1,11 +1,11 @@
-import { FailedPreconditionError } from '../errors.js';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../errors.js';
 import { DEFAULT_NAMING, ownerTagFor, type Naming } from '../naming.js';
 import { applyGcPlan, type GcApplyOptions } from './executor.js';
 import { failedTagCheck } from '../volumes/ownership.js';
 import { takeInventory } from './inventory.js';
 import { planGc } from './planner.js';
 import type { GcExecutorPorts } from './ports.js';
-import type { GcOutcome, GcPlan, GcPolicy, Inventory } from './types.js';
+import type { GcOutcome, GcPlan, GcPolicy, Inventory, InventoryQuarantined } from './types.js';
 import { decideQuarantined, quarantinedToActivate } from './quarantine.js';
 import { formatDuration } from './util.js';
 
@@ -194,7 +194,11 @@ export class GcService {
    * this owner, an `ok` header of this owner with the name's ID, not open)
    * and without a live set or cap: a person asks for it. Returns a plan of
    * quarantined entries only, for `apply`; with `dryRun` nothing is activated.
-   * @throws InvalidArgumentError for a bad owner ID or age; any inventory failure.
+   * With `lvs`, only those quarantined LVs, each named `vg/lv` or, when one
+   * group holds it, `lv` (e.g. the quarantined copy of an ID that exists again).
+   * @throws InvalidArgumentError for a bad owner ID or age, or an `lv` that
+   *   several groups hold; NotFoundError for an `lvs` entry that names no
+   *   quarantined LV in the scope; any inventory failure.
    */
   async planPurge(request: {
     readonly ownerId: string;
@@ -202,16 +206,24 @@ export class GcService {
     readonly nowMs: number;
     readonly dryRun: boolean;
     readonly vgNames?: readonly string[];
+    readonly lvs?: readonly string[];
   }): Promise<{ plan: GcPlan; vgNames: readonly string[]; activated: readonly string[] }> {
     const vgNames = request.vgNames ?? (await this.#ports.volumes.discoverVolumeGroups());
     const scope = { vgNames, ownerId: request.ownerId };
-    let inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
+    const inventoryOf = async (): Promise<Inventory> => {
+      const taken = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
+      return request.lvs === undefined
+        ? taken
+        : {
+            ...taken,
+            quarantined: namedQuarantined(taken.quarantined ?? [], request.lvs, vgNames),
+          };
+    };
+    let inventory = await inventoryOf();
     const activated = request.dryRun
       ? []
       : await this.#activateQuarantined(inventory, scope, request.olderThanMs);
-    if (activated.length > 0) {
-      inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
-    }
+    if (activated.length > 0) inventory = await inventoryOf();
     const base = planGc(
       { ...inventory, volumes: [], maps: [], snapshots: [] },
       new Set(),
@@ -279,6 +291,35 @@ export class GcService {
   async #rest(lvs: readonly string[]): Promise<void> {
     if (lvs.length > 0) await this.#ports.volumes.deactivateSnapshots(lvs);
   }
+}
+
+/**
+ * The quarantined LVs that `refs` name, in the order of `quarantined`: a ref
+ * `vg/lv` names that device, a ref `lv` the one LV of that name in any group.
+ * @throws NotFoundError for a ref that names none; InvalidArgumentError for
+ *   an `lv` that several groups hold.
+ */
+function namedQuarantined(
+  quarantined: readonly InventoryQuarantined[],
+  refs: readonly string[],
+  vgNames: readonly string[],
+): InventoryQuarantined[] {
+  const chosen = new Set<InventoryQuarantined>();
+  for (const ref of refs) {
+    const hits = quarantined.filter((q) => (ref.includes('/') ? q.device : q.lvName) === ref);
+    if (hits.length === 0) {
+      throw new NotFoundError(
+        `no quarantined LV ${ref} in ${vgNames.join(', ') || 'no volume group'} (lvstamp quarantine list shows them)`,
+      );
+    }
+    if (hits.length > 1) {
+      throw new InvalidArgumentError(
+        `${ref} is in several volume groups (${hits.map((q) => q.vgName).join(', ')}); name it as <vg>/${ref}`,
+      );
+    }
+    for (const q of hits) chosen.add(q);
+  }
+  return quarantined.filter((q) => chosen.has(q));
 }
 
 /** The quarantine window of a policy, or null when quarantine is off (DESIGN.md §6 "Quarantine"). */
