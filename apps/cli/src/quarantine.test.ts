@@ -5,9 +5,11 @@ import {
   STANDALONE_OWNER_ID,
   snapshotIdForName,
   volumeIdForName,
+  type ProbeResult,
   type RestoredLv,
 } from '@lvstamp/core';
 import { describe, expect, it, vi } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import type { CliServices } from './services.js';
 import { harness } from './testing/harness.js';
 
@@ -32,7 +34,47 @@ const RESTORED: RestoredLv = {
   },
   capacityBytes: 1 << 30,
   quarantinedAtMs: 1_699_000_000_000,
+  lvSizeBytes: (1 << 30) + (4 << 20),
+  devicePath: `/dev/mapper/vg0-lvstamp_${ID}`,
+  alreadyRestored: false,
 };
+
+/** Fake core services for a restore that returns `restored` and a probe that finds `found`. */
+function restoreServices(restored: RestoredLv, found: ProbeResult | Error) {
+  const restore = vi.fn(() => Promise.resolve(restored));
+  const probe = vi.fn(() =>
+    found instanceof Error ? Promise.reject(found) : Promise.resolve(found),
+  );
+  return {
+    restore,
+    probe,
+    services: {
+      volumes,
+      quarantine: { restore } as unknown as CliServices['quarantine'],
+      filesystems: { probe } as unknown as CliServices['filesystems'],
+    },
+  };
+}
+
+/** The PersistentVolume document of a restore's stdout, parsed as YAML. */
+function printedPv(stdout: string): {
+  metadata: { name: unknown };
+  spec: {
+    capacity: { storage: unknown };
+    storageClassName: unknown;
+    volumeMode: unknown;
+    csi: { driver: unknown; volumeHandle: unknown; fsType?: unknown };
+    nodeAffinity: {
+      required: {
+        nodeSelectorTerms: { matchExpressions: { key: unknown; values: unknown[] }[] }[];
+      };
+    };
+  };
+} {
+  const start = stdout.indexOf('apiVersion: v1');
+  expect(start, 'a PersistentVolume is printed').toBeGreaterThan(0);
+  return parseYaml(stdout.slice(start)) as ReturnType<typeof printedPv>;
+}
 
 /** A quarantine listing of one volume LV of `sizeBytes`, quarantined at `atMs`. */
 const listOf = (sizeBytes: number, atMs: number) =>
@@ -55,8 +97,8 @@ const listOf = (sizeBytes: number, atMs: number) =>
 
 describe('lvstamp quarantine restore', () => {
   it('maps a PV name to its ID, restores in the scope and prints the PersistentVolume: exit 0', async () => {
-    const restore = vi.fn(() => Promise.resolve(RESTORED));
-    const h = harness({ volumes, quarantine: { restore } as unknown as CliServices['quarantine'] });
+    const { restore, probe, services } = restoreServices(RESTORED, { kind: 'blank' });
+    const h = harness(services);
     expect(
       await h.run('quarantine', 'restore', 'pvc-1234', '--storage-class', 'fast', '--node', 'n1'),
     ).toBe(0);
@@ -64,15 +106,176 @@ describe('lvstamp quarantine restore', () => {
       vgNames: ['vg0'],
       ownerId: STANDALONE_OWNER_ID,
     });
+    // The data area behind the header, through the restored LV's device.
+    expect(probe).toHaveBeenCalledWith(`/dev/mapper/vg0-lvstamp_${ID}`, { offsetBytes: 1 << 20 });
     const out = h.stdout();
-    expect(out).toContain(`restored volume ${ID} as vg0/lvstamp_${ID} (name "pvc-1234", 1 GiB)`);
-    expect(out).toContain('  name: pvc-1234\n');
-    expect(out).toContain(`    volumeHandle: ${ID}\n`);
-    expect(out).toContain(`  capacity: { storage: "${1 << 30}" }\n`);
-    expect(out).toContain('  storageClassName: fast\n');
-    expect(out).toContain(
-      '            - { key: topology.lvstamp.io/node, operator: In, values: [n1] }\n',
+    expect(out).toContain(`restored volume ${ID} as vg0/lvstamp_${ID} (name "pvc-1234", 1 GiB)\n`);
+    expect(printedPv(out)).toMatchObject({
+      metadata: { name: 'pvc-1234' },
+      spec: {
+        capacity: { storage: String(1 << 30) },
+        storageClassName: 'fast',
+        csi: { driver: 'lvstamp.io', volumeHandle: ID },
+      },
+    });
+    expect(
+      printedPv(out).spec.nodeAffinity.required.nodeSelectorTerms[0]?.matchExpressions[0],
+    ).toEqual({ key: 'topology.lvstamp.io/node', operator: 'In', values: ['n1'] });
+  });
+
+  it('no filesystem signature on the data area: volumeMode Block, no fsType, and it says why', async () => {
+    const h = harness(restoreServices(RESTORED, { kind: 'blank' }).services);
+    expect(await h.run('quarantine', 'restore', ID, '--storage-class', 'c', '--node', 'n')).toBe(0);
+    expect(h.stdout()).toContain(
+      'volumeMode: Block: blkid finds nothing (blank) on the data area, no filesystem lvstamp mounts: Block, which is never formatted\n',
     );
+    const pv = printedPv(h.stdout());
+    expect(pv.spec.volumeMode).toBe('Block');
+    expect(pv.spec.csi.fsType).toBeUndefined();
+  });
+
+  it.each([
+    [{ kind: 'partition-table', type: 'gpt' } as const, 'a gpt partition table'],
+    [{ kind: 'other', type: 'crypto_LUKS' } as const, 'a crypto_LUKS signature'],
+    [{ kind: 'filesystem', type: 'btrfs' } as const, 'a btrfs filesystem'],
+  ])('%j on the data area is Block too', async (found, seen) => {
+    const h = harness(restoreServices(RESTORED, found).services);
+    expect(await h.run('quarantine', 'restore', ID, '--storage-class', 'c', '--node', 'n')).toBe(0);
+    expect(h.stdout()).toContain(`volumeMode: Block: blkid finds ${seen} on the data area`);
+    expect(printedPv(h.stdout()).spec.volumeMode).toBe('Block');
+  });
+
+  it.each(['ext4', 'xfs'])(
+    'a %s filesystem on the data area: volumeMode Filesystem with that fsType',
+    async (type) => {
+      const h = harness(restoreServices(RESTORED, { kind: 'filesystem', type }).services);
+      expect(await h.run('quarantine', 'restore', ID, '--storage-class', 'c', '--node', 'n')).toBe(
+        0,
+      );
+      expect(h.stdout()).toContain(
+        `volumeMode: Filesystem (fsType ${type}): blkid finds a ${type} filesystem on the data area\n`,
+      );
+      const pv = printedPv(h.stdout());
+      expect(pv.spec.volumeMode).toBe('Filesystem');
+      expect(pv.spec.csi.fsType).toBe(type);
+    },
+  );
+
+  it('--volume-mode Filesystem over a data area without a filesystem prints no PersistentVolume', async () => {
+    const h = harness(restoreServices(RESTORED, { kind: 'blank' }).services);
+    expect(
+      await h.run(
+        'quarantine',
+        'restore',
+        ID,
+        '--storage-class',
+        'c',
+        '--node',
+        'n',
+        '--volume-mode',
+        'Filesystem',
+      ),
+    ).toBe(0);
+    expect(h.stdout()).not.toContain('PersistentVolume\n');
+    expect(h.stdout()).toContain(
+      'volumeMode: cannot choose: --volume-mode Filesystem, but blkid finds nothing (blank) on the data area: staging it as a filesystem could run mkfs over its data; use Block\n',
+    );
+  });
+
+  it('a data area that cannot be probed needs --volume-mode; with it, that mode is printed', async () => {
+    const failing = restoreServices(RESTORED, new Error('blkid timed out'));
+    const h = harness(failing.services);
+    expect(await h.run('quarantine', 'restore', ID, '--storage-class', 'c', '--node', 'n')).toBe(0);
+    expect(h.stdout()).not.toContain('apiVersion');
+    expect(h.stdout()).toContain(
+      'volumeMode: cannot choose: the data area could not be probed (blkid timed out): say what the volume is with --volume-mode Block (never formatted) or --volume-mode Filesystem --fs-type <ext4|xfs>\n',
+    );
+    const block = harness(restoreServices(RESTORED, new Error('blkid timed out')).services);
+    expect(
+      await block.run(
+        'quarantine',
+        'restore',
+        ID,
+        '--storage-class',
+        'c',
+        '--node',
+        'n',
+        '--volume-mode',
+        'Block',
+      ),
+    ).toBe(0);
+    expect(printedPv(block.stdout()).spec.volumeMode).toBe('Block');
+    const fs = harness(restoreServices(RESTORED, new Error('blkid timed out')).services);
+    expect(
+      await fs.run(
+        'quarantine',
+        'restore',
+        ID,
+        '--storage-class',
+        'c',
+        '--node',
+        'n',
+        '--volume-mode',
+        'Filesystem',
+        '--fs-type',
+        'xfs',
+      ),
+    ).toBe(0);
+    expect(printedPv(fs.stdout()).spec).toMatchObject({
+      volumeMode: 'Filesystem',
+      csi: { fsType: 'xfs' },
+    });
+  });
+
+  it('without --storage-class and --node it restores and prints no PersistentVolume, saying what to add', async () => {
+    const { restore, services } = restoreServices(RESTORED, { kind: 'blank' });
+    const h = harness(services);
+    expect(await h.run('quarantine', 'restore', ID)).toBe(0);
+    expect(restore).toHaveBeenCalledTimes(1);
+    expect(h.stdout()).not.toContain('apiVersion');
+    expect(h.stdout()).not.toContain('storageClassName');
+    expect(h.stdout()).toContain(
+      `no PersistentVolume printed: run lvstamp quarantine restore ${ID} again with --storage-class <the StorageClass of the old claim> and --node <this node's Kubernetes name, the driver's --node-id> (a restore of a restored volume changes nothing and prints it)\n`,
+    );
+    const onlyNode = harness(restoreServices(RESTORED, { kind: 'blank' }).services);
+    expect(await onlyNode.run('quarantine', 'restore', ID, '--storage-class', 'c')).toBe(0);
+    expect(onlyNode.stdout()).toContain(`again with --node <this node's Kubernetes name`);
+    expect(onlyNode.stdout()).not.toContain('apiVersion');
+  });
+
+  it('quotes every string: a node 12345, a class yes, a name true stay strings in YAML', async () => {
+    const named = { ...RESTORED, header: { ...RESTORED.header, name: 'true' } };
+    const h = harness(restoreServices(named, { kind: 'blank' }).services);
+    expect(
+      await h.run('quarantine', 'restore', ID, '--storage-class', 'yes', '--node', '12345'),
+    ).toBe(0);
+    const pv = printedPv(h.stdout());
+    expect(pv.metadata.name).toBe('true');
+    expect(pv.spec.storageClassName).toBe('yes');
+    expect(pv.spec.nodeAffinity.required.nodeSelectorTerms[0]?.matchExpressions[0]?.values).toEqual(
+      ['12345'],
+    );
+    expect(h.stdout()).toContain(
+      '            - { key: "topology.lvstamp.io/node", operator: "In", values: ["12345"] }\n',
+    );
+  });
+
+  it('an unknown capacity prints the LV size in bytes, never "0"', async () => {
+    const unknown = { ...RESTORED, capacityBytes: null };
+    const h = harness(restoreServices(unknown, { kind: 'blank' }).services);
+    expect(await h.run('quarantine', 'restore', ID, '--storage-class', 'c', '--node', 'n')).toBe(0);
+    expect(printedPv(h.stdout()).spec.capacity.storage).toBe(String((1 << 30) + (4 << 20)));
+    expect(h.stdout()).toContain('the capacity below is the whole LV, header included');
+  });
+
+  it('a restore of a volume restored already exits 0, says so, and prints the PersistentVolume', async () => {
+    const again = { ...RESTORED, alreadyRestored: true, quarantinedAtMs: null };
+    const h = harness(restoreServices(again, { kind: 'filesystem', type: 'ext4' }).services);
+    expect(await h.run('quarantine', 'restore', ID, '--storage-class', 'c', '--node', 'n')).toBe(0);
+    expect(h.stdout()).toContain(
+      `already restored: volume ${ID} as vg0/lvstamp_${ID} (name "pvc-1234", 1 GiB); nothing was changed\n`,
+    );
+    expect(printedPv(h.stdout()).spec.volumeMode).toBe('Filesystem');
   });
 
   it('--snapshot maps a snapshot name with the snapshot rule and prints no PersistentVolume', async () => {
@@ -134,6 +337,28 @@ describe('lvstamp quarantine purge and gc --quarantine', () => {
     const bad = harness({ volumes, gc: { planPurge, apply } as unknown as CliServices['gc'] });
     expect(await bad.run('quarantine', 'purge', '--older-than', 'a week')).toBe(2);
     expect(planPurge).toHaveBeenCalledTimes(1);
+  });
+
+  it('purge of named LVs passes exactly those to the plan (the copy of an ID that exists again)', async () => {
+    const planPurge = vi.fn(() =>
+      Promise.resolve({
+        plan: { dryRun: true, capped: false, entries: [], plannedAtMs: 0 },
+        vgNames: ['vg0'],
+        activated: [],
+      }),
+    );
+    const h = harness({ volumes, gc: { planPurge } as unknown as CliServices['gc'] });
+    expect(
+      await h.run('quarantine', 'purge', `vg0/lvstamp_q_${ID}`, `lvstamp_qs_${ID}`, '--vg', 'vg0'),
+    ).toBe(0);
+    expect(planPurge).toHaveBeenCalledWith({
+      ownerId: STANDALONE_OWNER_ID,
+      olderThanMs: 0,
+      nowMs: 1_700_000_000_000,
+      dryRun: true,
+      vgNames: ['vg0'],
+      lvs: [`vg0/lvstamp_q_${ID}`, `lvstamp_qs_${ID}`],
+    });
   });
 
   it('gc --quarantine 0 asks for direct removal; a bad duration is exit 2', async () => {

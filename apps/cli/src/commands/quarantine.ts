@@ -1,6 +1,12 @@
-import { hostname } from 'node:os';
-import { DURATION_SYNTAX, formatDuration, renderTable, ReportedFailure } from '@lvstamp/app-kit';
 import {
+  DURATION_SYNTAX,
+  formatDuration,
+  messageOf,
+  renderTable,
+  ReportedFailure,
+} from '@lvstamp/app-kit';
+import {
+  FS_TYPES,
   isHexId,
   planTable,
   snapshotIdForName,
@@ -10,11 +16,17 @@ import {
   type QuarantinedLv,
   type RestoredLv,
 } from '@lvstamp/core';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { progress, writeJson } from '../output.js';
 import type { CommandContext } from '../context.js';
 import { commandScope, describeScope } from '../scope.js';
 import { formatBytes, parseDuration } from '../quantity.js';
+import {
+  chooseVolumeMode,
+  pvRecipe,
+  type DataAreaProbe,
+  type VolumeModeChoice,
+} from './pv-recipe.js';
 
 /**
  * An ISO 8601 time for a Unix time in milliseconds, or `<ms> ms` for one no
@@ -25,7 +37,6 @@ function isoTime(ms: number): string {
 }
 
 const VG_HELP = 'volume group (default: those tagged lvstamp or holding lvstamp volumes)';
-const TOPOLOGY_KEY = 'topology.lvstamp.io/node';
 
 /**
  * `lvstamp quarantine list|inspect|restore|purge` (DESIGN.md §6
@@ -98,15 +109,38 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
     .argument('<ref>', 'volume name (e.g. the PV name pvc-…) or ID')
     .option('--snapshot', 'the reference names a snapshot', false)
     .option('--vg <vg>', VG_HELP)
-    .option('--storage-class <name>', 'StorageClass for the printed PersistentVolume')
-    .option('--node <name>', 'Kubernetes node name for the node affinity', hostname())
-    .option('--fs-type <type>', 'filesystem of the volume for the printed PersistentVolume', 'ext4')
+    .option(
+      '--storage-class <name>',
+      'StorageClass of the old claim, for the printed PersistentVolume',
+    )
+    .option(
+      '--node <name>',
+      "this node's Kubernetes name (the driver's --node-id, often not the host name), for the node affinity",
+    )
+    .addOption(
+      new Option(
+        '--volume-mode <mode>',
+        'volumeMode of the printed PersistentVolume when blkid cannot tell, or Block over a filesystem',
+      ).choices(['Block', 'Filesystem']),
+    )
+    .addOption(
+      new Option(
+        '--fs-type <type>',
+        'with --volume-mode Filesystem when the data area cannot be probed',
+      ).choices([...FS_TYPES]),
+    )
     .addHelpText(
       'after',
       "\nRefused when a volume (snapshot) with that ID exists again, when the LV lacks this owner's tags,\n" +
         "or when its sector-0 header is not this owner's header of that ID. Runs under the host lock.\n" +
-        'Create the printed PersistentVolume (and a claim bound to it) before the next GC run: a restored\n' +
-        'volume that is still in no live set is an orphan again and goes back into quarantine.',
+        'A restore of an ID that is restored already (no quarantined LV left, the live LV with the tags\n' +
+        'and header of this owner) changes nothing and exits 0: run it again to print the PersistentVolume.\n' +
+        '\nThe PersistentVolume is printed with --storage-class and --node. Its volumeMode comes from the\n' +
+        'data area (blkid -p behind the header): ext4 or xfs there gives Filesystem with that fsType;\n' +
+        'nothing, or anything else, gives Block, which is never formatted (a raw-block volume bound as\n' +
+        'Filesystem would be formatted when staged: its data carries no signature). The output says which\n' +
+        'and why. Create it (and a claim bound to it) before the next GC run: a restored volume that is\n' +
+        'still in no live set is an orphan again and goes back into quarantine.',
     )
     .action(
       async (
@@ -115,8 +149,9 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
           snapshot: boolean;
           vg?: string;
           storageClass?: string;
-          node: string;
-          fsType: string;
+          node?: string;
+          volumeMode?: 'Block' | 'Filesystem';
+          fsType?: string;
         },
       ) => {
         const kind: QuarantinedKind = opts.snapshot ? 'snapshot' : 'volume';
@@ -125,21 +160,31 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
         const restored = await ctx
           .services()
           .quarantine.restore(kind, id, { vgNames: scope.vgNames, ownerId: ctx.globals().ownerId });
+        const mode =
+          kind === 'volume' ? chooseVolumeMode(await probeDataArea(ctx, restored), opts) : null;
         if (ctx.globals().json) {
-          writeJson(io, restored);
+          writeJson(io, { ...restored, volumeMode: mode });
           return;
         }
+        const what =
+          `${kind} ${restored.id} as ${restored.vgName}/${restored.lvName}` +
+          ` (name "${restored.header.name}"${restored.capacityBytes === null ? '' : `, ${formatBytes(restored.capacityBytes)}`})`;
         io.stdout.write(
-          `restored ${kind} ${restored.id} as ${restored.vgName}/${restored.lvName}` +
-            ` (name "${restored.header.name}"${restored.capacityBytes === null ? '' : `, ${formatBytes(restored.capacityBytes)}`})\n`,
+          restored.alreadyRestored
+            ? `already restored: ${what}; nothing was changed\n`
+            : `restored ${what}\n`,
         );
-        if (kind === 'volume') io.stdout.write(pvRecipe(restored, opts));
+        if (mode !== null) io.stdout.write(recipeOrWhyNot(restored, mode, opts));
       },
     );
 
   quarantine
     .command('purge')
     .description('remove quarantined volumes and snapshots now (dry run unless --apply)')
+    .argument(
+      '[lv...]',
+      'only these quarantined LVs, each <vg>/lvstamp_q_<id> (lvstamp_qs_<id>), or the LV name when one group holds it (default: all)',
+    )
     .option('--older-than <duration>', 'only those quarantined at least this long ago', '0s')
     .option('--apply', 'remove them (default: print the plan only)', false)
     .option('--vg <vg>', VG_HELP)
@@ -147,10 +192,12 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
       'after',
       "\nRemoves only LVs that carry lvstamp and this owner's tag and a quarantine time, whose sector-0\n" +
         "header is this owner's with the name's ID (a snapshot: its source's), and that are not open.\n" +
-        'Everything else is kept, with the reason printed.\n' +
+        'Everything else is kept, with the reason printed. Naming an LV picks exactly that one, e.g. the\n' +
+        'quarantined copy of an ID that exists again (which restore refuses): lvstamp quarantine purge\n' +
+        'vg0/lvstamp_q_<id> --apply. A name that is no quarantined LV in the scope removes nothing (exit 1).\n' +
         `Durations: ${DURATION_SYNTAX}.`,
     )
-    .action(async (opts: { olderThan: string; apply: boolean; vg?: string }) => {
+    .action(async (lvs: string[], opts: { olderThan: string; apply: boolean; vg?: string }) => {
       const olderThanMs = parseDuration(opts.olderThan);
       const gc = ctx.services().gc;
       const { plan, vgNames } = await gc.planPurge({
@@ -159,6 +206,7 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
         nowMs: ctx.deps.now(),
         dryRun: !opts.apply,
         ...(opts.vg === undefined ? {} : { vgNames: [opts.vg] }),
+        ...(lvs.length === 0 ? {} : { lvs }),
       });
       progress(
         io,
@@ -224,40 +272,59 @@ function idOf(ref: string, kind: QuarantinedKind): string {
 }
 
 /**
- * A pre-provisioned PersistentVolume for a restored volume (Kubernetes
- * "static provisioning" of a CSI volume): `volumeHandle` the ID, its
- * capacity, the StorageClass, node affinity on `topology.lvstamp.io/node`.
+ * The data area of a restored volume as blkid sees it (behind the header,
+ * at its data offset), or `unknown` with the reason (no active device, a
+ * failed probe): chooseVolumeMode decides from it.
  */
-export function pvRecipe(
-  restored: Pick<RestoredLv, 'id' | 'capacityBytes' | 'header'>,
-  opts: { storageClass?: string; node: string; fsType: string },
+async function probeDataArea(ctx: CommandContext, restored: RestoredLv): Promise<DataAreaProbe> {
+  if (restored.devicePath === null) return { kind: 'unknown', reason: 'the LV is not active' };
+  try {
+    return await ctx.services().filesystems.probe(restored.devicePath, {
+      offsetBytes: restored.header.dataOffsetBytes,
+    });
+  } catch (error) {
+    return { kind: 'unknown', reason: messageOf(error) };
+  }
+}
+
+/**
+ * The volume mode line and the PersistentVolume, or why none is printed:
+ * it needs --storage-class and --node (no default can be right: a
+ * placeholder class is rejected by the API server, and the node's
+ * Kubernetes name is the driver's --node-id, which this host cannot know)
+ * and a volume mode (chooseVolumeMode).
+ */
+function recipeOrWhyNot(
+  restored: RestoredLv,
+  mode: VolumeModeChoice,
+  opts: { readonly storageClass?: string; readonly node?: string },
 ): string {
-  const name = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(restored.header.name)
-    ? restored.header.name
-    : `lvstamp-${restored.id}`;
-  return [
-    '',
-    '# Bind it again: create this PersistentVolume, then a claim with volumeName: ' + name,
-    '# (same storageClassName, the capacity below, accessModes ReadWriteOnce).',
-    'apiVersion: v1',
-    'kind: PersistentVolume',
-    'metadata:',
-    `  name: ${name}`,
-    'spec:',
-    `  capacity: { storage: "${restored.capacityBytes ?? 0}" }`,
-    '  accessModes: [ReadWriteOnce]',
-    '  persistentVolumeReclaimPolicy: Retain',
-    `  storageClassName: ${opts.storageClass ?? '<the StorageClass of the old claim>'}`,
-    '  volumeMode: Filesystem',
-    '  csi:',
-    '    driver: lvstamp.io',
-    `    volumeHandle: ${restored.id}`,
-    `    fsType: ${opts.fsType}`,
-    '  nodeAffinity:',
-    '    required:',
-    '      nodeSelectorTerms:',
-    '        - matchExpressions:',
-    `            - { key: ${TOPOLOGY_KEY}, operator: In, values: [${opts.node}] }`,
-    '',
-  ].join('\n');
+  const missing = [
+    ...(opts.storageClass === undefined
+      ? ['--storage-class <the StorageClass of the old claim>']
+      : []),
+    ...(opts.node === undefined
+      ? ["--node <this node's Kubernetes name, the driver's --node-id>"]
+      : []),
+  ];
+  const modeLine =
+    mode.mode === null
+      ? `volumeMode: cannot choose: ${mode.why}\n`
+      : `volumeMode: ${mode.mode}${mode.mode === 'Filesystem' ? ` (fsType ${mode.fsType})` : ''}: ${mode.why}\n`;
+  if (mode.mode === null || missing.length > 0) {
+    return (
+      modeLine +
+      `no PersistentVolume printed: run lvstamp quarantine restore ${restored.id} again` +
+      (missing.length > 0 ? ` with ${missing.join(' and ')}` : ' with the option named above') +
+      ' (a restore of a restored volume changes nothing and prints it)\n'
+    );
+  }
+  return (
+    modeLine +
+    pvRecipe(restored, {
+      storageClass: opts.storageClass ?? '',
+      node: opts.node ?? '',
+      mode,
+    })
+  );
 }

@@ -59,8 +59,22 @@ export interface RestoredLv {
   readonly header: HeaderFields;
   /** A volume's capacity in bytes (its header, DESIGN.md §4 "Capacity"); a snapshot: `lvstamp.size`. */
   readonly capacityBytes: number | null;
-  /** When it had been put in quarantine, Unix ms, or null. */
+  /** When it had been put in quarantine, Unix ms, or null (also when already restored). */
   readonly quarantinedAtMs: number | null;
+  /** The LV's size in bytes (what a PersistentVolume may claim when the capacity is unknown). */
+  readonly lvSizeBytes: number;
+  /**
+   * The LV's device (`/dev/mapper/...`) when it is active after the restore
+   * (a volume), so that its data area can be probed; null for a snapshot,
+   * which rests inactive.
+   */
+  readonly devicePath: string | null;
+  /**
+   * True when nothing was restored because this LV was restored already: no
+   * quarantined LV of the ID is left, and the live one carries this owner's
+   * tags, no quarantine tag, and sector 0 of this owner with the ID.
+   */
+  readonly alreadyRestored: boolean;
 }
 
 /**
@@ -253,19 +267,7 @@ export class QuarantineService {
   /** The one quarantined LV of `kind` and `id` in the scope. */
   async #findOne(kind: QuarantinedKind, id: string, scope: VgScope): Promise<LogicalVolume> {
     const qName = quarantinedLvNameFor(kind, id, this.#p.naming);
-    const found = await this.listQuarantined(scope, [qName]);
-    const [lv, ...more] = found;
-    if (lv === undefined) {
-      throw new NotFoundError(
-        `no quarantined ${kind} ${id} (${qName}) in ${scope.vgNames.join(', ') || 'no volume group'}`,
-      );
-    }
-    if (more.length > 0) {
-      throw new FailedPreconditionError(
-        `${qName} is in several volume groups (${found.map((l) => l.vgName).join(', ')}); name one with --vg`,
-      );
-    }
-    return lv;
+    return oneOf(await this.listQuarantined(scope, [qName]), kind, id, qName, scope);
   }
 
   /**
@@ -279,8 +281,15 @@ export class QuarantineService {
    * `lvrename` gives back its name. A crash between the two leaves an
    * untagged `lvstamp_q_<id>` that the GC never expires and a second
    * restore finishes. A refused restore deactivates what it activated.
-   * @throws NotFoundError when no such quarantined LV is in the scope.
-   * @throws AlreadyExistsError when a volume (snapshot) with that ID exists again.
+   *
+   * A restore of what is already restored (no quarantined LV of the ID in
+   * the scope, and exactly one live `lvstamp_<id>` / `lvstamp_snap_<id>`
+   * with this owner's tags, no quarantine tag and sector 0 of this owner
+   * with the ID) changes nothing and returns it with `alreadyRestored`.
+   * @throws NotFoundError when no such quarantined LV and no live one is in the scope.
+   * @throws AlreadyExistsError when a volume (snapshot) with that ID exists
+   *   again next to the quarantined one (the message names both and what to
+   *   run), or exists without being provably the restored LV.
    * @throws NotOwnedError (tags, header); FailedPreconditionError (several
    *   LVs of that name); CommandFailedError, LockTimeoutError.
    */
@@ -293,13 +302,21 @@ export class QuarantineService {
         ? [lvNameFor(id, naming), newLvNameFor(id, naming)]
         : [snapshotLvNameFor(id, naming)];
     return this.#p.hostLock.withLock(`restore ${qName}`, async () => {
-      const lv = await this.#findOne(kind, id, scope);
+      const found = await this.listQuarantined(scope, [qName]);
       const { lvs: again } = await this.#p.lvm.logicalVolumes.inGroups(scope.vgNames, {
         names: liveNames,
       });
+      if (found.length === 0 && again.length > 0) {
+        return this.#alreadyRestored(kind, id, again, ownerId);
+      }
+      const lv = oneOf(found, kind, id, qName, scope);
       if (again.length > 0) {
+        const here = `${lv.vgName}/${lv.lvName}`;
         throw new AlreadyExistsError(
-          `a ${kind} with ID ${id} exists again (${again.map((l) => `${l.vgName}/${l.lvName}`).join(', ')}); the quarantined ${lv.vgName}/${qName} is left as it is`,
+          `a ${kind} with ID ${id} exists again (${again.map((l) => `${l.vgName}/${l.lvName}`).join(', ')}); ` +
+            `the quarantined ${here} is left as it is. To keep the live one and drop the quarantined copy: ` +
+            `lvstamp quarantine purge ${here} --apply. To bring the quarantined copy back instead, first ` +
+            `delete the live one (lvstamp ${kind === 'volume' ? 'delete' : 'snapshot delete'} ${id}), then restore again`,
         );
       }
       requireOwnerTags(lv, ownerId, naming, 'restore');
@@ -332,19 +349,95 @@ export class QuarantineService {
       }
       const to = liveNames[0] ?? lvNameFor(id, naming);
       await this.#p.lvm.logicalVolumes.rename(lv.vgName, lv.lvName, to);
+      const renamed =
+        kind === 'volume' ? await this.#p.lvm.logicalVolumes.get(lv.vgName, to) : null;
       return {
-        kind,
-        id,
-        vgName: lv.vgName,
+        ...this.#restored(kind, id, lv, reading),
         lvName: to,
-        header: reading.header,
-        capacityBytes:
-          kind === 'volume'
-            ? capacityOf({ version: reading.version, ...reading.header }, lv.sizeBytes)
-            : (parseSnapshotTags(lv.tags, naming)?.sizeBytes ?? null),
         quarantinedAtMs: at === null ? null : at * 1000,
+        devicePath: renamed?.active === true ? renamed.dmPath : null,
+        alreadyRestored: false,
       };
     });
+  }
+
+  /**
+   * The second restore of a restored LV (restore): `again` must be exactly
+   * the live `lvstamp_<id>` (`lvstamp_snap_<id>`) with this owner's tags, no
+   * quarantine tag, and sector 0 of this owner with the ID (a snapshot: its
+   * `lvstamp.source`); an inactive one is activated to read it (a snapshot
+   * with `-K`, and deactivated again: it rests inactive; a volume stays
+   * active, as a restore leaves it). Nothing else changes.
+   * @throws AlreadyExistsError when it is anything else; NotOwnedError (tags).
+   */
+  async #alreadyRestored(
+    kind: QuarantinedKind,
+    id: string,
+    again: readonly LogicalVolume[],
+    ownerId: string,
+  ): Promise<RestoredLv> {
+    const naming = this.#p.naming;
+    const liveName = kind === 'volume' ? lvNameFor(id, naming) : snapshotLvNameFor(id, naming);
+    const names = again.map((l) => `${l.vgName}/${l.lvName}`).join(', ');
+    const refuse = (why: string) =>
+      new AlreadyExistsError(
+        `no quarantined ${kind} ${id} is left, and the ${kind} that exists with that ID (${names}) is not provably the restored one: ${why}; nothing was changed`,
+      );
+    const [live, ...more] = again;
+    if (live === undefined || more.length > 0 || live.lvName !== liveName) {
+      throw refuse(`expected exactly one ${liveName}`);
+    }
+    requireOwnerTags(live, ownerId, naming, 'restore');
+    if (quarantineTagsOf(live.tags, naming).length > 0) {
+      throw refuse(`it carries a ${naming.tag}.quarantined tag (a GC run is quarantining it)`);
+    }
+    const expectedId =
+      kind === 'volume' ? id : (parseSnapshotTags(live.tags, naming)?.sourceVolumeId ?? null);
+    if (expectedId === null)
+      throw refuse(`it lacks well-formed ${naming.tag}.source/size/created tags`);
+    const activate = (how: 'y' | 'n') =>
+      this.#p.lvm.logicalVolumes.changeTagsAndActivation(live.vgName, live.lvName, {
+        activate: how,
+        ignoreActivationSkip: kind === 'snapshot',
+      });
+    if (!live.active) await activate('y');
+    const now = await this.#p.lvm.logicalVolumes.get(live.vgName, live.lvName);
+    const reading = await readHeaderSafely(now, this.#p.headers);
+    if (!live.active && kind === 'snapshot') await activate('n');
+    const failed = failedHeaderCheck(reading, expectedId, ownerId);
+    if (failed !== null || reading.status !== 'ok') {
+      throw refuse(failed?.detail ?? 'no header');
+    }
+    return {
+      ...this.#restored(kind, id, now, reading),
+      quarantinedAtMs: null,
+      devicePath: kind === 'volume' && now.active ? now.dmPath : null,
+      alreadyRestored: true,
+    };
+  }
+
+  /** The parts of a RestoredLv that its LV and its `ok` sector 0 give. */
+  #restored(
+    kind: QuarantinedKind,
+    id: string,
+    lv: LogicalVolume,
+    reading: Extract<HeaderReading, { status: 'ok' }>,
+  ): Pick<
+    RestoredLv,
+    'kind' | 'id' | 'vgName' | 'lvName' | 'header' | 'capacityBytes' | 'lvSizeBytes'
+  > {
+    return {
+      kind,
+      id,
+      vgName: lv.vgName,
+      lvName: lv.lvName,
+      header: reading.header,
+      capacityBytes:
+        kind === 'volume'
+          ? capacityOf({ version: reading.version, ...reading.header }, lv.sizeBytes)
+          : (parseSnapshotTags(lv.tags, this.#p.naming)?.sizeBytes ?? null),
+      lvSizeBytes: lv.sizeBytes,
+    };
   }
 
   /** `lvchange -ay` of exactly this LV; a snapshot with `-K` (it carries the activation-skip flag). */
@@ -408,4 +501,30 @@ function describe(
     active: lv.active,
     tags: lv.tags,
   };
+}
+
+/**
+ * The one LV of `found` (the quarantined `qName` looked up in `scope`).
+ * @throws NotFoundError when there is none; FailedPreconditionError when
+ *   several groups hold one.
+ */
+function oneOf(
+  found: readonly LogicalVolume[],
+  kind: QuarantinedKind,
+  id: string,
+  qName: string,
+  scope: VgScope,
+): LogicalVolume {
+  const [lv, ...more] = found;
+  if (lv === undefined) {
+    throw new NotFoundError(
+      `no quarantined ${kind} ${id} (${qName}) in ${scope.vgNames.join(', ') || 'no volume group'}`,
+    );
+  }
+  if (more.length > 0) {
+    throw new FailedPreconditionError(
+      `${qName} is in several volume groups (${found.map((l) => l.vgName).join(', ')}); name one with --vg`,
+    );
+  }
+  return lv;
 }
