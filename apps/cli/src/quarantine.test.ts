@@ -396,3 +396,56 @@ describe('lvstamp quarantine purge and gc --quarantine', () => {
     expect(h.stderr()).not.toContain('error');
   });
 });
+
+describe('volume commands on an ID held in quarantine', () => {
+  const QLV = `lvstamp_q_${ID}`;
+  const hint =
+    `volume pvc-1234 is not live: it is in quarantine as vg0/${QLV}; ` +
+    `lvstamp quarantine restore ${ID} brings it back, lvstamp quarantine purge vg0/${QLV} --apply removes it`;
+  const setup = (over: Record<string, unknown>, held = true) => {
+    const list = held ? listOf(8 << 20, 1_699_000_000_000) : vi.fn(() => Promise.resolve([]));
+    const notFound = () => Promise.reject(new NotFoundError(`volume ${ID} does not exist`));
+    return harness({
+      volumes: {
+        discoverVolumeGroups: () => Promise.resolve(['vg0']),
+        resolve: () => Promise.resolve(ID),
+        attach: notFound,
+        expand: notFound,
+        ...over,
+      } as unknown as CliServices['volumes'],
+      quarantine: { list } as unknown as CliServices['quarantine'],
+      inspector: { inspect: notFound } as unknown as CliServices['inspector'],
+    });
+  };
+
+  it.each([
+    ['attach', ['attach', 'pvc-1234']],
+    ['resize', ['resize', 'pvc-1234', '--size', '1Gi']],
+    ['inspect', ['inspect', 'pvc-1234']],
+  ])('%s says where it is quarantined and how to restore or purge it: exit 1', async (_c, argv) => {
+    const h = setup({});
+    expect(await h.run(...argv)).toBe(1);
+    expect(h.stderr().trim().split('\n').at(-1)).toBe(`lvstamp: ${hint}`);
+  });
+
+  it('attach of an ID that is neither live nor quarantined still says it does not exist', async () => {
+    const h = setup({}, false);
+    expect(await h.run('attach', 'pvc-1234')).toBe(1);
+    expect(h.stderr().trim().split('\n').at(-1)).toBe(`lvstamp: volume ${ID} does not exist`);
+  });
+
+  it('delete of a quarantined ID removes nothing and exits 1 naming the quarantined LV', async () => {
+    const del = vi.fn(() => Promise.resolve({ existed: false }));
+    const h = setup({ delete: del });
+    expect(await h.run('delete', 'pvc-1234')).toBe(1);
+    expect(del).toHaveBeenCalledTimes(1);
+    expect(h.stdout()).toBe('');
+    expect(h.stderr().trim().split('\n').at(-1)).toBe(`lvstamp: not deleted: ${hint}`);
+  });
+
+  it('delete of an ID that is nowhere still exits 0 (a retried delete is done)', async () => {
+    const h = setup({ delete: vi.fn(() => Promise.resolve({ existed: false })) }, false);
+    expect(await h.run('delete', 'pvc-1234')).toBe(0);
+    expect(h.stdout()).toBe('pvc-1234 did not exist (nothing to do)\n');
+  });
+});
