@@ -138,6 +138,9 @@ describe('gc quarantine on real lvm2', () => {
         outcome: 'quarantined',
         entry: { action: 'quarantine-volume' },
       });
+      expect(outcome(key)?.detail).toContain(
+        `deactivated and renamed ${vg.vgName}/lvstamp_${ids[key]} to ${vg.vgName}/${qName(key)}`,
+      );
       await expectQuarantined(key, headers[key] ?? { createdAtMs: 0, name: '' });
     }
     // Its data device went first, as every map over a volume that is not live (rule 4).
@@ -156,6 +159,11 @@ describe('gc quarantine on real lvm2', () => {
       [ids.restored, ids.expires, ids.recreated, ids.corrupt].sort(),
     );
     expect(quarantined.quarantined.every((q) => q.kind === 'volume' && q.owned)).toBe(true);
+    // A delete of a quarantined ID removes nothing and says where it is (exit 1).
+    const del = await cli(lvstamp('delete', names.expires, '--vg', vg.vgName), 1);
+    expect(del.stderr).toContain(`it is in quarantine as ${vg.vgName}/${qName('expires')}`);
+    expect(del.stderr).toContain('lvstamp quarantine purge');
+    expect(await lvNames(vg.vgName)).toContain(qName('expires'));
   });
 
   it('a run within the window keeps them and says how long is left', async () => {
@@ -183,10 +191,16 @@ describe('gc quarantine on real lvm2', () => {
     expect(restored.stdout).toContain(
       `restored volume ${ids.restored} as ${vg.vgName}/lvstamp_${ids.restored}`,
     );
-    expect(restored.stdout).toContain(`volumeHandle: ${ids.restored}`);
-    expect(restored.stdout).toContain('storageClassName: lvstamp-thick');
-    expect(restored.stdout).toContain('values: [node-7]');
-    expect(restored.stdout).toContain(`name: ${names.restored}`);
+    expect(restored.stdout).toContain(`volumeHandle: "${ids.restored}"`);
+    expect(restored.stdout).toContain('storageClassName: "lvstamp-thick"');
+    expect(restored.stdout).toContain('values: ["node-7"]');
+    expect(restored.stdout).toContain(`name: "${names.restored}"`);
+    // Raw bytes, no filesystem on the data area: Block, never Filesystem (staging would mkfs it).
+    expect(restored.stdout).toContain(
+      'volumeMode: Block: blkid finds nothing (blank) on the data area',
+    );
+    expect(restored.stdout).toContain('volumeMode: "Block"');
+    expect(restored.stdout).not.toContain('fsType');
     const lv = await lvRow(vg.vgName, `lvstamp_${ids.restored}`);
     expect(quarantineTags(lv.lv_tags)).toEqual([]);
     expect(lv.lv_attr[4]).toBe('a');
@@ -195,12 +209,21 @@ describe('gc quarantine on real lvm2', () => {
     const dataDevice = attached.stdout.trim().split('\n').pop() ?? '';
     expect(await readBytes(dataDevice, 0, PAYLOAD.length)).toEqual(Buffer.from(PAYLOAD));
     await cli(lvstamp('detach', names.restored), 0);
+    // A second restore changes nothing and exits 0.
+    const again = await cli(lvstamp('quarantine', 'restore', names.restored, '--vg', vg.vgName), 0);
+    expect(again.stdout).toContain(
+      `already restored: volume ${ids.restored} as ${vg.vgName}/lvstamp_${ids.restored}`,
+    );
+    expect((await lvRow(vg.vgName, `lvstamp_${ids.restored}`)).lv_tags).toBe(lv.lv_tags);
   });
 
   it('restore refuses when a volume with that ID exists again, and when the header no longer matches', async () => {
     await create('recreated');
     const again = await cli(lvstamp('quarantine', 'restore', ids.recreated, '--vg', vg.vgName), 1);
     expect(again.stderr).toMatch(new RegExp(`a volume with ID ${ids.recreated} exists again`));
+    expect(again.stderr).toContain(
+      `lvstamp quarantine purge ${vg.vgName}/${qName('recreated')} --apply`,
+    );
     expect(await lvNames(vg.vgName)).toContain(qName('recreated'));
 
     // One byte of the quarantined volume's header name flipped.
@@ -244,8 +267,15 @@ describe('gc quarantine on real lvm2', () => {
   it('purge: a dry run removes nothing; --apply removes what carries both signals and keeps the rest', async () => {
     await create('purged');
     await setLive('live', 'restored', 'recreated');
-    await cli(gc('--quarantine', '7d', '--apply'), 0);
+    const weekly = await cli([...gc('--quarantine', '7d', '--apply'), '--json'], 0);
+    expect(weekly.stderr).not.toContain('Combining activation change');
     expect(await lvNames(vg.vgName)).toContain(qName('purged'));
+    // Its header was corrupted above: a warning inside its window, not info (it can never expire).
+    const corrupt = (JSON.parse(weekly.stdout) as GcJson).plan.entries.find(
+      (e) => e.device === `${vg.vgName}/${qName('corrupt')}`,
+    );
+    expect(corrupt).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
+    expect(corrupt?.reason).toContain('it can never expire');
 
     const dry = await cli(lvstamp('quarantine', 'purge', '--vg', vg.vgName), 0);
     expect(dry.stdout).toMatch(/dry run: nothing was removed \(use --apply\)$/);
@@ -255,6 +285,22 @@ describe('gc quarantine on real lvm2', () => {
       0,
     );
     expect(young.stdout).toMatch(/0 removed$/);
+
+    // Named: exactly the quarantined copy of the ID that exists again.
+    await cli(
+      lvstamp(
+        'quarantine',
+        'purge',
+        `${vg.vgName}/${qName('recreated')}`,
+        '--apply',
+        '--vg',
+        vg.vgName,
+      ),
+      0,
+    );
+    const named = await lvNames(vg.vgName);
+    expect(named).not.toContain(qName('recreated'));
+    expect(named).toEqual(expect.arrayContaining([qName('purged'), `lvstamp_${ids.recreated}`]));
 
     await cli(lvstamp('quarantine', 'purge', '--apply', '--vg', vg.vgName), 0);
     const after = await lvNames(vg.vgName);
