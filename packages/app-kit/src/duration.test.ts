@@ -18,12 +18,23 @@ describe('parseDuration', () => {
     expect(parseDuration(text)).toBe(ms);
   });
 
-  it.each(['', '30', 'm', '1.5h', '1.5d', '-1h', '1w', '2w', '1W', '1D', '1h 30m', '1 hour', `${'9'.repeat(20)}d`])(
-    'refuses %j',
-    (text) => {
-      expect(parseDuration(text)).toBeNull();
-    },
-  );
+  it.each([
+    '',
+    '30',
+    'm',
+    '1.5h',
+    '1.5d',
+    '-1h',
+    '1w',
+    '2w',
+    '1W',
+    '1D',
+    '1h 30m',
+    '1 hour',
+    `${'9'.repeat(20)}d`,
+  ])('refuses %j', (text) => {
+    expect(parseDuration(text)).toBeNull();
+  });
 });
 
 describe('DURATION_SYNTAX', () => {

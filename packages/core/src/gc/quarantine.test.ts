@@ -502,7 +502,7 @@ describe('planGc rule 7: quarantined LVs (DESIGN.md §6 "Quarantine")', () => {
       const e = planOf(
         quarantined({
           tags: [...ownTags, `lvstamp.quarantined=${(NOW - DAY) / 1000}`],
-          header: read as DecodeResult,
+          header: read,
         }),
       );
       expect(e).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });

@@ -197,12 +197,7 @@ describe('QuarantineService.restore', () => {
 
   it.each([
     ["another owner's header", [...OWN_TAGS], okHeader(ID, OTHER), AlreadyExistsError],
-    [
-      'a zeroed header',
-      [...OWN_TAGS],
-      { status: 'not-stamped', reason: 'x' } as DecodeResult,
-      AlreadyExistsError,
-    ],
+    ['a zeroed header', [...OWN_TAGS], { status: 'not-stamped', reason: 'x' }, AlreadyExistsError],
     [
       'a quarantine tag (a GC run between its steps)',
       [...OWN_TAGS, Q_TAG],
