@@ -56,6 +56,15 @@ function restoreServices(restored: RestoredLv, found: ProbeResult | Error) {
   };
 }
 
+/** `lvstamp quarantine restore ID --storage-class c --node n ...extra` over restoreServices: exit 0. */
+async function restoreOk(restored: RestoredLv, found: ProbeResult | Error, ...extra: string[]) {
+  const h = harness(restoreServices(restored, found).services);
+  expect(
+    await h.run('quarantine', 'restore', ID, '--storage-class', 'c', '--node', 'n', ...extra),
+  ).toBe(0);
+  return h;
+}
+
 /** The PersistentVolume document of a restore's stdout, parsed as YAML. */
 function printedPv(stdout: string): {
   metadata: { name: unknown };
@@ -124,8 +133,7 @@ describe('lvstamp quarantine restore', () => {
   });
 
   it('no filesystem signature on the data area: volumeMode Block, no fsType, and it says why', async () => {
-    const h = harness(restoreServices(RESTORED, { kind: 'blank' }).services);
-    expect(await h.run('quarantine', 'restore', ID, '--storage-class', 'c', '--node', 'n')).toBe(0);
+    const h = await restoreOk(RESTORED, { kind: 'blank' });
     expect(h.stdout()).toContain(
       'volumeMode: Block: blkid finds nothing (blank) on the data area, no filesystem lvstamp mounts: Block, which is never formatted\n',
     );
@@ -139,8 +147,7 @@ describe('lvstamp quarantine restore', () => {
     [{ kind: 'other', type: 'crypto_LUKS' } as const, 'a crypto_LUKS signature'],
     [{ kind: 'filesystem', type: 'btrfs' } as const, 'a btrfs filesystem'],
   ])('%j on the data area is Block too', async (found, seen) => {
-    const h = harness(restoreServices(RESTORED, found).services);
-    expect(await h.run('quarantine', 'restore', ID, '--storage-class', 'c', '--node', 'n')).toBe(0);
+    const h = await restoreOk(RESTORED, found);
     expect(h.stdout()).toContain(`volumeMode: Block: blkid finds ${seen} on the data area`);
     expect(printedPv(h.stdout()).spec.volumeMode).toBe('Block');
   });
@@ -148,10 +155,7 @@ describe('lvstamp quarantine restore', () => {
   it.each(['ext4', 'xfs'])(
     'a %s filesystem on the data area: volumeMode Filesystem with that fsType',
     async (type) => {
-      const h = harness(restoreServices(RESTORED, { kind: 'filesystem', type }).services);
-      expect(await h.run('quarantine', 'restore', ID, '--storage-class', 'c', '--node', 'n')).toBe(
-        0,
-      );
+      const h = await restoreOk(RESTORED, { kind: 'filesystem', type });
       expect(h.stdout()).toContain(
         `volumeMode: Filesystem (fsType ${type}): blkid finds a ${type} filesystem on the data area\n`,
       );
@@ -162,20 +166,7 @@ describe('lvstamp quarantine restore', () => {
   );
 
   it('--volume-mode Filesystem over a data area without a filesystem prints no PersistentVolume', async () => {
-    const h = harness(restoreServices(RESTORED, { kind: 'blank' }).services);
-    expect(
-      await h.run(
-        'quarantine',
-        'restore',
-        ID,
-        '--storage-class',
-        'c',
-        '--node',
-        'n',
-        '--volume-mode',
-        'Filesystem',
-      ),
-    ).toBe(0);
+    const h = await restoreOk(RESTORED, { kind: 'blank' }, '--volume-mode', 'Filesystem');
     expect(h.stdout()).not.toContain('PersistentVolume\n');
     expect(h.stdout()).toContain(
       'volumeMode: cannot choose: --volume-mode Filesystem, but blkid finds nothing (blank) on the data area: staging it as a filesystem could run mkfs over its data; use Block\n',
@@ -183,44 +174,21 @@ describe('lvstamp quarantine restore', () => {
   });
 
   it('a data area that cannot be probed needs --volume-mode; with it, that mode is printed', async () => {
-    const failing = restoreServices(RESTORED, new Error('blkid timed out'));
-    const h = harness(failing.services);
-    expect(await h.run('quarantine', 'restore', ID, '--storage-class', 'c', '--node', 'n')).toBe(0);
+    const h = await restoreOk(RESTORED, new Error('blkid timed out'));
     expect(h.stdout()).not.toContain('apiVersion');
     expect(h.stdout()).toContain(
       'volumeMode: cannot choose: the data area could not be probed (blkid timed out): say what the volume is with --volume-mode Block (never formatted) or --volume-mode Filesystem --fs-type <ext4|xfs>\n',
     );
-    const block = harness(restoreServices(RESTORED, new Error('blkid timed out')).services);
-    expect(
-      await block.run(
-        'quarantine',
-        'restore',
-        ID,
-        '--storage-class',
-        'c',
-        '--node',
-        'n',
-        '--volume-mode',
-        'Block',
-      ),
-    ).toBe(0);
+    const block = await restoreOk(RESTORED, new Error('blkid timed out'), '--volume-mode', 'Block');
     expect(printedPv(block.stdout()).spec.volumeMode).toBe('Block');
-    const fs = harness(restoreServices(RESTORED, new Error('blkid timed out')).services);
-    expect(
-      await fs.run(
-        'quarantine',
-        'restore',
-        ID,
-        '--storage-class',
-        'c',
-        '--node',
-        'n',
-        '--volume-mode',
-        'Filesystem',
-        '--fs-type',
-        'xfs',
-      ),
-    ).toBe(0);
+    const fs = await restoreOk(
+      RESTORED,
+      new Error('blkid timed out'),
+      '--volume-mode',
+      'Filesystem',
+      '--fs-type',
+      'xfs',
+    );
     expect(printedPv(fs.stdout()).spec).toMatchObject({
       volumeMode: 'Filesystem',
       csi: { fsType: 'xfs' },
@@ -262,16 +230,14 @@ describe('lvstamp quarantine restore', () => {
 
   it('an unknown capacity prints the LV size in bytes, never "0"', async () => {
     const unknown = { ...RESTORED, capacityBytes: null };
-    const h = harness(restoreServices(unknown, { kind: 'blank' }).services);
-    expect(await h.run('quarantine', 'restore', ID, '--storage-class', 'c', '--node', 'n')).toBe(0);
+    const h = await restoreOk(unknown, { kind: 'blank' });
     expect(printedPv(h.stdout()).spec.capacity.storage).toBe(String((1 << 30) + (4 << 20)));
     expect(h.stdout()).toContain('the capacity below is the whole LV, header included');
   });
 
   it('a restore of a volume restored already exits 0, says so, and prints the PersistentVolume', async () => {
     const again = { ...RESTORED, alreadyRestored: true, quarantinedAtMs: null };
-    const h = harness(restoreServices(again, { kind: 'filesystem', type: 'ext4' }).services);
-    expect(await h.run('quarantine', 'restore', ID, '--storage-class', 'c', '--node', 'n')).toBe(0);
+    const h = await restoreOk(again, { kind: 'filesystem', type: 'ext4' });
     expect(h.stdout()).toContain(
       `already restored: volume ${ID} as vg0/lvstamp_${ID} (name "pvc-1234", 1 GiB); nothing was changed\n`,
     );
