@@ -7,7 +7,7 @@
 # `kubectl apply -k` of an overlay over deploy/kubernetes (README "Deploying on a cluster"), the
 # scenarios. Ends with "N passed, N failed"; exit code 0 only when all passed.
 # Env: LVSTAMP_SHARED (../shared beside the clone: the sidecars' source tarballs),
-#      LVSTAMP_K8S_CACHE, VM_MEM (6G), VM_TIMEOUT (2400 s), K8S_ONLY (scenario functions to run, for
+#      LVSTAMP_K8S_CACHE, VM_MEM (6G), VM_TIMEOUT (3600 s: the tier shares the machine with csi-sanity in `pnpm test`), K8S_ONLY (scenario functions to run, for
 #      debugging: the rest are skipped and the run fails; test-e2e/k8s/README.md).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -183,7 +183,7 @@ if [ ! -s "$STORE" ] || [ ! -s "$STORE.blobs" ]; then
   IMAGES=$(thin $RUN/none.blobs $ALL_IMAGES | tr '\n' ' ') STORE_DISK=/dev/vda
   step "making the image store $STORE (one VM boot; imports $(du -chL $IMAGES | tail -1 | cut -f1))"
   export IMAGES LOGS STORE_DISK
-  VM_ENV="IMAGES LOGS STORE_DISK" VM_IMAGES="rw:$STORE.tmp" VM_RW="$LOGS" VM_MEM=2G VM_TIMEOUT=${VM_TIMEOUT:-2400} \
+  VM_ENV="IMAGES LOGS STORE_DISK" VM_IMAGES="rw:$STORE.tmp" VM_RW="$LOGS" VM_MEM=2G VM_TIMEOUT=${VM_TIMEOUT:-3600} \
     bash test-e2e/vm/run-in-vm.sh "bash test-e2e/k8s/vm/store.sh" 2>&1 | tee "$LOGS/store.log"
   [ "${PIPESTATUS[0]}" = 0 ] || { rm -f "$STORE.tmp"; die "making the image store failed (log: $LOGS/store.log)"; }
   for a in $ALL_IMAGES; do blobs_of "$a"; done | sort -u >"$STORE.blobs.tmp" && mv "$STORE.tmp" "$STORE" &&
@@ -197,7 +197,7 @@ export REPO KBIN KUBELET PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK ST
 step "booting the test VM (logs: $LOGS)"
 s=$SECONDS
 VM_RW="$LOGS" VM_ENV="REPO KBIN KUBELET PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK STORE_DISK K8S_ONLY" VM_DISKS=8G VM_IMAGES="$STORE" VM_MEM=${VM_MEM:-6G} \
-  VM_TIMEOUT=${VM_TIMEOUT:-2400} bash test-e2e/vm/run-in-vm.sh "bash test-e2e/k8s/vm/node-test.sh" 2>&1 | tee "$LOGS/run.log"
+  VM_TIMEOUT=${VM_TIMEOUT:-3600} bash test-e2e/vm/run-in-vm.sh "bash test-e2e/k8s/vm/node-test.sh" 2>&1 | tee "$LOGS/run.log"
 rc=${PIPESTATUS[0]}
 step "VM: $((SECONDS - s)) s; whole tier $((SECONDS - T0)) s; exit $rc"
 tail -n 1 "$LOGS/run.log" | grep -qE '^[0-9]+ passed, [0-9]+ failed$' || echo "0 passed, 1 failed"
