@@ -4,7 +4,7 @@
 const TEST = '(\\.test\\.ts$|/src/testing/|^test-e2e/)';
 const CORE = '^packages/core/src/';
 /** The core's foundation: no lvm, no volume life cycle, no GC. */
-const FOUNDATION = `${CORE}(errors|naming)\\.ts$|${CORE}(exec|lock|header|device|fs)/`;
+const FOUNDATION = `${CORE}(errors|naming)\\.ts$|${CORE}(exec|lock|os|header|device|fs)/`;
 /** What of the lvm module other core code may import: its facade, its types and its validators. */
 const LVM_SURFACE = `${CORE}lvm/(lvm|types|volume-groups|logical-volumes|thin-snapshots|device-filter|index)\\.ts$`;
 
@@ -27,6 +27,25 @@ module.exports = {
       to: { path: `${CORE}(lvm|volumes|gc|vg)/|${CORE}(node|index)\\.ts$` },
     },
     {
+      name: 'core-os-helpers-at-the-bottom',
+      comment:
+        'os/ (device numbers, Node system errors, mountinfo, holders) serves device/, fs/ and header/ and imports none of them.',
+      severity: 'error',
+      from: { path: `${CORE}os/`, pathNot: TEST },
+      to: { path: `${CORE}(exec|lock|header|device|fs|lvm|volumes|gc|vg)/` },
+    },
+    {
+      name: 'core-device-fs-header-apart',
+      comment:
+        'device/, fs/ and header/ share helpers through os/, never through each other (device/ may read header/constants.ts: the data offset).',
+      severity: 'error',
+      from: { path: `${CORE}(device|fs|header)/`, pathNot: TEST },
+      to: {
+        path: `${CORE}(device|fs|header)/`,
+        pathNot: [`${CORE}header/constants\\.ts$`, `${CORE}$1/`],
+      },
+    },
+    {
       name: 'core-lvm-is-the-bottom-of-lvm',
       severity: 'error',
       comment:
@@ -45,9 +64,10 @@ module.exports = {
     {
       name: 'core-volumes-below-gc-and-facade',
       severity: 'error',
-      comment: 'The volume module sits under the GC, volume-group admin and the node facade.',
+      comment:
+        'The volume module sits under the GC and the node facade; it asks vg/ (below it) its volume-group questions.',
       from: { path: `${CORE}volumes/`, pathNot: TEST },
-      to: { path: `${CORE}(gc|vg)/|${CORE}(node|index)\\.ts$` },
+      to: { path: `${CORE}gc/|${CORE}(node|index)\\.ts$` },
     },
     {
       name: 'core-gc-through-ports',

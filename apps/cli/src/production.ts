@@ -31,6 +31,7 @@ function productionServices(options: GlobalOptions): CliServices {
     snapshots: node.snapshots,
     volumeGroups: node.volumeGroups,
     gc: node.gc,
+    quarantine: node.quarantine,
     inspector: node.inspector,
     filesystems: node.filesystems,
     canActivate: async () => {

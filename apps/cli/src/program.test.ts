@@ -12,34 +12,8 @@ import {
 import { describe, expect, it, vi } from 'vitest';
 import { parseLiveSet, parseSnapshotLiveSet } from './commands/gc.js';
 import { FORCE_UNOWNED_SKIPS } from './commands/volume.js';
-import { runCli, type CliDeps } from './program.js';
 import type { CliServices } from './services.js';
-
-function harness(services: Partial<CliServices> = {}, readText?: CliDeps['readText']) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const built: unknown[] = [];
-  const deps: CliDeps = {
-    io: {
-      stdout: { write: (t: string) => out.push(t) },
-      stderr: { write: (t: string) => err.push(t) },
-    },
-    env: {},
-    services: (options) => {
-      built.push(options);
-      return services as CliServices;
-    },
-    readText: readText ?? (() => Promise.reject(new Error('ENOENT: no such file'))),
-    now: () => 1_700_000_000_000,
-    version: '0.1.0-test',
-  };
-  return {
-    run: (...argv: string[]) => runCli(argv, deps),
-    stdout: () => out.join(''),
-    stderr: () => err.join(''),
-    built,
-  };
-}
+import { harness } from './testing/harness.js';
 
 describe('--owner-id', () => {
   it('is checked before the command runs: a bad ID is a usage error and nothing is built', async () => {
@@ -148,7 +122,7 @@ describe('usage errors exit 2 with a one-line message and touch nothing', () => 
         createOnLoop: vi.fn(),
         create: vi.fn(),
       } as unknown as CliServices['volumeGroups'],
-      gc: { plan: vi.fn(), apply: vi.fn() },
+      gc: { plan: vi.fn(), apply: vi.fn(), planPurge: vi.fn() },
     });
     expect(await h.run(...argv)).toBe(2);
     expect(create).not.toHaveBeenCalled();
@@ -177,6 +151,10 @@ describe('usage errors exit 2 with a one-line message and touch nothing', () => 
     expect(await h.run('--help')).toBe(0);
     expect(h.stdout()).toContain('Kubernetes quantities');
     expect(h.stdout()).toContain('1G (10^9 bytes)');
+    // One duration grammar: the units up to d, and what is refused.
+    expect(h.stdout().replace(/\s+/g, ' ')).toContain(
+      'Durations: a whole number with a unit ms, s, m, h or d (24 h), or several run together: 45s, 30m, 1h30m, 2d, 1d12h, or 0; no w (write 7d) and no fractions (write 1d12h, not 1.5d).',
+    );
   });
 });
 
@@ -372,7 +350,7 @@ describe('list says which volume groups it looked in', () => {
 describe('gc', () => {
   it('refuses to run when the live set cannot be read (a failure: exit 1)', async () => {
     const plan = vi.fn();
-    const h = harness({ gc: { plan, apply: vi.fn() } });
+    const h = harness({ gc: { plan, apply: vi.fn(), planPurge: vi.fn() } });
     expect(await h.run('gc', '--live', '/nonexistent')).toBe(1);
     expect(plan).not.toHaveBeenCalled();
     expect(h.stderr()).toContain('cannot read the live set from /nonexistent');
@@ -394,7 +372,14 @@ describe('gc', () => {
     expect(plan).toHaveBeenCalledWith({
       liveSet: new Set([volumeIdForName('pvc-a')]),
       allowEmptyLiveSet: false,
-      policy: { ownerId: STANDALONE_OWNER_ID, minAgeMs: 1_800_000, maxDeletions: 3, dryRun: true },
+      // The quarantine window defaults to 7 days (DESIGN.md §6 "Quarantine").
+      policy: {
+        ownerId: STANDALONE_OWNER_ID,
+        minAgeMs: 1_800_000,
+        maxDeletions: 3,
+        quarantineMs: 604_800_000,
+        dryRun: true,
+      },
       nowMs: 1_700_000_000_000,
     });
     expect(apply).not.toHaveBeenCalled();
@@ -463,7 +448,7 @@ describe('gc', () => {
 
   it('gc with a garbage line in --live: exit 2, one line naming it, nothing planned', async () => {
     const plan = vi.fn();
-    const h = harness({ gc: { plan, apply: vi.fn() } }, () =>
+    const h = harness({ gc: { plan, apply: vi.fn(), planPurge: vi.fn() } }, () =>
       Promise.resolve('pvc-a\nerror: the server has asked for the client to provide credentials\n'),
     );
     expect(await h.run('gc', '--live', 'live.txt', '--apply')).toBe(2);

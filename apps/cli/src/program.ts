@@ -5,7 +5,7 @@ import {
   STANDALONE_OWNER_ID,
 } from '@lvstamp/core';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { EXIT_OK, EXIT_USAGE } from '@lvstamp/app-kit';
+import { DURATION_SYNTAX, EXIT_OK, EXIT_USAGE } from '@lvstamp/app-kit';
 import { describeFailure } from './errors.js';
 import type { CliDeps, CommandContext } from './context.js';
 import type { CliServices, GlobalOptions } from './services.js';
@@ -13,6 +13,7 @@ import { registerVolumeGroupCommands } from './commands/vg.js';
 import { registerVolumeCommands } from './commands/volume.js';
 import { registerSnapshotCommands } from './commands/snapshot.js';
 import { registerGcCommand } from './commands/gc.js';
+import { registerQuarantineCommands } from './commands/quarantine.js';
 import { registerDemoCommand } from './commands/demo.js';
 
 export type { CliDeps, CommandContext } from './context.js';
@@ -39,7 +40,7 @@ export function buildProgram(deps: CliDeps): Command {
     .option('--json', 'print machine-readable JSON instead of tables', false)
     .addHelpText(
       'after',
-      `\n${SIZE_HELP}\nDurations: 30m, 2h, 1h30m, 45s.\nExit codes: 0 ok, 1 failed, 2 bad usage.`,
+      `\n${SIZE_HELP}\nDurations: ${DURATION_SYNTAX}.\nExit codes: 0 ok, 1 failed, 2 bad usage.`,
     )
     .showSuggestionAfterError()
     .exitOverride()
@@ -65,6 +66,7 @@ export function buildProgram(deps: CliDeps): Command {
   registerVolumeCommands(program, context);
   registerSnapshotCommands(program, context);
   registerGcCommand(program, context);
+  registerQuarantineCommands(program, context);
   registerDemoCommand(program, context);
   for (const command of program.commands) inheritOutput(command, program);
   return program;

@@ -46,11 +46,25 @@ describe('parseDuration (app-kit durations as a CLI argument)', () => {
     expect(parseDuration('1h30m')).toBe(5_400_000);
   });
 
-  it('refuses anything else as bad input, with an example', () => {
-    expect(() => parseDuration('1.5h')).toThrow(
-      new InvalidArgumentError('invalid duration "1.5h": use e.g. 30m, 2h, 1h30m, 45s'),
-    );
+  it.each([
+    ['7d', 7 * 86_400_000],
+    ['2d', 2 * 86_400_000],
+    ['1d12h', 36 * 3_600_000],
+    ['0', 0],
+  ])('accepts %j (the forms the help and README use)', (text, ms) => {
+    expect(parseDuration(text)).toBe(ms);
   });
+
+  it.each(['1.5h', '1.5d', '1w', 'a week'])(
+    'refuses %j as bad input, naming the grammar (units up to d, no w, no fractions)',
+    (text) => {
+      expect(() => parseDuration(text)).toThrow(
+        new InvalidArgumentError(
+          `invalid duration "${text}": use a whole number with a unit ms, s, m, h or d (24 h), or several run together: 45s, 30m, 1h30m, 2d, 1d12h, or 0; no w (write 7d) and no fractions (write 1d12h, not 1.5d)`,
+        ),
+      );
+    },
+  );
 });
 
 describe('formatting', () => {

@@ -9,7 +9,7 @@
  * `1.5Gi` is fine, `1.5` or `100m` (0.1 byte — almost always a typo for
  * `100Mi`) are refused rather than rounded.
  */
-import { parseDuration as readDuration } from '@lvstamp/app-kit';
+import { DURATION_SYNTAX, parseDuration as readDuration } from '@lvstamp/app-kit';
 import { InvalidArgumentError } from '@lvstamp/core';
 
 const BINARY: Record<string, bigint> = {
@@ -80,15 +80,16 @@ export function parseSize(text: string): number {
 }
 
 /**
- * Parses a duration such as `30m`, `2h`, `1h30m`, `45s`, `500ms`, `2d`, `0s`
- * (app-kit `parseDuration`: Go `time.ParseDuration` style, plus `d` = 24 h).
+ * Parses a duration such as `30m`, `2h`, `1h30m`, `45s`, `500ms`, `2d`, `1d12h`, `0`
+ * (app-kit `parseDuration`: Go `time.ParseDuration` style without fractions,
+ * plus `d` = 24 h; `1w` and `1.5d` are refused).
  * @returns milliseconds, a non-negative safe integer.
  * @throws InvalidArgumentError for anything else.
  */
 export function parseDuration(text: string): number {
   const ms = readDuration(text);
   if (ms === null) {
-    throw new InvalidArgumentError(`invalid duration "${text}": use e.g. 30m, 2h, 1h30m, 45s`);
+    throw new InvalidArgumentError(`invalid duration "${text}": use ${DURATION_SYNTAX}`);
   }
   return ms;
 }

@@ -1,9 +1,11 @@
 import type {
   GcService,
   InspectService,
+  QuarantineService,
   SnapshotService,
   VolumeGroupAdmin,
   VolumeService,
+  ProbeResult,
 } from '@lvstamp/core';
 
 /** Options every command sees, from flags or the environment. */
@@ -43,10 +45,14 @@ export interface CliServices {
     VolumeGroupAdmin,
     'list' | 'isLvstampGroup' | 'createOnLoop' | 'create' | 'remove'
   >;
-  readonly gc: Pick<GcService, 'plan' | 'apply'>;
+  readonly gc: Pick<GcService, 'plan' | 'apply' | 'planPurge'>;
+  /** Quarantined volumes and snapshots (DESIGN.md §6 "Quarantine"). */
+  readonly quarantine: Pick<QuarantineService, 'list' | 'inspect' | 'restore'>;
   readonly inspector: Pick<InspectService, 'inspect'>;
-  /** Filesystem helpers of the core, used by `lvstamp demo`. */
+  /** Filesystem helpers of the core, used by `lvstamp demo` and `lvstamp quarantine restore`. */
   readonly filesystems: {
+    /** What blkid finds on a device, from `offsetBytes` on (FilesystemManager.probe). */
+    probe(device: string, options: { offsetBytes: number }): Promise<ProbeResult>;
     format(device: string, fsType: 'ext4' | 'xfs'): Promise<unknown>;
     mount(device: string, target: string, options: { fsType: 'ext4' | 'xfs' }): Promise<unknown>;
     unmount(target: string): Promise<unknown>;

@@ -7,8 +7,8 @@ import {
   type Snapshot,
 } from '@lvstamp/core';
 import { describe, expect, it, vi } from 'vitest';
-import { runCli, type CliDeps } from './program.js';
 import type { CliServices } from './services.js';
+import { harness } from './testing/harness.js';
 
 const VOLUME_ID = volumeIdForName('data');
 const SNAPSHOT_ID = snapshotIdForName('nightly');
@@ -20,27 +20,6 @@ const SNAPSHOT: Snapshot = {
   sizeBytes: 512 * 1024 * 1024,
   createdMs: 1_700_000_000_000,
 };
-
-function harness(services: Partial<CliServices>) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const deps: CliDeps = {
-    io: {
-      stdout: { write: (t: string) => out.push(t) },
-      stderr: { write: (t: string) => err.push(t) },
-    },
-    env: {},
-    services: () => services as CliServices,
-    readText: () => Promise.reject(new Error('ENOENT')),
-    now: () => 1_700_000_000_000,
-    version: '0.1.0-test',
-  };
-  return {
-    run: (...argv: string[]) => runCli(argv, deps),
-    stdout: () => out.join(''),
-    stderr: () => err.join(''),
-  };
-}
 
 const volumes = (extra: object = {}) =>
   ({

@@ -159,7 +159,7 @@ function requireCapabilities(
  * The CSI Controller service (CSI spec "Controller Service RPC"), in the
  * distributed provisioning model (DESIGN.md §7): it creates volumes in this
  * node's volume groups only. Each handler: capability check, argument
- * checks, (per-volume lock: the decorator in lock.ts), look-up, action,
+ * checks, (per-RPC lock: withRpcLocks in lock.ts), look-up, action,
  * response.
  */
 export function createControllerService(deps: ControllerDeps) {

@@ -12,11 +12,12 @@ import {
   NotFoundError,
   NotOwnedError,
   OutOfSpaceError,
+  snapshotIdForName,
   UnparseableOutputError,
   VolumeGroupUnusableError,
 } from '@lvstamp/core';
 import { CsiError, toRpcFailure } from './errors.js';
-import { withVolumeLocks } from './lock.js';
+import { bySnapshotId, bySnapshotName, byVolumeId, withRpcLocks } from './lock.js';
 import { readBytes } from './sizes.js';
 
 const outcome = {
@@ -112,14 +113,14 @@ describe('readBytes', () => {
   });
 });
 
-describe('withVolumeLocks', () => {
+describe('withRpcLocks', () => {
   it('runs different volumes together and refuses a second call on one volume', async () => {
     let release: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => {
       release = resolve;
     });
     const order: string[] = [];
-    const handlers = withVolumeLocks(
+    const handlers = withRpcLocks(
       {
         Op: async (request: { id: string }) => {
           order.push(`start ${request.id}`);
@@ -127,7 +128,7 @@ describe('withVolumeLocks', () => {
           return request.id;
         },
       },
-      { Op: (request: { id: string }) => request.id },
+      { Op: (request: { id: string }) => `volume ${request.id}` },
       new KeyedMutex(),
     );
     const first = handlers.Op({ id: 'a' });
@@ -139,5 +140,17 @@ describe('withVolumeLocks', () => {
     expect(await first).toBe('a');
     expect(await handlers.Op({ id: 'a' })).toBe('a');
     expect(order).toEqual(['start a', 'start b', 'start a']);
+  });
+});
+
+describe('the per-RPC lock keys', () => {
+  it('key volumes by volume ID, snapshots by snapshot ID, each in its own name space; a malformed ID or name takes no lock', () => {
+    const id = 'ab'.repeat(16);
+    expect(byVolumeId({ volume_id: id })).toBe(`volume ${id}`);
+    expect(byVolumeId({ volume_id: 'nope' })).toBeNull();
+    expect(bySnapshotId({ snapshot_id: id })).toBe(`snapshot ${id}`);
+    expect(bySnapshotId({ snapshot_id: '' })).toBeNull();
+    expect(bySnapshotName({ name: 'snap-1' })).toBe(`snapshot ${snapshotIdForName('snap-1')}`);
+    expect(bySnapshotName({ name: '' })).toBeNull();
   });
 });

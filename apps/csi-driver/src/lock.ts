@@ -1,32 +1,56 @@
-import { KeyedMutex } from '@lvstamp/core';
+import { isHexId, KeyedMutex, snapshotIdForName, volumeIdForName } from '@lvstamp/core';
 import type { Handler } from './csi-types.js';
 
-/** Picks the volume a request is about, or null when it names none (yet). */
-export type VolumeKeyOf = (request: never) => string | null;
+/** Picks the lock key a request names (`volume <id>`, `snapshot <id>`), or null when it names none (yet). */
+export type RpcKeyOf = (request: never) => string | null;
 
 /**
- * The per-volume lock decorator: wraps the
- * handlers named in `keys` so that two operations on one volume never run
- * at once in this process. A second call while one runs fails at once with
- * core LockTimeoutError "an operation on volume <id> is already in
- * progress", which errors.ts maps to ABORTED (CSI spec "Concurrency":
- * the CO retries later). Handlers without a key pass through unlocked.
+ * The driver's per-RPC lock: wraps the handlers named in `keys` so that two
+ * RPCs on one volume (or one snapshot) never run at once in this process.
+ * It covers a whole RPC (NodeStageVolume is attach + format + mount), which
+ * the host lock, held per check-then-change sequence, does not. A second
+ * call while one runs fails at once with core LockTimeoutError "an
+ * operation on <key> is already in progress", which errors.ts maps to
+ * ABORTED (CSI spec "Concurrency": the CO retries later). Handlers without
+ * a key pass through unlocked.
  */
-export function withVolumeLocks<T extends Readonly<Record<string, Handler>>>(
+export function withRpcLocks<T extends Readonly<Record<string, Handler>>>(
   handlers: T,
-  keys: Partial<Record<keyof T, VolumeKeyOf>>,
+  keys: Partial<Record<keyof T, RpcKeyOf>>,
   mutex: KeyedMutex = new KeyedMutex(),
 ): T {
   const wrapped: Record<string, Handler> = { ...handlers };
-  for (const [method, keyOf] of Object.entries(keys) as [string, VolumeKeyOf | undefined][]) {
+  for (const [method, keyOf] of Object.entries(keys) as [string, RpcKeyOf | undefined][]) {
     const handler = handlers[method];
     if (handler === undefined || keyOf === undefined) continue;
     wrapped[method] = (request: never) => {
-      const volumeId = keyOf(request);
-      return volumeId === null
-        ? handler(request)
-        : mutex.tryRun(`volume ${volumeId}`, () => handler(request));
+      const key = keyOf(request);
+      return key === null ? handler(request) : mutex.tryRun(key, () => handler(request));
     };
   }
   return wrapped as T;
+}
+
+/** `volume <id>` of a request's `volume_id`; null for a malformed one (the handler answers it). */
+export const byVolumeId = (request: { volume_id: string }): string | null =>
+  isHexId(request.volume_id) ? `volume ${request.volume_id}` : null;
+
+/** `volume <id>` of the volume a request's `name` creates (DESIGN.md §3); null for a bad name. */
+export const byVolumeName = (request: { name: string }): string | null =>
+  keyOfName('volume', volumeIdForName, request.name);
+
+/** `snapshot <id>` of a request's `snapshot_id`; null for a malformed one. */
+export const bySnapshotId = (request: { snapshot_id: string }): string | null =>
+  isHexId(request.snapshot_id) ? `snapshot ${request.snapshot_id}` : null;
+
+/** `snapshot <id>` of the snapshot a CreateSnapshot `name` makes; null for a bad name. */
+export const bySnapshotName = (request: { name: string }): string | null =>
+  keyOfName('snapshot', snapshotIdForName, request.name);
+
+function keyOfName(kind: string, idOf: (name: string) => string, name: string): string | null {
+  try {
+    return `${kind} ${idOf(name)}`;
+  } catch {
+    return null; // the handler refuses the name itself
+  }
 }

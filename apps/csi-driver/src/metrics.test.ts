@@ -26,3 +26,42 @@ it('serves RPC counts, volume group bytes and volumes per class on /metrics', as
     server.close();
   }
 });
+
+it('counts the quarantined LVs and the bytes they hold per device class (DESIGN.md §6 "Quarantine")', async () => {
+  const core = new FakeCore();
+  const scopes: (readonly string[])[] = [];
+  const lv = (vgName: string, lvName: string, sizeBytes: number) => ({
+    vgName,
+    lvName,
+    lvUuid: `u-${lvName}`,
+    sizeBytes,
+    attr: '-wi-------',
+    active: false,
+    open: false,
+    kernelMajor: null,
+    kernelMinor: null,
+    dmPath: null,
+    createdAtMs: null,
+    tags: [],
+  });
+  const quarantine = {
+    listQuarantined: (scope: { vgNames: readonly string[] }) => {
+      scopes.push(scope.vgNames);
+      return Promise.resolve([
+        lv('vg0', `lvstamp_q_${'a'.repeat(32)}`, GIB),
+        lv('vg0', `lvstamp_qs_${'b'.repeat(32)}`, 2 * GIB),
+      ]);
+    },
+  };
+  const metrics = new DriverMetrics({
+    config: testConfig(),
+    core: { volumes: core.volumes, quarantine },
+  });
+  const body = await metrics.registry.metrics();
+  expect(body).toContain('lvstamp_quarantined{device_class="fast"} 2');
+  expect(body).toContain('lvstamp_quarantined{device_class="secure"} 0');
+  expect(body).toContain(`lvstamp_quarantined_bytes{device_class="fast"} ${3 * GIB}`);
+  expect(body).toContain('lvstamp_quarantined_bytes{device_class="secure"} 0');
+  // Only the configured groups are looked in (DESIGN.md §2.3).
+  expect(scopes.every((s) => [...s].sort().join(',') === 'vg0,vg1')).toBe(true);
+});

@@ -33,7 +33,10 @@ export class DriverMetrics {
   readonly #latency: Histogram<'method' | 'code'>;
   readonly #unusable: Gauge<'device_class' | 'volume_group' | 'problem'>;
 
-  constructor(deps: { readonly config: DriverConfig; readonly core: Pick<DriverCore, 'volumes'> }) {
+  constructor(deps: {
+    readonly config: DriverConfig;
+    readonly core: Pick<DriverCore, 'volumes' | 'quarantine'>;
+  }) {
     // Idle cost measured before adding them: docs/metrics.md "Process metrics".
     collectDefaultMetrics({ register: this.registry });
     this.#rpcs = new Counter({
@@ -177,6 +180,37 @@ export class DriverMetrics {
         }
       },
     });
+    // DESIGN.md §6 "Quarantine": what the GC put aside holds space GetCapacity never offers.
+    const quarantine = deps.core.quarantine;
+    const quarantineGauge = (
+      name: string,
+      help: string,
+      figure: (lvs: readonly { readonly sizeBytes: number }[]) => number,
+    ) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['device_class'],
+        registers: [this.registry],
+        async collect() {
+          if (quarantine === undefined) return;
+          const lvs = await quarantine.listQuarantined({ vgNames: groups });
+          for (const deviceClass of deps.config.deviceClasses.values()) {
+            const own = lvs.filter((lv) => lv.vgName === deviceClass.volumeGroup);
+            this.set({ device_class: deviceClass.name }, figure(own));
+          }
+        },
+      });
+    quarantineGauge(
+      'lvstamp_quarantined',
+      'Quarantined LVs (lvstamp_q_<id> volumes, lvstamp_qs_<id> snapshots) per device class (by the class volume group)',
+      (lvs) => lvs.length,
+    );
+    quarantineGauge(
+      'lvstamp_quarantined_bytes',
+      'Bytes held by quarantined LVs (their LV sizes) per device class',
+      (lvs) => lvs.reduce((sum, lv) => sum + lv.sizeBytes, 0),
+    );
   }
 
   /**

@@ -599,7 +599,7 @@ describe('NodeGetInfo and NodeGetCapabilities', () => {
   });
 });
 
-it('uses the same per-volume lock for node calls (ABORTED while one runs)', async () => {
+it('uses the same per-RPC lock for node calls (ABORTED while one runs)', async () => {
   let release: () => void = () => undefined;
   const gate = new Promise<void>((resolve) => {
     release = resolve;

@@ -69,7 +69,7 @@ type VolumePathKind = 'filesystem' | 'block' | 'unreadable-filesystem';
  * The CSI Node service (CSI spec "Node Service RPC"). State comes only from
  * LVM, device-mapper and mountinfo (through the core), so a restarted driver
  * picks up where it was. Each handler: capability check, argument checks,
- * (per-volume lock: lock.ts), look-up, action, response.
+ * (per-RPC lock: lock.ts), look-up, action, response.
  */
 export function createNodeService(deps: NodeDeps) {
   const { core, paths, scope } = deps;

@@ -1,6 +1,7 @@
 import type {
   DeviceNumber,
   FilesystemManager,
+  QuarantineService,
   SnapshotService,
   VolumeService,
 } from '@lvstamp/core';
@@ -36,6 +37,11 @@ export interface DriverCore {
     | 'createVolumeFrom'
     | 'thawDataDeviceMounts'
   >;
+  /**
+   * Quarantined LVs (DESIGN.md §6 "Quarantine"), for the metrics only; the
+   * driver never acts on them. Absent: the quarantine gauges have no samples.
+   */
+  readonly quarantine?: Pick<QuarantineService, 'listQuarantined'>;
   readonly filesystems: Pick<
     FilesystemManager,
     'format' | 'mount' | 'bindMount' | 'unmount' | 'usage' | 'mounts' | 'grow'

@@ -4,7 +4,6 @@ import * as grpc from '@grpc/grpc-js';
 import {
   FailedPreconditionError,
   InvalidArgumentError,
-  isHexId,
   KeyedMutex,
   volumeIdForName,
 } from '@lvstamp/core';
@@ -13,7 +12,7 @@ import { createControllerService } from './controller.js';
 import type { Handler } from './csi-types.js';
 import { toRpcFailure } from './errors.js';
 import { createIdentityService, createReadinessCheck, type Readiness } from './identity.js';
-import { withVolumeLocks } from './lock.js';
+import { byVolumeId, byVolumeName, bySnapshotId, bySnapshotName, withRpcLocks } from './lock.js';
 import { logRpc, type Logger } from './log.js';
 import type { DriverMetrics } from './metrics.js';
 import { createNodeService } from './node.js';
@@ -82,8 +81,6 @@ export interface DriverServer {
 /** Default bound on in-flight calls at shutdown, in milliseconds. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 
-const idKey = (request: { volume_id: string }): string | null =>
-  isHexId(request.volume_id) ? request.volume_id : null;
 const nameKey = (request: { name: string }): string | null => {
   try {
     return volumeIdForName(request.name);
@@ -103,7 +100,7 @@ function volumeIdOf(request: unknown): string | null {
 
 /**
  * Builds the driver: Identity, Controller and Node over one gRPC server,
- * each mutating handler behind the per-volume lock, each call logged (one
+ * each mutating handler behind the per-RPC lock (lock.ts), each call logged (one
  * line), counted, and its errors mapped in errors.ts.
  */
 export function createServer(deps: ServerDeps): DriverServer {
@@ -117,6 +114,7 @@ export function createServer(deps: ServerDeps): DriverServer {
       deps.logger.warn({ reason }, 'probe: not ready');
     },
   });
+  // Unlocked: the Identity RPCs only read (Probe asks lvm at most once until ready).
   const identity = createIdentityService({
     driverName: deps.driverName,
     version: deps.version,
@@ -124,7 +122,7 @@ export function createServer(deps: ServerDeps): DriverServer {
     core: deps.core,
     readiness,
   });
-  const controller = withVolumeLocks(
+  const controller = withRpcLocks(
     createControllerService({
       nodeId: deps.nodeId,
       ownerId: deps.ownerId,
@@ -160,10 +158,20 @@ export function createServer(deps: ServerDeps): DriverServer {
         }
       },
     }),
-    { CreateVolume: nameKey, DeleteVolume: idKey, ControllerExpandVolume: idKey },
+    {
+      CreateVolume: byVolumeName,
+      DeleteVolume: byVolumeId,
+      ControllerExpandVolume: byVolumeId,
+      CreateSnapshot: bySnapshotName,
+      DeleteSnapshot: bySnapshotId,
+      // Unlocked: ValidateVolumeCapabilities, ListVolumes, ListSnapshots and GetCapacity only
+      // read (a look-up at one moment; the host lock orders them against changes);
+      // ControllerGetCapabilities answers from configuration; the Publish, GetVolume,
+      // GetSnapshot and ModifyVolume RPCs are UNIMPLEMENTED.
+    },
     mutex,
   );
-  const node = withVolumeLocks(
+  const node = withRpcLocks(
     createNodeService({
       nodeId: deps.nodeId,
       core: deps.core,
@@ -172,11 +180,13 @@ export function createServer(deps: ServerDeps): DriverServer {
       thinPools: thinClassPools(deps.config),
     }),
     {
-      NodeStageVolume: idKey,
-      NodeUnstageVolume: idKey,
-      NodePublishVolume: idKey,
-      NodeUnpublishVolume: idKey,
-      NodeExpandVolume: idKey,
+      NodeStageVolume: byVolumeId,
+      NodeUnstageVolume: byVolumeId,
+      NodePublishVolume: byVolumeId,
+      NodeUnpublishVolume: byVolumeId,
+      NodeExpandVolume: byVolumeId,
+      // Unlocked: NodeGetVolumeStats only reads (statfs and a look-up); NodeGetCapabilities and
+      // NodeGetInfo answer from configuration.
     },
     mutex,
   );

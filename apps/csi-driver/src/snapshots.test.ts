@@ -129,6 +129,31 @@ describe('CreateSnapshot', () => {
   });
 });
 
+describe('the per-RPC lock on snapshots', () => {
+  it('answers ABORTED for a second CreateSnapshot of one snapshot name, and for its DeleteSnapshot, while the first runs; another snapshot runs at once', async () => {
+    const source = h.core.add('pvc-src', GIB);
+    let release: () => void = () => undefined;
+    h.core.snapshotGate = new Promise((resolve) => {
+      release = resolve;
+    });
+    const first = snap('snap-1', source.volumeId);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const busy = `an operation on snapshot ${snapshotIdForName('snap-1')} is already in progress`;
+    expect(await failureOf(snap('snap-1', source.volumeId))).toEqual({
+      code: 'ABORTED',
+      details: busy,
+    });
+    const remove = h.call('Controller', 'DeleteSnapshot', {
+      snapshot_id: snapshotIdForName('snap-1'),
+    });
+    expect(await failureOf(remove)).toEqual({ code: 'ABORTED', details: busy });
+    h.core.snapshotGate = null;
+    expect(await codeOf(snap('snap-2', source.volumeId))).toBe('OK');
+    release();
+    expect(await codeOf(first)).toBe('OK');
+  });
+});
+
 describe('DeleteSnapshot', () => {
   it('deletes; an unknown or malformed ID is success; no ID is INVALID_ARGUMENT', async () => {
     const source = h.core.add('pvc-src', GIB);

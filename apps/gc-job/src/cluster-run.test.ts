@@ -137,6 +137,9 @@ describe('per-node Job', () => {
       'lvstamp.io',
       '--min-age',
       '3600000ms',
+      // The shipped default window: 7 days (DESIGN.md §6 "Quarantine").
+      '--quarantine',
+      '604800000ms',
       '--max-delete',
       '10',
       '--max-delete-percent',

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { parseDuration } from '@lvstamp/app-kit';
+import { DURATION_SYNTAX, parseDuration } from '@lvstamp/app-kit';
 import { DEFAULT_HOST_LOCK_PATH, isHexId, STANDALONE_OWNER_ID } from '@lvstamp/core';
 import { ConfigError } from './errors.js';
 import type { KubeCredentials } from './kube/client.js';
@@ -9,6 +9,7 @@ export const DEFAULTS = Object.freeze({
   driverName: 'lvstamp.io',
   ownerId: STANDALONE_OWNER_ID,
   minAge: '1h',
+  quarantine: '7d',
   maxDelete: '10',
   maxDeletePercent: '50',
   pageSize: '500',
@@ -31,6 +32,7 @@ export const ENVIRONMENT: Readonly<Record<string, readonly [string, string | und
     driverName: ['LVSTAMP_DRIVER_NAME', DEFAULTS.driverName],
     ownerId: ['LVSTAMP_OWNER_ID', DEFAULTS.ownerId],
     minAge: ['LVSTAMP_GC_MIN_AGE', DEFAULTS.minAge],
+    quarantine: ['LVSTAMP_GC_QUARANTINE', DEFAULTS.quarantine],
     maxDelete: ['LVSTAMP_GC_MAX_DELETE', DEFAULTS.maxDelete],
     maxDeletePercent: ['LVSTAMP_GC_MAX_DELETE_PERCENT', DEFAULTS.maxDeletePercent],
     apply: ['LVSTAMP_GC_APPLY', 'false'],
@@ -73,6 +75,7 @@ export interface RawCommonOptions {
   driverName: string;
   ownerId: string;
   minAge: string;
+  quarantine: string;
   maxDelete: string;
   maxDeletePercent: string;
   apply: boolean | string;
@@ -112,6 +115,8 @@ export interface CommonConfig {
   readonly ownerId: string;
   /** Grace period, ms; measured from the header's createdAt. */
   readonly minAgeMs: number;
+  /** Quarantine window, ms (DESIGN.md §6 "Quarantine"); 0: orphans are removed at once. */
+  readonly quarantineMs: number;
   readonly maxDeletions: number;
   /** 0–100. */
   readonly maxDeletionPercent: number;
@@ -169,7 +174,7 @@ class Problems {
   duration(flag: string, text: string, options: { min?: number } = {}): number {
     const ms = parseDuration(text);
     if (ms === null) {
-      this.add(`${flag}: "${text}" is not a duration (e.g. 30s, 15m, 1h30m)`);
+      this.add(`${flag}: "${text}" is not a duration (${DURATION_SYNTAX})`);
       return 0;
     }
     if (options.min !== undefined && ms < options.min)
@@ -221,6 +226,7 @@ function common(raw: RawCommonOptions, env: Env, p: Problems): CommonConfig {
     driverName,
     ownerId,
     minAgeMs: p.duration('--min-age / LVSTAMP_GC_MIN_AGE', raw.minAge),
+    quarantineMs: p.duration('--quarantine / LVSTAMP_GC_QUARANTINE', raw.quarantine),
     maxDeletions: p.integer('--max-delete / LVSTAMP_GC_MAX_DELETE', raw.maxDelete, 0, 1_000_000),
     maxDeletionPercent: p.integer(
       '--max-delete-percent / LVSTAMP_GC_MAX_DELETE_PERCENT',

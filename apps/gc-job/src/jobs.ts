@@ -70,6 +70,8 @@ export function nodeArgs(config: ClusterConfig, jobName: string): string[] {
     config.driverName,
     '--min-age',
     `${config.minAgeMs}ms`,
+    '--quarantine',
+    `${config.quarantineMs}ms`,
     '--max-delete',
     String(config.maxDeletions),
     '--max-delete-percent',

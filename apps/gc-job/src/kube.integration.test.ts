@@ -88,7 +88,8 @@ async function saToken(name: string): Promise<string> {
 async function runNodeJson(kube: KubeApi, node: FakeNode, nowMs: number, args: string[]) {
   const deps = testDeps(kube, node, { nowMs });
   const code = await runGc(
-    ['node', '--owner-id', OWNER, '--node-name', 'node-1', '--json', ...args],
+    // Direct removal, as before quarantine (the fake node has no quarantine port).
+    ['node', '--owner-id', OWNER, '--node-name', 'node-1', '--json', '--quarantine', '0', ...args],
     deps,
   );
   return {

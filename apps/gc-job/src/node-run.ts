@@ -25,6 +25,8 @@ export interface NodeSummary {
   /** Planned removals (volumes and maps). */
   readonly planned: number;
   readonly removed: number;
+  /** Orphans put in quarantine instead of removed (DESIGN.md §6 "Quarantine"); absent when none. */
+  readonly quarantined?: number;
   /** Planned removals not done: dry run, or the re-check found a change. */
   readonly skipped: number;
   /** Removals that failed plus Events that could not be recorded. */
@@ -140,6 +142,7 @@ export async function runNode(config: NodeConfig, deps: NodeRunDeps): Promise<No
     policy: {
       ownerId: config.ownerId,
       minAgeMs: config.minAgeMs,
+      quarantineMs: config.quarantineMs,
       maxDeletions: config.maxDeletions,
       maxDeletionPercent: config.maxDeletionPercent,
       dryRun: !config.apply,
@@ -222,6 +225,7 @@ function summarize(
     warnings: plan.entries.filter((e) => e.action === 'keep' && e.severity === 'warn').length,
     planned,
     removed: count('removed'),
+    ...(count('quarantined') > 0 ? { quarantined: count('quarantined') } : {}),
     skipped: config.apply ? count('skipped') : planned,
     errors,
     capped: plan.capped,
@@ -230,6 +234,20 @@ function summarize(
       : {}),
   };
 }
+
+/**
+ * The Event reason of each act (DESIGN.md §6; "Quarantine": a quarantined
+ * volume or snapshot, and the removal of one whose window passed).
+ */
+const EVENT_REASONS: Readonly<Record<GcPlanEntry['action'], string>> = {
+  keep: 'VolumeKept',
+  'remove-map': 'StaleDataDeviceRemoved',
+  'remove-volume': 'LeakedVolumeRemoved',
+  'remove-snapshot': 'LeakedSnapshotRemoved',
+  'quarantine-volume': 'LeakedVolumeQuarantined',
+  'quarantine-snapshot': 'LeakedSnapshotQuarantined',
+  'remove-quarantined': 'QuarantinedVolumeRemoved',
+};
 
 /** Records one Event per removed, failed or suspicious entry; returns the failures (never throws). */
 async function recordEvents(
@@ -242,10 +260,15 @@ async function recordEvents(
   const events: EventSpec[] = [];
   const timeMs = deps.now();
   const about = (entry: GcPlanEntry): EventSpec['involvedObject'] => {
-    const pv =
-      entry.target === 'snapshot' || entry.volumeId === null
-        ? undefined
-        : liveSet.pvByVolumeId.get(entry.volumeId);
+    const volumeId =
+      entry.target === 'snapshot'
+        ? null
+        : entry.target === 'quarantined'
+          ? entry.kind === 'volume'
+            ? entry.id
+            : null
+          : entry.volumeId;
+    const pv = volumeId === null ? undefined : liveSet.pvByVolumeId.get(volumeId);
     return pv === undefined
       ? { apiVersion: 'v1', kind: 'Node', name: config.nodeName }
       : { apiVersion: 'v1', kind: 'PersistentVolume', name: pv.name, uid: pv.uid };
@@ -262,14 +285,8 @@ async function recordEvents(
       timeMs,
     });
   for (const o of outcomes) {
-    if (o.outcome === 'removed') {
-      const reason =
-        o.entry.action === 'remove-map'
-          ? 'StaleDataDeviceRemoved'
-          : o.entry.action === 'remove-snapshot'
-            ? 'LeakedSnapshotRemoved'
-            : 'LeakedVolumeRemoved';
-      event(o.entry, reason, 'Normal', `${o.detail} (${o.entry.reason})`);
+    if (o.outcome === 'removed' || o.outcome === 'quarantined') {
+      event(o.entry, EVENT_REASONS[o.entry.action], 'Normal', `${o.detail} (${o.entry.reason})`);
     } else if (o.outcome === 'failed') {
       event(o.entry, 'LeakedVolumeRemovalFailed', 'Warning', o.detail);
     }

@@ -10,7 +10,8 @@ const OWNER = 'ab'.repeat(16);
 const OTHER = 'cd'.repeat(16);
 const NOW = Date.parse('2025-06-01T12:00:00Z');
 const HOUR = 3_600_000;
-const BASE = ['node', '--owner-id', OWNER, '--node-name', 'node-1', '--json'];
+// Direct removal: these tests predate quarantine (its own tests below set a window).
+const BASE = ['node', '--owner-id', OWNER, '--node-name', 'node-1', '--json', '--quarantine', '0'];
 
 function pv(name: string, phase: string, driver = 'lvstamp.io') {
   return {
@@ -60,7 +61,7 @@ describe('lvstamp-gc node', () => {
     });
     expect(node.removed).toEqual([]);
     expect(
-      report?.plan.entries.find((e) => e.target !== 'snapshot' && e.volumeId === orphan)?.action,
+      report?.plan.entries.find((e) => e.target === 'volume' && e.volumeId === orphan)?.action,
     ).toBe('remove-volume');
   });
 
@@ -110,7 +111,7 @@ describe('lvstamp-gc node', () => {
     expect(code).toBe(0);
     expect(node.removed).toEqual([]);
     expect(
-      report?.plan.entries.find((e) => e.target !== 'snapshot' && e.volumeId === inflight),
+      report?.plan.entries.find((e) => e.target === 'volume' && e.volumeId === inflight),
     ).toMatchObject({
       action: 'keep',
       rule: 2,
@@ -182,7 +183,7 @@ describe('lvstamp-gc node', () => {
     expect(code).toBe(0);
     expect(node.removed).toEqual([]);
     const entry = (id: string) =>
-      report?.plan.entries.find((e) => e.target !== 'snapshot' && e.volumeId === id);
+      report?.plan.entries.find((e) => e.target === 'volume' && e.volumeId === id);
     expect(entry(foreign)).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
     expect(entry(young)).toMatchObject({ action: 'keep', rule: 3, severity: 'info' });
     expect(entry(future)).toMatchObject({ action: 'keep', rule: 3, severity: 'warn' });
@@ -311,7 +312,7 @@ describe('lvstamp-gc node', () => {
     expect(code).toBe(2);
     expect(deps.err()).toBe(
       'lvstamp-gc: --owner-id / LVSTAMP_OWNER_ID: must be 32 hex digits (the installation\'s owner ID), got "xyz"; ' +
-        '--min-age / LVSTAMP_GC_MIN_AGE: "1 hour" is not a duration (e.g. 30s, 15m, 1h30m); ' +
+        '--min-age / LVSTAMP_GC_MIN_AGE: "1 hour" is not a duration (a whole number with a unit ms, s, m, h or d (24 h), or several run together: 45s, 30m, 1h30m, 2d, 1d12h, or 0; no w (write 7d) and no fractions (write 1d12h, not 1.5d)); ' +
         '--max-delete-percent / LVSTAMP_GC_MAX_DELETE_PERCENT: must be a whole number from 0 to 100, got "150"; ' +
         '--report-job / LVSTAMP_GC_REPORT_JOB: must be <namespace>/<job name>, got "nope"\n',
     );
@@ -364,6 +365,7 @@ describe('lvstamp-gc node', () => {
         LVSTAMP_GC_MAX_DELETE_PERCENT: '100',
         NODE_NAME: 'n9',
         LVSTAMP_LOCK_FILE: '/tmp/x.lock',
+        LVSTAMP_GC_QUARANTINE: '0',
       },
     });
     const code = await runGc(['node'], deps);

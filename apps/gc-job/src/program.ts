@@ -1,4 +1,4 @@
-import { EXIT_OK, EXIT_USAGE, messageOf, ReportedFailure } from '@lvstamp/app-kit';
+import { DURATION_SYNTAX, EXIT_OK, EXIT_USAGE, messageOf, ReportedFailure } from '@lvstamp/app-kit';
 import { Command, CommanderError, Option } from 'commander';
 import type { GcService } from '@lvstamp/core';
 import { runCluster } from './cluster-run.js';
@@ -107,6 +107,14 @@ function addCommonOptions(command: Command): Command {
       )
       .addOption(
         envOption(
+          '--quarantine <duration>',
+          'quarantine orphans this long before removal (lvstamp_q_<id>, restorable with `lvstamp quarantine restore`); 0: remove at once',
+          'LVSTAMP_GC_QUARANTINE',
+          DEFAULTS.quarantine,
+        ),
+      )
+      .addOption(
+        envOption(
           '--max-delete <n>',
           'remove at most N volumes per node and run',
           'LVSTAMP_GC_MAX_DELETE',
@@ -167,7 +175,8 @@ export function buildProgram(
       '\nA volume is removed only when its LV name has the lvstamp prefix AND its sector-0 header is valid,\n' +
         "matches the name and carries this installation's owner ID; no PV of the driver and no PVC names it;\n" +
         'it is not open or mounted; and it is older than the grace period. Everything else is kept, with the reason.\n' +
-        'Durations: 500ms, 30s, 15m, 1h30m. Exit codes: 0 ok, 1 a node or removal failed or the run was refused, 2 bad usage,\n' +
+        `Durations: ${DURATION_SYNTAX}.\n` +
+        'Exit codes: 0 ok, 1 a node or removal failed or the run was refused, 2 bad usage,\n' +
         '3 (cluster) the only failures are nodes that never ran their Job (not-started: unschedulable, image not pulled, ...).',
     );
 

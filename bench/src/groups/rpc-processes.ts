@@ -1,4 +1,4 @@
-// The processes behind each RPC of a volume's whole life on a node (part of group 1): CreateVolume,
+// The processes behind each RPC of a volume's whole life on a node (part of the `create-delete` group): CreateVolume,
 // NodeStageVolume (data device, mkfs, mount), NodePublishVolume (bind mount), NodeUnpublishVolume,
 // NodeUnstageVolume, DeleteVolume, through the built driver, counted from its debug log. Counts are
 // compared with the baseline (a count that grows fails `bench:check`); times are context.

@@ -10,6 +10,14 @@ const UNIT_MS: Readonly<Record<string, number>> = {
 const DURATION = /^(?:\d+(?:ms|s|m|h|d))+$/;
 
 /**
+ * The one duration grammar of every lvstamp flag and variable, for help texts
+ * and error messages: what parseDuration accepts, and the two spellings
+ * people try that it refuses (weeks, fractions).
+ */
+export const DURATION_SYNTAX =
+  'a whole number with a unit ms, s, m, h or d (24 h), or several run together: 45s, 30m, 1h30m, 2d, 1d12h, or 0; no w (write 7d) and no fractions (write 1d12h, not 1.5d)';
+
+/**
  * Reads a duration: one or more `<integer><unit>` with unit ms, s, m, h or d
  * (`30m`, `1h30m`, `500ms`, `2d`), or a bare `0`: Go's `time.ParseDuration`
  * without fractions or signs, plus `d` = 24 h. White space around it is ignored.

@@ -1,5 +1,5 @@
 // Helpers the lvstamp apps share. Exit-code and gRPC mappings stay in each app.
-export { formatDuration, parseDuration } from './duration.js';
+export { DURATION_SYNTAX, formatDuration, parseDuration } from './duration.js';
 export {
   describeFailure,
   EXIT_FAILED,

@@ -37,6 +37,10 @@ export {
   parseOwnerId,
   parseSnapshotLvName,
   parseSnapshotTags,
+  parseQuarantinedLvName,
+  parseQuarantineTag,
+  quarantinedLvNameFor,
+  type QuarantinedKind,
   requireNoControlCharacters,
   snapshotIdForName,
   snapshotLvNameFor,
@@ -58,6 +62,7 @@ export {
 } from './provisioning.js';
 export * from './gc/index.js';
 export * from './header/index.js';
+export * from './os/index.js';
 export * from './device/index.js';
 export * from './fs/index.js';
 export * from './exec/index.js';

@@ -124,6 +124,15 @@ export function newLvNameFor(volumeId: string, naming: Naming = DEFAULT_NAMING):
   return naming.newLvPrefix + volumeId;
 }
 
+/** The longest prefix shared by finished and in-progress LV names (`lvstamp_`): one `-S` for both. */
+export function commonLvPrefix(naming: Naming = DEFAULT_NAMING): string {
+  const a = naming.lvPrefix;
+  const b = naming.newLvPrefix;
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i += 1;
+  return a.slice(0, i);
+}
+
 /** `lvstamp_snap_<id>`: the LV name of a snapshot (docs/DESIGN.md §3). */
 export function snapshotLvNameFor(snapshotId: string, naming: Naming = DEFAULT_NAMING): string {
   return naming.snapshotLvPrefix + snapshotId;
@@ -229,6 +238,83 @@ export function parseFromTag(
     if (isHexId(id)) return { kind, id };
   }
   return null;
+}
+
+/**
+ * Which kind of LV a quarantined name holds (DESIGN.md §6 "Quarantine"):
+ * a volume `lvstamp_q_<id>` or a snapshot `lvstamp_qs_<id>`.
+ */
+export type QuarantinedKind = 'volume' | 'snapshot';
+
+/**
+ * `lvstamp_q_<id>` (a volume) or `lvstamp_qs_<id>` (a snapshot): the LV name
+ * of a quarantined LV, derived from the finished volume prefix so that no
+ * look-up of `lvstamp_<id>`, `lvstamp_new_<id>` or `lvstamp_snap_<id>`
+ * matches it (DESIGN.md §6 "Quarantine"). Both are shorter than
+ * `lvstamp_snap_<id>`, so vgNameProblem's limits hold for them.
+ */
+export function quarantinedLvNameFor(
+  kind: QuarantinedKind,
+  id: string,
+  naming: Naming = DEFAULT_NAMING,
+): string {
+  return quarantinePrefixOf(kind, naming) + id;
+}
+
+/** The prefix of quarantined LVs of `kind`: `lvstamp_q_` or `lvstamp_qs_`. */
+export function quarantinePrefixOf(kind: QuarantinedKind, naming: Naming = DEFAULT_NAMING): string {
+  return `${naming.lvPrefix}${kind === 'volume' ? 'q_' : 'qs_'}`;
+}
+
+/** Reads `lvstamp_q_<id>` or `lvstamp_qs_<id>` with a well-formed ID; anything else is null. */
+export function parseQuarantinedLvName(
+  lvName: string,
+  naming: Naming = DEFAULT_NAMING,
+): { readonly kind: QuarantinedKind; readonly id: string } | null {
+  for (const kind of ['volume', 'snapshot'] as const) {
+    const prefix = quarantinePrefixOf(kind, naming);
+    if (lvName.startsWith(prefix)) {
+      const id = lvName.slice(prefix.length);
+      return isHexId(id) ? { kind, id } : null;
+    }
+  }
+  return null;
+}
+
+/**
+ * `lvstamp.quarantined=<Unix seconds>`: when an LV was put in quarantine
+ * (DESIGN.md §6 "Quarantine"). Seconds, because an lvm tag is short text
+ * and a window of days needs no finer time.
+ */
+export function quarantineTagFor(atSeconds: number, naming: Naming = DEFAULT_NAMING): string {
+  return `${naming.tag}.quarantined=${atSeconds}`;
+}
+
+/**
+ * Every `lvstamp.quarantined=…` tag of an LV, as they stand (a crash may
+ * never leave two, but a person may).
+ */
+export function quarantineTagsOf(
+  lvTags: readonly string[],
+  naming: Naming = DEFAULT_NAMING,
+): string[] {
+  return lvTags.filter((t) => t.startsWith(`${naming.tag}.quarantined=`));
+}
+
+/**
+ * Reads the quarantine time, Unix seconds; null when the tag is absent,
+ * repeated or not a non-negative safe integer.
+ */
+export function parseQuarantineTag(
+  lvTags: readonly string[],
+  naming: Naming = DEFAULT_NAMING,
+): number | null {
+  const [first, ...more] = quarantineTagsOf(lvTags, naming);
+  if (first === undefined || more.length > 0) return null;
+  const text = first.slice(`${naming.tag}.quarantined=`.length);
+  if (!/^(0|[1-9][0-9]*)$/.test(text)) return null;
+  const value = Number(text);
+  return Number.isSafeInteger(value) ? value : null;
 }
 
 /** What an LV name says about itself. */

@@ -12,13 +12,8 @@ import { DEFAULT_NAMING, type Naming } from './naming.js';
 import { VolumeGroupAdmin } from './vg/admin.js';
 import { InspectService } from './volumes/inspect.js';
 import { VolumeService } from './volumes/service.js';
-import { SnapshotService } from './volumes/snapshots.js';
-import {
-  SNAPSHOT_SERVICE_KEYS,
-  VOLUME_SERVICE_KEYS,
-  withVolumeLocks,
-} from './volumes/volume-locks.js';
-import { KeyedMutex } from './lock/keyed-mutex.js';
+import { SnapshotService } from './volumes/snapshot-service.js';
+import { QuarantineService } from './volumes/quarantine.js';
 
 /** How to build the services of one node. Everything has a production default. */
 export interface NodeServicesOptions {
@@ -36,8 +31,8 @@ export interface NodeServicesOptions {
 
 /**
  * The core of one node, wired once: the facade the apps talk to
- * (docs/ARCHITECTURE.md). `volumes` is serialised per volume in this
- * process (withVolumeLocks); lvm changes take the host lock.
+ * (docs/ARCHITECTURE.md). Every check-then-change sequence holds the host
+ * lock; the CSI driver adds its per-RPC lock on top (apps/csi-driver).
  */
 export interface NodeServices {
   readonly runner: CommandRunner;
@@ -48,17 +43,18 @@ export interface NodeServices {
   readonly dataDevices: DataDeviceManager;
   readonly filesystems: FilesystemManager;
   readonly volumes: VolumeService;
-  /** Snapshots, restore and clone; serialised per snapshot and per new volume with `volumes`. */
+  /** Snapshots, restore and clone. */
   readonly snapshots: SnapshotService;
   readonly volumeGroups: VolumeGroupAdmin;
   readonly inspector: InspectService;
   readonly gc: GcService;
+  /** Quarantined volumes and snapshots: list, restore (DESIGN.md §6 "Quarantine"). */
+  readonly quarantine: QuarantineService;
 }
 
 /**
  * Wires the core for one node (the CLI, the CSI driver and the GC job call
- * this): one lvm module, one volume service behind the per-volume lock
- * decorator, and the services over them.
+ * this): one lvm module, one volume service, and the services over them.
  */
 export function createNodeServices(options: NodeServicesOptions = {}): NodeServices {
   const naming = options.naming ?? DEFAULT_NAMING;
@@ -70,8 +66,6 @@ export function createNodeServices(options: NodeServicesOptions = {}): NodeServi
   const lvm = new Lvm({ runner, hostLock, ...(options.logger ? { logger: options.logger } : {}) });
   const dataDevices = new DataDeviceManager({ runner, naming });
   const filesystems = new FilesystemManager({ runner });
-  // One mutex for volumes and snapshots: a restore takes its new volume's key, as a create does.
-  const mutex = new KeyedMutex();
   // VolumeService and SnapshotService take the same parts.
   const parts = {
     lvm,
@@ -84,8 +78,9 @@ export function createNodeServices(options: NodeServicesOptions = {}): NodeServi
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
   };
-  const volumes = withVolumeLocks(new VolumeService(parts), VOLUME_SERVICE_KEYS, mutex);
-  const snapshots = withVolumeLocks(new SnapshotService(parts), SNAPSHOT_SERVICE_KEYS, mutex);
+  const volumes = new VolumeService(parts);
+  const snapshots = new SnapshotService(parts);
+  const quarantine = new QuarantineService(parts);
   return {
     runner,
     hostLock,
@@ -97,8 +92,9 @@ export function createNodeServices(options: NodeServicesOptions = {}): NodeServi
     snapshots,
     volumeGroups: new VolumeGroupAdmin({ lvm, runner, hostLock, naming }),
     inspector: new InspectService({ volumes, headers }),
+    quarantine,
     gc: new GcService({
-      ports: { lvm: volumes, headers, devices: dataDevices, hostLock },
+      ports: { volumes, quarantine, headers, devices: dataDevices, hostLock },
       naming,
       ...(options.clock ? { clock: options.clock } : {}),
     }),

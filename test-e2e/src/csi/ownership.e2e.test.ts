@@ -330,8 +330,23 @@ describe('(c) after vgchange -an of our volume group', () => {
       const live = join(await createTempDir(), 'live');
       await writeFile(live, `${name}\n`);
       const gc = JSON.parse(
-        (await lvstamp(['--json', 'gc', '--vg', vgName, '--live', live, '--min-age', '1s'], 0))
-          .stdout,
+        (
+          await lvstamp(
+            [
+              '--json',
+              'gc',
+              '--quarantine',
+              '0',
+              '--vg',
+              vgName,
+              '--live',
+              live,
+              '--min-age',
+              '1s',
+            ],
+            0,
+          )
+        ).stdout,
       ) as {
         volumeGroups: string[];
         activated: string[];
@@ -403,7 +418,7 @@ describe('(a) a tenant volume group, nested or with our name, is never touched',
       await csi.ok('Controller', 'DeleteVolume', { volume_id: victimId }); // not ours: "gone"
       const live = join(await createTempDir(), 'live');
       await writeFile(live, `${kept.volume_id}\n${tenantVolume.volume_id}\n`);
-      await lvstamp(['gc', '--live', live, '--min-age', '1s', '--apply'], 0);
+      await lvstamp(['gc', '--quarantine', '0', '--live', live, '--min-age', '1s', '--apply'], 0);
       expect((await lvsWhere(tenantLvs)).map((r) => [r.lv_name, isActive(r)]).sort()).toEqual(
         [`lvstamp_${kept.volume_id}`, `lvstamp_${victimId}`].sort().map((n) => [n, false]),
       );
@@ -477,7 +492,7 @@ describe('(a) a tenant volume group, nested or with our name, is never touched',
         ).details,
       );
       duplicate((await lvstamp(['list', '--vg', vgName], 1)).stderr);
-      duplicate((await lvstamp(['gc', '--vg', vgName, '--apply'], 1)).stderr);
+      duplicate((await lvstamp(['gc', '--quarantine', '0', '--vg', vgName, '--apply'], 1)).stderr);
       expect((await lvsWhere(both)).map((r) => [r.vg_uuid, isActive(r)]).sort()).toEqual(
         [
           [ourUuid, false],

@@ -76,7 +76,7 @@ let orphansCreatedAtMs = 0;
 const lv = (key: Key) => `lvstamp_${idOf(names[key])}`;
 const device = (key: Key) => `${vg.vgName}/${lv(key)}`;
 
-/** `lvstamp-gc node ...` with this run's kubeconfig, owner, grace period (whole seconds) and host lock. */
+/** `lvstamp-gc node ...` with this run's kubeconfig, owner, grace period (whole seconds), no quarantine and host lock. */
 const gcNode = (minAgeMs: number, ...extra: string[]) => [
   'node',
   '--kubeconfig',
@@ -87,6 +87,9 @@ const gcNode = (minAgeMs: number, ...extra: string[]) => [
   owner,
   '--min-age',
   `${Math.floor(minAgeMs / 1000)}s`,
+  // direct removal, as this file asserts (quarantine: gc-quarantine.e2e.test.ts)
+  '--quarantine',
+  '0',
   '--lock-file',
   lockFile,
   '--node-name',

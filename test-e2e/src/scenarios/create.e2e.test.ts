@@ -193,6 +193,8 @@ describe('create interrupted after lvcreate, before the rename', () => {
       '--lock-file',
       lock('gc'),
       'gc',
+      '--quarantine',
+      '0',
       '--live',
       liveFile,
       '--min-age',
@@ -245,7 +247,7 @@ describe('create interrupted after lvcreate, before the rename', () => {
 
 /**
  * Makes `lvstamp_new_<id>` the way the core's create does before it writes
- * the header (packages/core/src/volumes/service.ts): 8 MiB, zeroed start, the
+ * the header (packages/core/src/volumes/create.ts): 8 MiB, zeroed start, the
  * `lvstamp` and owner tags.
  */
 async function lvcreateLeftover(vgName: string, id: string, ownerTag: string): Promise<void> {

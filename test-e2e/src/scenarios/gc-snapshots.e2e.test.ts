@@ -181,6 +181,8 @@ const gc = (...args: string[]) => [
   '--owner-id',
   owner,
   'gc',
+  '--quarantine',
+  '0',
   '--vg',
   vg.vgName,
   '--live',

@@ -84,7 +84,8 @@ let openMountPoint: string;
 let orphansCreatedAtMs = 0;
 
 /** `lvstamp --owner-id <owner> gc ...` */
-const gc = (...args: string[]) => ['--owner-id', owner, 'gc', ...args];
+/** `lvstamp --owner-id <owner> gc --quarantine 0 ...`: direct removal (quarantine.e2e.test.ts covers the window). */
+const gc = (...args: string[]) => ['--owner-id', owner, 'gc', '--quarantine', '0', ...args];
 /** Entries about this file's devices: its VG's LVs and its volumes' maps. */
 const ours = (json: GcJson): GcEntryJson[] =>
   json.plan.entries.filter(

@@ -85,9 +85,24 @@ describe('a tenant volume group on a loop device over a data device', () => {
     async () => {
       const live = join(vg.dir, 'live');
       await writeFile(live, `${volumeName}\n`);
-      await cli(['--owner-id', owner, 'gc', '--live', live, '--min-age', '0s', '--apply'], 0, {
-        timeoutMs: LONG,
-      });
+      await cli(
+        [
+          '--owner-id',
+          owner,
+          'gc',
+          '--quarantine',
+          '0',
+          '--live',
+          live,
+          '--min-age',
+          '0s',
+          '--apply',
+        ],
+        0,
+        {
+          timeoutMs: LONG,
+        },
+      );
       expect(await tenantLvNames()).toEqual([tenantLv]);
       const attr = await shOk(['lvs', '--noheadings', '-o', 'lv_attr', `${tenantVg}/${tenantLv}`]);
       expect(attr.stdout.trim()[4]).toBe('-'); // not activated

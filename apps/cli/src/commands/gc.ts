@@ -1,4 +1,10 @@
-import { formatDuration, messageOf, renderTable, ReportedFailure } from '@lvstamp/app-kit';
+import {
+  DURATION_SYNTAX,
+  formatDuration,
+  messageOf,
+  renderTable,
+  ReportedFailure,
+} from '@lvstamp/app-kit';
 import {
   FailedPreconditionError,
   InvalidArgumentError,
@@ -22,6 +28,7 @@ interface GcOptions {
   minAge: string;
   maxDelete: string;
   apply: boolean;
+  quarantine: string;
   allowEmptyLiveSet: boolean;
   vg?: string;
 }
@@ -42,6 +49,11 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
     .option('--min-age <duration>', 'grace period: keep volumes younger than this', '1h')
     .option('--max-delete <n>', 'remove at most N devices in this run', '10')
     .option('--apply', 'carry out the plan (default: print it only)', false)
+    .option(
+      '--quarantine <duration>',
+      'quarantine orphans this long before removal (0: remove at once, as before quarantine existed)',
+      '7d',
+    )
     .option('--allow-empty-live-set', 'accept an empty live set while stamped volumes exist', false)
     .option(
       '--vg <vg>',
@@ -52,9 +64,14 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
       '\nA device is removed only when its name has the lvstamp prefix AND its sector-0 header is valid,\n' +
         "matches the name and carries this installation's owner ID, it is not open, not in the live set,\n" +
         'and older than the grace period. Everything else is kept, with the reason printed.\n' +
+        '\nWith --quarantine (default 7d) an orphan is not removed but quarantined: renamed lvstamp_q_<id>\n' +
+        '(a snapshot lvstamp_qs_<id>), tagged with the time and deactivated, data and header untouched;\n' +
+        'a later run removes it once the window passed, with the same two signals. `lvstamp quarantine\n' +
+        'restore` brings it back; with --quarantine 0 orphans are removed at once and quarantined LVs kept.\n' +
         'Only the volume groups named with --vg (or else those tagged lvstamp or holding lvstamp volumes)\n' +
         "are scanned; inactive LVs with this owner's tags are activated (lvchange --activate y; snapshots,\n" +
         'which skip a plain activation: lvchange -ay -K) to read them.\n' +
+        `\nDurations (--min-age, --quarantine): ${DURATION_SYNTAX}.\n` +
         '\nThe live set must hold every PV of the driver AND pvc-<uid> of every PVC: a claim being provisioned\n' +
         'has no PV yet, and a node clock that was behind makes its new volume look old (README).\n' +
         '\nLive-set file lines: a volume ID (32 hex digits), a PV name (lowercase letters, digits, - and .,\n' +
@@ -68,6 +85,7 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
     .action(async (opts: GcOptions) => {
       const minAgeMs = parseDuration(opts.minAge);
       const maxDeletions = parseCount(opts.maxDelete);
+      const quarantineMs = parseDuration(opts.quarantine);
       const liveSet =
         opts.live === undefined ? new Set<string>() : await readLiveSet(ctx, opts.live);
       const snapshotLiveSet =
@@ -80,7 +98,13 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
         liveSet,
         allowEmptyLiveSet: opts.allowEmptyLiveSet,
         ...(snapshotLiveSet === undefined ? {} : { snapshotLiveSet }),
-        policy: { ownerId: ctx.globals().ownerId, minAgeMs, maxDeletions, dryRun: !opts.apply },
+        policy: {
+          ownerId: ctx.globals().ownerId,
+          minAgeMs,
+          maxDeletions,
+          quarantineMs,
+          dryRun: !opts.apply,
+        },
         nowMs: ctx.deps.now(),
         ...(opts.vg === undefined ? {} : { vgNames: [opts.vg] }),
       });
@@ -99,13 +123,14 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
           dryRun: plan.dryRun,
           minAgeMs,
           maxDeletions,
+          quarantineMs,
           volumeGroups: vgNames,
           activated,
           plan,
           outcomes,
         });
       } else {
-        printPlan(io, plan, minAgeMs, outcomes);
+        printPlan(io, plan, minAgeMs, quarantineMs, outcomes);
       }
       const failed = outcomes.filter((o) => o.outcome === 'failed').length;
       if (failed > 0)
@@ -213,15 +238,30 @@ function parseIds(
   return ids;
 }
 
-function printPlan(io: Io, plan: GcPlan, minAgeMs: number, outcomes: readonly GcOutcome[]): void {
+function printPlan(
+  io: Io,
+  plan: GcPlan,
+  minAgeMs: number,
+  quarantineMs: number,
+  outcomes: readonly GcOutcome[],
+): void {
   const { header, rows } = planTable(plan, outcomes);
   io.stdout.write(renderTable(header, rows));
-  const removals = plan.entries.filter((e) => e.action !== 'keep').length;
+  const count = (test: (action: string) => boolean) =>
+    plan.entries.filter((e) => test(e.action)).length;
+  const removals = count((a) => a.startsWith('remove-'));
+  const quarantines = count((a) => a.startsWith('quarantine-'));
+  const done = (outcome: GcOutcome['outcome']) =>
+    outcomes.filter((o) => o.outcome === outcome).length;
   const mode = plan.dryRun
     ? 'dry run: nothing was removed (use --apply)'
-    : `${outcomes.filter((o) => o.outcome === 'removed').length} removed`;
+    : `${done('removed')} removed` +
+      (quarantines > 0 ? `, ${done('quarantined')} quarantined` : '');
+  const window = quarantineMs > 0 ? `quarantine ${formatDuration(quarantineMs)}` : 'no quarantine';
   io.stdout.write(
-    `${plan.entries.length} devices, ${removals} to remove, grace period ${formatDuration(minAgeMs)}` +
+    `${plan.entries.length} devices, ${removals} to remove` +
+      (quarantines > 0 ? `, ${quarantines} to quarantine` : '') +
+      `, grace period ${formatDuration(minAgeMs)}, ${window}` +
       `${plan.capped ? ', deletion cap reached' : ''}; ${mode}\n`,
   );
 }

@@ -1,3 +1,4 @@
+import { listQuarantined } from './quarantine.js';
 import { renderTable } from '@lvstamp/app-kit';
 import {
   FailedPreconditionError,
@@ -16,6 +17,7 @@ import { absentLine, progress, writeJson } from '../output.js';
 import type { CommandContext } from '../context.js';
 import { formatBytes, formatCapacity, parseSize } from '../quantity.js';
 import { commandScope } from '../scope.js';
+import { orQuarantined, refuseDeleteOfQuarantined } from '../quarantined.js';
 
 const VG_HELP =
   'look only in this volume group (default: those tagged lvstamp or holding lvstamp volumes)';
@@ -113,7 +115,9 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
     .command('list')
     .description('list lvstamp volumes, including interrupted creates')
     .option('--vg <vg>', VG_HELP)
-    .action(async (opts: { vg?: string }) => {
+    .option('--quarantined', 'list the quarantined volumes and snapshots instead', false)
+    .action(async (opts: { vg?: string; quarantined: boolean }) => {
+      if (opts.quarantined) return listQuarantined(ctx, opts.vg);
       const volumes = ctx.services().volumes;
       const scope = await commandScope(io, volumes, opts.vg);
       const list = await volumes.list(scope);
@@ -146,9 +150,14 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
     .argument('<target>', 'volume name, volume ID, device path or image file')
     .option('--vg <vg>', VG_HELP)
     .action(async (target: string, opts: { vg?: string }) => {
-      const report = await ctx
-        .services()
-        .inspector.inspect(target, () => commandScope(io, ctx.services().volumes, opts.vg));
+      let scope: ReturnType<typeof commandScope> | undefined;
+      const scopeOnce = () => (scope ??= commandScope(io, ctx.services().volumes, opts.vg));
+      const report = await orQuarantined(
+        ctx,
+        target,
+        async () => (await scopeOnce()).vgNames,
+        () => ctx.services().inspector.inspect(target, scopeOnce),
+      );
       if (json()) {
         writeJson(io, report);
         return;
@@ -185,7 +194,9 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
       const volumes = ctx.services().volumes;
       const scope = await commandScope(io, volumes, opts.vg);
       const id = await volumes.resolve(ref, scope);
-      const device = await volumes.attach(id, { ...scope, ownerId: ctx.globals().ownerId });
+      const device = await orQuarantined(ctx, ref, inScope(scope), () =>
+        volumes.attach(id, { ...scope, ownerId: ctx.globals().ownerId }),
+      );
       if (json()) writeJson(io, device);
       else io.stdout.write(`${device.path}\n`);
     });
@@ -224,10 +235,9 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
       // Always through expand, as NodeExpandVolume: when the LV already has the size (an
       // interrupted resize, an lvextend by hand) the map is still reloaded and a mounted
       // filesystem still grown, so every earlier partial attempt converges (DESIGN.md §2.2).
-      const result = await volumes.expand(id, requiredBytes, {
-        ...scope,
-        ownerId: ctx.globals().ownerId,
-      });
+      const result = await orQuarantined(ctx, ref, inScope(scope), () =>
+        volumes.expand(id, requiredBytes, { ...scope, ownerId: ctx.globals().ownerId }),
+      );
       if (json())
         writeJson(io, {
           ...statusJson(result.status),
@@ -266,7 +276,9 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
       'after',
       '\nBefore removing, every LV of the volume must carry the lvstamp tag and lvstamp.owner=<owner ID>,\n' +
         'and the finished LV a valid header with its volume ID and this owner (an lvstamp_new_ leftover of\n' +
-        'an interrupted create has no header yet: tags only). A failed check removes nothing and exits 1.',
+        'an interrupted create has no header yet: tags only). A failed check removes nothing and exits 1.\n' +
+        'A volume the GC quarantined (lvstamp_q_<id>) is not deleted either: exit 1, naming it and\n' +
+        '`lvstamp quarantine purge` (attach, resize and inspect name it too).',
     )
     .action(async (ref: string, opts: { wipe: WipePolicy; vg?: string; forceUnowned: boolean }) => {
       const volumes = ctx.services().volumes;
@@ -288,6 +300,7 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
           }
           throw error;
         });
+      if (!result.existed) await refuseDeleteOfQuarantined(ctx, ref, scope.vgNames);
       if (json())
         writeJson(io, {
           volumeId: id,
@@ -347,3 +360,8 @@ export function checkNewVolumeName(name: string): void {
     );
   }
 }
+
+/** The scope's groups, for orQuarantined. */
+const inScope =
+  (scope: { readonly vgNames: readonly string[] }) => (): Promise<readonly string[]> =>
+    Promise.resolve(scope.vgNames);

@@ -98,8 +98,10 @@ export class FakeCore implements DriverCore {
   readonly devices = new Map<string, DataDevice>();
   mountTable: MountInfoEntry[] = [];
   readonly calls: Call[] = [];
-  /** When set, `create` waits for it (to hold the per-volume lock). */
+  /** When set, `create` waits for it (to hold the per-RPC lock). */
   createGate: Promise<void> | null = null;
+  /** When set, createSnapshot waits for it after recording the call (to hold the RPC lock). */
+  snapshotGate: Promise<void> | null = null;
   /** What thinPoolCapacity answers, by `vg/pool`; an absent key is NotFoundError. */
   readonly thinPools = new Map<string, ThinPoolCapacity>();
   /** Thrown by the next call of the named method. */
@@ -270,33 +272,38 @@ export class FakeCore implements DriverCore {
 
   readonly snapshots: DriverCore['snapshots'] = {
     createSnapshot: (request) => {
-      this.calls.push(['createSnapshot', request.name, request.sourceVolumeId]);
-      this.scopes.push(request.scope);
-      const snapshotId = snapshotIdForName(request.name);
-      const existing = this.snapshotStore.get(snapshotId);
-      if (existing !== undefined) {
-        if (existing.sourceVolumeId !== request.sourceVolumeId) {
-          return Promise.reject(new AlreadyExistsError(`snapshot ${snapshotId} exists`));
+      const run = (): Promise<Snapshot> => {
+        this.calls.push(['createSnapshot', request.name, request.sourceVolumeId]);
+        this.scopes.push(request.scope);
+        const snapshotId = snapshotIdForName(request.name);
+        const existing = this.snapshotStore.get(snapshotId);
+        if (existing !== undefined) {
+          if (existing.sourceVolumeId !== request.sourceVolumeId) {
+            return Promise.reject(new AlreadyExistsError(`snapshot ${snapshotId} exists`));
+          }
+          return Promise.resolve(existing);
         }
-        return Promise.resolve(existing);
-      }
-      const source = this.store.get(request.sourceVolumeId)?.volume;
-      if (source === undefined) {
-        return Promise.reject(new NotFoundError(`volume ${request.sourceVolumeId} does not exist`));
-      }
-      if (this.thickVolumes.has(source.volumeId)) {
-        return Promise.reject(new ThickVolumeError(`volume ${source.volumeId}`, source));
-      }
-      const snapshot: Snapshot = {
-        snapshotId,
-        vgName: source.vgName,
-        lvName: `lvstamp_snap_${snapshotId}`,
-        sourceVolumeId: source.volumeId,
-        sizeBytes: source.capacityBytes ?? 0,
-        createdMs: this.now,
+        const source = this.store.get(request.sourceVolumeId)?.volume;
+        if (source === undefined) {
+          return Promise.reject(
+            new NotFoundError(`volume ${request.sourceVolumeId} does not exist`),
+          );
+        }
+        if (this.thickVolumes.has(source.volumeId)) {
+          return Promise.reject(new ThickVolumeError(`volume ${source.volumeId}`, source));
+        }
+        const snapshot: Snapshot = {
+          snapshotId,
+          vgName: source.vgName,
+          lvName: `lvstamp_snap_${snapshotId}`,
+          sourceVolumeId: source.volumeId,
+          sizeBytes: source.capacityBytes ?? 0,
+          createdMs: this.now,
+        };
+        this.snapshotStore.set(snapshotId, snapshot);
+        return Promise.resolve(snapshot);
       };
-      this.snapshotStore.set(snapshotId, snapshot);
-      return Promise.resolve(snapshot);
+      return this.snapshotGate === null ? run() : this.snapshotGate.then(run);
     },
     deleteSnapshot: (snapshotId, scope) => {
       this.calls.push(['deleteSnapshot', snapshotId]);

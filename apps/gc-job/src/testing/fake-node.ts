@@ -159,7 +159,7 @@ export class FakeNode {
 
   ports(): GcExecutorPorts {
     return {
-      lvm: {
+      volumes: {
         listLogicalVolumes: (scope, lvNames) => {
           const wanted = (lv: { vgName: string; lvName: string }): boolean =>
             scope.vgNames.includes(lv.vgName) && (lvNames?.includes(lv.lvName) ?? true);

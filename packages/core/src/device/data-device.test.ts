@@ -11,14 +11,14 @@ import {
 } from '../errors.js';
 import { ReplayRunner, type ReplayStep } from '../testing/replay-runner.js';
 import type { Naming } from '../naming.js';
+import { DataDeviceManager } from './data-device.js';
 import {
-  DataDeviceManager,
   formatLinearTable,
   linearTableFor,
   parseConciseTables,
   parseDmInfo,
   parseLinearTable,
-} from './data-device.js';
+} from './dm-tables.js';
 import type { GcDevicePort, GcDeviceRemoverPort } from '../gc/ports.js';
 import type { DeviceNumber } from './types.js';
 

@@ -1,3 +1,2 @@
 // Data device: the device-mapper linear map over a volume's data area (DESIGN.md §4).
-export type { DataDevice, DeviceNumber, DmMap } from './types.js';
-export { formatDeviceNumber, sameDevice, splitDeviceNumber } from './devnum.js';
+export type { DataDevice, DmMap } from './types.js';

@@ -1,9 +1,9 @@
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { parseMountInfo } from '../fs/mountinfo.js';
+import { parseMountInfo } from '../os/mountinfo.js';
 import { DEFAULT_NAMING, type Naming } from '../naming.js';
-import { formatDeviceNumber, splitDeviceNumber } from './devnum.js';
-import { errorCode, errorMessage } from './errno.js';
+import { formatDeviceNumber, splitDeviceNumber } from '../os/devnum.js';
+import { errorCode, errorMessage } from '../os/errno.js';
 
 /**
  * Where a physical volume's device stack rests (restsOnDataDevice):

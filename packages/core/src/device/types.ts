@@ -1,3 +1,4 @@
+import type { DeviceNumber } from '../os/devnum.js';
 /** A device-mapper map as `dmsetup info` reports it. */
 export interface DmMap {
   readonly name: string;
@@ -41,11 +42,7 @@ export interface DataDeviceRef {
   readonly minor: number;
 }
 
-/** A kernel device number, split as Linux does (`major(3)`, `minor(3)`). */
-export interface DeviceNumber {
-  readonly major: number;
-  readonly minor: number;
-}
+export type { DeviceNumber } from '../os/devnum.js';
 
 /** A data device that is ready to use: its `/dev/mapper` node and device number. */
 export interface DataDevice extends DeviceNumber {

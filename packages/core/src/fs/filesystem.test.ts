@@ -13,7 +13,8 @@ import {
 import { ReplayRunner, type ReplayStep } from '../testing/replay-runner.js';
 import type { DeviceNumber } from '../device/types.js';
 import { statfs } from 'node:fs/promises';
-import { FilesystemManager, parseBlkidExport, usageFromStatfs } from './filesystem.js';
+import { FilesystemManager } from './filesystem.js';
+import { parseBlkidExport, usageFromStatfs } from './tools.js';
 import type { FsType } from './types.js';
 
 const ID = '9a1c5e0b3d7f4a2c8e6b1d0f2a4c6e07';
@@ -108,6 +109,22 @@ describe('probe', () => {
     await writeFile(image, Buffer.alloc(8192));
     const { manager } = setup([{ argv: blkid(image), exitCode: 2 }]);
     expect(await manager.probe(image)).toEqual({ kind: 'blank' });
+  });
+
+  it('probes the data area behind a header with blkid --offset (a volume read through its LV)', async () => {
+    const argv = ['blkid', '-p', '--offset', '1048576', '-o', 'export', DEV];
+    const { manager, runner } = setup([{ argv, stdoutFile: 'fs/blkid-xfs.txt' }]);
+    expect(await manager.probe(DEV, { offsetBytes: 1 << 20 })).toEqual({
+      kind: 'filesystem',
+      type: 'xfs',
+    });
+    runner.assertDone();
+    const image = join(dir, 'blank-behind-header.img');
+    await writeFile(image, Buffer.alloc(8192));
+    const blank = setup([
+      { argv: ['blkid', '-p', '--offset', '4096', '-o', 'export', image], exitCode: 2 },
+    ]);
+    expect(await blank.manager.probe(image, { offsetBytes: 4096 })).toEqual({ kind: 'blank' });
   });
 
   it('never says blank for a missing device (blkid exits 2 there too)', async () => {

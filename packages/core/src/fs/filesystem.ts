@@ -1,22 +1,18 @@
-import { constants } from 'node:fs';
-import { open, realpath, statfs, type FileHandle } from 'node:fs/promises';
-import { isAbsolute, posix, resolve } from 'node:path';
+import { statfs } from 'node:fs/promises';
 import {
   AlreadyExistsError,
   CommandFailedError,
   FailedPreconditionError,
   InvalidArgumentError,
   NotFoundError,
-  UnparseableOutputError,
 } from '../errors.js';
-import type { CommandResult, CommandRunner } from '../exec/runner.js';
-import { requireBlockDeviceNumber, formatDeviceNumber, sameDevice } from '../device/devnum.js';
-import { errorCode, errorMessage } from '../device/errno.js';
-import { deviceUsersText } from '../device/holders.js';
-import type { DeviceNumber } from '../device/types.js';
-import { DEFAULT_MOUNTINFO_PATH, isReadonlyMount, mountsAt, readMountInfo } from './mountinfo.js';
+import type { CommandRunner } from '../exec/runner.js';
+import { requireBlockDeviceNumber, formatDeviceNumber, sameDevice } from '../os/devnum.js';
+import { errorCode, errorMessage } from '../os/errno.js';
+import { deviceUsersText } from '../os/holders.js';
+import type { DeviceNumber } from '../os/devnum.js';
+import { DEFAULT_MOUNTINFO_PATH, mountsAt, readMountInfo } from '../os/mountinfo.js';
 import {
-  FS_TYPES,
   type ChangeResult,
   type FsType,
   type FsUsage,
@@ -24,6 +20,14 @@ import {
   type MountOptions,
   type ProbeResult,
 } from './types.js';
+import {
+  assertReadable,
+  bindMismatch,
+  bindSourceOf,
+  mismatch,
+  resolveMountPoint,
+} from './mount-checks.js';
+import { mkfsArgv, parseBlkidExport, requireFsType, usageFromStatfs } from './tools.js';
 
 /** Deadline of mkfs, resize2fs and xfs_growfs, in milliseconds: 10 minutes. */
 export const DEFAULT_FS_COMMAND_TIMEOUT_MS = 600_000;
@@ -38,21 +42,6 @@ export const DEFAULT_FS_COMMAND_TIMEOUT_MS = 600_000;
  * duplicate UUIDs as it is. docs/node-service.md "Copies of a filesystem".
  */
 export const XFS_NOUUID = 'nouuid';
-
-/** Bytes read in-process to prove a device readable before calling it blank. */
-const READ_CHECK_BYTES = 4096;
-
-/**
- * errno values of a mount point whose filesystem is gone or hung (a dead
- * FUSE daemon, a lost NFS server, a failed disk): kubernetes/mount-utils
- * `IsCorruptedMnt`. Such a path counts as mounted.
- */
-const CORRUPTED_MOUNT_ERRORS: ReadonlySet<string> = new Set([
-  'ENOTCONN',
-  'ESTALE',
-  'EIO',
-  'EHOSTDOWN',
-]);
 
 export interface FilesystemManagerOptions {
   readonly runner: CommandRunner;
@@ -104,13 +93,21 @@ export class FilesystemManager {
    * @throws NotFoundError when blkid found nothing and the device does not exist.
    * @throws FailedPreconditionError when blkid found nothing and the device cannot be read.
    * @throws UnparseableOutputError when blkid exits 0 without TYPE or PTTYPE.
+   * @param options.offsetBytes probe from this byte of `device` on (blkid(8)
+   *   `--offset`, low-level probing only), e.g. the data area of a volume
+   *   behind its header; the read check reads there too. Default 0.
    */
-  async probe(device: string): Promise<ProbeResult> {
-    const result = await this.#runner.run(['blkid', '-p', '-o', 'export', device], {
+  async probe(
+    device: string,
+    options: { readonly offsetBytes?: number } = {},
+  ): Promise<ProbeResult> {
+    const offset = options.offsetBytes ?? 0;
+    const at = offset > 0 ? ['--offset', String(offset)] : [];
+    const result = await this.#runner.run(['blkid', '-p', ...at, '-o', 'export', device], {
       allowExitCodes: [2],
     });
     if (result.exitCode === 2) {
-      await assertReadable(device);
+      await assertReadable(device, offset);
       return { kind: 'blank' };
     }
     return parseBlkidExport(result);
@@ -391,167 +388,5 @@ export class FilesystemManager {
    */
   async mounts(): Promise<MountInfoEntry[]> {
     return readMountInfo(this.#mountinfoPath);
-  }
-}
-
-/** The statfs(2) fields FsUsage is computed from (Node's StatsFs). */
-export interface StatfsFields {
-  /** Fundamental block size f_bsize, in bytes. */
-  readonly bsize: number;
-  readonly blocks: number;
-  readonly bfree: number;
-  readonly bavail: number;
-  readonly files: number;
-  readonly ffree: number;
-}
-
-/** FsUsage in bytes and inodes from statfs(2) figures in blocks. */
-export function usageFromStatfs(st: StatfsFields): FsUsage {
-  return {
-    totalBytes: st.blocks * st.bsize,
-    availableBytes: st.bavail * st.bsize,
-    usedBytes: (st.blocks - st.bfree) * st.bsize,
-    totalInodes: st.files,
-    freeInodes: st.ffree,
-  };
-}
-
-/** `mkfs.ext4 -F -q -E nodiscard <device>` or `mkfs.xfs -q -K <device>`. */
-export function mkfsArgv(device: string, fsType: FsType): string[] {
-  return fsType === 'ext4'
-    ? ['mkfs.ext4', '-F', '-q', '-E', 'nodiscard', device]
-    : ['mkfs.xfs', '-q', '-K', device];
-}
-
-/**
- * Reads the `KEY=value` lines of `blkid -p -o export` (values use backslash
- * escapes): USAGE=filesystem → `filesystem` of TYPE; TYPE with another USAGE
- * → `other`; PTTYPE without TYPE → `partition-table`.
- * @throws UnparseableOutputError for a line without `=` or output with neither TYPE nor PTTYPE.
- */
-export function parseBlkidExport(result: CommandResult): ProbeResult {
-  const values = new Map<string, string>();
-  for (const line of result.stdout.split('\n')) {
-    if (line.trim() === '') continue;
-    const eq = line.indexOf('=');
-    if (eq <= 0)
-      throw new UnparseableOutputError(result, `expected KEY=value, got ${JSON.stringify(line)}`);
-    values.set(line.slice(0, eq), line.slice(eq + 1).replace(/\\(.)/g, '$1'));
-  }
-  const type = values.get('TYPE');
-  const ptType = values.get('PTTYPE');
-  if (type !== undefined && type !== '') {
-    return values.get('USAGE') === 'filesystem'
-      ? { kind: 'filesystem', type }
-      : { kind: 'other', type };
-  }
-  if (ptType !== undefined && ptType !== '') return { kind: 'partition-table', type: ptType };
-  throw new UnparseableOutputError(result, 'blkid exited 0 but reported neither TYPE nor PTTYPE');
-}
-
-function requireFsType(fsType: string): asserts fsType is FsType {
-  if (!(FS_TYPES as readonly string[]).includes(fsType)) {
-    throw new InvalidArgumentError(
-      `filesystem type must be one of ${FS_TYPES.join(', ')}, got "${fsType}"`,
-    );
-  }
-}
-
-/** Why a mount on top of a path is not the requested one, or null when it is. */
-function mismatch(
-  top: MountInfoEntry,
-  dev: DeviceNumber,
-  fsType: FsType,
-  readonly: boolean,
-): string | null {
-  if (!sameDevice(top, dev) || top.root !== '/') {
-    const root = top.root === '/' ? '' : ` (subtree ${top.root})`;
-    return `${top.source} (${formatDeviceNumber(top)})${root} is mounted there, not device ${formatDeviceNumber(dev)}`;
-  }
-  if (top.fsType !== fsType) return `it is mounted as ${top.fsType}, not ${fsType}`;
-  if (isReadonlyMount(top) !== readonly) {
-    return `it is mounted ${isReadonlyMount(top) ? 'read-only' : 'read-write'}, not ${readonly ? 'read-only' : 'read-write'}`;
-  }
-  return null;
-}
-
-/** The filesystem and subtree a bind mount of `path` shows in mountinfo. */
-interface BindSource extends DeviceNumber {
-  readonly root: string;
-}
-
-/**
- * The mount holding `path` (longest mount point prefix; of stacked mounts
- * the top one) and `path`'s place under that mount's root.
- * @throws FailedPreconditionError when no mount holds it (no `/` entry).
- */
-function bindSourceOf(entries: readonly MountInfoEntry[], path: string): BindSource {
-  let best: MountInfoEntry | undefined;
-  for (const entry of entries) {
-    const mp = entry.mountPoint;
-    const holds = mp === '/' || path === mp || path.startsWith(`${mp}/`);
-    if (holds && (best === undefined || mp.length >= best.mountPoint.length)) best = entry;
-  }
-  if (best === undefined) throw new FailedPreconditionError(`no mount holds ${path}`);
-  const below = best.mountPoint === '/' ? path : path.slice(best.mountPoint.length);
-  return { major: best.major, minor: best.minor, root: posix.join(best.root, below || '/') };
-}
-
-/** Why a mount on a target is not the wanted bind mount, or null when it is. */
-function bindMismatch(top: MountInfoEntry, wanted: BindSource, readonly: boolean): string | null {
-  if (!sameDevice(top, wanted) || top.root !== wanted.root) {
-    return `${top.source} (${formatDeviceNumber(top)}, root ${top.root}) is mounted there, not ${formatDeviceNumber(wanted)} root ${wanted.root}`;
-  }
-  if (isReadonlyMount(top) !== readonly) {
-    return `it is mounted ${isReadonlyMount(top) ? 'read-only' : 'read-write'}, not ${readonly ? 'read-only' : 'read-write'}`;
-  }
-  return null;
-}
-
-type MountPoint =
-  | { readonly state: 'present' | 'missing'; readonly path: string }
-  | { readonly state: 'corrupted'; readonly path: string; readonly code: string };
-
-/**
- * The canonical path of a mount point as mountinfo shows it (symlinks
- * resolved), whether it exists, and whether it is a corrupted mount.
- */
-async function resolveMountPoint(target: string): Promise<MountPoint> {
-  if (!isAbsolute(target))
-    throw new InvalidArgumentError(`mount point must be an absolute path, got "${target}"`);
-  const path = resolve(target);
-  try {
-    return { state: 'present', path: await realpath(path) };
-  } catch (error) {
-    const code = errorCode(error);
-    if (code === 'ENOENT') return { state: 'missing', path };
-    if (code !== undefined && CORRUPTED_MOUNT_ERRORS.has(code))
-      return { state: 'corrupted', path, code };
-    throw new FailedPreconditionError(`cannot examine ${path}: ${errorMessage(error)}`, {
-      cause: error,
-    });
-  }
-}
-
-/**
- * Reads the first 4 KiB of `device` in-process.
- * @throws NotFoundError when it does not exist.
- * @throws FailedPreconditionError when it cannot be opened or read.
- */
-async function assertReadable(device: string): Promise<void> {
-  let fh: FileHandle | undefined;
-  try {
-    fh = await open(device, constants.O_RDONLY);
-    await fh.read(Buffer.alloc(READ_CHECK_BYTES), 0, READ_CHECK_BYTES, 0);
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') {
-      throw new NotFoundError(`device ${device} does not exist`, { cause: error });
-    }
-    throw new FailedPreconditionError(
-      `blkid found nothing on ${device}, but it cannot be read (${errorMessage(error)}); not treating it as blank`,
-      { cause: error },
-    );
-  } finally {
-    await fh?.close();
   }
 }

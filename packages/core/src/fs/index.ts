@@ -1,4 +1,5 @@
 // Filesystem helpers: probe, format, mount/unmount, grow, usage (DESIGN.md §1, after kubernetes/mount-utils).
-export type { FsType, MountInfoEntry } from './types.js';
-export { mountsAt } from './mountinfo.js';
+export type { FsType, ProbeResult } from './types.js';
+export { FS_TYPES } from './types.js';
 export { FilesystemManager } from './filesystem.js';
+export { FREEZE_TIMEOUT_MS, thaw, withFrozen } from './freeze.js';

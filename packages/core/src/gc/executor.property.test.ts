@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { describe, it } from 'vitest';
 import type { DmMap } from '../device/types.js';
 import type { DecodeResult } from '../header/types.js';
-import type { LogicalVolume, Volume } from '../lvm/types.js';
+import type { LogicalVolume } from '../lvm/types.js';
+import type { Volume } from '../volumes/types.js';
 import { dmNameFor, dmUuidFor, lvDmName } from '../naming.js';
 import {
   CASE_VARIANTS,
@@ -132,7 +133,8 @@ class Node {
     lv: LogicalVolume,
     dataDeviceGone: boolean,
   ): string[] {
-    if (entry === undefined || entry.target === 'map') return ['no such entry in the plan'];
+    if (entry === undefined || entry.target === 'map' || entry.target === 'quarantined')
+      return ['no such entry in the plan'];
     const problems: string[] = [];
     if (entry.lvUuid !== lv.lvUuid || entry.lvName !== lv.lvName)
       problems.push('another LV than planned');
@@ -193,7 +195,7 @@ class Node {
   ports(plan: GcPlan): GcExecutorPorts {
     const entryOf = (device: string) => plan.entries.find((e) => e.device === device);
     return {
-      lvm: {
+      volumes: {
         listLogicalVolumes: (scope, lvNames) => {
           const wanted = (lv: LogicalVolume) =>
             scope.vgNames.includes(lv.vgName) && (lvNames?.includes(lv.lvName) ?? true);
@@ -353,6 +355,7 @@ const LV_CHANGES: readonly ChangeKind[] = [
  */
 function changesFor(entry: GcPlanEntry): readonly ChangeKind[] {
   if (entry.target === 'map') return ['open-map', 'recreate-map'];
+  if (entry.target === 'quarantined') return LV_CHANGES;
   if (entry.target === 'snapshot') {
     // 'resource' is the one change only the comparison with the planned source can see.
     const own: ChangeKind[] = ['retag-source', 'header-other-id', 'resource', 'resource'];

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { DmMap } from '../device/types.js';
 import { CommandFailedError, LockTimeoutError } from '../errors.js';
 import type { DecodeResult } from '../header/types.js';
-import type { LogicalVolume, Volume } from '../lvm/types.js';
+import type { LogicalVolume } from '../lvm/types.js';
+import type { Volume } from '../volumes/types.js';
 import {
   DEFAULT_NAMING,
   dmNameFor,
@@ -100,7 +101,7 @@ class FakeNode {
   }
 
   readonly ports: GcExecutorPorts = {
-    lvm: {
+    volumes: {
       listLogicalVolumes: (scope, lvNames) =>
         this.step(
           `listLogicalVolumes ${scope.vgNames.join(',')}${lvNames ? ` ${lvNames.join(',')}` : ''}`,

@@ -1,5 +1,11 @@
 // Public surface of the GC (DESIGN.md §6): the service the apps run, its ports and results.
 export type { GcExecutorPorts, LvRef } from './ports.js';
-export type { GcOutcome, GcPlan, GcPlanEntry, GcSnapshotEntry } from './types.js';
+export type {
+  GcOutcome,
+  GcPlan,
+  GcPlanEntry,
+  GcQuarantinedEntry,
+  GcSnapshotEntry,
+} from './types.js';
 export { GcService, type GcPlanRequest, type LiveSetSource } from './service.js';
 export { planTable } from './plan-table.js';

@@ -6,7 +6,8 @@ import type { DmMap } from '../device/types.js';
 import { CommandFailedError } from '../errors.js';
 import type { CommandRunner } from '../exec/runner.js';
 import type { DecodeResult } from '../header/types.js';
-import type { LogicalVolume, Volume } from '../lvm/types.js';
+import type { LogicalVolume } from '../lvm/types.js';
+import type { Volume } from '../volumes/types.js';
 import { DEFAULT_NAMING } from '../naming.js';
 import { takeInventory } from './inventory.js';
 import { planGc } from './planner.js';
@@ -38,7 +39,7 @@ const STALE = 'eb85e47e5eed3b9298d5a5b37d21a162';
 function fakePorts(node: NodePorts = NODE) {
   const calls: string[] = [];
   const ports: GcInventoryPorts = {
-    lvm: {
+    volumes: {
       listLogicalVolumes: (_scope, lvNames) => {
         calls.push(
           lvNames === undefined ? 'listLogicalVolumes' : `listLogicalVolumes ${lvNames.join(',')}`,
@@ -306,7 +307,7 @@ describe('takeInventory', () => {
     const { ports, calls } = fakePorts();
     const broken: GcInventoryPorts = {
       ...ports,
-      lvm: { ...ports.lvm, listLogicalVolumes: () => Promise.reject(failure) },
+      volumes: { ...ports.volumes, listLogicalVolumes: () => Promise.reject(failure) },
     };
     await expect(takeInventory(broken, SCOPE, DEFAULT_NAMING, () => NOW)).rejects.toBe(failure);
     expect(calls).toEqual([]);
@@ -387,7 +388,7 @@ describe('takeInventory: commands started', () => {
     };
     const inventory = await takeInventory(
       {
-        lvm: {
+        volumes: {
           listLogicalVolumes: () => {
             commands.push('listLogicalVolumes');
             return Promise.resolve({ volumes, snapshots: [] });

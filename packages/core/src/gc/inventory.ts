@@ -1,10 +1,18 @@
 import type { DeviceNumber, DmMap } from '../device/types.js';
-import type { LogicalVolume, VgScope, Volume } from '../lvm/types.js';
+import type { LogicalVolume } from '../lvm/types.js';
+import type { VgScope, Volume } from '../volumes/types.js';
 import { DEFAULT_NAMING, parseDmUuid, parseSnapshotLvName, type Naming } from '../naming.js';
 import type { GcHeaderPort, GcInventoryPorts, GcLinearTarget } from './ports.js';
 import { readHeaderSafely } from '../volumes/header-reading.js';
 import { compareText, kernelNumber, lvDevice, numberKey } from './util.js';
-import type { Inventory, InventoryMap, InventorySnapshot, InventoryVolume } from './types.js';
+import type {
+  Inventory,
+  InventoryMap,
+  InventoryQuarantined,
+  InventorySnapshot,
+  InventoryVolume,
+} from './types.js';
+import { parseQuarantinedLvName } from '../naming.js';
 
 /**
  * Takes the GC inventory of this node in the scope's volume groups (DESIGN.md
@@ -22,7 +30,7 @@ export async function takeInventory(
   clock: () => number = Date.now,
 ): Promise<Inventory> {
   const takenAtMs = clock();
-  const { volumes: lvs, snapshots: snapshotLvs } = await ports.lvm.listLogicalVolumes(scope);
+  const { volumes: lvs, snapshots: snapshotLvs } = await ports.volumes.listLogicalVolumes(scope);
   const dmMaps = await ports.devices.listAll();
 
   const lvByNumber = new Map<string, Volume>();
@@ -51,12 +59,49 @@ export async function takeInventory(
     }),
   );
 
+  const quarantined =
+    ports.quarantine === undefined
+      ? undefined
+      : await Promise.all(
+          (await ports.quarantine.listQuarantined(scope)).flatMap((lv) => {
+            const parsed = parseQuarantinedLvName(lv.lvName, naming);
+            return parsed === null
+              ? []
+              : [describeQuarantined(lv, parsed, ports.headers, dmByNumber)];
+          }),
+        );
+
   return {
     takenAtMs,
     naming,
     volumes: volumes.sort((a, b) => compareText(a.device, b.device)),
     maps: maps.sort((a, b) => compareText(a.name, b.name)),
     snapshots: snapshots.sort((a, b) => compareText(a.device, b.device)),
+    ...(quarantined === undefined
+      ? {}
+      : { quarantined: quarantined.sort((a, b) => compareText(a.device, b.device)) }),
+  };
+}
+
+async function describeQuarantined(
+  lv: LogicalVolume,
+  parsed: { readonly kind: 'volume' | 'snapshot'; readonly id: string },
+  headers: GcHeaderPort,
+  dmByNumber: ReadonlyMap<string, DmMap>,
+): Promise<InventoryQuarantined> {
+  const kernel = kernelNumber(lv);
+  return {
+    kind: parsed.kind,
+    id: parsed.id,
+    vgName: lv.vgName,
+    lvName: lv.lvName,
+    lvUuid: lv.lvUuid,
+    device: lvDevice(lv),
+    sizeBytes: lv.sizeBytes,
+    tags: lv.tags,
+    kernel,
+    header: await readHeaderSafely(lv, headers),
+    openCount: effectiveOpenCount(kernel, dmByNumber, 0),
   };
 }
 

@@ -607,7 +607,7 @@ describe('planGc deletion cap', () => {
     expect(p.deletionCap).toBe(1);
     expect(
       p.entries.map((e) => [
-        e.target === 'snapshot' ? e.snapshotId : e.volumeId,
+        e.target === 'snapshot' ? e.snapshotId : e.target === 'quarantined' ? e.id : e.volumeId,
         e.action,
         e.severity,
       ]),

@@ -6,10 +6,11 @@
  */
 import type { DecodeResult } from '../header/types.js';
 import type { DmMap } from '../device/types.js';
-import type { LogicalVolume, VgScope, Volume, VolumeScope } from '../lvm/types.js';
+import type { LogicalVolume } from '../lvm/types.js';
+import type { VgScope, Volume, VolumeScope } from '../volumes/types.js';
 
-/** Lists lvstamp LVs (VolumeService). */
-export interface GcLvmPort {
+/** Lists lvstamp LVs: the port `volumes`, filled by VolumeService. */
+export interface GcVolumesPort {
   /**
    * The LVs whose names carry the lvstamp prefix in the scope's volume groups
    * only (DESIGN.md §2.3), from one look-up, no header read: `volumes`
@@ -67,11 +68,56 @@ export interface GcLvRemoverPort {
   /**
    * Removes exactly the LV `ref` names (`lvremove --yes`), nothing else: not
    * the data device map (the executor removes it first), not another LV with
-   * the same volume ID. Re-checks its uuid, name and tags first. Throws
-   * CommandFailedError on failure, FailedPreconditionError when a re-check
-   * fails.
+   * the same volume ID. Re-checks its uuid, name and tags first. The
+   * caller holds the host lock across the call (the executor does, per
+   * entry). Throws CommandFailedError on failure, FailedPreconditionError
+   * when a re-check fails.
    */
   removeLogicalVolume(ref: LvRef): Promise<void>;
+}
+
+/** One LV to quarantine (DESIGN.md §6 "Quarantine"). */
+export interface QuarantineRef extends LvRef {
+  readonly kind: 'volume' | 'snapshot';
+  /** Volume or snapshot ID from the LV name. */
+  readonly id: string;
+}
+
+/** Lists, marks, renames and activates quarantined LVs (volumes/quarantine.ts, QuarantineService). */
+export interface GcQuarantinePort {
+  /**
+   * The LVs named `lvstamp_q_<id>` or `lvstamp_qs_<id>` in the scope's
+   * volume groups (one look-up), active or not, whatever their tags; with
+   * `lvNames`, only those names. Throws as GcVolumesPort.listLogicalVolumes.
+   */
+  listQuarantined(scope: VgScope, lvNames?: readonly string[]): Promise<LogicalVolume[]>;
+  /**
+   * Quarantine step 2: after a re-check by `lv_uuid` of name, volume group
+   * and tags, one `lvchange --addtag lvstamp.quarantined=<atSeconds>
+   * --activate n` (a volume) or the same with the snapshot; an LV that
+   * already carries a quarantine tag (an interrupted run) keeps it and is
+   * only deactivated when active. Under the host lock.
+   * @throws FailedPreconditionError when the re-check fails; CommandFailedError.
+   */
+  markQuarantined(ref: QuarantineRef, atSeconds: number): Promise<void>;
+  /**
+   * Quarantine step 3: `lvrename` of the marked LV to `lvstamp_q_<id>` or
+   * `lvstamp_qs_<id>`, after the same re-check and that it carries the
+   * quarantine tag. Under the host lock.
+   * @throws FailedPreconditionError when the re-check fails or the name is taken; CommandFailedError.
+   */
+  renameQuarantined(ref: QuarantineRef): Promise<void>;
+  /**
+   * Activates each quarantined LV that is inactive and carries `lvstamp`
+   * and this owner's tag (a volume `lvchange -ay`, a snapshot `-ay -K`),
+   * under the host lock; returns `vg/lv` of each activated.
+   */
+  activateQuarantined(
+    scope: { readonly vgNames: readonly string[]; readonly ownerId: string },
+    lvNames: readonly string[],
+  ): Promise<string[]>;
+  /** Deactivates these quarantined LVs (`vg/lv`) again; best effort, logged, never thrown. */
+  deactivateQuarantined(lvs: readonly string[]): Promise<void>;
 }
 
 /** Reads sector 0 of a block device (BlockHeaderIo). */
@@ -133,14 +179,18 @@ export interface GcHostLockPort {
  * inventory reads every table with one `tables` call.
  */
 export interface GcInventoryPorts {
-  readonly lvm: GcLvmPort;
+  readonly volumes: GcVolumesPort;
+  /** Absent: no quarantined LV is listed (the inventory's `quarantined` stays absent). */
+  readonly quarantine?: Pick<GcQuarantinePort, 'listQuarantined'>;
   readonly headers: GcHeaderPort;
   readonly devices: Pick<GcDevicePort, 'listAll' | 'tables'>;
 }
 
 /** What `applyGcPlan` reads and changes. */
 export interface GcExecutorPorts {
-  readonly lvm: GcLvmPort & GcLvRemoverPort & GcScopePort;
+  readonly volumes: GcVolumesPort & GcLvRemoverPort & GcScopePort;
+  /** Needed for plans that quarantine or expire; absent, such entries fail. */
+  readonly quarantine?: GcQuarantinePort;
   readonly headers: GcHeaderPort;
   readonly devices: GcDevicePort & GcDeviceRemoverPort;
   readonly hostLock: GcHostLockPort;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { LogicalVolume, VgScope, VolumeScope } from '../lvm/types.js';
+import type { LogicalVolume } from '../lvm/types.js';
+import type { VgScope, VolumeScope } from '../volumes/types.js';
 import { caught } from '../testing/caught.js';
 import { FailedPreconditionError } from '../errors.js';
 import { DEFAULT_NAMING } from '../naming.js';
@@ -12,7 +13,7 @@ const OWNER = '0123456789abcdef0123456789abcdef';
 /** Ports of an empty node that record the scope of each call. */
 function ports(calls: string[]): GcExecutorPorts {
   return {
-    lvm: {
+    volumes: {
       discoverVolumeGroups: () => {
         calls.push('discoverVolumeGroups');
         return Promise.resolve(['vg-a', 'vg-b']);
@@ -82,8 +83,8 @@ describe('GcService.plan: scope and activation (DESIGN.md §2.3, §6)', () => {
     const result = await new GcService({
       ports: {
         ...withInactive,
-        lvm: {
-          ...withInactive.lvm,
+        volumes: {
+          ...withInactive.volumes,
           listLogicalVolumes: (scope: VgScope) => {
             calls.push(`listLogicalVolumes ${scope.vgNames.join(',')}`);
             return Promise.resolve({ volumes: [inactive], snapshots: [] });
@@ -144,8 +145,8 @@ describe('GcService: snapshots it activated rest inactive again (DESIGN.md §3, 
     const base = ports(calls);
     const withSnapshots: GcExecutorPorts = {
       ...base,
-      lvm: {
-        ...base.lvm,
+      volumes: {
+        ...base.volumes,
         listLogicalVolumes: (_scope: VgScope, lvNames?: readonly string[]) =>
           Promise.resolve({
             volumes: [],

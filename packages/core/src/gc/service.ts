@@ -1,11 +1,13 @@
-import { FailedPreconditionError } from '../errors.js';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../errors.js';
 import { DEFAULT_NAMING, ownerTagFor, type Naming } from '../naming.js';
 import { applyGcPlan, type GcApplyOptions } from './executor.js';
 import { failedTagCheck } from '../volumes/ownership.js';
 import { takeInventory } from './inventory.js';
 import { planGc } from './planner.js';
 import type { GcExecutorPorts } from './ports.js';
-import type { GcOutcome, GcPlan, GcPolicy, Inventory } from './types.js';
+import type { GcOutcome, GcPlan, GcPolicy, Inventory, InventoryQuarantined } from './types.js';
+import { decideQuarantined, quarantinedToActivate } from './quarantine.js';
+import { formatDuration } from './util.js';
 
 /** What a live set was read from, for the empty-live-set refusal. */
 export interface LiveSetSource {
@@ -66,6 +68,8 @@ export class GcService {
   readonly #clock: () => number;
   /** Snapshot LVs `plan()` activated and left active for the removals of that plan (`vg/lv`). */
   readonly #heldForRemoval = new WeakMap<GcPlan, readonly string[]>();
+  /** Quarantined LVs `plan()` activated and left active for that plan's expiries (`vg/lv`). */
+  readonly #quarantinedHeld = new WeakMap<GcPlan, readonly string[]>();
 
   constructor(options: { ports: GcExecutorPorts; naming?: Naming; clock?: () => number }) {
     this.#ports = options.ports;
@@ -92,7 +96,7 @@ export class GcService {
     vgNames: readonly string[];
     activated: readonly string[];
   }> {
-    const vgNames = request.vgNames ?? (await this.#ports.lvm.discoverVolumeGroups());
+    const vgNames = request.vgNames ?? (await this.#ports.volumes.discoverVolumeGroups());
     let inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
     // Only when the inventory shows an inactive LV with this owner's tags: activate (one lvchange
     // each, the volumes re-listed under the host lock) and take the inventory again.
@@ -103,13 +107,21 @@ export class GcService {
       );
     const scope = { vgNames, ownerId: request.policy.ownerId };
     const volumesActivated = inactiveOwned(inventory.volumes)
-      ? await this.#ports.lvm.activateOwnedVolumes(scope)
+      ? await this.#ports.volumes.activateOwnedVolumes(scope)
       : [];
     // Snapshots rest inactive with the activation-skip flag: `lvchange -ay -K`, exactly each LV.
     const snapshotsActivated = inactiveOwned(inventory.snapshots ?? [])
-      ? await this.#ports.lvm.activateOwnedSnapshots(scope)
+      ? await this.#ports.volumes.activateOwnedSnapshots(scope)
       : [];
-    const activated = [...volumesActivated, ...snapshotsActivated];
+    // Quarantined LVs rest inactive: those with this owner's tags and a quarantine time are
+    // activated for the run (DESIGN.md §6 "Quarantine"), so that the expiry can read their
+    // sector 0 and a header that fails the check is a warning before the window passes.
+    const quarantinedActivated = await this.#activateQuarantined(
+      inventory,
+      scope,
+      windowOf(request.policy),
+    );
+    const activated = [...volumesActivated, ...snapshotsActivated, ...quarantinedActivated];
     let plan: GcPlan;
     try {
       if (activated.length > 0) {
@@ -127,8 +139,17 @@ export class GcService {
       );
     } catch (error) {
       await this.#rest(snapshotsActivated);
+      await this.#restQuarantined(quarantinedActivated);
       throw error;
     }
+    const expiring = new Set(
+      plan.dryRun
+        ? []
+        : plan.entries.filter((e) => e.action === 'remove-quarantined').map((e) => e.device),
+    );
+    await this.#restQuarantined(quarantinedActivated.filter((lv) => !expiring.has(lv)));
+    const heldQuarantined = quarantinedActivated.filter((lv) => expiring.has(lv));
+    if (heldQuarantined.length > 0) this.#quarantinedHeld.set(plan, heldQuarantined);
     // Back to rest now, except the snapshots an applied plan removes: the executor reads their
     // sector 0 again, and apply() deactivates any of them it did not remove.
     const removing = new Set(
@@ -150,6 +171,8 @@ export class GcService {
   async apply(plan: GcPlan, options: GcApplyOptions = {}): Promise<GcOutcome[]> {
     const held = this.#heldForRemoval.get(plan) ?? [];
     this.#heldForRemoval.delete(plan);
+    const heldQuarantined = this.#quarantinedHeld.get(plan) ?? [];
+    this.#quarantinedHeld.delete(plan);
     const removed = new Set<string>();
     try {
       return await applyGcPlan(plan, this.#ports, {
@@ -160,13 +183,149 @@ export class GcService {
       });
     } finally {
       await this.#rest(held.filter((lv) => !removed.has(lv)));
+      await this.#restQuarantined(heldQuarantined.filter((lv) => !removed.has(lv)));
     }
+  }
+
+  /**
+   * `lvstamp quarantine purge` (DESIGN.md §6 "Quarantine"): plans the removal of every
+   * quarantined LV of this owner that has been in quarantine at least
+   * `olderThanMs` (0: all), under the same two signals as an expiry (tags of
+   * this owner, an `ok` header of this owner with the name's ID, not open)
+   * and without a live set or cap: a person asks for it. Returns a plan of
+   * quarantined entries only, for `apply`; with `dryRun` nothing is activated.
+   * With `lvs`, only those quarantined LVs, each named `vg/lv` or, when one
+   * group holds it, `lv` (e.g. the quarantined copy of an ID that exists again).
+   * @throws InvalidArgumentError for a bad owner ID or age, or an `lv` that
+   *   several groups hold; NotFoundError for an `lvs` entry that names no
+   *   quarantined LV in the scope; any inventory failure.
+   */
+  async planPurge(request: {
+    readonly ownerId: string;
+    readonly olderThanMs: number;
+    readonly nowMs: number;
+    readonly dryRun: boolean;
+    readonly vgNames?: readonly string[];
+    readonly lvs?: readonly string[];
+  }): Promise<{ plan: GcPlan; vgNames: readonly string[]; activated: readonly string[] }> {
+    const vgNames = request.vgNames ?? (await this.#ports.volumes.discoverVolumeGroups());
+    const scope = { vgNames, ownerId: request.ownerId };
+    const inventoryOf = async (): Promise<Inventory> => {
+      const taken = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
+      return request.lvs === undefined
+        ? taken
+        : {
+            ...taken,
+            quarantined: namedQuarantined(taken.quarantined ?? [], request.lvs, vgNames),
+          };
+    };
+    let inventory = await inventoryOf();
+    const activated = request.dryRun
+      ? []
+      : await this.#activateQuarantined(inventory, scope, request.olderThanMs);
+    if (activated.length > 0) inventory = await inventoryOf();
+    const base = planGc(
+      { ...inventory, volumes: [], maps: [], snapshots: [] },
+      new Set(),
+      { ownerId: request.ownerId, minAgeMs: 0, maxDeletions: 0, dryRun: request.dryRun },
+      request.nowMs,
+    );
+    const entries = (inventory.quarantined ?? []).map((q) =>
+      decideQuarantined(q, {
+        ownerId: request.ownerId,
+        naming: this.#naming,
+        nowMs: request.nowMs,
+        windowMs: request.olderThanMs,
+        liveSet: null,
+        windowName: `purge age ${formatDuration(request.olderThanMs)}`,
+      }),
+    );
+    const plan: GcPlan = {
+      ...base,
+      deletionCap: entries.length,
+      entries,
+      summary: {
+        ...base.summary,
+        quarantined: entries.length,
+        quarantine: 0,
+        removeQuarantined: entries.filter((e) => e.action === 'remove-quarantined').length,
+        keep: entries.filter((e) => e.action === 'keep').length,
+        warnings: entries.filter((e) => e.severity === 'warn').length,
+      },
+    };
+    const removing = new Set(
+      entries.filter((e) => e.action === 'remove-quarantined').map((e) => e.device),
+    );
+    await this.#restQuarantined(activated.filter((lv) => !removing.has(lv)));
+    const held = activated.filter((lv) => removing.has(lv));
+    if (held.length > 0) this.#quarantinedHeld.set(plan, held);
+    return { plan, vgNames, activated };
+  }
+
+  /** Activates the inactive, owned, quarantine-tagged LVs (quarantinedToActivate; none: no call). */
+  async #activateQuarantined(
+    inventory: Inventory,
+    scope: { readonly vgNames: readonly string[]; readonly ownerId: string },
+    windowMs: number | null,
+  ): Promise<readonly string[]> {
+    const port = this.#ports.quarantine;
+    if (port === undefined) return [];
+    const wanted = quarantinedToActivate(inventory.quarantined ?? [], {
+      ownerId: scope.ownerId,
+      naming: this.#naming,
+      windowMs,
+    });
+    if (wanted.length === 0) return [];
+    return port.activateQuarantined(
+      scope,
+      wanted.map((device) => device.slice(device.indexOf('/') + 1)),
+    );
+  }
+
+  /** Deactivates quarantined LVs this service activated (none: no call). */
+  async #restQuarantined(lvs: readonly string[]): Promise<void> {
+    if (lvs.length > 0) await this.#ports.quarantine?.deactivateQuarantined(lvs);
   }
 
   /** Deactivates snapshot LVs this service activated (none: no call). */
   async #rest(lvs: readonly string[]): Promise<void> {
-    if (lvs.length > 0) await this.#ports.lvm.deactivateSnapshots(lvs);
+    if (lvs.length > 0) await this.#ports.volumes.deactivateSnapshots(lvs);
   }
+}
+
+/**
+ * The quarantined LVs that `refs` name, in the order of `quarantined`: a ref
+ * `vg/lv` names that device, a ref `lv` the one LV of that name in any group.
+ * @throws NotFoundError for a ref that names none; InvalidArgumentError for
+ *   an `lv` that several groups hold.
+ */
+function namedQuarantined(
+  quarantined: readonly InventoryQuarantined[],
+  refs: readonly string[],
+  vgNames: readonly string[],
+): InventoryQuarantined[] {
+  const chosen = new Set<InventoryQuarantined>();
+  for (const ref of refs) {
+    const hits = quarantined.filter((q) => (ref.includes('/') ? q.device : q.lvName) === ref);
+    if (hits.length === 0) {
+      throw new NotFoundError(
+        `no quarantined LV ${ref} in ${vgNames.join(', ') || 'no volume group'} (lvstamp quarantine list shows them)`,
+      );
+    }
+    if (hits.length > 1) {
+      throw new InvalidArgumentError(
+        `${ref} is in several volume groups (${hits.map((q) => q.vgName).join(', ')}); name it as <vg>/${ref}`,
+      );
+    }
+    for (const q of hits) chosen.add(q);
+  }
+  return quarantined.filter((q) => chosen.has(q));
+}
+
+/** The quarantine window of a policy, or null when quarantine is off (DESIGN.md §6 "Quarantine"). */
+function windowOf(policy: GcPolicy): number | null {
+  const window = policy.quarantineMs ?? 0;
+  return window > 0 ? window : null;
 }
 
 /**

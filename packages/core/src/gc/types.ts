@@ -73,6 +73,33 @@ export interface InventorySnapshot {
   readonly openCount: number | null;
 }
 
+/**
+ * One quarantined LV (DESIGN.md §6 "Quarantine"): `lvstamp_q_<id>` (a
+ * volume) or `lvstamp_qs_<id>` (a snapshot). Its sector 0 is the volume's
+ * own header, or for a snapshot its source's; never written by quarantine.
+ */
+export interface InventoryQuarantined {
+  readonly kind: 'volume' | 'snapshot';
+  /** Volume or snapshot ID, 32 hex digits, from the LV name. */
+  readonly id: string;
+  readonly vgName: string;
+  readonly lvName: string;
+  /** lvm's `lv_uuid`. */
+  readonly lvUuid: string;
+  /** `<vg>/<lv>`. */
+  readonly device: string;
+  /** LV size in bytes. */
+  readonly sizeBytes: number;
+  /** LV tags: `lvstamp`, the owner tag, `lvstamp.quarantined=<s>` (snapshots: their own tags too). */
+  readonly tags: readonly string[];
+  /** Kernel device number, or null when inactive (its resting state). */
+  readonly kernel: DeviceNumber | null;
+  /** The decoded sector 0, or `unreadable` (always so while inactive). */
+  readonly header: InventoryHeader;
+  /** Open count of the LV device; 0 when inactive; null when unknown. */
+  readonly openCount: number | null;
+}
+
 /** One device-mapper map whose UUID starts with `LVSTAMP-`. */
 export interface InventoryMap {
   /** Map name, e.g. `lvstamp-<id>`. */
@@ -107,6 +134,8 @@ export interface Inventory {
   readonly maps: readonly InventoryMap[];
   /** Snapshot LVs `lvstamp_snap_<id>`, sorted by `device`; absent in inventories taken before snapshots existed. */
   readonly snapshots?: readonly InventorySnapshot[];
+  /** Quarantined LVs (DESIGN.md §6 "Quarantine"), sorted by `device`; absent when not listed. */
+  readonly quarantined?: readonly InventoryQuarantined[];
 }
 
 /** GC policy (DESIGN.md §6). */
@@ -122,15 +151,42 @@ export interface GcPolicy {
    * snapshots / 100) of them removed in one run; 0–100.
    */
   readonly maxDeletionPercent?: number;
+  /**
+   * Quarantine window in milliseconds (DESIGN.md §6 "Quarantine"): when > 0,
+   * an orphan volume or snapshot is quarantined instead of removed, and a
+   * quarantined LV is removed once it has been in quarantine this long.
+   * 0 or absent: orphans are removed at once and quarantined LVs are kept
+   * (`lvstamp quarantine purge` removes them).
+   */
+  readonly quarantineMs?: number;
   /** True: the executor changes nothing. Runs are dry by default (callers default this to true). */
   readonly dryRun: boolean;
 }
 
-/** The GC rule (DESIGN.md §6, 1–6) that decided an entry. */
-export type GcRule = 1 | 2 | 3 | 4 | 5 | 6;
+/**
+ * The GC rule (DESIGN.md §6, 1–6) that decided an entry; 7 is the
+ * quarantine window of a quarantined LV (DESIGN.md §6 "Quarantine").
+ */
+export type GcRule = 1 | 2 | 3 | 4 | 5 | 6 | 7;
 
 /** What happens to one device. Removing a volume includes removing its data device first. */
-export type GcAction = 'keep' | 'remove-map' | 'remove-volume' | 'remove-snapshot';
+export type GcAction =
+  | 'keep'
+  | 'remove-map'
+  | 'remove-volume'
+  | 'remove-snapshot'
+  | 'quarantine-volume'
+  | 'quarantine-snapshot'
+  | 'remove-quarantined';
+
+/** Actions that count against the deletion cap: every act that takes an LV out of use. */
+export const CAPPED_ACTIONS: ReadonlySet<GcAction> = new Set<GcAction>([
+  'remove-volume',
+  'remove-snapshot',
+  'quarantine-volume',
+  'quarantine-snapshot',
+  'remove-quarantined',
+]);
 
 interface GcEntryBase {
   readonly action: GcAction;
@@ -147,7 +203,7 @@ export interface GcVolumeEntry extends GcEntryBase {
   readonly volumeId: string;
   /** `<vg>/<lv>`. */
   readonly device: string;
-  readonly action: 'keep' | 'remove-volume';
+  readonly action: 'keep' | 'remove-volume' | 'quarantine-volume';
   readonly vgName: string;
   readonly lvName: string;
   /** lv_uuid seen in the inventory; the executor acts only on this LV. */
@@ -173,7 +229,7 @@ export interface GcSnapshotEntry extends GcEntryBase {
   readonly sourceVolumeId: string | null;
   /** `<vg>/<lv>`. */
   readonly device: string;
-  readonly action: 'keep' | 'remove-snapshot';
+  readonly action: 'keep' | 'remove-snapshot' | 'quarantine-snapshot';
   readonly vgName: string;
   readonly lvName: string;
   /** lv_uuid seen in the inventory; the executor acts only on this LV. */
@@ -190,7 +246,30 @@ export interface GcMapEntry extends GcEntryBase {
   readonly action: 'keep' | 'remove-map';
 }
 
-export type GcPlanEntry = GcVolumeEntry | GcMapEntry | GcSnapshotEntry;
+/** A plan entry about a quarantined LV (DESIGN.md §6 "Quarantine"). */
+export interface GcQuarantinedEntry extends GcEntryBase {
+  readonly target: 'quarantined';
+  readonly kind: 'volume' | 'snapshot';
+  /** Volume or snapshot ID from the LV name. */
+  readonly id: string;
+  /** `<vg>/<lv>`. */
+  readonly device: string;
+  readonly action: 'keep' | 'remove-quarantined';
+  readonly vgName: string;
+  readonly lvName: string;
+  /** lv_uuid seen in the inventory; the executor acts only on this LV. */
+  readonly lvUuid: string;
+  /** LV size in bytes (what the quarantine holds). */
+  readonly sizeBytes: number;
+  /** From `lvstamp.quarantined=<s>`, Unix milliseconds; null when the tag is missing or malformed. */
+  readonly quarantinedAtMs: number | null;
+  /** When the window of this run ends, Unix ms; null when unknown or quarantine is off. */
+  readonly expiresAtMs: number | null;
+  /** For a snapshot, its `lvstamp.source`; else the ID the header must carry (the name's). */
+  readonly headerVolumeId: string | null;
+}
+
+export type GcPlanEntry = GcVolumeEntry | GcMapEntry | GcSnapshotEntry | GcQuarantinedEntry;
 
 /** Counts of a plan. */
 export interface GcPlanSummary {
@@ -202,6 +281,10 @@ export interface GcPlanSummary {
   /** Snapshot LVs planned (present when the inventory listed snapshots). */
   readonly snapshots?: number;
   readonly removeSnapshot?: number;
+  /** Quarantine counts (present when quarantine is on or the inventory listed quarantined LVs). */
+  readonly quarantined?: number;
+  readonly quarantine?: number;
+  readonly removeQuarantined?: number;
   readonly warnings: number;
 }
 
@@ -226,7 +309,7 @@ export interface GcPlan {
 export interface GcOutcome {
   readonly entry: GcPlanEntry;
   /** `skipped`: the re-check found a change (or the run is dry); nothing was done. */
-  readonly outcome: 'removed' | 'skipped' | 'failed';
+  readonly outcome: 'removed' | 'quarantined' | 'skipped' | 'failed';
   /** What was done or why not, in words. */
   readonly detail: string;
 }

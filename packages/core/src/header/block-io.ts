@@ -5,9 +5,9 @@ import {
   IoTimeoutError,
   NotFoundError,
 } from '../errors.js';
-import { splitDeviceNumber } from '../device/devnum.js';
-import { errorCode, errorMessage } from '../device/errno.js';
-import type { DeviceNumber } from '../device/types.js';
+import { splitDeviceNumber } from '../os/devnum.js';
+import { errorCode, errorMessage } from '../os/errno.js';
+import type { DeviceNumber } from '../os/devnum.js';
 import { decodeHeader, encodeHeader } from './codec.js';
 import { DeviceIo } from './device-io.js';
 import { HEADER_SIZE } from './constants.js';

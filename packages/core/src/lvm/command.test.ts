@@ -49,6 +49,46 @@ describe('LvmCommand: the host lock', () => {
   });
 });
 
+describe('LvmCommand: known noise on stderr', () => {
+  const argv = ['lvchange', '--addtag', 't', '--activate', 'n', 'vg0/lv'];
+  const run = async (stderr: string): Promise<unknown[]> => {
+    const runner = new ReplayRunner([{ argv, stderr }]);
+    const warnings: unknown[] = [];
+    const lvm = new LvmCommand({
+      runner,
+      hostLock: new NoopHostLock(),
+      logger: { warn: (message, fields) => warnings.push([message, fields]) },
+    });
+    await lvm.change('quarantine', argv);
+    return warnings;
+  };
+
+  it('drops exactly lvchange\'s "Combining activation change ... is not advised." line', async () => {
+    expect(
+      await run('  WARNING: Combining activation change with other commands is not advised.\n'),
+    ).toEqual([]);
+  });
+
+  it('relays every other line of the same stderr, and a look-alike warning', async () => {
+    expect(
+      await run(
+        '  WARNING: Combining activation change with other commands is not advised.\n' +
+          '  WARNING: Sum of all thin volume sizes exceeds the pool.\n',
+      ),
+    ).toEqual([
+      [
+        'command succeeded with output on stderr',
+        { argv, stderr: '  WARNING: Sum of all thin volume sizes exceeds the pool.\n' },
+      ],
+    ]);
+    const lookAlike =
+      '  WARNING: Combining activation change with other commands is not advised. Really?\n';
+    expect(await run(lookAlike)).toEqual([
+      ['command succeeded with output on stderr', { argv, stderr: lookAlike }],
+    ]);
+  });
+});
+
 describe('LvmCommand: a kernel without the thin targets', () => {
   const HINT =
     'the kernel has no thin-pool target and lvm could not load it: load the dm_thin_pool module on ' +

@@ -230,6 +230,38 @@ export class LogicalVolumes {
     await this.#lvm.change(`lvchange ${target}`, ['lvchange', '--activate', 'y', target]);
   }
 
+  /**
+   * One `lvchange [--addtag T]… [--deltag T]… [--activate y|n] [-K] VG/LV`
+   * (lvchange(8)): tags and activation of this LV in one metadata change,
+   * under the host lock. `ignoreActivationSkip` (`-K`) activates a thin
+   * snapshot that carries the activation-skip flag (DESIGN.md §3).
+   * Quarantine adds its tag and deactivates in one call, restore deletes it
+   * (DESIGN.md §6 "Quarantine").
+   * @throws InvalidArgumentError when nothing would change; CommandFailedError,
+   *   CommandTimeoutError, LockTimeoutError.
+   */
+  async changeTagsAndActivation(
+    vgName: string,
+    lvName: string,
+    change: {
+      readonly addTags?: readonly string[];
+      readonly deleteTags?: readonly string[];
+      readonly activate?: 'y' | 'n';
+      readonly ignoreActivationSkip?: boolean;
+    },
+  ): Promise<void> {
+    const target = `${vgName}/${lvName}`;
+    const argv = ['lvchange'];
+    for (const tag of change.addTags ?? []) argv.push('--addtag', tag);
+    for (const tag of change.deleteTags ?? []) argv.push('--deltag', tag);
+    if (change.activate !== undefined) argv.push('--activate', change.activate);
+    if (change.ignoreActivationSkip === true) argv.push('-K');
+    if (argv.length === 1)
+      throw new InvalidArgumentError(`lvchange of ${target}: nothing to change`);
+    argv.push(target);
+    await this.#lvm.change(`lvchange ${target}`, argv);
+  }
+
   async #changeOf(vgName: string, reason: string, argv: readonly string[]): Promise<void> {
     try {
       await this.#lvm.change(reason, argv);

@@ -40,57 +40,6 @@ export interface LogicalVolume {
   readonly tags: readonly string[];
 }
 
-/** An lvstamp volume: an LV whose name carries the lvstamp prefix. */
-export interface Volume extends LogicalVolume {
-  /** 32-hex-digit volume ID from the LV name. */
-  readonly volumeId: string;
-  /** True for `lvstamp_new_<id>`: an interrupted or running create. */
-  readonly creating: boolean;
-  /**
-   * What the user sees, in bytes: the data device's length, from the
-   * header (DESIGN.md §4 "Capacity"); never the LV size. Null when it was
-   * not read or cannot be known (inactive LV, header unreadable or not ok).
-   */
-  readonly capacityBytes: number | null;
-}
-
-/** What a create returns: the volume's place and sizes (a Volume is one too). */
-export interface CreatedVolume {
-  readonly volumeId: string;
-  readonly vgName: string;
-  readonly lvName: string;
-  /** LV size in bytes (whole extents). */
-  readonly sizeBytes: number;
-  /** The data device's length in bytes (DESIGN.md §4 "Capacity"). */
-  readonly capacityBytes: number;
-}
-
-/** Free space of one volume group, in bytes. */
-export interface VolumeGroupCapacity {
-  readonly vgName: string;
-  readonly totalBytes: number;
-  readonly freeBytes: number;
-  /** Largest capacity a new volume can have: whole free extents minus the data offset, in whole 4 KiB blocks. */
-  readonly maximumVolumeBytes: number;
-}
-
-/**
- * Where a call may look and whose LVs it may change (DESIGN.md §2.3): the
- * volume groups by name (never every volume group on the node) and the owner
- * ID of this installation (32 hex digits), which an LV's
- * `lvstamp.owner=<ownerId>` tag and its header must carry.
- */
-export interface VolumeScope {
-  readonly vgNames: readonly string[];
-  readonly ownerId: string;
-}
-
-/** The volume groups a look-up searches (DESIGN.md §2.3). */
-export type VgScope = Pick<VolumeScope, 'vgNames'>;
-
-/** How a deleted volume's blocks are treated before the LV is removed. */
-export type WipePolicy = 'none' | 'discard' | 'zero';
-
 /** A thin pool LV as the thin pool report shows it. Sizes in bytes. */
 export interface ThinPoolRow {
   readonly vgName: string;

@@ -1,9 +1,13 @@
 // The volume module: the life cycle of DESIGN.md §5 over the lvm module.
+export type * from './types.js';
 export * from './service.js';
-export * from './snapshots.js';
+export * from './snapshot-service.js';
+export { ThickVolumeError } from './source.js';
+export type { ExpandOptions } from './expand.js';
+export type { RemovableLv } from './delete.js';
 export * from './inspect.js';
 export * from './header-reading.js';
-export * from './volume-locks.js';
 export type * from './header-io.js';
 export * from './size.js';
 export * from './thin-capacity.js';
+export * from './quarantine.js';

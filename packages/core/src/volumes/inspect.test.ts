@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeHeader, encodeHeader } from '../header/codec.js';
 import type { DecodeResult } from '../header/types.js';
-import type { Volume } from '../lvm/types.js';
+import type { Volume } from './types.js';
 import { InspectService } from './inspect.js';
 
 const ID = 'c'.repeat(32);

@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { NotFoundError } from '../errors.js';
 import { describeDecode } from '../header/codec.js';
-import type { VgScope } from '../lvm/types.js';
+import type { VgScope } from './types.js';
 import type { HeaderIo } from './header-io.js';
 import type { HeaderReading } from './header-reading.js';
 import type { VolumeService } from './service.js';

@@ -21,10 +21,11 @@ import type { DataArea } from '../header/block-io.js';
 import type { DecodeResult, HeaderFields } from '../header/types.js';
 import { NoopHostLock } from '../lock/host-lock.js';
 import { Lvm } from '../lvm/lvm.js';
-import type { Volume } from '../lvm/types.js';
+import type { Volume } from './types.js';
 import type { HeaderIo } from './header-io.js';
 import { VolumeService, type VolumeServiceOptions } from './service.js';
-import { VOLUME_SERVICE_KEYS, withVolumeLocks } from './volume-locks.js';
+import { FileHostLock } from '../lock/file-host-lock.js';
+import type { HostLock } from '../lock/host-lock.js';
 import { caught } from '../testing/caught.js';
 
 // ---- exact argv, spelled out here on purpose (not imported from the lvm module) ----
@@ -251,6 +252,24 @@ function asFullReports(steps: readonly ReplayStep[]): ReplayStep[] {
 }
 
 /** Header I/O in memory: what was written is what is read. */
+/** A HostLock that records every entry, nested or not, and the deepest nesting seen. */
+class DepthLock implements HostLock {
+  readonly reasons: string[] = [];
+  maxDepth = 0;
+  #depth = 0;
+
+  async withLock<T>(reason: string, fn: () => Promise<T>): Promise<T> {
+    this.reasons.push(reason);
+    this.#depth += 1;
+    this.maxDepth = Math.max(this.maxDepth, this.#depth);
+    try {
+      return await fn();
+    } finally {
+      this.#depth -= 1;
+    }
+  }
+}
+
 class FakeHeaderIo implements HeaderIo {
   readonly writes: { devicePath: string; header: HeaderFields }[] = [];
   readonly reads: string[] = [];
@@ -331,7 +350,7 @@ function setup(
  */
 function volumeService(options: {
   runner: CommandRunner;
-  hostLock: NoopHostLock;
+  hostLock: HostLock;
   headerIo: HeaderIo;
   clock?: () => number;
   logger?: { warn(message: string, fields?: Readonly<Record<string, unknown>>): void };
@@ -855,6 +874,28 @@ describe('VolumeService: createVolume', () => {
     expect(headerIo.reads).toEqual([]);
   });
 
+  it('the create protocol removes a leftover lvstamp_new_ in another group of the scope too (tags checked), before lvcreate', async () => {
+    const { runner, manager, warnings } = setup([
+      scopeStep('vgs-two.json', ['vg-data', 'vg0']),
+      lookupStep(ID_203, 'lvs-203-leftover.json', {}, ['vg-data', 'vg0']),
+      { argv: ['lvremove', '--yes', `vg0/lvstamp_new_${ID_203}`] },
+      { argv: lvcreateArgv(ID_203, 104 * MiB, 'vg-data') },
+      renameStep(ID_203, 'vg-data'),
+    ]);
+    const inVgData = {
+      ...request,
+      requiredBytes: 100 * MiB,
+      vgName: 'vg-data',
+      otherVgNames: ['vg0'],
+    };
+    expect(await manager.createVolume(inVgData)).toMatchObject({
+      vgName: 'vg-data',
+      lvName: `lvstamp_${ID_203}`,
+    });
+    runner.assertDone();
+    expect(warnings).toEqual([]);
+  });
+
   it('AlreadyExistsError when the existing header names another owner', async () => {
     const { manager, headerIo } = setup([
       vgStep('vg0', 'vgs-one.json'),
@@ -1022,22 +1063,31 @@ describe('VolumeService: createVolume', () => {
     );
   });
 
-  it('withVolumeLocks serialises two concurrent creates of one volume: the second finds the first', async () => {
-    const { runner, manager: unlocked } = setup([
-      vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
-      { argv: lvcreateArgv(ID_203, 204 * MiB), delayMs: 20 },
-      renameStep(ID_203),
-      vgStep('vg0', 'vgs-one.json'),
-      lookupStep(ID_203, 'lvs-203-final.json', {}, ['vg0']),
-    ]);
-    const manager = withVolumeLocks(unlocked, VOLUME_SERVICE_KEYS);
-    const [a, b] = await Promise.all([
-      manager.createVolume(request),
-      manager.createVolume(request),
-    ]);
-    runner.assertDone();
-    expect(b).toEqual(a);
+  it('the host lock serialises two concurrent creates of one volume (look-up to rename): the second finds the first', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lvstamp-create-lock-'));
+    try {
+      const runner = new ReplayRunner(
+        asFullReports([
+          vgStep('vg0', 'vgs-one.json'),
+          lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']),
+          { argv: lvcreateArgv(ID_203, 204 * MiB), delayMs: 20 },
+          renameStep(ID_203),
+          vgStep('vg0', 'vgs-one.json'),
+          lookupStep(ID_203, 'lvs-203-final.json', {}, ['vg0']),
+        ]),
+      );
+      const headerIo = new FakeHeaderIo();
+      const hostLock = new FileHostLock({ path: join(dir, 'host.lock') });
+      const manager = volumeService({ runner, hostLock, headerIo, clock: () => NOW });
+      const [a, b] = await Promise.all([
+        manager.createVolume(request),
+        manager.createVolume(request),
+      ]);
+      runner.assertDone();
+      expect(b).toEqual(a);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -1248,14 +1298,20 @@ describe('VolumeService: removeLogicalVolume (the GC remover)', () => {
     stdoutFile: `lvm/${file}`,
   });
 
-  it('re-checks the LV by uuid, then removes exactly it under the host lock', async () => {
-    const { runner, manager, hostLock } = setup([
-      byUuid('lvs-del-final.json'),
-      { argv: ['lvremove', '--yes', `vg-data/lvstamp_${ID_DEL}`] },
-    ]);
-    await manager.removeLogicalVolume(ref);
+  it("re-checks the LV by uuid, then removes exactly it, under the caller's host lock: entered once more, by lvremove only", async () => {
+    const runner = new ReplayRunner(
+      asFullReports([
+        byUuid('lvs-del-final.json'),
+        { argv: ['lvremove', '--yes', `vg-data/lvstamp_${ID_DEL}`] },
+      ]),
+    );
+    const hostLock = new DepthLock();
+    const manager = volumeService({ runner, hostLock, headerIo: new FakeHeaderIo() });
+    await hostLock.withLock('gc: remove volume', () => manager.removeLogicalVolume(ref));
     runner.assertDone();
-    expect(hostLock.reasons).toEqual([`remove vg-data/lvstamp_${ID_DEL}`]);
+    expect(hostLock.reasons[0]).toBe('gc: remove volume');
+    expect(hostLock.reasons).toHaveLength(2);
+    expect(hostLock.maxDepth).toBe(2);
   });
 
   it('an LV already gone is success without lvremove', async () => {

@@ -1,4 +1,6 @@
+import type { DataDeviceManager } from '../device/data-device.js';
 import type { WarnLogger, CommandRunner } from '../exec/runner.js';
+import type { FilesystemManager } from '../fs/filesystem.js';
 import type { HostLock } from '../lock/host-lock.js';
 import type { Lvm } from '../lvm/lvm.js';
 import { DEFAULT_NAMING, type Naming } from '../naming.js';
@@ -50,3 +52,29 @@ export function withDefaults<Maps, Filesystems>(
     logger: parts.logger,
   };
 }
+
+/** The data-device operations the volume operations use. */
+export type VolumeMaps = Pick<
+  DataDeviceManager,
+  'list' | 'find' | 'create' | 'reload' | 'remove' | 'pathFor' | 'targetOf'
+>;
+
+/** The filesystem operations the volume operations use. */
+export type VolumeFilesystems = Pick<FilesystemManager, 'mounts' | 'grow'>;
+
+/** What every volume operation (create.ts, attach.ts, …) runs on: the parts and two settings. */
+export interface VolumeParts extends ResolvedServiceParts<VolumeMaps, VolumeFilesystems> {
+  /** Deadline of a wipe (`blkdiscard`) in milliseconds. */
+  readonly wipeTimeoutMs: number;
+  /** Where `sys/` and `proc/` are read to name the holders of an open LV; undefined: `/`. */
+  readonly hostRoot: string | undefined;
+}
+
+/** The parts a look-up needs, whatever data-device and filesystem parts the caller has. */
+export type CoreParts = ResolvedServiceParts<unknown, unknown>;
+
+/** What snapshots and copies run on (SnapshotServiceOptions with defaults). */
+export type SnapshotParts = ResolvedServiceParts<
+  Pick<DataDeviceManager, 'find' | 'list'>,
+  Pick<FilesystemManager, 'mounts'>
+>;

@@ -14,7 +14,8 @@ import { Lvm } from '../lvm/lvm.js';
 import { snapshotIdForName, volumeIdForName } from '../naming.js';
 import { ReplayRunner, type ReplayStep } from '../testing/replay-runner.js';
 import type { HeaderIo } from './header-io.js';
-import { SnapshotService, ThickVolumeError } from './snapshots.js';
+import { SnapshotService } from './snapshot-service.js';
+import { ThickVolumeError } from './source.js';
 import { caught } from '../testing/caught.js';
 
 // ---- exact argv, spelled out here on purpose (not imported from the lvm module) ----

@@ -1,4 +1,6 @@
+import { OutOfSpaceError, ThinPoolUnusableError } from '../errors.js';
 import { DATA_OFFSET_BYTES } from '../header/constants.js';
+import type { Lvm } from '../lvm/lvm.js';
 import type { ThinPoolReport } from '../lvm/types.js';
 import type { ThinProvisioning } from '../provisioning.js';
 import { CAPACITY_BLOCK_BYTES, roundUp } from './size.js';
@@ -237,4 +239,54 @@ export function thinAdmits(
     return `the thin pool admits ${capacity.limitBytes} bytes more (pool ${capacity.poolBytes}, used ${capacity.usedBytes}, promised ${capacity.promisedBytes}, budget ${capacity.budgetBytes}), the volume needs ${growBytes}`;
   }
   return null;
+}
+
+/**
+ * A thin pool's report, measured: an inactive pool (usage unknown) is
+ * activated alone (`lvchange -ay VG/POOL`) and reported again; when the
+ * report has no row (pool absent), `vgs` gives the group's free space for a
+ * pool still to be created. Changes nothing else.
+ * @throws NotFoundError, VolumeGroupUnusableError; CommandFailedError,
+ *   CommandTimeoutError, UnparseableOutputError, LockTimeoutError.
+ */
+export async function measureThinPool(
+  lvm: Pick<Lvm, 'thinPools' | 'volumeGroups'>,
+  vgName: string,
+  thin: ThinProvisioning,
+): Promise<ThinPoolReport> {
+  let report = await lvm.thinPools.report(vgName, thin.thinPool);
+  const pool = report.pool;
+  if (pool !== null && pool.isThinPool && pool.dataHundredths === null) {
+    await lvm.thinPools.activate(vgName, thin.thinPool);
+    report = await lvm.thinPools.report(vgName, thin.thinPool);
+  }
+  if (report.vgFreeBytes === null) {
+    const vg = await lvm.volumeGroups.get(vgName);
+    report = { ...report, vgFreeBytes: vg.freeBytes, extentSizeBytes: vg.extentSizeBytes };
+  }
+  return report;
+}
+
+/**
+ * The thin-pool admission step of a create, a copy and an expansion
+ * (DESIGN.md §4 "Thin capacity"): with `usable`, a pool that is absent or
+ * unusable is refused; then thinAdmits for `growBytes` more, the LV then
+ * `lvSizeBytes`. `what` completes "thin pool VG/POOL cannot …".
+ * @throws ThinPoolUnusableError; OutOfSpaceError with thinAdmits' reason.
+ */
+export function requireThinAdmits(
+  vgName: string,
+  thin: ThinProvisioning,
+  capacity: ThinPoolCapacity,
+  sizes: { readonly growBytes: number; readonly lvSizeBytes: number },
+  what: string,
+  usable = true,
+): void {
+  if (usable && (capacity.condition === 'unusable' || capacity.condition === 'absent')) {
+    throw new ThinPoolUnusableError(vgName, thin.thinPool, capacity.detail ?? capacity.condition);
+  }
+  const refused = thinAdmits(capacity, sizes.growBytes, sizes.lvSizeBytes);
+  if (refused !== null) {
+    throw new OutOfSpaceError(`thin pool ${vgName}/${thin.thinPool} cannot ${what}: ${refused}`);
+  }
 }

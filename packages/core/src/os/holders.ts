@@ -1,8 +1,8 @@
 import { readdir, readFile, readlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { parseMountInfo } from '../fs/mountinfo.js';
+import { parseMountInfo } from './mountinfo.js';
 import { formatDeviceNumber } from './devnum.js';
-import type { DeviceNumber } from './types.js';
+import type { DeviceNumber } from './devnum.js';
 
 /** A block device that holds another open (sysfs `holders/`), e.g. a device-mapper map on top of it. */
 export interface DeviceHolder {

@@ -1,7 +1,35 @@
 import { readFile } from 'node:fs/promises';
 import { FailedPreconditionError, UnparseableOutputError } from '../errors.js';
-import { errorMessage } from '../device/errno.js';
-import type { MountInfoEntry } from './types.js';
+import { errorMessage } from './errno.js';
+
+/**
+ * One line of /proc/<pid>/mountinfo (proc(5), "/proc/pid/mountinfo"), with
+ * the octal escapes (`\040` space, `\011` tab, `\012` newline, `\134`
+ * backslash) decoded.
+ */
+export interface MountInfoEntry {
+  /** (1) Unique ID of the mount. */
+  readonly mountId: number;
+  /** (2) ID of the parent mount (itself for the root of the tree). */
+  readonly parentId: number;
+  /** (3) st_dev of files on this filesystem: the block device for a disk filesystem. */
+  readonly major: number;
+  readonly minor: number;
+  /** (4) Pathname of the directory in the filesystem that forms this mount's root (`/` unless a bind mount of a subtree). */
+  readonly root: string;
+  /** (5) Mount point, relative to the process's root. */
+  readonly mountPoint: string;
+  /** (6) Per-mount options, e.g. `rw`, `relatime`. */
+  readonly mountOptions: readonly string[];
+  /** (7) Optional fields such as `shared:1`, `master:7` (may be empty). */
+  readonly optionalFields: readonly string[];
+  /** (9) Filesystem type, e.g. `ext4`, `fuse.sshfs`. */
+  readonly fsType: string;
+  /** (10) Mount source, e.g. `/dev/mapper/lvstamp-…`, or `none`. */
+  readonly source: string;
+  /** (11) Per-superblock options. */
+  readonly superOptions: readonly string[];
+}
 
 /** The mount table of the calling process (proc(5)). */
 export const DEFAULT_MOUNTINFO_PATH = '/proc/self/mountinfo';

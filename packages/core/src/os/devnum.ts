@@ -1,7 +1,12 @@
 import { stat } from 'node:fs/promises';
 import { FailedPreconditionError, NotFoundError } from '../errors.js';
 import { errorCode, errorMessage } from './errno.js';
-import type { DeviceNumber } from './types.js';
+
+/** A kernel device number, split as Linux does (`major(3)`, `minor(3)`). */
+export interface DeviceNumber {
+  readonly major: number;
+  readonly minor: number;
+}
 
 /**
  * Splits a Linux `dev_t` into major and minor numbers, exactly as glibc's

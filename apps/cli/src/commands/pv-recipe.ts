@@ -1,0 +1,145 @@
+/**
+ * The PersistentVolume `lvstamp quarantine restore` prints for a restored
+ * volume (Kubernetes static provisioning of a CSI volume), and the volume
+ * mode it gets. The mode is never a default: a raw-block volume bound as
+ * `Filesystem` goes through NodeStageVolume, which formats a data area that
+ * blkid calls blank (kubernetes/mount-utils "safe format"), and raw tenant
+ * data carries no signature. So the data area is probed (blkid -p --offset
+ * behind the header) and `Filesystem` is printed only over a filesystem
+ * lvstamp mounts; everything else is `Block`, which is never formatted.
+ */
+import { FS_TYPES, type ProbeResult, type RestoredLv } from '@lvstamp/core';
+
+/** What the probe of the data area gave, or why there is none. */
+export type DataAreaProbe = ProbeResult | { readonly kind: 'unknown'; readonly reason: string };
+
+/** The mode a printed PersistentVolume gets, with the reason printed next to it. */
+export type VolumeModeChoice =
+  | { readonly mode: 'Block'; readonly why: string }
+  | { readonly mode: 'Filesystem'; readonly fsType: string; readonly why: string }
+  | { readonly mode: null; readonly why: string };
+
+const MOUNTED = new Set<string>(FS_TYPES);
+
+function seen(found: Exclude<DataAreaProbe, { kind: 'unknown' }>): string {
+  switch (found.kind) {
+    case 'blank':
+      return 'nothing (blank)';
+    case 'filesystem':
+      return `a ${found.type} filesystem`;
+    case 'partition-table':
+      return `a ${found.type} partition table`;
+    case 'other':
+      return `a ${found.type} signature`;
+  }
+}
+
+/**
+ * Chooses the volume mode of the printed PersistentVolume:
+ * - blkid finds ext4 or xfs on the data area → `Filesystem` with that fsType
+ *   (`--volume-mode Block` → `Block`; a different `--fs-type` → none);
+ * - blkid finds nothing, a partition table, another signature or another
+ *   filesystem → `Block` (`--volume-mode Filesystem` → none: staging could
+ *   mkfs over the data);
+ * - the data area could not be probed → only what `--volume-mode` says
+ *   (`Filesystem` needs `--fs-type`), else none.
+ * `mode: null` means no PersistentVolume is printed; `why` says what to do.
+ * Pure.
+ */
+export function chooseVolumeMode(
+  found: DataAreaProbe,
+  opts: { readonly volumeMode?: 'Block' | 'Filesystem'; readonly fsType?: string },
+): VolumeModeChoice {
+  if (found.kind === 'unknown') {
+    const cannot = `the data area could not be probed (${found.reason})`;
+    if (opts.volumeMode === 'Block')
+      return { mode: 'Block', why: `--volume-mode Block; ${cannot}` };
+    if (opts.volumeMode === 'Filesystem' && opts.fsType !== undefined) {
+      return {
+        mode: 'Filesystem',
+        fsType: opts.fsType,
+        why: `--volume-mode Filesystem --fs-type ${opts.fsType}; ${cannot}`,
+      };
+    }
+    return {
+      mode: null,
+      why: `${cannot}: say what the volume is with --volume-mode Block (never formatted) or --volume-mode Filesystem --fs-type <${FS_TYPES.join('|')}>`,
+    };
+  }
+  const what = `blkid finds ${seen(found)} on the data area`;
+  if (found.kind === 'filesystem' && MOUNTED.has(found.type)) {
+    if (opts.volumeMode === 'Block') return { mode: 'Block', why: `--volume-mode Block (${what})` };
+    if (opts.fsType !== undefined && opts.fsType !== found.type) {
+      return { mode: null, why: `--fs-type ${opts.fsType}, but ${what}: drop --fs-type` };
+    }
+    return { mode: 'Filesystem', fsType: found.type, why: what };
+  }
+  if (opts.volumeMode === 'Filesystem') {
+    return {
+      mode: null,
+      why: `--volume-mode Filesystem, but ${what}: staging it as a filesystem could run mkfs over its data; use Block`,
+    };
+  }
+  return {
+    mode: 'Block',
+    why: `${what}, no filesystem lvstamp mounts: Block, which is never formatted`,
+  };
+}
+
+/** A YAML double-quoted scalar (JSON string syntax is valid YAML 1.2). */
+const quoted = (text: string): string => JSON.stringify(text);
+
+/** The PersistentVolume's name: the header's name when Kubernetes accepts it, else `lvstamp-<id>`. */
+export function pvNameOf(restored: Pick<RestoredLv, 'id' | 'header'>): string {
+  const name = restored.header.name;
+  return name.length <= 253 && /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name)
+    ? name
+    : `lvstamp-${restored.id}`;
+}
+
+/**
+ * A pre-provisioned PersistentVolume for a restored volume: `volumeHandle`
+ * the ID, the capacity (the LV's size in bytes when the header gives none),
+ * the StorageClass, the chosen volume mode, node affinity on
+ * `topology.lvstamp.io/node` = the node's Kubernetes name (the driver's
+ * `--node-id`). Every string is double-quoted.
+ */
+export function pvRecipe(
+  restored: Pick<RestoredLv, 'id' | 'capacityBytes' | 'lvSizeBytes' | 'header'>,
+  opts: {
+    readonly storageClass: string;
+    readonly node: string;
+    readonly mode: Exclude<VolumeModeChoice, { mode: null }>;
+  },
+): string {
+  const name = pvNameOf(restored);
+  const storage = restored.capacityBytes ?? restored.lvSizeBytes;
+  return [
+    '',
+    `# Bind it again: create this PersistentVolume, then a claim with volumeName: ${name}`,
+    `# (the same storageClassName and volumeMode, at most the capacity below, accessModes ReadWriteOnce).`,
+    ...(restored.capacityBytes === null
+      ? ['# The header gives no capacity: the capacity below is the whole LV, header included.']
+      : []),
+    'apiVersion: v1',
+    'kind: PersistentVolume',
+    'metadata:',
+    `  name: ${quoted(name)}`,
+    'spec:',
+    `  capacity: { storage: ${quoted(String(storage))} }`,
+    '  accessModes: ["ReadWriteOnce"]',
+    '  persistentVolumeReclaimPolicy: "Retain"',
+    `  storageClassName: ${quoted(opts.storageClass)}`,
+    `  volumeMode: ${quoted(opts.mode.mode)}`,
+    '  csi:',
+    '    driver: "lvstamp.io"',
+    `    volumeHandle: ${quoted(restored.id)}`,
+    ...(opts.mode.mode === 'Filesystem' ? [`    fsType: ${quoted(opts.mode.fsType)}`] : []),
+    '  nodeAffinity:',
+    '    required:',
+    '      nodeSelectorTerms:',
+    '        - matchExpressions:',
+    `            - { key: "topology.lvstamp.io/node", operator: "In", values: [${quoted(opts.node)}] }`,
+    '',
+  ].join('\n');
+}

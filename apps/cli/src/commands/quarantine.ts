@@ -1,0 +1,330 @@
+import {
+  DURATION_SYNTAX,
+  formatDuration,
+  messageOf,
+  renderTable,
+  ReportedFailure,
+} from '@lvstamp/app-kit';
+import {
+  FS_TYPES,
+  isHexId,
+  planTable,
+  snapshotIdForName,
+  volumeIdForName,
+  type GcOutcome,
+  type QuarantinedKind,
+  type QuarantinedLv,
+  type RestoredLv,
+} from '@lvstamp/core';
+import { Option, type Command } from 'commander';
+import { progress, writeJson } from '../output.js';
+import type { CommandContext } from '../context.js';
+import { commandScope, describeScope } from '../scope.js';
+import { formatBytes, parseDuration } from '../quantity.js';
+import {
+  chooseVolumeMode,
+  pvRecipe,
+  type DataAreaProbe,
+  type VolumeModeChoice,
+} from './pv-recipe.js';
+
+/**
+ * An ISO 8601 time for a Unix time in milliseconds, or `<ms> ms` for one no
+ * Date can hold (a hand-edited quarantine tag): a listing never fails on one LV.
+ */
+function isoTime(ms: number): string {
+  return Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : `${ms} ms`;
+}
+
+const VG_HELP = 'volume group (default: those tagged lvstamp or holding lvstamp volumes)';
+
+/**
+ * `lvstamp quarantine list|inspect|restore|purge` (DESIGN.md §6
+ * "Quarantine"): what the GC put aside instead of removing, and the way back.
+ */
+export function registerQuarantineCommands(program: Command, ctx: CommandContext): void {
+  const { io } = ctx.deps;
+  const quarantine = program
+    .command('quarantine')
+    .description(
+      'volumes and snapshots the GC quarantined instead of removing: list, inspect, restore, purge',
+    )
+    .addHelpText(
+      'after',
+      '\nThe GC (lvstamp gc --quarantine, the CronJob LVSTAMP_GC_QUARANTINE, 7d by default) renames an\n' +
+        'orphan volume lvstamp_q_<id> (a snapshot lvstamp_qs_<id>), tags it lvstamp.quarantined=<time>\n' +
+        'and deactivates it; its data and header are untouched. A later GC run removes it once the window\n' +
+        'passed. Until then: lvstamp quarantine restore <PV name or ID>.',
+    );
+
+  quarantine
+    .command('list')
+    .description('list quarantined volumes and snapshots (same as lvstamp list --quarantined)')
+    .option('--vg <vg>', VG_HELP)
+    .action(async (opts: { vg?: string }) => {
+      await listQuarantined(ctx, opts.vg);
+    });
+
+  quarantine
+    .command('inspect')
+    .description('show a quarantined volume (or --snapshot) and its sector-0 header')
+    .argument('<ref>', 'volume name (e.g. the PV name pvc-…) or ID')
+    .option('--snapshot', 'the reference names a snapshot', false)
+    .option('--vg <vg>', VG_HELP)
+    .action(async (ref: string, opts: { snapshot: boolean; vg?: string }) => {
+      const kind: QuarantinedKind = opts.snapshot ? 'snapshot' : 'volume';
+      const id = idOf(ref, kind);
+      const scope = await commandScope(io, ctx.services().volumes, opts.vg);
+      const report = await ctx
+        .services()
+        .quarantine.inspect(kind, id, { vgNames: scope.vgNames, ownerId: ctx.globals().ownerId });
+      if (ctx.globals().json) {
+        writeJson(io, report);
+        return;
+      }
+      const { lv, header } = report;
+      const lines = [
+        `${lv.kind}: ${lv.id}`,
+        `lv:       ${lv.vgName}/${lv.lvName} (${formatBytes(lv.sizeBytes)})`,
+        `since:    ${lv.quarantinedAtMs === null ? 'no quarantine tag' : isoTime(lv.quarantinedAtMs)}`,
+        `owned:    ${lv.owned ? 'yes (tags lvstamp and this owner)' : 'NO: not this owner, never restored'}`,
+        `tags:     ${lv.tags.join(',') || '-'}`,
+        `header:   ${header.status}`,
+      ];
+      if (header.status === 'ok') {
+        lines.push(
+          `name:     ${header.header.name}`,
+          `created:  ${isoTime(header.header.createdAtMs)}`,
+          `owner:    ${header.header.ownerId}`,
+        );
+      } else {
+        lines.push(`reason:   ${header.reason}`);
+      }
+      io.stdout.write(`${lines.join('\n')}\n`);
+    });
+
+  quarantine
+    .command('restore')
+    .description('give a quarantined volume (or --snapshot) its name back and print how to bind it')
+    .argument('<ref>', 'volume name (e.g. the PV name pvc-…) or ID')
+    .option('--snapshot', 'the reference names a snapshot', false)
+    .option('--vg <vg>', VG_HELP)
+    .option(
+      '--storage-class <name>',
+      'StorageClass of the old claim, for the printed PersistentVolume',
+    )
+    .option(
+      '--node <name>',
+      "this node's Kubernetes name (the driver's --node-id, often not the host name), for the node affinity",
+    )
+    .addOption(
+      new Option(
+        '--volume-mode <mode>',
+        'volumeMode of the printed PersistentVolume when blkid cannot tell, or Block over a filesystem',
+      ).choices(['Block', 'Filesystem']),
+    )
+    .addOption(
+      new Option(
+        '--fs-type <type>',
+        'with --volume-mode Filesystem when the data area cannot be probed',
+      ).choices([...FS_TYPES]),
+    )
+    .addHelpText(
+      'after',
+      "\nRefused when a volume (snapshot) with that ID exists again, when the LV lacks this owner's tags,\n" +
+        "or when its sector-0 header is not this owner's header of that ID. Runs under the host lock.\n" +
+        'A restore of an ID that is restored already (no quarantined LV left, the live LV with the tags\n' +
+        'and header of this owner) changes nothing and exits 0: run it again to print the PersistentVolume.\n' +
+        '\nThe PersistentVolume is printed with --storage-class and --node. Its volumeMode comes from the\n' +
+        'data area (blkid -p behind the header): ext4 or xfs there gives Filesystem with that fsType;\n' +
+        'nothing, or anything else, gives Block, which is never formatted (a raw-block volume bound as\n' +
+        'Filesystem would be formatted when staged: its data carries no signature). The output says which\n' +
+        'and why. Create it (and a claim bound to it) before the next GC run: a restored volume that is\n' +
+        'still in no live set is an orphan again and goes back into quarantine.',
+    )
+    .action(
+      async (
+        ref: string,
+        opts: {
+          snapshot: boolean;
+          vg?: string;
+          storageClass?: string;
+          node?: string;
+          volumeMode?: 'Block' | 'Filesystem';
+          fsType?: string;
+        },
+      ) => {
+        const kind: QuarantinedKind = opts.snapshot ? 'snapshot' : 'volume';
+        const id = idOf(ref, kind);
+        const scope = await commandScope(io, ctx.services().volumes, opts.vg);
+        const restored = await ctx
+          .services()
+          .quarantine.restore(kind, id, { vgNames: scope.vgNames, ownerId: ctx.globals().ownerId });
+        const mode =
+          kind === 'volume' ? chooseVolumeMode(await probeDataArea(ctx, restored), opts) : null;
+        if (ctx.globals().json) {
+          writeJson(io, { ...restored, volumeMode: mode });
+          return;
+        }
+        const what =
+          `${kind} ${restored.id} as ${restored.vgName}/${restored.lvName}` +
+          ` (name "${restored.header.name}"${restored.capacityBytes === null ? '' : `, ${formatBytes(restored.capacityBytes)}`})`;
+        io.stdout.write(
+          restored.alreadyRestored
+            ? `already restored: ${what}; nothing was changed\n`
+            : `restored ${what}\n`,
+        );
+        if (mode !== null) io.stdout.write(recipeOrWhyNot(restored, mode, opts));
+      },
+    );
+
+  quarantine
+    .command('purge')
+    .description('remove quarantined volumes and snapshots now (dry run unless --apply)')
+    .argument(
+      '[lv...]',
+      'only these quarantined LVs, each <vg>/lvstamp_q_<id> (lvstamp_qs_<id>), or the LV name when one group holds it (default: all)',
+    )
+    .option('--older-than <duration>', 'only those quarantined at least this long ago', '0s')
+    .option('--apply', 'remove them (default: print the plan only)', false)
+    .option('--vg <vg>', VG_HELP)
+    .addHelpText(
+      'after',
+      "\nRemoves only LVs that carry lvstamp and this owner's tag and a quarantine time, whose sector-0\n" +
+        "header is this owner's with the name's ID (a snapshot: its source's), and that are not open.\n" +
+        'Everything else is kept, with the reason printed. Naming an LV picks exactly that one, e.g. the\n' +
+        'quarantined copy of an ID that exists again (which restore refuses): lvstamp quarantine purge\n' +
+        'vg0/lvstamp_q_<id> --apply. A name that is no quarantined LV in the scope removes nothing (exit 1).\n' +
+        `Durations: ${DURATION_SYNTAX}.`,
+    )
+    .action(async (lvs: string[], opts: { olderThan: string; apply: boolean; vg?: string }) => {
+      const olderThanMs = parseDuration(opts.olderThan);
+      const gc = ctx.services().gc;
+      const { plan, vgNames } = await gc.planPurge({
+        ownerId: ctx.globals().ownerId,
+        olderThanMs,
+        nowMs: ctx.deps.now(),
+        dryRun: !opts.apply,
+        ...(opts.vg === undefined ? {} : { vgNames: [opts.vg] }),
+        ...(lvs.length === 0 ? {} : { lvs }),
+      });
+      progress(
+        io,
+        describeScope({ vgNames, source: opts.vg === undefined ? 'discovered' : '--vg' }),
+      );
+      let outcomes: readonly GcOutcome[] = [];
+      if (opts.apply && plan.entries.some((e) => e.action !== 'keep')) {
+        outcomes = await gc.apply(plan);
+      }
+      if (ctx.globals().json) {
+        writeJson(io, { dryRun: plan.dryRun, olderThanMs, volumeGroups: vgNames, plan, outcomes });
+      } else {
+        const { header, rows } = planTable(plan, outcomes);
+        io.stdout.write(renderTable(header, rows));
+        const planned = plan.entries.filter((e) => e.action !== 'keep').length;
+        io.stdout.write(
+          `${plan.entries.length} quarantined, ${planned} to remove (older than ${formatDuration(olderThanMs)}); ` +
+            (plan.dryRun
+              ? 'dry run: nothing was removed (use --apply)\n'
+              : `${outcomes.filter((o) => o.outcome === 'removed').length} removed\n`),
+        );
+      }
+      const failed = outcomes.filter((o) => o.outcome === 'failed').length;
+      if (failed > 0)
+        throw new ReportedFailure(`${failed} of the planned removals failed; see the table above`);
+    });
+}
+
+/** `lvstamp list --quarantined` and `lvstamp quarantine list`. */
+export async function listQuarantined(ctx: CommandContext, vg: string | undefined): Promise<void> {
+  const { io } = ctx.deps;
+  const scope = await commandScope(io, ctx.services().volumes, vg);
+  const list = await ctx
+    .services()
+    .quarantine.list({ vgNames: scope.vgNames, ownerId: ctx.globals().ownerId });
+  if (ctx.globals().json) {
+    writeJson(io, { volumeGroups: scope.vgNames, quarantined: list });
+    return;
+  }
+  io.stdout.write(
+    renderTable(
+      ['kind', 'id', 'vg', 'lv', 'size', 'quarantined', 'owned'],
+      list.map((q: QuarantinedLv) => [
+        q.kind,
+        q.id,
+        q.vgName,
+        q.lvName,
+        formatBytes(q.sizeBytes),
+        q.quarantinedAtMs === null ? '-' : isoTime(q.quarantinedAtMs),
+        q.owned ? 'yes' : 'no',
+      ]),
+    ),
+  );
+  const bytes = list.reduce((sum, q) => sum + q.sizeBytes, 0);
+  io.stdout.write(`${list.length} quarantined, ${formatBytes(bytes)} held\n`);
+}
+
+/** A volume ID, or the ID a volume (snapshot) name maps to (DESIGN.md §3). */
+function idOf(ref: string, kind: QuarantinedKind): string {
+  const lower = ref.toLowerCase();
+  if (isHexId(lower)) return lower;
+  return kind === 'volume' ? volumeIdForName(ref) : snapshotIdForName(ref);
+}
+
+/**
+ * The data area of a restored volume as blkid sees it (behind the header,
+ * at its data offset), or `unknown` with the reason (no active device, a
+ * failed probe): chooseVolumeMode decides from it.
+ */
+async function probeDataArea(ctx: CommandContext, restored: RestoredLv): Promise<DataAreaProbe> {
+  if (restored.devicePath === null) return { kind: 'unknown', reason: 'the LV is not active' };
+  try {
+    return await ctx.services().filesystems.probe(restored.devicePath, {
+      offsetBytes: restored.header.dataOffsetBytes,
+    });
+  } catch (error) {
+    return { kind: 'unknown', reason: messageOf(error) };
+  }
+}
+
+/**
+ * The volume mode line and the PersistentVolume, or why none is printed:
+ * it needs --storage-class and --node (no default can be right: a
+ * placeholder class is rejected by the API server, and the node's
+ * Kubernetes name is the driver's --node-id, which this host cannot know)
+ * and a volume mode (chooseVolumeMode).
+ */
+function recipeOrWhyNot(
+  restored: RestoredLv,
+  mode: VolumeModeChoice,
+  opts: { readonly storageClass?: string; readonly node?: string },
+): string {
+  const missing = [
+    ...(opts.storageClass === undefined
+      ? ['--storage-class <the StorageClass of the old claim>']
+      : []),
+    ...(opts.node === undefined
+      ? ["--node <this node's Kubernetes name, the driver's --node-id>"]
+      : []),
+  ];
+  const modeLine =
+    mode.mode === null
+      ? `volumeMode: cannot choose: ${mode.why}\n`
+      : `volumeMode: ${mode.mode}${mode.mode === 'Filesystem' ? ` (fsType ${mode.fsType})` : ''}: ${mode.why}\n`;
+  if (mode.mode === null || missing.length > 0) {
+    return (
+      modeLine +
+      `no PersistentVolume printed: run lvstamp quarantine restore ${restored.id} again` +
+      (missing.length > 0 ? ` with ${missing.join(' and ')}` : ' with the option named above') +
+      ' (a restore of a restored volume changes nothing and prints it)\n'
+    );
+  }
+  return (
+    modeLine +
+    pvRecipe(restored, {
+      storageClass: opts.storageClass ?? '',
+      node: opts.node ?? '',
+      mode,
+    })
+  );
+}

@@ -1,0 +1,417 @@
+import {
+  AlreadyExistsError,
+  NotFoundError,
+  NotOwnedError,
+  STANDALONE_OWNER_ID,
+  snapshotIdForName,
+  volumeIdForName,
+  type ProbeResult,
+  type RestoredLv,
+} from '@lvstamp/core';
+import { describe, expect, it, vi } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import type { CliServices } from './services.js';
+import { harness } from './testing/harness.js';
+
+const ID = volumeIdForName('pvc-1234');
+
+const volumes = {
+  discoverVolumeGroups: vi.fn(() => Promise.resolve(['vg0'])),
+} as unknown as CliServices['volumes'];
+
+const RESTORED: RestoredLv = {
+  kind: 'volume',
+  id: ID,
+  vgName: 'vg0',
+  lvName: `lvstamp_${ID}`,
+  header: {
+    volumeId: ID,
+    ownerId: STANDALONE_OWNER_ID,
+    createdAtMs: 1_690_000_000_000,
+    dataOffsetBytes: 1 << 20,
+    requestedBytes: 1 << 30,
+    name: 'pvc-1234',
+  },
+  capacityBytes: 1 << 30,
+  quarantinedAtMs: 1_699_000_000_000,
+  lvSizeBytes: (1 << 30) + (4 << 20),
+  devicePath: `/dev/mapper/vg0-lvstamp_${ID}`,
+  alreadyRestored: false,
+};
+
+/** Fake core services for a restore that returns `restored` and a probe that finds `found`. */
+function restoreServices(restored: RestoredLv, found: ProbeResult | Error) {
+  const restore = vi.fn(() => Promise.resolve(restored));
+  const probe = vi.fn(() =>
+    found instanceof Error ? Promise.reject(found) : Promise.resolve(found),
+  );
+  return {
+    restore,
+    probe,
+    services: {
+      volumes,
+      quarantine: { restore } as unknown as CliServices['quarantine'],
+      filesystems: { probe } as unknown as CliServices['filesystems'],
+    },
+  };
+}
+
+/** `lvstamp quarantine restore ID --storage-class c --node n ...extra` over restoreServices: exit 0. */
+async function restoreOk(restored: RestoredLv, found: ProbeResult | Error, ...extra: string[]) {
+  const h = harness(restoreServices(restored, found).services);
+  expect(
+    await h.run('quarantine', 'restore', ID, '--storage-class', 'c', '--node', 'n', ...extra),
+  ).toBe(0);
+  return h;
+}
+
+/** The PersistentVolume document of a restore's stdout, parsed as YAML. */
+function printedPv(stdout: string): {
+  metadata: { name: unknown };
+  spec: {
+    capacity: { storage: unknown };
+    storageClassName: unknown;
+    volumeMode: unknown;
+    csi: { driver: unknown; volumeHandle: unknown; fsType?: unknown };
+    nodeAffinity: {
+      required: {
+        nodeSelectorTerms: { matchExpressions: { key: unknown; values: unknown[] }[] }[];
+      };
+    };
+  };
+} {
+  const start = stdout.indexOf('apiVersion: v1');
+  expect(start, 'a PersistentVolume is printed').toBeGreaterThan(0);
+  return parseYaml(stdout.slice(start)) as ReturnType<typeof printedPv>;
+}
+
+/** A quarantine listing of one volume LV of `sizeBytes`, quarantined at `atMs`. */
+const listOf = (sizeBytes: number, atMs: number) =>
+  vi.fn(() =>
+    Promise.resolve([
+      {
+        kind: 'volume',
+        id: ID,
+        vgName: 'vg0',
+        lvName: `lvstamp_q_${ID}`,
+        sizeBytes,
+        quarantinedAtMs: atMs,
+        owned: true,
+        sourceVolumeId: null,
+        active: false,
+        tags: [],
+      },
+    ]),
+  );
+
+describe('lvstamp quarantine restore', () => {
+  it('maps a PV name to its ID, restores in the scope and prints the PersistentVolume: exit 0', async () => {
+    const { restore, probe, services } = restoreServices(RESTORED, { kind: 'blank' });
+    const h = harness(services);
+    expect(
+      await h.run('quarantine', 'restore', 'pvc-1234', '--storage-class', 'fast', '--node', 'n1'),
+    ).toBe(0);
+    expect(restore).toHaveBeenCalledWith('volume', ID, {
+      vgNames: ['vg0'],
+      ownerId: STANDALONE_OWNER_ID,
+    });
+    // The data area behind the header, through the restored LV's device.
+    expect(probe).toHaveBeenCalledWith(`/dev/mapper/vg0-lvstamp_${ID}`, { offsetBytes: 1 << 20 });
+    const out = h.stdout();
+    expect(out).toContain(`restored volume ${ID} as vg0/lvstamp_${ID} (name "pvc-1234", 1 GiB)\n`);
+    expect(printedPv(out)).toMatchObject({
+      metadata: { name: 'pvc-1234' },
+      spec: {
+        capacity: { storage: String(1 << 30) },
+        storageClassName: 'fast',
+        csi: { driver: 'lvstamp.io', volumeHandle: ID },
+      },
+    });
+    expect(
+      printedPv(out).spec.nodeAffinity.required.nodeSelectorTerms[0]?.matchExpressions[0],
+    ).toEqual({ key: 'topology.lvstamp.io/node', operator: 'In', values: ['n1'] });
+  });
+
+  it('no filesystem signature on the data area: volumeMode Block, no fsType, and it says why', async () => {
+    const h = await restoreOk(RESTORED, { kind: 'blank' });
+    expect(h.stdout()).toContain(
+      'volumeMode: Block: blkid finds nothing (blank) on the data area, no filesystem lvstamp mounts: Block, which is never formatted\n',
+    );
+    const pv = printedPv(h.stdout());
+    expect(pv.spec.volumeMode).toBe('Block');
+    expect(pv.spec.csi.fsType).toBeUndefined();
+  });
+
+  it.each([
+    [{ kind: 'partition-table', type: 'gpt' } as const, 'a gpt partition table'],
+    [{ kind: 'other', type: 'crypto_LUKS' } as const, 'a crypto_LUKS signature'],
+    [{ kind: 'filesystem', type: 'btrfs' } as const, 'a btrfs filesystem'],
+  ])('%j on the data area is Block too', async (found, seen) => {
+    const h = await restoreOk(RESTORED, found);
+    expect(h.stdout()).toContain(`volumeMode: Block: blkid finds ${seen} on the data area`);
+    expect(printedPv(h.stdout()).spec.volumeMode).toBe('Block');
+  });
+
+  it.each(['ext4', 'xfs'])(
+    'a %s filesystem on the data area: volumeMode Filesystem with that fsType',
+    async (type) => {
+      const h = await restoreOk(RESTORED, { kind: 'filesystem', type });
+      expect(h.stdout()).toContain(
+        `volumeMode: Filesystem (fsType ${type}): blkid finds a ${type} filesystem on the data area\n`,
+      );
+      const pv = printedPv(h.stdout());
+      expect(pv.spec.volumeMode).toBe('Filesystem');
+      expect(pv.spec.csi.fsType).toBe(type);
+    },
+  );
+
+  it('--volume-mode Filesystem over a data area without a filesystem prints no PersistentVolume', async () => {
+    const h = await restoreOk(RESTORED, { kind: 'blank' }, '--volume-mode', 'Filesystem');
+    expect(h.stdout()).not.toContain('PersistentVolume\n');
+    expect(h.stdout()).toContain(
+      'volumeMode: cannot choose: --volume-mode Filesystem, but blkid finds nothing (blank) on the data area: staging it as a filesystem could run mkfs over its data; use Block\n',
+    );
+  });
+
+  it('a data area that cannot be probed needs --volume-mode; with it, that mode is printed', async () => {
+    const h = await restoreOk(RESTORED, new Error('blkid timed out'));
+    expect(h.stdout()).not.toContain('apiVersion');
+    expect(h.stdout()).toContain(
+      'volumeMode: cannot choose: the data area could not be probed (blkid timed out): say what the volume is with --volume-mode Block (never formatted) or --volume-mode Filesystem --fs-type <ext4|xfs>\n',
+    );
+    const block = await restoreOk(RESTORED, new Error('blkid timed out'), '--volume-mode', 'Block');
+    expect(printedPv(block.stdout()).spec.volumeMode).toBe('Block');
+    const fs = await restoreOk(
+      RESTORED,
+      new Error('blkid timed out'),
+      '--volume-mode',
+      'Filesystem',
+      '--fs-type',
+      'xfs',
+    );
+    expect(printedPv(fs.stdout()).spec).toMatchObject({
+      volumeMode: 'Filesystem',
+      csi: { fsType: 'xfs' },
+    });
+  });
+
+  it('without --storage-class and --node it restores and prints no PersistentVolume, saying what to add', async () => {
+    const { restore, services } = restoreServices(RESTORED, { kind: 'blank' });
+    const h = harness(services);
+    expect(await h.run('quarantine', 'restore', ID)).toBe(0);
+    expect(restore).toHaveBeenCalledTimes(1);
+    expect(h.stdout()).not.toContain('apiVersion');
+    expect(h.stdout()).not.toContain('storageClassName');
+    expect(h.stdout()).toContain(
+      `no PersistentVolume printed: run lvstamp quarantine restore ${ID} again with --storage-class <the StorageClass of the old claim> and --node <this node's Kubernetes name, the driver's --node-id> (a restore of a restored volume changes nothing and prints it)\n`,
+    );
+    const onlyNode = harness(restoreServices(RESTORED, { kind: 'blank' }).services);
+    expect(await onlyNode.run('quarantine', 'restore', ID, '--storage-class', 'c')).toBe(0);
+    expect(onlyNode.stdout()).toContain(`again with --node <this node's Kubernetes name`);
+    expect(onlyNode.stdout()).not.toContain('apiVersion');
+  });
+
+  it('quotes every string: a node 12345, a class yes, a name true stay strings in YAML', async () => {
+    const named = { ...RESTORED, header: { ...RESTORED.header, name: 'true' } };
+    const h = harness(restoreServices(named, { kind: 'blank' }).services);
+    expect(
+      await h.run('quarantine', 'restore', ID, '--storage-class', 'yes', '--node', '12345'),
+    ).toBe(0);
+    const pv = printedPv(h.stdout());
+    expect(pv.metadata.name).toBe('true');
+    expect(pv.spec.storageClassName).toBe('yes');
+    expect(pv.spec.nodeAffinity.required.nodeSelectorTerms[0]?.matchExpressions[0]?.values).toEqual(
+      ['12345'],
+    );
+    expect(h.stdout()).toContain(
+      '            - { key: "topology.lvstamp.io/node", operator: "In", values: ["12345"] }\n',
+    );
+  });
+
+  it('an unknown capacity prints the LV size in bytes, never "0"', async () => {
+    const unknown = { ...RESTORED, capacityBytes: null };
+    const h = await restoreOk(unknown, { kind: 'blank' });
+    expect(printedPv(h.stdout()).spec.capacity.storage).toBe(String((1 << 30) + (4 << 20)));
+    expect(h.stdout()).toContain('the capacity below is the whole LV, header included');
+  });
+
+  it('a restore of a volume restored already exits 0, says so, and prints the PersistentVolume', async () => {
+    const again = { ...RESTORED, alreadyRestored: true, quarantinedAtMs: null };
+    const h = await restoreOk(again, { kind: 'filesystem', type: 'ext4' });
+    expect(h.stdout()).toContain(
+      `already restored: volume ${ID} as vg0/lvstamp_${ID} (name "pvc-1234", 1 GiB); nothing was changed\n`,
+    );
+    expect(printedPv(h.stdout()).spec.volumeMode).toBe('Filesystem');
+  });
+
+  it('--snapshot maps a snapshot name with the snapshot rule and prints no PersistentVolume', async () => {
+    const restore = vi.fn(() =>
+      Promise.resolve({ ...RESTORED, kind: 'snapshot' as const, id: snapshotIdForName('nightly') }),
+    );
+    const h = harness({ volumes, quarantine: { restore } as unknown as CliServices['quarantine'] });
+    expect(await h.run('quarantine', 'restore', 'nightly', '--snapshot', '--vg', 'vg9')).toBe(0);
+    expect(restore).toHaveBeenCalledWith('snapshot', snapshotIdForName('nightly'), {
+      vgNames: ['vg9'],
+      ownerId: STANDALONE_OWNER_ID,
+    });
+    expect(h.stdout()).not.toContain('PersistentVolume');
+  });
+
+  it.each([
+    [
+      'a volume with that ID exists again',
+      new AlreadyExistsError(`a volume with ID ${ID} exists again`),
+    ],
+    ['no such quarantined volume', new NotFoundError(`no quarantined volume ${ID}`)],
+    [
+      'the header no longer matches',
+      new NotOwnedError(`vg0/lvstamp_q_${ID}`, 'header', 'its header is corrupt'),
+    ],
+  ])('refuses when %s: exit 1, one line on stderr, nothing on stdout', async (_what, error) => {
+    const restore = vi.fn(() => Promise.reject(error));
+    const h = harness({ volumes, quarantine: { restore } as unknown as CliServices['quarantine'] });
+    expect(await h.run('quarantine', 'restore', ID)).toBe(1);
+    expect(h.stdout()).toBe('');
+    const lines = h.stderr().trim().split('\n');
+    expect(lines.at(-1)).toBe(`lvstamp: ${error.message}`);
+  });
+});
+
+describe('lvstamp quarantine purge and gc --quarantine', () => {
+  it('purge is a dry run by default; a bad --older-than is exit 2 before anything runs', async () => {
+    const planPurge = vi.fn(() =>
+      Promise.resolve({
+        plan: { dryRun: true, capped: false, entries: [], plannedAtMs: 0 },
+        vgNames: ['vg0'],
+        activated: [],
+      }),
+    );
+    const apply = vi.fn();
+    const h = harness({ volumes, gc: { planPurge, apply } as unknown as CliServices['gc'] });
+    expect(await h.run('quarantine', 'purge', '--older-than', '2d')).toBe(0);
+    expect(planPurge).toHaveBeenCalledWith({
+      ownerId: STANDALONE_OWNER_ID,
+      olderThanMs: 2 * 86_400_000,
+      nowMs: 1_700_000_000_000,
+      dryRun: true,
+    });
+    expect(apply).not.toHaveBeenCalled();
+    expect(h.stdout()).toMatch(
+      /0 quarantined, 0 to remove \(older than 2d\); dry run: nothing was removed \(use --apply\)\n$/,
+    );
+
+    const bad = harness({ volumes, gc: { planPurge, apply } as unknown as CliServices['gc'] });
+    expect(await bad.run('quarantine', 'purge', '--older-than', 'a week')).toBe(2);
+    expect(planPurge).toHaveBeenCalledTimes(1);
+  });
+
+  it('purge of named LVs passes exactly those to the plan (the copy of an ID that exists again)', async () => {
+    const planPurge = vi.fn(() =>
+      Promise.resolve({
+        plan: { dryRun: true, capped: false, entries: [], plannedAtMs: 0 },
+        vgNames: ['vg0'],
+        activated: [],
+      }),
+    );
+    const h = harness({ volumes, gc: { planPurge } as unknown as CliServices['gc'] });
+    expect(
+      await h.run('quarantine', 'purge', `vg0/lvstamp_q_${ID}`, `lvstamp_qs_${ID}`, '--vg', 'vg0'),
+    ).toBe(0);
+    expect(planPurge).toHaveBeenCalledWith({
+      ownerId: STANDALONE_OWNER_ID,
+      olderThanMs: 0,
+      nowMs: 1_700_000_000_000,
+      dryRun: true,
+      vgNames: ['vg0'],
+      lvs: [`vg0/lvstamp_q_${ID}`, `lvstamp_qs_${ID}`],
+    });
+  });
+
+  it('gc --quarantine 0 asks for direct removal; a bad duration is exit 2', async () => {
+    const plan = vi.fn(() =>
+      Promise.resolve({
+        plan: { dryRun: true, capped: false, entries: [] },
+        vgNames: ['vg0'],
+        activated: [],
+      }),
+    );
+    const h = harness({ gc: { plan } as unknown as CliServices['gc'] });
+    expect(await h.run('gc', '--allow-empty-live-set', '--quarantine', '0')).toBe(0);
+    const [[request]] = plan.mock.calls as unknown as [[{ policy: { quarantineMs: number } }]];
+    expect(request.policy.quarantineMs).toBe(0);
+    expect(h.stdout()).toContain('no quarantine; dry run');
+    const bad = harness({ gc: { plan } as unknown as CliServices['gc'] });
+    expect(await bad.run('gc', '--quarantine', 'forever')).toBe(2);
+    expect(plan).toHaveBeenCalledTimes(1);
+  });
+
+  it('list --quarantined prints each with its size and time, and the total held', async () => {
+    const list = listOf((1 << 30) + (4 << 20), 1_699_000_000_000);
+    const h = harness({ volumes, quarantine: { list } as unknown as CliServices['quarantine'] });
+    expect(await h.run('list', '--quarantined')).toBe(0);
+    expect(h.stdout()).toContain(`lvstamp_q_${ID}`);
+    expect(h.stdout()).toContain('2023-11-03T08:26:40.000Z');
+    expect(h.stdout()).toMatch(/\n1 quarantined, 1 GiB held\n$/);
+  });
+
+  it('list --quarantined prints a quarantine time no Date can hold (a hand-edited tag) as ms: exit 0', async () => {
+    const list = listOf(4 << 20, 99_999_999_999_999_000);
+    const h = harness({ volumes, quarantine: { list } as unknown as CliServices['quarantine'] });
+    expect(await h.run('list', '--quarantined')).toBe(0);
+    expect(h.stdout()).toContain('99999999999999000 ms');
+    expect(h.stderr()).not.toContain('error');
+  });
+});
+
+describe('volume commands on an ID held in quarantine', () => {
+  const QLV = `lvstamp_q_${ID}`;
+  const hint =
+    `volume pvc-1234 is not live: it is in quarantine as vg0/${QLV}; ` +
+    `lvstamp quarantine restore ${ID} brings it back, lvstamp quarantine purge vg0/${QLV} --apply removes it`;
+  const setup = (over: Record<string, unknown>, held = true) => {
+    const list = held ? listOf(8 << 20, 1_699_000_000_000) : vi.fn(() => Promise.resolve([]));
+    const notFound = () => Promise.reject(new NotFoundError(`volume ${ID} does not exist`));
+    return harness({
+      volumes: {
+        discoverVolumeGroups: () => Promise.resolve(['vg0']),
+        resolve: () => Promise.resolve(ID),
+        attach: notFound,
+        expand: notFound,
+        ...over,
+      } as unknown as CliServices['volumes'],
+      quarantine: { list } as unknown as CliServices['quarantine'],
+      inspector: { inspect: notFound } as unknown as CliServices['inspector'],
+    });
+  };
+
+  it.each([
+    ['attach', ['attach', 'pvc-1234']],
+    ['resize', ['resize', 'pvc-1234', '--size', '1Gi']],
+    ['inspect', ['inspect', 'pvc-1234']],
+  ])('%s says where it is quarantined and how to restore or purge it: exit 1', async (_c, argv) => {
+    const h = setup({});
+    expect(await h.run(...argv)).toBe(1);
+    expect(h.stderr().trim().split('\n').at(-1)).toBe(`lvstamp: ${hint}`);
+  });
+
+  it('attach of an ID that is neither live nor quarantined still says it does not exist', async () => {
+    const h = setup({}, false);
+    expect(await h.run('attach', 'pvc-1234')).toBe(1);
+    expect(h.stderr().trim().split('\n').at(-1)).toBe(`lvstamp: volume ${ID} does not exist`);
+  });
+
+  it('delete of a quarantined ID removes nothing and exits 1 naming the quarantined LV', async () => {
+    const del = vi.fn(() => Promise.resolve({ existed: false }));
+    const h = setup({ delete: del });
+    expect(await h.run('delete', 'pvc-1234')).toBe(1);
+    expect(del).toHaveBeenCalledTimes(1);
+    expect(h.stdout()).toBe('');
+    expect(h.stderr().trim().split('\n').at(-1)).toBe(`lvstamp: not deleted: ${hint}`);
+  });
+
+  it('delete of an ID that is nowhere still exits 0 (a retried delete is done)', async () => {
+    const h = setup({ delete: vi.fn(() => Promise.resolve({ existed: false })) }, false);
+    expect(await h.run('delete', 'pvc-1234')).toBe(0);
+    expect(h.stdout()).toBe('pvc-1234 did not exist (nothing to do)\n');
+  });
+});

@@ -1,0 +1,32 @@
+import { runCli, type CliDeps } from '../program.js';
+import type { CliServices } from '../services.js';
+
+/**
+ * The CLI in-process with fake services: captured stdout and stderr, a
+ * fixed clock (1,700,000,000,000 ms), and the global options each build saw.
+ */
+export function harness(services: Partial<CliServices> = {}, readText?: CliDeps['readText']) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const built: unknown[] = [];
+  const deps: CliDeps = {
+    io: {
+      stdout: { write: (t: string) => out.push(t) },
+      stderr: { write: (t: string) => err.push(t) },
+    },
+    env: {},
+    services: (options) => {
+      built.push(options);
+      return services as CliServices;
+    },
+    readText: readText ?? (() => Promise.reject(new Error('ENOENT: no such file'))),
+    now: () => 1_700_000_000_000,
+    version: '0.1.0-test',
+  };
+  return {
+    run: (...argv: string[]) => runCli(argv, deps),
+    stdout: () => out.join(''),
+    stderr: () => err.join(''),
+    built,
+  };
+}

@@ -1,0 +1,297 @@
+/**
+ * Create (DESIGN.md §5 "Create"), and the create protocol that restore and
+ * clone (copy.ts) share: under one holding of the host lock, every leftover
+ * `lvstamp_new_<id>` of the scope removed (tags checked), the new LV made as
+ * `lvstamp_new_<id>`, its header written and flushed, then `lvrename` to
+ * `lvstamp_<id>`.
+ */
+import { AlreadyExistsError, FailedPreconditionError, OutOfSpaceError } from '../errors.js';
+import { DATA_OFFSET_BYTES } from '../header/constants.js';
+import type { HeaderFields } from '../header/types.js';
+import { isThinLv } from '../lvm/thin-snapshots.js';
+import type { VolumeGroup } from '../lvm/types.js';
+import type { GroupsReport } from '../lvm/volume-groups.js';
+import type { ThinProvisioning } from '../provisioning.js';
+import {
+  lvDmName,
+  lvNameFor,
+  newLvNameFor,
+  ownerTagFor,
+  parseOwnerId,
+  validateVolumeName,
+  volumeIdForName,
+} from '../naming.js';
+import {
+  activateOwned,
+  lookupVolume,
+  requireUsableGroups,
+  single,
+  validateBytes,
+  validateVgNames,
+} from './lookup.js';
+import {
+  failedHeaderCheck,
+  ownedHeaderOf,
+  requireCapacity,
+  requireOwnerTags,
+} from './ownership.js';
+import type { CoreParts, VolumeParts } from './parts.js';
+import { CAPACITY_BLOCK_BYTES, volumeSize } from './size.js';
+import { measureThinPool, requireThinAdmits, thinPoolCapacity } from './thin-capacity.js';
+import type { CreatedVolume, CreateVolumeRequest, Volume } from './types.js';
+
+/**
+ * Creates a volume with the DESIGN.md §5 protocol, idempotently: an existing
+ * `lvstamp_<id>` of this name, owner and a fitting capacity in `vgName` is
+ * returned (activated first when inactive and tagged); otherwise
+ * prepareNewLv, `lvcreate` with volumeSize's sizes, the first and last MiB
+ * of a thick data area zeroed, then stampAndRename. lvm processes: one
+ * `lvm fullreport`, `lvcreate`, `lvrename`.
+ * @throws InvalidArgumentError for a bad name, size, VG name or owner ID;
+ *   OutOfRangeError when no capacity fits the range (both before any lvm
+ *   command).
+ * @throws NotFoundError when the VG does not exist; VolumeGroupUnusableError.
+ * @throws AlreadyExistsError when the volume exists with another capacity,
+ *   group, owner, name or device class; FailedPreconditionError when its
+ *   header is not `ok` or of another volume.
+ * @throws ThinPoolUnusableError, OutOfSpaceError; CommandFailedError,
+ *   CommandTimeoutError, UnparseableOutputError, LockTimeoutError.
+ */
+export async function createVolume(
+  p: VolumeParts,
+  request: CreateVolumeRequest,
+): Promise<CreatedVolume> {
+  validateVolumeName(request.name);
+  if (request.limitBytes !== undefined) validateBytes('limitBytes', request.limitBytes);
+  // The range alone (any extent size): refused before any lvm command.
+  volumeSize({ ...request, extentSizeBytes: CAPACITY_BLOCK_BYTES });
+  validateVgNames([request.vgName]);
+  const ownerId = parseOwnerId(request.ownerId);
+  const volumeId = volumeIdForName(request.name);
+  const vgNames = [request.vgName, ...(request.otherVgNames ?? [])];
+  // One holding from the look-up to the rename: a leftover `lvstamp_new_<id>` is removed on its
+  // tags alone, so with the lock free between lvcreate and lvrename another process's create or
+  // delete of this volume could remove the LV being built, or rename it before its header exists.
+  return p.hostLock.withLock(`create ${volumeId}`, async () => {
+    const { groups, finished, pending } = await lookupVolume(p, volumeId, vgNames);
+    const vg = await p.lvm.volumeGroups.usable(request.vgName, groups);
+    const existing = single(finished, `volume ${volumeId}`);
+    if (existing !== null) return adoptExisting(p, existing, request, volumeId, ownerId);
+    const freedBytes = await prepareNewLv(p, vg.name, pending, groups, ownerId);
+    return createNew(p, request, volumeId, ownerId, {
+      ...vg,
+      freeBytes: vg.freeBytes + freedBytes,
+    });
+  });
+}
+
+/**
+ * The create protocol's first step (DESIGN.md §5): every leftover
+ * `lvstamp_new_<id>` of the scope, in whatever group, is removed after its
+ * tags prove it this owner's (it has no header yet), each group checked
+ * usable first. The caller holds the host lock.
+ * @returns the bytes freed in `vgName`.
+ * @throws NotOwnedError, VolumeGroupUnusableError; CommandFailedError.
+ */
+export async function prepareNewLv(
+  p: CoreParts,
+  vgName: string,
+  pending: readonly Volume[],
+  groups: GroupsReport,
+  ownerId: string,
+): Promise<number> {
+  await requireUsableGroups(p, pending, groups);
+  for (const leftover of pending) requireOwnerTags(leftover, ownerId, p.naming, 'remove');
+  let freed = 0;
+  for (const leftover of pending) {
+    await p.lvm.logicalVolumes.remove(leftover.vgName, leftover.lvName);
+    if (leftover.vgName === vgName) freed += leftover.sizeBytes;
+  }
+  return freed;
+}
+
+/**
+ * The create protocol's last step: the header written and flushed on
+ * `lvstamp_new_<id>` (made active by lvcreate; its path is lvm's naming
+ * rule, lvDmName), then `lvrename` to `lvstamp_<id>`. The caller holds the
+ * host lock.
+ * @returns the finished LV's name.
+ */
+export async function stampAndRename(
+  p: CoreParts,
+  vgName: string,
+  header: HeaderFields,
+): Promise<string> {
+  const newLvName = newLvNameFor(header.volumeId, p.naming);
+  await p.headers.writeHeader(newLvPath(vgName, newLvName), header);
+  const finalLvName = lvNameFor(header.volumeId, p.naming);
+  await p.lvm.logicalVolumes.rename(vgName, newLvName, finalLvName);
+  return finalLvName;
+}
+
+/** `/dev/mapper/<vg>-<lv>` of an LV lvcreate just made active (lvDmName: no read-back). */
+export function newLvPath(vgName: string, lvName: string): string {
+  return `/dev/mapper/${lvDmName(vgName, lvName)}`;
+}
+
+/** A new v2 header of this create: data at DATA_OFFSET_BYTES, `capacityBytes` behind it. */
+export function newHeader(
+  p: CoreParts,
+  fields: { volumeId: string; ownerId: string; name: string; capacityBytes: number },
+): HeaderFields {
+  return {
+    volumeId: fields.volumeId,
+    ownerId: fields.ownerId,
+    createdAtMs: p.clock(),
+    dataOffsetBytes: DATA_OFFSET_BYTES,
+    requestedBytes: fields.capacityBytes,
+    name: fields.name,
+  };
+}
+
+/** lvcreate, the data area's ends cleared (thick), header and rename; the caller holds the host lock. */
+async function createNew(
+  p: VolumeParts,
+  request: CreateVolumeRequest,
+  volumeId: string,
+  ownerId: string,
+  vg: VolumeGroup,
+): Promise<CreatedVolume> {
+  const { capacityBytes, lvSizeBytes } = volumeSize({
+    ...request,
+    extentSizeBytes: vg.extentSizeBytes,
+  });
+  const thin = request.provisioning?.type === 'thin' ? request.provisioning : null;
+  if (thin !== null) {
+    await readyThinPool(p, vg, thin, ownerId, volumeId, lvSizeBytes);
+  } else if (lvSizeBytes > vg.freeBytes) {
+    throw new OutOfSpaceError(
+      `volume group ${vg.name} has ${vg.freeBytes} bytes free, volume ${volumeId} needs ${lvSizeBytes}`,
+    );
+  }
+  const newLvName = newLvNameFor(volumeId, p.naming);
+  const tags = [p.naming.tag, ownerTagFor(ownerId, p.naming)];
+  if (thin !== null) {
+    await p.lvm.thinPools.createThinLv({
+      vgName: vg.name,
+      poolName: thin.thinPool,
+      lvName: newLvName,
+      virtualSizeBytes: lvSizeBytes,
+      tags,
+    });
+  } else {
+    await p.lvm.logicalVolumes.create({
+      vgName: vg.name,
+      lvName: newLvName,
+      sizeBytes: lvSizeBytes,
+      tags,
+    });
+  }
+  // The extents may have held a deleted volume: its filesystem must not show through. A thin
+  // LV reads zeros everywhere (the pool zeroes new chunks); clearing would map 2 MiB of chunks.
+  if (thin === null) {
+    await p.headers.clearDataArea(newLvPath(vg.name, newLvName), {
+      dataOffsetBytes: DATA_OFFSET_BYTES,
+      sizeBytes: DATA_OFFSET_BYTES + capacityBytes,
+    });
+  }
+  const header = newHeader(p, { volumeId, ownerId, name: request.name, capacityBytes });
+  const lvName = await stampAndRename(p, vg.name, header);
+  return { volumeId, vgName: vg.name, lvName, sizeBytes: lvSizeBytes, capacityBytes };
+}
+
+/**
+ * A thin create's pool step (DESIGN.md §4 "Thin device classes"): the pool
+ * measured (measureThinPool); absent with `thinPoolSize`, created (tagged
+ * for this owner) and measured again; then the admission step.
+ * @throws ThinPoolUnusableError, OutOfSpaceError.
+ */
+async function readyThinPool(
+  p: CoreParts,
+  vg: VolumeGroup,
+  thin: ThinProvisioning,
+  ownerId: string,
+  volumeId: string,
+  lvSizeBytes: number,
+): Promise<void> {
+  let capacity = thinPoolCapacity(thin, await measureThinPool(p.lvm, vg.name, thin));
+  if (capacity.condition === 'prospective' && thin.thinPoolSizeBytes !== null) {
+    await p.lvm.thinPools.create({
+      vgName: vg.name,
+      poolName: thin.thinPool,
+      sizeBytes: capacity.poolBytes,
+      tags: [p.naming.tag, ownerTagFor(ownerId, p.naming)],
+    });
+    p.logger?.warn('created thin pool', {
+      pool: `${vg.name}/${thin.thinPool}`,
+      sizeBytes: capacity.poolBytes,
+    });
+    capacity = thinPoolCapacity(thin, await measureThinPool(p.lvm, vg.name, thin));
+  }
+  const sizes = { growBytes: lvSizeBytes, lvSizeBytes };
+  requireThinAdmits(
+    vg.name,
+    thin,
+    capacity,
+    sizes,
+    `take volume ${volumeId} (${lvSizeBytes} bytes)`,
+  );
+}
+
+/** An existing `lvstamp_<id>` answers a retried create when group, class, name, owner and size fit. */
+async function adoptExisting(
+  p: CoreParts,
+  existing: Volume,
+  request: CreateVolumeRequest,
+  volumeId: string,
+  ownerId: string,
+): Promise<CreatedVolume> {
+  const where = `${existing.vgName}/${existing.lvName}`;
+  const wantThin = request.provisioning?.type === 'thin';
+  if (wantThin !== isThinLv(existing)) {
+    throw new AlreadyExistsError(
+      `volume "${request.name}" (${volumeId}) exists as a ${isThinLv(existing) ? 'thin' : 'thick'} LV ${where}; the request's device class is ${wantThin ? 'thin' : 'thick'}`,
+    );
+  }
+  if (existing.vgName !== request.vgName) {
+    throw new AlreadyExistsError(
+      `volume "${request.name}" (${volumeId}) exists in volume group ${existing.vgName}, not ${request.vgName}`,
+    );
+  }
+  // A retried create after a reboot without auto-activation: activate it (tags first).
+  const active = await activateOwned(p, existing, ownerId);
+  if (active.dmPath === null) {
+    throw new FailedPreconditionError(`${where} is active but lvm reports no device path`);
+  }
+  const decoded = await p.headers.readHeader(active.dmPath);
+  const failed = failedHeaderCheck(decoded, volumeId, ownerId);
+  if (decoded.status !== 'ok') {
+    throw new FailedPreconditionError(
+      `${where} exists but its header is ${decoded.status}: ${decoded.reason}`,
+    );
+  }
+  const { header } = decoded;
+  if (failed?.check === 'header-id') {
+    throw new FailedPreconditionError(`${where} holds a header for volume ${header.volumeId}`);
+  }
+  if (header.name !== request.name) {
+    throw new AlreadyExistsError(
+      `${where} belongs to volume "${header.name}", not "${request.name}"`,
+    );
+  }
+  // Another installation's volume of the same name: "exists", as CSI CreateVolume answers.
+  if (failed?.check === 'header-owner') {
+    throw new AlreadyExistsError(`${where} belongs to owner ${header.ownerId}, not ${ownerId}`);
+  }
+  const capacityBytes = requireCapacity(ownedHeaderOf(decoded, existing.sizeBytes), existing);
+  const tooSmall = capacityBytes < request.requiredBytes;
+  const tooLarge = request.limitBytes !== undefined && capacityBytes > request.limitBytes;
+  if (tooSmall || tooLarge) {
+    const range = `${request.requiredBytes}..${request.limitBytes ?? 'unlimited'}`;
+    throw new AlreadyExistsError(
+      `volume "${request.name}" exists with a different size: capacity ${capacityBytes} bytes, requested ${range}`,
+    );
+  }
+  const { vgName, lvName, sizeBytes } = active;
+  return { volumeId, vgName, lvName, sizeBytes, capacityBytes };
+}
