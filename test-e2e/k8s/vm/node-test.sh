@@ -449,7 +449,7 @@ s_drain() { # on the StatefulSet's one remaining replica: drain, then uncordon
 no_pv_of() { ! kubectl get pv -o jsonpath='{..volumeHandle}' | tr ' ' '\n' | grep -qxF "$(printf '%s\n' "$@")"; }
 s_statefulset_delete() {
   local vols v
-  vols=$(for i in 0 1 2 3 4; do volume_of data-web-$i; done)
+  vols=$(for i in 0 1 2 3 4; do volume_of data-web-$i; echo; done) # one per line (jsonpath prints no newline)
   [ "$(echo "$vols" | grep -c .)" = 5 ] || fail "want 5 volumes of the StatefulSet, got: $vols" || return 1
   kubectl delete statefulset web --wait=true --timeout=600s || return 1
   wait_for "web's pods gone" 600 sh -c '[ -z "$(kubectl get pods -l app=web -o name)" ]' || return 1
