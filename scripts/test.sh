@@ -5,7 +5,8 @@
 #   -> turbo test:e2e (real lvm2 + device-mapper: on the host, or in two test VMs at once)
 #   -> then two lanes side by side, one test VM each:
 #      - the Kubernetes tier (test-e2e/k8s/run.sh): the driver and GC images, the manifests and the
-#        CSI sidecars on a one-node Kubernetes 1.20 in the test VM (parts cached outside the repo);
+#        CSI sidecars on a one-node current Kubernetes: the node in the test VM, the control plane
+#        on the host in a network namespace of the run (test-e2e/parts, cached outside the repo);
 #      - csi-sanity, the Kubernetes CSI conformance suite, against the built driver in the test VM
 #        (test-e2e/csi-sanity/run.sh; built once from its Go module by test-e2e/parts/build.sh, cached
 #        outside the repo), then the benchmark smoke run (bench/, N = 10, one round, in the VM): the

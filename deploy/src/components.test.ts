@@ -86,24 +86,11 @@ describe('kustomize components', () => {
       daemonSet as { spec: { template: { spec: { containers: Containers } } } }
     ).spec.template.spec;
     const args = Object.fromEntries(containers.map((x) => [x.name, x.args ?? []]));
-    expect(args['node-driver-registrar']).toContain('--timeout=60s');
     expect(args['csi-provisioner']).toContain('--timeout=300s');
     expect(args['csi-resizer']).toContain('--timeout=300s');
-    expect(args['liveness-probe']).toContain('--probe-timeout=60s');
-  });
-
-  it('cronjob-batch-v1beta1: turns the GC CronJob (batch/v1) into batch/v1beta1 and nothing else', async () => {
-    const c = await component('cronjob-batch-v1beta1');
-    expect(c.kind).toBe('Component');
-    const cronJob = await manifest('gc/cronjob.yaml');
-    expect(cronJob).toMatchObject({ apiVersion: 'batch/v1', kind: 'CronJob' });
-    expect(c.patches).toHaveLength(1);
-    const [p] = c.patches;
-    if (p === undefined) throw new Error('no patch');
-    expect(p.target).toEqual({ group: 'batch', version: 'v1', kind: 'CronJob' });
-    const before = structuredClone(cronJob);
-    applyPatch(cronJob, JSON.parse(p.patch) as Operation[]);
-    expect(cronJob).toEqual({ ...before, apiVersion: 'batch/v1beta1' });
+    const probe = (containers[0] as { livenessProbe?: { timeoutSeconds?: number } }).livenessProbe;
+    expect(containers[0]?.name).toBe('lvstamp-csi');
+    expect(probe?.timeoutSeconds).toBe(90);
   });
 
   it('snapshots: a VolumeSnapshotClass of the driver (Delete) and a thin StorageClass', async () => {
@@ -146,7 +133,7 @@ describe('kustomize components', () => {
       valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } },
     });
     const driver = (await manifest('csidriver.yaml')) as { metadata: { name: string } };
-    // The v1 CRD (external-snapshotter v5.0.1) requires driver and deletionPolicy (Delete|Retain).
+    // The v1 CRD (external-snapshotter v8.7.0) requires driver and deletionPolicy (Delete|Retain).
     expect(await manifest('components/snapshots/volumesnapshotclass.yaml')).toEqual({
       apiVersion: 'snapshot.storage.k8s.io/v1',
       kind: 'VolumeSnapshotClass',

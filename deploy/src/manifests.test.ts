@@ -184,7 +184,10 @@ describe('deploy/kubernetes', () => {
             containers: {
               name: string;
               args: string[];
+              image: string;
               securityContext?: { privileged?: boolean };
+              ports?: { name: string; containerPort: number; protocol: string }[];
+              livenessProbe?: { httpGet?: { path: string; port: string } };
               volumeMounts: { name: string; mountPath: string; mountPropagation?: string }[];
             }[];
             volumes: { name: string; configMap?: { name: string } }[];
@@ -193,12 +196,12 @@ describe('deploy/kubernetes', () => {
       };
     };
     const pod = ds.spec.template.spec;
+    // the driver registers itself with the kubelet and serves its own /healthz: no
+    // node-driver-registrar, no livenessprobe (docs/kubernetes.md)
     expect(pod.containers.map((c) => c.name)).toEqual([
       'lvstamp-csi',
-      'node-driver-registrar',
       'csi-provisioner',
       'csi-resizer',
-      'liveness-probe',
     ]);
     // privileged only where needed
     expect(
@@ -212,6 +215,32 @@ describe('deploy/kubernetes', () => {
       mountPropagation: 'Bidirectional',
     });
     expect(csi?.volumeMounts.map((m) => m.mountPath)).toContain('/dev');
+    // registration: the socket in the kubelet's plugins_registry (mounted at /registration), and
+    // the CSI socket's host path for the kubelet, which the socket-dir volume serves at /csi
+    expect(csi?.args).toEqual(
+      expect.arrayContaining([
+        '--endpoint=unix:///csi/csi.sock',
+        '--registration-socket=/registration/lvstamp.io-reg.sock',
+        '--kubelet-registration-path=/var/lib/kubelet/plugins/lvstamp.io/csi.sock',
+        '--health-address=0.0.0.0:9808',
+      ]),
+    );
+    expect(csi?.volumeMounts).toContainEqual({
+      name: 'registration-dir',
+      mountPath: '/registration',
+    });
+    expect(csi?.volumeMounts).toContainEqual({ name: 'socket-dir', mountPath: '/csi' });
+    expect(pod.volumes).toContainEqual({
+      name: 'registration-dir',
+      hostPath: { path: '/var/lib/kubelet/plugins_registry', type: 'Directory' },
+    });
+    expect(pod.volumes).toContainEqual({
+      name: 'socket-dir',
+      hostPath: { path: '/var/lib/kubelet/plugins/lvstamp.io', type: 'DirectoryOrCreate' },
+    });
+    // the kubelet probes the driver's own /healthz on the --health-address port
+    expect(csi?.ports).toContainEqual({ name: 'healthz', containerPort: 9808, protocol: 'TCP' });
+    expect(csi?.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'healthz' });
     // lvm's own modprobe of dm-thin-pool (a thin class on a node where it is not loaded yet)
     // needs the host's modules: read-only, from the host's /lib/modules
     expect(csi?.volumeMounts).toContainEqual({
@@ -231,6 +260,8 @@ describe('deploy/kubernetes', () => {
         '--capacity-ownerref-level=1',
       ]),
     );
+    // Topology is GA and on by default since v5.0 (external-provisioner README, "Topology support")
+    expect(provisioner?.args.filter((a) => a.startsWith('--feature-gates'))).toEqual([]);
     // csi-snapshotter exits when the driver offers no snapshots (no thin class): only in the
     // snapshots component, never in the base
     expect(pod.containers.map((c) => c.name)).not.toContain('csi-snapshotter');
@@ -241,10 +272,16 @@ describe('deploy/kubernetes', () => {
       nodeRole.rules
         .filter((r) => r.apiGroups.includes(group) && r.resources.includes(resource))
         .flatMap((r) => r.verbs);
-    // external-snapshotter v5.0.1 deploy/kubernetes/csi-snapshotter/rbac-csi-snapshotter.yaml
+    // external-provisioner v6.4.0 deploy/kubernetes/rbac.yaml: the source-protection finalizer
+    // on a restore's VolumeSnapshot (CHANGELOG-6.2)
+    expect(allowed('snapshot.storage.k8s.io', 'volumesnapshots').sort()).toEqual([
+      'get',
+      'list',
+      'update',
+      'watch',
+    ]);
+    // external-snapshotter v8.7.0 deploy/kubernetes/csi-snapshotter/rbac-csi-snapshotter.yaml
     expect(allowed('snapshot.storage.k8s.io', 'volumesnapshotcontents').sort()).toEqual([
-      'create',
-      'delete',
       'get',
       'list',
       'patch',
@@ -281,6 +318,25 @@ describe('deploy/kubernetes', () => {
       ]);
       find(objects, binding.roleRef.kind, binding.roleRef.name);
     }
+  });
+
+  it('the sidecar images are the versions the real-node tier builds (test-e2e/parts/versions.env)', async () => {
+    const env = await readFile(
+      fileURLToPath(new URL('../../test-e2e/parts/versions.env', import.meta.url)),
+      'utf8',
+    );
+    const version = (name: string) => new RegExp(`^${name}=(v\\S+)$`, 'm').exec(env)?.[1];
+    const text = (file: string) => readFile(join(MANIFESTS, file), 'utf8');
+    const images = [
+      ...(await text('daemonset.yaml')).matchAll(/image: (\S+)/g),
+      ...(await text('components/snapshots/kustomization.yaml')).matchAll(/image: (\S+)/g),
+    ].map((m) => m[1]);
+    expect(images).toEqual([
+      'ghcr.io/lvstamp/lvstamp-csi:0.1.0',
+      `registry.k8s.io/sig-storage/csi-provisioner:${version('EXTERNAL_PROVISIONER_VERSION') ?? '?'}`,
+      `registry.k8s.io/sig-storage/csi-resizer:${version('EXTERNAL_RESIZER_VERSION') ?? '?'}`,
+      `registry.k8s.io/sig-storage/csi-snapshotter:${version('EXTERNAL_SNAPSHOTTER_VERSION') ?? '?'}`,
+    ]);
   });
 
   // kubernetes-models 4.x schemas (like the API server's non-strict decoding) allow unknown

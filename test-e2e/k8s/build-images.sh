@@ -12,8 +12,9 @@
 #   gc       apps/gc-job/Dockerfile likewise, tagged with the CronJob's image name
 #   pause    a static pause binary (gcc -Os -static of Kubernetes' build/pause/linux/pause.c)
 #   busybox  busybox-static (the test VM's copy) with its applet links
-#   sidecars one image per CSI sidecar binary (build-sidecars.sh), tagged like the DaemonSet's
-#            images under localhost/; and the snapshot-controller's, likewise
+#   sidecars one image per CSI sidecar binary (test-e2e/parts/build.sh: csi-provisioner,
+#            csi-resizer, csi-snapshotter) and the snapshot-controller's, each tagged with the
+#            name the shipped manifests use (lib.sh sidecar_tag)
 # No container registry is used. The base and image builds need the Debian archive and the npm
 # registry (debootstrap, apt-get and pnpm install inside the Dockerfiles), through the host's
 # network (--network=host) and its CA bundle (copied into the base: TLS-intercepting proxies).
@@ -162,14 +163,15 @@ busybox() {
 }
 
 sidecars() {
-  local dir name tag a c
-  dir=$(bash "$HERE/build-sidecars.sh" | tail -1)
-  for name in csi-provisioner csi-node-driver-registrar csi-resizer livenessprobe csi-snapshotter snapshot-controller; do
+  local name part dir tag a c
+  for name in $SIDECARS; do
+    part=$(sidecar_part $name)
+    dir=$(bash "$PARTS" "$part") || die "test-e2e/parts/build.sh $part failed"
     tag=$(sidecar_tag $name)
-    a=$IMAGES/$name-$(sha256sum <$dir/$name | cut -c1-16).oci.tar
+    a=$IMAGES/$name-$(sha256sum <"$dir/$name" | cut -c1-16).oci.tar
     have $name "$tag" "$a" && continue
     c=$(buildah from scratch)
-    buildah copy -q "$c" $dir/$name /$name >/dev/null
+    buildah copy -q "$c" "$dir/$name" /$name >/dev/null
     buildah config --entrypoint "[\"/$name\"]" "$c"
     buildah commit -q --rm "$c" "$tag" >/dev/null
     push "$tag" "$a"

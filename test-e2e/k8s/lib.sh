@@ -1,26 +1,35 @@
 # lib.sh: shared settings of the Kubernetes tier's host-side scripts (sourced).
-# K8S_CACHE: build outputs, outside the repository (images, patched kubelet, PKI, node24).
-# SHARED: the read-only build inputs beside the clone (the CSI sidecars' vendored source tarballs).
+# K8S_CACHE: build outputs, outside the repository (images, PKI, node24, the image store).
+# PARTS: test-e2e/parts/build.sh, which builds Kubernetes, etcd, containerd, runc and the CSI
+# sidecars from their Go modules into their own cache (K8S_VERSION there picks Kubernetes').
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 K8S_CACHE=${LVSTAMP_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lvstamp-k8s}
-SHARED=${LVSTAMP_SHARED:-$REPO/../shared}
+PARTS=$REPO/test-e2e/parts/build.sh
+# shellcheck source=../parts/versions.env
+. "$REPO/test-e2e/parts/versions.env"
 # The driver image under the Dockerfile's default name (as buildah names it); the test's overlay
-# substitutes it and the sidecars' images for the manifests' names, as README tells users to.
+# substitutes it for the manifest's name, as README tells users to.
 DRIVER_IMAGE=localhost/lvstamp-csi:0.1.0
 GC_IMAGE=localhost/lvstamp:0.1.0
-# CSI sidecars: the newest tags that support Kubernetes 1.20 and build with Debian's Go 1.19; the
-# snapshot-controller (external-snapshotter, like csi-snapshotter) is the cluster's, not lvstamp's
-SIDECARS_KEY=provisioner-v2.1.2_registrar-v2.1.0_resizer-v1.1.0_liveness-v2.2.0_snapshotter-v5.0.1
-SIDECARS_DIR=${LVSTAMP_SIDECARS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lvstamp-sidecars/$SIDECARS_KEY}
+# The sidecars' images carry exactly the names the shipped manifests use (deploy/kubernetes, the
+# snapshot-controller's deploy/kubernetes/snapshot-controller of the same external-snapshotter
+# release): the node holds them, so nothing is pulled and nothing is substituted.
 sidecar_tag() {
   case $1 in
-    csi-provisioner) echo localhost/csi-provisioner:v2.1.2 ;;
-    csi-node-driver-registrar) echo localhost/csi-node-driver-registrar:v2.1.0 ;;
-    csi-resizer) echo localhost/csi-resizer:v1.1.0 ;;
-    livenessprobe) echo localhost/livenessprobe:v2.2.0 ;;
-    csi-snapshotter) echo localhost/csi-snapshotter:v5.0.1 ;;
-    snapshot-controller) echo localhost/snapshot-controller:v5.0.1 ;;
+    csi-provisioner) echo "registry.k8s.io/sig-storage/csi-provisioner:$EXTERNAL_PROVISIONER_VERSION" ;;
+    csi-resizer) echo "registry.k8s.io/sig-storage/csi-resizer:$EXTERNAL_RESIZER_VERSION" ;;
+    csi-snapshotter) echo "registry.k8s.io/sig-storage/csi-snapshotter:$EXTERNAL_SNAPSHOTTER_VERSION" ;;
+    snapshot-controller) echo "registry.k8s.io/sig-storage/snapshot-controller:$EXTERNAL_SNAPSHOTTER_VERSION" ;;
   esac
 }
+# sidecar_part NAME: the parts/build.sh part that builds the sidecar's binary
+sidecar_part() {
+  case $1 in
+    csi-provisioner) echo external-provisioner ;;
+    csi-resizer) echo external-resizer ;;
+    *) echo "$1" ;;
+  esac
+}
+SIDECARS="csi-provisioner csi-resizer csi-snapshotter snapshot-controller"
 die() { echo "k8s: FAIL: $*" >&2; exit 1; }
 step() { echo "k8s: $*" >&2; }

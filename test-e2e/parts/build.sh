@@ -34,13 +34,23 @@
 # modules, etcd's sibling modules, the snapshotter's client module) into the published module of
 # the same release (k8s.io/kubernetes v1.X.Y -> k8s.io/<staging> v0.X.Y).
 #
-# Env: LVSTAMP_PARTS_CACHE (cache root), LVSTAMP_PARTS_QUIET=1 (no progress lines on stderr),
+# Env: K8S_VERSION (e.g. v1.35.4): build the kubernetes part at that version instead of
+#      versions.env's (the cache key is the version, so each version has its own entry),
+#      LVSTAMP_PARTS_CACHE (cache root), LVSTAMP_PARTS_QUIET=1 (no progress lines on stderr),
 #      LVSTAMP_PARTS_NO_BUILD=1 (a part that is not cached is an error, exit 3: for callers that
 #      must not build, such as tests inside the test VM, which has no network).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+K8S_VERSION_ASKED=${K8S_VERSION:-}
 # shellcheck source=versions.env
 . "$HERE/versions.env"
+if [ -n "$K8S_VERSION_ASKED" ]; then
+  [[ $K8S_VERSION_ASKED =~ ^v1\.[0-9]+\.[0-9]+$ ]] || {
+    echo "parts: K8S_VERSION must be v1.MINOR.PATCH, got '$K8S_VERSION_ASKED'" >&2
+    exit 2
+  }
+  K8S_VERSION=$K8S_VERSION_ASKED
+fi
 CACHE=${LVSTAMP_PARTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lvstamp-parts}
 
 say() { [ "${LVSTAMP_PARTS_QUIET:-0}" = 1 ] || echo "parts: $*" >&2; }

@@ -3,13 +3,16 @@
 # host's / (9p, read-only) under a tmpfs overlay, runs the command there as root in the same working
 # directory, streams its stdout/stderr and exits with its exit code (124 on timeout, 125 when the VM
 # cannot be prepared, 255 when the guest died; the console log is printed then).
-# Env: VM_ACCEL=tcg|kvm (tcg)  VM_MEM (3G)  VM_CPUS (nproc)  VM_TIMEOUT seconds (3600)
+# Env: VM_ACCEL=tcg|kvm (tcg)  VM_CPU_MODEL (Westmere; qemu's -cpu under tcg)  VM_MEM (3G)  VM_CPUS (nproc)  VM_TIMEOUT seconds (3600)
 #      VM_RW="/abs/dir ..."  host dirs mounted read-write at the same path in the guest (results)
 #      VM_ENV="NAME ..."     host variables exported into the guest
 #      VM_DISKS="4G ..."     empty sparse virtio disks -> /dev/vda, /dev/vdb (deleted afterwards)
 #      VM_IMAGES="/abs/f.raw ..." existing raw disk images, after VM_DISKS (-> the next /dev/vdX):
 #                            the guest's writes are discarded at exit (qemu snapshot=on); a
 #                            name prefixed "rw:" is written through instead
+#      VM_NET=tap:IFNAME  one virtio NIC (eth0 in the guest) on the existing tap device IFNAME
+#                            (in qemu's network namespace); VM_NET=user: qemu user networking;
+#                            unset: no NIC
 #      VM_DEBUG=1 print the guest console log; VM_KEEP=1 keep the transfer dir under vm/tmp
 set -u
 VM_DIR=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
@@ -23,6 +26,7 @@ VM_ACCEL=${VM_ACCEL:-tcg}; VM_MEM=${VM_MEM:-3G}; VM_CPUS=${VM_CPUS:-$(nproc)}; V
 VM_RW=${VM_RW:-}
 MODULES="loop dm-mod" # everything else loads on demand (kernel request_module, lvm -> busybox modprobe)
 [ -n "${VM_DISKS:-}${VM_IMAGES:-}" ] && MODULES="$MODULES virtio_blk"
+[ -n "${VM_NET:-}" ] && MODULES="$MODULES virtio_net"
 mkdir -p "$VM_DIR/tmp" && XFER=$(mktemp -d "$VM_DIR/tmp/xfer.XXXXXX") || exit 125
 chmod 755 "$XFER"
 printf '%s\n' "$*" >"$XFER/cmd.sh"
@@ -40,7 +44,10 @@ VM_LVM_NOUDEV=1
 CONF
 case $VM_ACCEL in
   kvm) ACCEL=(-accel kvm -cpu host) ;;
-  *) ACCEL=(-accel tcg,thread=multi -cpu max) ;;
+  # Westmere rather than max under TCG: with max, glibc and V8 pick AVX2/AVX-512 code paths that
+  # TCG emulates slowly; measured on 2 idle cores, one e2e file (lifecycle, 1 vCPU per VM, two
+  # VMs at once) took 196 s with max and 171 s and 165 s with Westmere (qemu64: 164 s; vitest durations)
+  *) ACCEL=(-accel tcg,thread=multi -cpu "${VM_CPU_MODEL:-Westmere}") ;;
 esac
 EXTRA=(); n=0
 for d in $VM_RW; do
@@ -60,6 +67,12 @@ for f in ${VM_IMAGES:-}; do
   [ -f "$f" ] || { echo "run-in-vm: VM_IMAGES file $f missing" >&2; exit 125; }
   EXTRA+=(-drive "file=$f,if=virtio,format=raw,$mode,discard=unmap")
 done
+case ${VM_NET:-} in
+  '') ;;
+  tap:?*) EXTRA+=(-netdev "tap,id=net0,ifname=${VM_NET#tap:},script=no,downscript=no" -device virtio-net-pci,netdev=net0) ;;
+  user) EXTRA+=(-netdev user,id=net0 -device virtio-net-pci,netdev=net0) ;;
+  *) echo "run-in-vm: VM_NET=$VM_NET: tap:IFNAME or user" >&2; exit 125 ;;
+esac
 for p in out err; do mkfifo "$XFER/$p.in" "$XFER/$p.out"; done
 # hold a writer on each fifo so the readers open at once; closed after qemu exits => readers see EOF
 exec 3<>"$XFER/out.out" 4<>"$XFER/err.out"

@@ -4,6 +4,7 @@ import {
   CommandTimeoutError,
   FILESYSTEM_MINIMUM_BYTES,
   NotOwnedError,
+  OutOfSpaceError,
   volumeIdForName,
 } from '@lvstamp/core';
 import {
@@ -289,7 +290,6 @@ describe('CreateVolume', () => {
   });
 
   it('maps a full volume group to RESOURCE_EXHAUSTED', async () => {
-    const { OutOfSpaceError } = await import('@lvstamp/core');
     h.core.failNext.set('create', new OutOfSpaceError('volume group vg0 has 0 bytes free'));
     expect(await failureOf(create({}))).toEqual({
       code: 'RESOURCE_EXHAUSTED',
@@ -583,6 +583,21 @@ describe('ControllerExpandVolume and capabilities', () => {
     expect(await codeOf(h.call('Controller', 'ControllerExpandVolume', request))).toBe(
       'OUT_OF_RANGE',
     );
+  });
+
+  it('answers OUT_OF_RANGE with the core message when the volume group lacks the space', async () => {
+    const volume = h.core.add('pvc-1', GIB);
+    const message = `volume group vg1 has ${GIB} bytes free, growing volume ${volume.volumeId} needs ${63 * GIB}`;
+    h.core.failNext.set('expand', new OutOfSpaceError(message));
+    const request = {
+      volume_id: volume.volumeId,
+      capacity_range: { required_bytes: String(64 * GIB) },
+      volume_capability: MOUNT,
+    };
+    expect(await failureOf(h.call('Controller', 'ControllerExpandVolume', request))).toEqual({
+      code: 'OUT_OF_RANGE',
+      details: `cannot grow here: ${message}`,
+    });
   });
 
   it('declares its capabilities and answers UNIMPLEMENTED for the others', async () => {

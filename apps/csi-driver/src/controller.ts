@@ -3,6 +3,7 @@ import {
   FILESYSTEM_MINIMUM_BYTES,
   isHexId,
   NotFoundError,
+  OutOfSpaceError,
   requireNoControlCharacters,
   thinPoolOf,
   ThinPoolUnusableError,
@@ -486,8 +487,13 @@ export function createControllerService(deps: ControllerDeps) {
      * grow) through the core; the new capacity is required_bytes in whole
      * 4 KiB blocks (core volumeSize). Unknown volume → NOT_FOUND; missing
      * capacity → INVALID_ARGUMENT; a range the size rule cannot meet, or a
-     * capacity already above the limit → OUT_OF_RANGE; VG full →
-     * RESOURCE_EXHAUSTED. node_expansion_required is true for mount volumes
+     * capacity already above the limit → OUT_OF_RANGE; too few free
+     * extents in the volume group (or thin pool) → OUT_OF_RANGE as well
+     * ("Unsupported capacity"), not RESOURCE_EXHAUSTED: the external-resizer
+     * retries RESOURCE_EXHAUSTED at the same size for ever, while OUT_OF_RANGE
+     * marks the resize infeasible, so the user can lower the request again
+     * (Kubernetes "recovering from failure when expanding volumes";
+     * docs/kubernetes.md). node_expansion_required is true for mount volumes
      * (and when the capability is not given): NodeExpandVolume converges.
      */
     ControllerExpandVolume: async (request: ControllerExpandVolumeRequest) => {
@@ -504,10 +510,17 @@ export function createControllerService(deps: ControllerDeps) {
       // that cannot be one of ours is answered here.
       if (!isHexId(request.volume_id))
         throw new CsiError(GrpcStatus.NOT_FOUND, `volume ${request.volume_id} does not exist`);
-      const { status } = await core.volumes.expand(request.volume_id, range.requiredBytes, scope, {
-        ...(range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {}),
-        thinPools,
-      });
+      let status;
+      try {
+        ({ status } = await core.volumes.expand(request.volume_id, range.requiredBytes, scope, {
+          ...(range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {}),
+          thinPools,
+        }));
+      } catch (error) {
+        if (error instanceof OutOfSpaceError)
+          throw new CsiError(GrpcStatus.OUT_OF_RANGE, `cannot grow here: ${error.message}`);
+        throw error;
+      }
       return {
         capacity_bytes: writeBytes(status.volume.capacityBytes ?? 0),
         node_expansion_required: access === null || access.kind === 'mount',

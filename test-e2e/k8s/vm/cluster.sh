@@ -1,21 +1,44 @@
-# cluster.sh: a one-node Kubernetes 1.20 inside the test VM (sourced by node-test.sh):
-# containerd (Debian) + CNI bridge, etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler and the kubelet (with the CSI :authority fix), started with bounded waits and
-# stopped completely by cluster_down. Everything lives in the VM's tmpfs; logs go to $LOGS.
-# Needs: KBIN (kube-apiserver, kube-controller-manager, kube-scheduler), KUBELET (binary),
-#        PKI (ca.crt, apiserver.{crt,key}, sa.{key,pub}, tokens.csv), IMAGES (OCI archives), LOGS;
-#        STORE_DISK (optional): the image store disk made by store.sh, mounted at /var/lib/containerd.
-STATE=/run/lvstamp-k8s
+# cluster.sh: a one-node Kubernetes, sourced on both sides of the VM's NIC. On the host (by
+# control-plane.sh, in the tier's network namespace): etcd, kube-apiserver,
+# kube-controller-manager and kube-scheduler (control_plane_up). In the test VM (by node-test.sh
+# and store.sh): containerd 2 + runc + CNI bridge and the kubelet (guest_prepare, containerd_up,
+# node_join, kubelet_up; stopped completely by cluster_down), on the VM's tmpfs. All from
+# test-e2e/parts (NODE_PATH), started with bounded waits; logs go to $LOGS.
+# Needs: NODE_PATH (the parts' directories: kubernetes, etcd, containerd, runc), PKI (ca.crt,
+#        apiserver.{crt,key}, sa.{key,pub}, tokens.csv), LOGS; in the VM IMAGES (OCI archives)
+#        and STORE_DISK (optional): the image store disk made by store.sh, mounted at
+#        /var/lib/containerd. STATE: the pid files and kubeconfig (default /run/lvstamp-k8s).
+export PATH=$NODE_PATH:$PATH
+STATE=${STATE:-/run/lvstamp-k8s}
 NODE=vm
+# the VM's NIC (eth0) and the host side of its tap device, where the control plane listens
 NODE_IP=10.99.0.1
+API_IP=10.99.0.254
 TOKEN=lvstamp-k8s-admin-token
+# the port of kubectl-relay.mjs (control-plane.sh) on API_IP: the VM's kubectl commands run there
+KUBECTL_RELAY_PORT=6444
 
 now() { awk '{print $1}' /proc/uptime; }
 log() { echo "[$(now)s] $*"; }
 since() { awk "BEGIN{printf \"%.0f\", $(now)-$1}"; }
-# wait_for DESC TIMEOUT_S CMD...: poll CMD (every second) until it succeeds; false after TIMEOUT_S
+# SLOW: how much slower than the reference node this one runs (calibrate), at least 1 and at
+# most 4; every wait_for bound is multiplied by it.
+SLOW=1
+# CAL_REF: seconds of calibrate's loop on the reference node, the test VM (qemu TCG, 2 host
+# cores) at load average ~1 (test-e2e/k8s/README.md, "Times").
+CAL_REF=${CAL_REF:-1.0}
+# calibrate: times a fixed CPU loop (awk, 3 million additions) and sets SLOW from it
+calibrate() {
+  local s t; s=$(now)
+  awk 'BEGIN { for (i = 0; i < 3000000; i++) x += i }'
+  t=$(awk "BEGIN { printf \"%.2f\", $(now) - $s }")
+  SLOW=$(awk "BEGIN { f = $t / $CAL_REF; f = (f == int(f)) ? f : int(f) + 1; print (f < 1) ? 1 : (f > 4) ? 4 : f }")
+  log "calibration: the CPU loop took $t s (reference $CAL_REF s): every wait bound x$SLOW"
+}
+# wait_for DESC TIMEOUT_S CMD...: poll CMD (every second) until it succeeds; false after
+# TIMEOUT_S x SLOW seconds. Says what it waited for and how long it took either way.
 wait_for() {
-  local desc=$1 to=$2 s; s=$(now); shift 2
+  local desc=$1 to=$(($2 * SLOW)) s; s=$(now); shift 2
   while :; do
     if "$@" >/dev/null 2>&1; then log "$desc ($(since $s) s)"; return 0; fi
     [ "$(since $s)" -ge "$to" ] && { log "TIMEOUT after $to s: $desc"; return 1; }
@@ -45,19 +68,28 @@ alive() { kill -0 "$(cat $STATE/$1.pid)" 2>/dev/null || { log "$1 exited"; tails
 
 guest_prepare() {
   mkdir -p $STATE
-  # cgroup v1 hierarchies (the VM's init mounts none); the kubelet uses the cgroupfs driver
+  # cgroup v2 (the VM's init mounts none; Kubernetes 1.35+ kubelets refuse cgroup v1): the
+  # unified hierarchy with every controller delegated below the root; the kubelet uses cgroupfs
   if ! mountpoint -q /sys/fs/cgroup; then
-    mount -t tmpfs -o mode=755 cgroup_root /sys/fs/cgroup
-    local c d
-    for c in $(awk 'NR>1 && $4==1 {print $1}' /proc/cgroups); do
-      case $c in cpu | cpuacct) d=cpu,cpuacct ;; net_cls | net_prio) d=net_cls,net_prio ;; *) d=$c ;; esac
-      [ -d /sys/fs/cgroup/$d ] && continue
-      mkdir -p /sys/fs/cgroup/$d && mount -t cgroup -o $d cgroup /sys/fs/cgroup/$d
-    done
-    ln -s cpu,cpuacct /sys/fs/cgroup/cpu; ln -s cpu,cpuacct /sys/fs/cgroup/cpuacct
-    [ -d /sys/fs/cgroup/net_cls,net_prio ] && { ln -s net_cls,net_prio /sys/fs/cgroup/net_cls; ln -s net_cls,net_prio /sys/fs/cgroup/net_prio; }
-    mkdir -p /sys/fs/cgroup/systemd && mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd
+    mount -t cgroup2 none /sys/fs/cgroup || { log "cannot mount cgroup2 on /sys/fs/cgroup"; return 1; }
   fi
+  local ctl
+  for ctl in $(cat /sys/fs/cgroup/cgroup.controllers); do
+    echo "+$ctl" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || log "cgroup controller $ctl not delegated"
+  done
+  log "cgroup v2 controllers delegated: $(cat /sys/fs/cgroup/cgroup.subtree_control)"
+  # The node's own processes (this script, then containerd, kubelet, kubectl) in one cgroup, as a real node's init system puts
+  # them in system.slice. Left in the root cgroup, every runnable thread there weighs 100 (a
+  # nice-0 task) against 174 for the kubelet's whole kubepods group (cpu.weight of 2 CPUs), and
+  # the driver container (request 20m: cpu.weight 6, beside three sidecars) got a few % of the
+  # saturated emulated CPUs: it took 7 min to start and its answers missed the kubelet's 1 s
+  # GetInfo deadline (k8s/README.md, "Times").
+  mkdir -p /sys/fs/cgroup/node-system || { log "cannot create /sys/fs/cgroup/node-system"; return 1; }
+  local pid
+  for pid in $$ $BASHPID; do
+    echo $pid >/sys/fs/cgroup/node-system/cgroup.procs || { log "cannot move $pid into node-system"; return 1; }
+  done
+  log "node processes in cgroup node-system (cpu.weight $(cat /sys/fs/cgroup/node-system/cpu.weight 2>/dev/null || echo '?'))"
   # the root is an overlayfs, which cannot be an overlayfs upper layer: tmpfs for the state dirs
   local d
   # the image store: a disk prepared once (vm/store.sh) whose writes the VM discards, else a tmpfs
@@ -72,17 +104,17 @@ guest_prepare() {
   mount --make-rshared /
   modprobe -a overlay bridge br_netfilter veth dummy 2>/dev/null
   sysctl -qw net.ipv4.ip_forward=1
-  # kubelet refuses a loopback node IP: a dummy interface with a private address and a route
-  ip link add dummy0 type dummy 2>/dev/null
-  ip addr add $NODE_IP/24 dev dummy0; ip link set dummy0 up
-  ip route add default via 10.99.0.254 dev dummy0 2>/dev/null
+  # the node IP on the VM's NIC (run-in-vm.sh VM_NET), the control plane's side as its gateway
+  ip addr add $NODE_IP/24 dev eth0 && ip link set eth0 up && ip route add default via $API_IP dev eth0 ||
+    { log "cannot configure eth0 (VM_NET): $(ip -br link 2>&1 | tr '\n' ' ')"; return 1; }
   grep -q " $NODE\$" /etc/hosts || echo "$NODE_IP $NODE" >>/etc/hosts
-  [ -s /etc/resolv.conf ] || echo "nameserver 10.99.0.254" >/etc/resolv.conf
+  [ -s /etc/resolv.conf ] || echo "nameserver $API_IP" >/etc/resolv.conf
   [ -s /etc/machine-id ] || echo 0123456789abcdef0123456789abcdef >/etc/machine-id
   # no kube-proxy: one DNAT rule stands in for the "kubernetes" Service (10.0.0.1:443), so pods
-  # (the sidecars, the GC job) reach the API server with their in-cluster configuration
-  iptables -t nat -A PREROUTING -d 10.0.0.1 -p tcp --dport 443 -j DNAT --to-destination $NODE_IP:6443 &&
-    iptables -t nat -A OUTPUT -d 10.0.0.1 -p tcp --dport 443 -j DNAT --to-destination $NODE_IP:6443 ||
+  # (the sidecars, the GC job) reach the API server on the host with their in-cluster
+  # configuration (the host side routes the pod network 10.88.0.0/16 back to $NODE_IP)
+  iptables -t nat -A PREROUTING -d 10.0.0.1 -p tcp --dport 443 -j DNAT --to-destination $API_IP:6443 &&
+    iptables -t nat -A OUTPUT -d 10.0.0.1 -p tcp --dport 443 -j DNAT --to-destination $API_IP:6443 ||
     { log "iptables DNAT for the kubernetes Service failed"; return 1; }
   cat >/etc/cni/net.d/10-bridge.conflist <<CNI
 { "cniVersion": "0.4.0", "name": "lvstamp-k8s", "plugins": [
@@ -95,21 +127,26 @@ CNI
 # or a tmpfs), answering within a bounded wait
 containerd_start() {
   mkdir -p /etc/containerd
+  # config version 3 (containerd 2.x): the CRI plugin's runtime and image services are separate
+  # plugins; runc and the shim are the parts' (first on PATH)
   cat >/etc/containerd/config.toml <<TOML
-version = 2
+version = 3
 root = "/var/lib/containerd"
 state = "/run/containerd"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "localhost/pause:3.4.1"
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "localhost/pause:3.4.1"
+[plugins.'io.containerd.cri.v1.runtime']
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
     default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+        BinaryName = "$(command -v runc)"
         SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ["/usr/lib/cni"]
     conf_dir = "/etc/cni/net.d"
 TOML
   start containerd containerd --config /etc/containerd/config.toml
@@ -130,56 +167,82 @@ images_import() {
 
 containerd_up() { containerd_start && images_import $IMAGES; }
 
+# What the API server serves and runs, trimmed to what the tier uses, for a faster start on a
+# slow node: no API priority and fairness (one client), no autoscaling API, and none of the
+# default admission plugins for objects the tier never makes (quotas, limit ranges, ingress
+# classes, certificates, webhooks and admission policies) or for pod security (the namespaces
+# set `privileged` anyway). Kept: ServiceAccount (the sidecars' tokens), Priority,
+# StorageObjectInUseProtection (PVC/PV protection finalizers), PersistentVolumeClaimResize,
+# DefaultStorageClass, NamespaceLifecycle, TaintNodesByCondition, RuntimeClass, NodeRestriction.
+APISERVER_TRIMS=(--enable-priority-and-fairness=false --runtime-config=autoscaling/v1=false,autoscaling/v2=false
+  --enable-admission-plugins=NodeRestriction
+  --disable-admission-plugins=ResourceQuota,LimitRanger,DefaultIngressClass,CertificateApproval,CertificateSigning,CertificateSubjectRestriction,ClusterTrustBundleAttest,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ValidatingAdmissionPolicy,PodSecurity,DefaultTolerationSeconds)
+# The controllers the tier needs (kube-controller-manager --controllers), no others: service
+# accounts and their tokens, namespaces, the garbage collector (owner references: a Job's pods,
+# the CSIStorageCapacity objects), DaemonSet, Deployment/ReplicaSet (snapshot-controller), Job and
+# CronJob (the GC), StatefulSet, the PV binder and expander, attach/detach, PVC and PV protection,
+# generic ephemeral volumes, kube-root-ca.crt (projected service account volumes), ServiceCIDRs,
+# and the node lifecycle controller: it removes the not-ready taint the TaintNodesByCondition
+# admission plugin puts on a new node (without it no pod without that toleration is scheduled).
+# Its grace periods are long (test-only): the emulated node's status updates can come late.
+KCM_CONTROLLERS=serviceaccount-token-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,daemonset-controller,deployment-controller,replicaset-controller,job-controller,cronjob-controller,statefulset-controller,persistentvolume-binder-controller,persistentvolume-expander-controller,persistentvolume-attach-detach-controller,persistentvolumeclaim-protection-controller,persistentvolume-protection-controller,ephemeral-volume-controller,root-ca-certificate-publisher-controller,service-cidr-controller,node-lifecycle-controller
+KCM_NODE_GRACE=(--node-monitor-grace-period=300s --node-startup-grace-period=600s)
+
+# kubeconfig FILE SERVER: the admin token's kubeconfig for the API server at SERVER
+kubeconfig() {
+  cat >"$1" <<KCF
+apiVersion: v1
+kind: Config
+clusters: [{name: node, cluster: {server: "$2", certificate-authority: $PKI/ca.crt}}]
+users: [{name: admin, user: {token: $TOKEN}}]
+contexts: [{name: node, context: {cluster: node, user: admin}}]
+current-context: node
+KCF
+}
+apiserver_ready() { curl -sfk -H "Authorization: Bearer $TOKEN" "https://$1:6443/readyz"; } # apiserver_ready IP
+
+# control_plane_up: on the host, in the tier's network namespace (control-plane.sh)
 control_plane_up() {
+  mkdir -p $STATE
+  # etcd: one member, no metrics listener; a snapshot every 100000 writes instead of 10000 (the
+  # tier never reaches it), so no snapshot I/O during the run
   start etcd etcd --name node --data-dir $STATE/etcd --listen-client-urls http://127.0.0.1:2379 \
     --advertise-client-urls http://127.0.0.1:2379 --listen-peer-urls http://127.0.0.1:2380 \
     --initial-advertise-peer-urls http://127.0.0.1:2380 --initial-cluster node=http://127.0.0.1:2380 \
-    --listen-metrics-urls ''
+    --listen-metrics-urls '' --snapshot-count=100000
   wait_for "etcd healthy" 300 curl -sf http://127.0.0.1:2379/health || { tails etcd; return 1; }
-  # CSIStorageCapacity is alpha in 1.20: the feature gate and its API group version, on the API
-  # server and the scheduler
-  start apiserver "$KBIN/kube-apiserver" --etcd-servers=http://127.0.0.1:2379 \
-    --bind-address=0.0.0.0 --advertise-address=$NODE_IP --secure-port=6443 \
+  start apiserver kube-apiserver --etcd-servers=http://127.0.0.1:2379 \
+    --bind-address=0.0.0.0 --advertise-address=$API_IP --secure-port=6443 \
     --tls-cert-file=$PKI/apiserver.crt --tls-private-key-file=$PKI/apiserver.key --client-ca-file=$PKI/ca.crt \
     --token-auth-file=$PKI/tokens.csv --authorization-mode=Node,RBAC \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file=$PKI/sa.pub --service-account-signing-key-file=$PKI/sa.key \
     --api-audiences=https://kubernetes.default.svc.cluster.local \
     --service-cluster-ip-range=10.0.0.0/24 --endpoint-reconciler-type=none --allow-privileged=true \
-    --kubelet-preferred-address-types=InternalIP \
-    --feature-gates=CSIStorageCapacity=true --runtime-config=storage.k8s.io/v1alpha1=true \
+    --kubelet-preferred-address-types=InternalIP "${APISERVER_TRIMS[@]}" \
     --cert-dir=$STATE/apiserver-certs --v=1
-  wait_for "kube-apiserver /readyz" 900 curl -sfk -H "Authorization: Bearer $TOKEN" https://127.0.0.1:6443/readyz ||
-    { alive apiserver; tails apiserver; return 1; }
+  wait_for "kube-apiserver /readyz" 1500 apiserver_ready 127.0.0.1 || { alive apiserver; tails apiserver; return 1; }
   export KUBECONFIG=$STATE/kubeconfig
-  cat >$KUBECONFIG <<KCF
-apiVersion: v1
-kind: Config
-clusters: [{name: node, cluster: {server: "https://$NODE_IP:6443", certificate-authority: $PKI/ca.crt}}]
-users: [{name: admin, user: {token: $TOKEN}}]
-contexts: [{name: node, context: {cluster: node, user: admin}}]
-current-context: node
-KCF
-  supervise kcm "$KBIN/kube-controller-manager" --kubeconfig=$KUBECONFIG --leader-elect=false \
+  kubeconfig $KUBECONFIG https://127.0.0.1:6443
+  supervise kcm kube-controller-manager --kubeconfig=$KUBECONFIG --leader-elect=false \
     --service-account-private-key-file=$PKI/sa.key --root-ca-file=$PKI/ca.crt \
-    --bind-address=127.0.0.1 --port=0 --cert-dir=$STATE/kcm-certs \
-    --controllers='*,-nodeipam,-cloud-node-lifecycle' --feature-gates=CSIStorageCapacity=true --v=1
-  supervise scheduler "$KBIN/kube-scheduler" --kubeconfig=$KUBECONFIG --leader-elect=false \
-    --bind-address=127.0.0.1 --port=0 --cert-dir=$STATE/sched-certs --feature-gates=CSIStorageCapacity=true --v=1
+    --bind-address=127.0.0.1 --cert-dir=$STATE/kcm-certs --controllers=$KCM_CONTROLLERS "${KCM_NODE_GRACE[@]}" --v=1
+  supervise scheduler kube-scheduler --kubeconfig=$KUBECONFIG --leader-elect=false \
+    --bind-address=127.0.0.1 --cert-dir=$STATE/sched-certs --v=1
 }
 
-kubelet_up() {
-  cat >$STATE/kubelet.yaml <<KCONF
+kubelet_config() { # kubelet_config FILE: the kubelet's configuration (also for a restart)
+  cat >"$1" <<KCONF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 authentication: {anonymous: {enabled: true}, webhook: {enabled: false}, x509: {}}
 authorization: {mode: AlwaysAllow}
 cgroupDriver: cgroupfs
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
 failSwapOn: false
 address: $NODE_IP
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
-makeIPTablesUtilChains: false
 resolvConf: /etc/resolv.conf
 runtimeRequestTimeout: 10m
 imageGCHighThresholdPercent: 100
@@ -189,25 +252,36 @@ nodeStatusUpdateFrequency: 10s
 fileCheckFrequency: 5s
 syncFrequency: 10s
 serializeImagePulls: false
-featureGates: {CSIStorageCapacity: true}
 KCONF
-  start kubelet "$KUBELET" --config=$STATE/kubelet.yaml --kubeconfig=$KUBECONFIG \
-    --container-runtime=remote --container-runtime-endpoint=unix:///run/containerd/containerd.sock \
+}
+kubelet_start() {
+  start kubelet kubelet --config=$STATE/kubelet.yaml --kubeconfig=$KUBECONFIG \
     --node-ip=$NODE_IP --hostname-override=$NODE --root-dir=/var/lib/kubelet --v=2
-  wait_for "node $NODE Ready" 600 sh -c "kubectl get node $NODE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True" ||
-    { alive kubelet; tails kubelet; return 1; }
+}
+node_ready() { kubectl get node $NODE -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -qx True; }
+# node_join: in the VM, the control plane on the host answers through the NIC; KUBECONFIG set
+node_join() {
+  wait_for "kube-apiserver /readyz at $API_IP (the host's control plane)" 900 apiserver_ready $API_IP ||
+    { tails control-plane apiserver; return 1; }
+  export KUBECONFIG=$STATE/kubeconfig
+  kubeconfig $KUBECONFIG https://$API_IP:6443
+}
+kubelet_up() {
+  kubelet_config $STATE/kubelet.yaml
+  kubelet_start
+  wait_for "node $NODE Ready" 900 node_ready || { alive kubelet; tails kubelet; return 1; }
   wait_for "ServiceAccount default/default (controller-manager)" 600 kubectl get sa default ||
-    { alive kcm; tails kcm; return 1; }
+    { tails kcm; return 1; }
 }
 
-# cluster_down: stop every process this file started (the pods' containers first, through
-# containerd), unmount what the kubelet left mounted
+# cluster_down: in the VM, stop every process this file started there (the pods' containers
+# first, through containerd), unmount what the kubelet left mounted
 cluster_down() {
   local pid f i live
   log "cluster down: final objects, events and pod logs to $LOGS, then every process stopped"
   if [ -n "${KUBECONFIG:-}" ]; then
     kubectl --request-timeout=60s get pods,pvc,pv,csinode,jobs -A -o wide >"$LOGS/final-objects.txt" 2>&1
-    kubectl --request-timeout=60s get csistoragecapacities.v1alpha1.storage.k8s.io -A -o yaml >"$LOGS/capacities.yaml" 2>&1
+    kubectl --request-timeout=60s get csistoragecapacities -A -o yaml >"$LOGS/capacities.yaml" 2>&1
     kubectl --request-timeout=60s get events -A --sort-by=.lastTimestamp >"$LOGS/events.txt" 2>&1
   fi
   timeout 120 cp -r /var/log/pods "$LOGS/pods" 2>/dev/null # the containers' logs, before the tmpfs goes
@@ -215,7 +289,7 @@ cluster_down() {
   for pid in $(timeout 60 ctr -n k8s.io tasks ls -q 2>/dev/null); do
     timeout 30 ctr -n k8s.io tasks kill -s KILL "$pid" >/dev/null 2>&1
   done
-  for f in kubelet scheduler kcm apiserver etcd containerd; do
+  for f in kubelet containerd; do
     [ -f $STATE/$f.pid ] && kill "$(cat $STATE/$f.pid)" 2>/dev/null
   done
   for i in $(seq 1 20); do

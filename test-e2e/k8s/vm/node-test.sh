@@ -1,9 +1,9 @@
 #!/bin/bash
-# node-test.sh: inside the test VM (run by test-e2e/k8s/run.sh). Brings up the one-node cluster
-# (cluster.sh), deploys lvstamp the way README's "Deploying on a cluster" says (an overlay over
+# node-test.sh: inside the test VM (run by test-e2e/k8s/run.sh). Brings up the node (cluster.sh:
+# containerd and the kubelet, joined to the control plane run.sh started on the host), deploys lvstamp the way README's "Deploying on a cluster" says (an overlay over
 # deploy/kubernetes that only sets the image names and the owner ID; kubectl apply -k), runs the
 # scenarios, tears everything down and ends with "N passed, N failed".
-# Env: REPO KBIN KUBELET PKI IMAGES LOGS SNAP_OVERLAY (CRDs, snapshot-controller) OVERLAY GC_OVERLAY (the user's overlay dirs) DISK (the VG's
+# Env: REPO NODE_PATH PKI IMAGES LOGS SNAP_OVERLAY (CRDs, snapshot-controller) OVERLAY GC_OVERLAY (the user's overlay dirs) DISK (the VG's
 #      disk) STORE_DISK (the image store, cluster.sh)
 set -u
 . "$(dirname "$0")/cluster.sh"
@@ -32,17 +32,34 @@ finish() {
   [ $FAILED = 0 ] && [ $SKIPPED = 0 ] || exit 1
 }
 trap finish EXIT
+# kubectl runs on the host, next to the control plane (vm/bin/kubectl, kubectl-relay.mjs): a
+# kubectl started in the emulated VM costs 5-20 s, most of many scenarios' time
+export KUBECTL_RELAY=$API_IP:$KUBECTL_RELAY_PORT PATH=$(cd "$(dirname "$0")" && pwd)/bin:$PATH
 NS=lvstamp-system
 k() { kubectl "$@"; }
 jp() { kubectl get "$1" -o "jsonpath=$2" 2>/dev/null; } # jp OBJECT JSONPATH
 phase_is() { [ "$(jp "$1" '{.status.phase}')" = "$2" ]; }
-# the DaemonSet pod's 6 containers: driver, registrar, provisioner, resizer, liveness probe, snapshotter
-READY='true true true true true true'
+# the DaemonSet pod's 4 containers: driver, provisioner, resizer, snapshotter
+CONTAINERS='lvstamp-csi csi-provisioner csi-resizer csi-snapshotter'
+READY='true true true true'
 driver_ready() { [ "$(kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].status.containerStatuses[*].ready}')" = "$READY" ]; }
 driver_pod() { kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].metadata.name}' 2>/dev/null; }
 lv_count() { lvs --noheadings -o lv_name lvstamp 2>/dev/null | grep -c "${1:-.}"; }
 volume_of() { jp "pv/$(jp "pvc/$1" '{.spec.volumeName}')" '{.spec.csi.volumeHandle}'; }
 
+# pod_spec COMMAND MOUNTS: the lines under a test pod's `spec:` (busybox, no token, 1 s grace)
+pod_spec() {
+  cat <<SPEC
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: app
+      image: localhost/busybox:1.35
+      imagePullPolicy: Never
+      command: $1
+      $2
+SPEC
+}
 pod() { # pod NAME PVC [block]: a busybox pod using the PVC at /data (or /dev/xvda)
   local use="volumeMounts: [{name: v, mountPath: /data}]"
   [ "${3:-}" = block ] && use="volumeDevices: [{name: v, devicePath: /dev/xvda}]"
@@ -51,14 +68,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: $1}
 spec:
-  automountServiceAccountToken: false
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: app
-      image: localhost/busybox:1.35
-      imagePullPolicy: Never
-      command: [sleep, '36000']
-      $use
+$(pod_spec "[sleep, '36000']" "$use")
   volumes: [{name: v, persistentVolumeClaim: {claimName: $2}}]
 POD
 }
@@ -93,12 +103,13 @@ s_vg() {
 }
 
 s_cluster() {
-  log "kubelet: $("$KUBELET" --version) with the upstream CSI :authority fix (kubernetes#112597, test-e2e/k8s/kubelet-csi-authority.patch); Kubernetes < 1.26 needs it (docs/kubernetes.md)"
+  calibrate
+  log "$(kubelet --version), $(containerd --version), $(runc --version | head -1)"
   guest_prepare || return 1
-  # the image import (I/O over 9p) overlaps the API server's start (CPU)
+  # the image import (I/O over 9p) overlaps the wait for the host's API server
   containerd_up >"$LOGS/containerd-up.log" 2>&1 &
   local imports=$!
-  control_plane_up || return 1
+  node_join || return 1
   wait $imports || { cat "$LOGS/containerd-up.log"; fail "containerd / image import"; return 1; }
   cat "$LOGS/containerd-up.log"
   kubelet_up
@@ -112,15 +123,15 @@ s_deploy() {
     crd/volumesnapshotcontents.snapshot.storage.k8s.io crd/volumesnapshotclasses.snapshot.storage.k8s.io ||
     fail "the snapshot CRDs are not established" || return 1
   kubectl apply -k "$OVERLAY" || fail "kubectl apply -k (driver overlay)" || return 1
-  wait_for "DaemonSet pod Running with 6/6 containers ready" 900 driver_ready ||
+  wait_for "DaemonSet pod Running with 4/4 containers ready" 900 driver_ready ||
     { kubectl -n $NS describe pods | tail -40; tails kubelet; return 1; }
   kubectl -n kube-system wait --for=condition=available --timeout=600s deployment/snapshot-controller ||
     { kubectl -n kube-system describe pods -l app=snapshot-controller | tail -30; kubectl -n kube-system logs deployment/snapshot-controller --tail=20; return 1; }
   kubectl -n kube-system logs deployment/snapshot-controller | grep -m1 -i 'distributed' ||
     log "  (the snapshot-controller's log does not name distributed snapshotting)"
-  wait_for "CSINode $NODE lists lvstamp.io (registrar -> kubelet -> NodeGetInfo)" 300 sh -c \
+  wait_for "CSINode $NODE lists lvstamp.io (the driver's registration socket -> kubelet -> NodeGetInfo)" 300 sh -c \
     "kubectl get csinode $NODE -o jsonpath='{.spec.drivers[*].name}' | grep -qw lvstamp.io" ||
-    { kubectl -n $NS logs "$(driver_pod)" -c node-driver-registrar | tail; tails kubelet; return 1; }
+    { tails_driver; grep -i 'plugin\|csi' "$LOGS/kubelet.log" | tail -20; return 1; }
   log "CSINode: $(kubectl get csinode $NODE -o jsonpath='{.spec.drivers[0]}')"
   no_restarts
 }
@@ -129,7 +140,7 @@ s_deploy() {
 # the API server can be slower than client-go's fixed 32 s discovery timeout at a sidecar's start)
 no_restarts() {
   local pod c n; pod=$(driver_pod)
-  for c in lvstamp-csi node-driver-registrar csi-provisioner csi-resizer liveness-probe csi-snapshotter; do
+  for c in $CONTAINERS; do
     n=$(kubectl -n $NS get pod "$pod" -o jsonpath="{.status.containerStatuses[?(@.name==\"$c\")].restartCount}")
     [ "$n" = 0 ] && continue
     log "  container $c restarted $n time(s); its last run ended with:"
@@ -140,7 +151,7 @@ no_restarts() {
 }
 CAP0=
 capacity_of() { # capacity (bytes) the provisioner published for lvstamp-ext4 on this node
-  kubectl -n $NS get csistoragecapacities.v1alpha1.storage.k8s.io -o \
+  kubectl -n $NS get csistoragecapacities -o \
     jsonpath='{range .items[?(@.storageClassName=="lvstamp-ext4")]}{.capacity}{"\n"}{end}' 2>/dev/null | head -1 |
     numfmt --from=auto 2>/dev/null # a Quantity: bytes, or with a binary (Mi) or decimal (M) suffix
 }
@@ -148,7 +159,7 @@ s_capacity_published() {
   wait_for "CSIStorageCapacity for lvstamp-ext4 published" 300 has_capacity ||
     { kubectl -n $NS logs "$(driver_pod)" -c csi-provisioner | tail -20; return 1; }
   CAP0=$(capacity_of)
-  kubectl -n $NS get csistoragecapacities.v1alpha1.storage.k8s.io \
+  kubectl -n $NS get csistoragecapacities \
     -o custom-columns=NAME:.metadata.name,CLASS:.storageClassName,CAPACITY:.capacity,TOPOLOGY:.nodeTopology.matchLabels
   [ "$CAP0" -gt $((7 * 1024 * 1024 * 1024)) ] || fail "capacity $CAP0 bytes, want > 7 GiB of the 8 GiB VG"
 }
@@ -201,7 +212,7 @@ s_driver_restart() {
   local old new
   old=$(driver_pod)
   kubectl -n $NS delete pod "$old" --wait=true --timeout=300s || return 1
-  wait_for "a new driver pod with 6/6 containers ready" 600 driver_ready || return 1
+  wait_for "a new driver pod with 4/4 containers ready" 600 driver_ready || return 1
   new=$(driver_pod)
   [ "$new" != "$old" ] || fail "driver pod was not replaced"
   kubectl exec app-xfs -- sh -c 'echo again > /data/again && cat /data/hello /data/again' | tr '\n' ' ' | grep -q 'hello-xfs again' ||
@@ -259,7 +270,7 @@ s_leak() {
   [ "$(echo "$LEAK_LV" | wc -l)" = 1 ] || fail "expected one new LV, got: $LEAK_LV" || return 1
   ! kubectl get pv -o jsonpath='{..volumeHandle}' | tr ' ' '\n' | grep -qF "${LEAK_LV#lvstamp_}" ||
     fail "a PV references $LEAK_LV" || return 1
-  wait_for "the csi-provisioner container running again (6/6 ready)" 600 driver_ready
+  wait_for "the csi-provisioner container running again (4/4 ready)" 600 driver_ready
 }
 tails_driver() { kubectl -n $NS logs "$(driver_pod)" -c lvstamp-csi --tail=20; }
 
@@ -267,14 +278,7 @@ tails_driver() { kubectl -n $NS logs "$(driver_pod)" -c lvstamp-csi --tail=20; }
 # per-node Job's log (the node's plan) after the cluster summary
 gc_job() {
   local name=$1 node_job
-  if ! kubectl -n $NS create job --from=cronjob/lvstamp-gc "$name" 2>"$LOGS/create-job.err"; then
-    # kubectl >= 1.2x reads a batch/v1beta1 CronJob (Kubernetes < 1.21) but creates Jobs only
-    # from batch/v1 ones: the README's form for such clusters
-    log "kubectl create job --from failed ($(tr '\n' ' ' <"$LOGS/create-job.err")); README's form for clusters before 1.21"
-    kubectl -n $NS get cronjob lvstamp-gc -o json |
-      jq --arg n "$name" '{apiVersion: "batch/v1", kind: "Job", metadata: {name: $n, annotations: {"cronjob.kubernetes.io/instantiate": "manual"}}, spec: .spec.jobTemplate.spec}' |
-      kubectl -n $NS create -f - || return 1
-  fi
+  kubectl -n $NS create job --from=cronjob/lvstamp-gc "$name" || return 1
   kubectl -n $NS wait --for=condition=complete "job/$name" --timeout=900s ||
     { kubectl -n $NS describe job "$name" | tail -20; kubectl -n $NS logs "job/$name" --tail=30; return 1; }
   kubectl -n $NS logs "job/$name" | grep -v '^{'
@@ -287,19 +291,14 @@ gc_job() {
 s_gc() {
   local out
   [ -n "$LEAK_LV" ] || fail "no leaked volume to collect (the scenario before failed)" || return 1
-  kubectl apply -k "$GC_OVERLAY" || fail "kubectl apply -k (GC overlay, CronJob batch/v1beta1)" || return 1
+  kubectl apply -k "$GC_OVERLAY" || fail "kubectl apply -k (GC overlay)" || return 1
   out=$(gc_job gc-dry) || { echo "$out"; fail "dry-run Job"; return 1; }
   echo "$out"
   echo "$out" | grep -E "lvstamp/$LEAK_LV +remove-volume +6 " >/dev/null || fail "dry run does not plan to remove $LEAK_LV" || return 1
   echo "$out" | grep -q "to remove 1, removed 0" || fail "dry run summary is not 'to remove 1, removed 0'" || return 1
   [ "$(lv_count "$LEAK_LV")" = 1 ] || fail "the dry run removed $LEAK_LV" || return 1
   # README "Enabling deletion"
-  if ! kubectl -n $NS set env cronjob/lvstamp-gc LVSTAMP_GC_APPLY=true 2>"$LOGS/set-env.err"; then
-    log "kubectl set env failed ($(tr '\n' ' ' <"$LOGS/set-env.err")); a strategic-merge patch of the env instead"
-    kubectl -n $NS patch cronjob lvstamp-gc -p \
-      '{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"gc","env":[{"name":"LVSTAMP_GC_APPLY","value":"true"}]}]}}}}}}' ||
-      fail "switching the CronJob to apply" || return 1
-  fi
+  kubectl -n $NS set env cronjob/lvstamp-gc LVSTAMP_GC_APPLY=true || fail "switching the CronJob to apply" || return 1
   out=$(gc_job gc-apply) || { echo "$out"; fail "apply Job"; return 1; }
   echo "$out"
   echo "$out" | grep -q "to remove 1, removed 1" || fail "apply summary is not 'to remove 1, removed 1'" || return 1
@@ -385,11 +384,209 @@ PVC
   lvremove -y lvstamp/pool0 >/dev/null || fail "lvremove lvstamp/pool0"
 }
 
+# --- what current clusters do (Kubernetes >= 1.32 features, all GA) ---
+mounted_vol() { grep -q "$1" /proc/mounts; } # mounted_vol VOLUME_ID: some mount names the volume
+events_of() { # events_of KIND NAME: "reason: message" lines of an object's events
+  kubectl get events --field-selector "involvedObject.kind=$1,involvedObject.name=$2" \
+    -o jsonpath='{range .items[*]}{.type} {.reason}: {.message}{"\n"}{end}' 2>/dev/null
+}
+sts_ready() { [ "$(jp statefulset/web '{.status.readyReplicas}')" = "$1" ] && [ "$(jp statefulset/web '{.status.replicas}')" = "$1" ]; }
+sts_scale() { # sts_scale N: scale the StatefulSet web and wait until exactly N replicas are ready
+  kubectl scale statefulset web --replicas="$1" || return 1
+  wait_for "StatefulSet web: $1/$1 ready" 900 sts_ready "$1" ||
+    { kubectl get pods -l app=web -o wide; kubectl describe statefulset web | tail -10; return 1; }
+}
+web_check() { # web_check I: pod web-I reads back its own name from its own claim
+  [ "$(kubectl exec "web-$1" -- cat /data/who)" = "web-$1" ] || fail "web-$1 does not read its own name from data-web-$1"
+}
+s_statefulset() {
+  local i vols
+  kubectl apply -f - <<STS || return 1
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web}
+spec:
+  replicas: 3
+  podManagementPolicy: Parallel
+  selector: {matchLabels: {app: web}}
+  serviceName: web
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+$(pod_spec "[sh, -c, 'cat /data/who 2>/dev/null || hostname > /data/who; sync; exec sleep 36000']" \
+    "volumeMounts: [{name: data, mountPath: /data}]" | sed 's/^/    /')
+  volumeClaimTemplates:
+    - metadata: {name: data}
+      spec:
+        accessModes: [ReadWriteOnce]
+        storageClassName: lvstamp-ext4
+        resources: {requests: {storage: 32Mi}}
+STS
+  sts_scale 3 || return 1
+  for i in 0 1 2; do web_check $i || return 1; done
+  sts_scale 5 || return 1
+  for i in 0 1 2 3 4; do web_check $i || return 1; done
+  log "PVCs: $(kubectl get pvc -l app=web -o custom-columns=N:.metadata.name,S:.status.phase --no-headers | tr -s ' ' | tr '\n' ';')"
+  sts_scale 1 || return 1
+  web_check 0 || return 1
+  # scaled down: the claims stay (persistentVolumeClaimRetentionPolicy whenScaled: Retain, the default)
+  [ "$(kubectl get pvc -l app=web -o name | wc -l)" = 5 ] || fail "want 5 claims after scaling to 1: $(kubectl get pvc -l app=web -o name)"
+}
+s_drain() { # on the StatefulSet's one remaining replica: drain, then uncordon
+  local vol; vol=$(volume_of data-web-0)
+  [ -n "$vol" ] && mounted_vol "$vol" || fail "web-0's volume $vol is not mounted before the drain" || return 1
+  # the app's pods only (--pod-selector): the other test pods are bare pods, which a drain would delete for good
+  kubectl drain $NODE --ignore-daemonsets --pod-selector=app=web --timeout=600s || fail "kubectl drain" || return 1
+  wait_for "web-0 evicted and Pending (node cordoned)" 600 sh -c \
+    "[ \"\$(kubectl get pod web-0 -o jsonpath='{.status.phase}')\" = Pending ]" || return 1
+  wait_for "web-0's volume unstaged and unpublished (no mount names $vol)" 600 sh -c "! grep -q '$vol' /proc/mounts" || return 1
+  [ "$(lv_count "$vol")" = 1 ] || fail "LV of $vol gone after the drain" || return 1
+  log "web-0 while cordoned: $(events_of Pod web-0 | grep FailedScheduling | tail -1)"
+  kubectl uncordon $NODE || return 1
+  wait_for "web-0 Running again after uncordon" 600 sts_ready 1 || return 1
+  web_check 0
+}
+no_pv_of() { ! kubectl get pv -o jsonpath='{..volumeHandle}' | tr ' ' '\n' | grep -qxF "$(printf '%s\n' "$@")"; }
+s_statefulset_delete() {
+  local vols v
+  vols=$(for i in 0 1 2 3 4; do volume_of data-web-$i; echo; done) # one per line (jsonpath prints no newline)
+  [ "$(echo "$vols" | grep -c .)" = 5 ] || fail "want 5 volumes of the StatefulSet, got: $vols" || return 1
+  kubectl delete statefulset web --wait=true --timeout=600s || return 1
+  wait_for "web's pods gone" 600 sh -c '[ -z "$(kubectl get pods -l app=web -o name)" ]' || return 1
+  kubectl delete pvc -l app=web --wait=true --timeout=600s || return 1
+  wait_for "the 5 PVs of web gone" 600 no_pv_of $vols || return 1
+  for v in $vols; do [ "$(lv_count "$v")" = 0 ] || fail "LV of $v still in VG lvstamp" || return 1; done
+}
+
+s_ephemeral() {
+  local vol pv
+  kubectl apply -f - <<POD || return 1
+apiVersion: v1
+kind: Pod
+metadata: {name: app-eph}
+spec:
+$(pod_spec "[sh, -c, 'echo scratch > /scratch/f && sync && exec sleep 36000']" "volumeMounts: [{name: scratch, mountPath: /scratch}]")
+  volumes:
+    - name: scratch
+      ephemeral:
+        volumeClaimTemplate:
+          spec:
+            accessModes: [ReadWriteOnce]
+            storageClassName: lvstamp-xfs
+            resources: {requests: {storage: 320Mi}}
+POD
+  wait_running app-eph 900 || return 1
+  [ "$(jp pvc/app-eph-scratch '{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}')" = Pod/app-eph ] ||
+    fail "PVC app-eph-scratch is not owned by pod app-eph" || return 1
+  [ "$(kubectl exec app-eph -- cat /scratch/f)" = scratch ] || fail "read back in the ephemeral volume" || return 1
+  vol=$(volume_of app-eph-scratch); pv=$(jp pvc/app-eph-scratch '{.spec.volumeName}')
+  [ "$(lv_count "$vol")" = 1 ] || fail "no LV for the ephemeral volume $vol" || return 1
+  kubectl delete pod app-eph --wait=true --timeout=600s || return 1
+  wait_for "the ephemeral claim app-eph-scratch gone with its pod" 300 sh -c "! kubectl get pvc app-eph-scratch" || return 1
+  wait_for "PV $pv gone" 300 sh -c "! kubectl get pv $pv" || return 1
+  [ "$(lv_count "$vol")" = 0 ] || fail "LV of the ephemeral volume $vol left"
+}
+
+s_rwop() {
+  local why
+  kubectl apply -f - <<PVC || return 1
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: solo}
+spec:
+  accessModes: [ReadWriteOncePod]
+  storageClassName: lvstamp-ext4
+  resources: {requests: {storage: 32Mi}}
+PVC
+  pod app-solo solo && wait_running app-solo 900 || return 1
+  pod app-solo2 solo || return 1
+  wait_for "the second pod on ReadWriteOncePod claim solo: FailedScheduling" 300 sh -c \
+    "kubectl get events --field-selector involvedObject.name=app-solo2,reason=FailedScheduling -o name | grep -q ." || return 1
+  why=$(events_of Pod app-solo2 | grep FailedScheduling | tail -1)
+  log "app-solo2: $(jp pod/app-solo2 '{.status.phase}'): $why"
+  phase_is pod/app-solo2 Pending || fail "app-solo2 is not Pending" || return 1
+  echo "$why" | grep -q ReadWriteOncePod || fail "the scheduler's reason does not name ReadWriteOncePod: $why" || return 1
+  kubectl delete pod app-solo2 app-solo --wait=true --timeout=600s && kubectl delete pvc solo --wait=true --timeout=300s
+}
+
+s_fsgroup() {
+  local fs out
+  pvc fsg-ext4 lvstamp-ext4 32Mi && pvc fsg-xfs lvstamp-xfs 320Mi || return 1
+  kubectl apply -f - <<POD || return 1
+apiVersion: v1
+kind: Pod
+metadata: {name: app-fsg}
+spec:
+  securityContext: {runAsUser: 1000, runAsGroup: 1000, fsGroup: 2000, runAsNonRoot: true}
+$(pod_spec "[sleep, '36000']" "volumeMounts: [{name: e, mountPath: /ext4}, {name: x, mountPath: /xfs}]")
+  volumes: [{name: e, persistentVolumeClaim: {claimName: fsg-ext4}}, {name: x, persistentVolumeClaim: {claimName: fsg-xfs}}]
+POD
+  wait_running app-fsg 900 || return 1
+  log "app-fsg: $(kubectl exec app-fsg -- id)"
+  for fs in ext4 xfs; do
+    out=$(kubectl exec app-fsg -- sh -c "echo mine > /$fs/f && stat -c '%u:%g %A' /$fs/f /$fs && cat /$fs/f") ||
+      fail "uid 1000 cannot write into its $fs volume (fsGroup 2000)" || return 1
+    log "$fs: $(echo "$out" | tr '\n' ' ')"
+    echo "$out" | head -1 | grep -q '^1000:2000 ' || fail "$fs: a new file is not 1000:2000: $out" || return 1
+    echo "$out" | sed -n 2p | grep -q '^0:2000 drwxrws' || fail "$fs: the volume root is not group 2000 with setgid: $out" || return 1
+  done
+  kubectl delete pod app-fsg --wait=true --timeout=600s && kubectl delete pvc fsg-ext4 fsg-xfs --wait=true --timeout=300s
+}
+
+s_kubelet_restart() { # app-ext4 keeps running on data-ext4 while the kubelet is stopped and started
+  local vol restarts
+  vol=$(volume_of data-ext4)
+  restarts=$(jp pod/app-ext4 '{.status.containerStatuses[0].restartCount}')
+  kill "$(cat $STATE/kubelet.pid)" || return 1
+  wait_for "kubelet stopped" 120 sh -c "! kill -0 $(cat $STATE/kubelet.pid)" || return 1
+  mv "$LOGS/kubelet.log" "$LOGS/kubelet-1.log"
+  kubelet_start
+  wait_for "kubelet up again (healthz)" 600 curl -sf http://127.0.0.1:10248/healthz || { tails kubelet; return 1; }
+  wait_for "node $NODE Ready after the kubelet restart" 600 node_ready || return 1
+  wait_for "the kubelet reconstructed the mounted volume $vol (its volume manager lists it)" 600 sh -c \
+    "grep -q 'Volume is marked as mounted.*$vol\\|MountVolume.*$vol\\|reconstruct.*$vol\\|$vol.*reconstruct' '$LOGS/kubelet.log'" ||
+    log "  (the kubelet's log does not name the reconstruction of $vol: $(grep -ci reconstruct "$LOGS/kubelet.log") 'reconstruct' lines)"
+  phase_is pod/app-ext4 Running || fail "app-ext4 is not Running after the kubelet restart" || return 1
+  [ "$(jp pod/app-ext4 '{.status.containerStatuses[0].restartCount}')" = "$restarts" ] ||
+    fail "app-ext4's container restarted with the kubelet" || return 1
+  [ "$(kubectl exec app-ext4 -- cat /data/hello)" = hello-ext4 ] || fail "data-ext4 unreadable after the kubelet restart" || return 1
+  kubectl exec app-ext4 -- sh -c 'echo after-kubelet > /data/k && sync' || fail "write after the kubelet restart" || return 1
+  mounted_vol "$vol" || fail "no mount of $vol after the kubelet restart"
+}
+
+s_resize_unsatisfiable() {
+  local want statuses why
+  pvc big lvstamp-ext4 32Mi && pod app-big big && wait_running app-big 900 || return 1
+  kubectl exec app-big -- sh -c 'echo before > /data/f && sync' || return 1
+  # more than the 8 GiB volume group holds
+  kubectl patch pvc big -p '{"spec":{"resources":{"requests":{"storage":"64Gi"}}}}' || return 1
+  wait_for "PVC big: a VolumeResizeFailed event for 64Gi" 600 sh -c \
+    "kubectl get events --field-selector involvedObject.name=big,reason=VolumeResizeFailed -o name | grep -q ." ||
+    { kubectl describe pvc big | tail -15; return 1; }
+  why=$(events_of PersistentVolumeClaim big | grep VolumeResizeFailed | tail -1)
+  statuses=$(jp pvc/big '{.status.allocatedResourceStatuses}')
+  log "PVC big after asking for 64Gi: capacity $(jp pvc/big '{.status.capacity.storage}'), allocatedResourceStatuses $statuses, conditions $(jp pvc/big '{.status.conditions[*].type}'); $why"
+  [ "$(jp pvc/big '{.status.capacity.storage}')" = 32Mi ] || fail "capacity changed although the resize failed" || return 1
+  # recovery from expansion failure (Kubernetes 1.34 GA): lower the request, above the old size
+  want=64Mi
+  kubectl patch pvc big -p "{\"spec\":{\"resources\":{\"requests\":{\"storage\":\"$want\"}}}}" ||
+    fail "lowering the request to $want (recovery from expansion failure) was refused" || return 1
+  wait_for "PVC big: capacity $want, no resize status left" 900 sh -c \
+    "[ \"\$(kubectl get pvc big -o jsonpath='{.status.capacity.storage}')\" = $want ] && [ -z \"\$(kubectl get pvc big -o jsonpath='{.status.allocatedResourceStatuses}')\" ]" ||
+    { kubectl describe pvc big | tail -15; return 1; }
+  wait_for "the filesystem in app-big grew past 50000 KiB" 600 sh -c \
+    "[ \"\$(kubectl exec app-big -- df -kP /data | awk 'NR==2{print \$2}')\" -gt 50000 ]" || return 1
+  [ "$(kubectl exec app-big -- cat /data/f)" = before ] || fail "data after the recovered resize" || return 1
+  kubectl exec app-big -- sh -c 'echo after > /data/g && sync' || fail "PVC big not writable after the recovery" || return 1
+  log "PVC big: conditions now: $(jp pvc/big '{.status.conditions[*].type}')"
+  kubectl delete pod app-big --wait=true --timeout=600s && kubectl delete pvc big --wait=true --timeout=300s
+}
+
 s_probe_metrics() {
   local ip; ip=$(kubectl -n $NS get pod "$(driver_pod)" -o jsonpath='{.status.podIP}')
   [ -n "$ip" ] || fail "driver pod has no IP" || return 1
-  curl -sf --max-time 60 "http://$ip:9808/healthz" | grep -qx ok || fail "livenessprobe http://$ip:9808/healthz" || return 1
-  curl -sf --max-time 60 "http://$ip:9810/healthz" >/dev/null || fail "registrar http://$ip:9810/healthz" || return 1
+  # the driver's own /healthz (--health-address), which the kubelet's liveness probe calls
+  [ "$(curl -sf --max-time 60 "http://$ip:9808/healthz")" = ok ] || fail "driver /healthz http://$ip:9808/healthz" || return 1
   curl -sf --max-time 60 "http://$ip:9809/metrics" >$LOGS/metrics.txt || fail "metrics http://$ip:9809/metrics" || return 1
   grep -m3 '^lvstamp_' $LOGS/metrics.txt || fail "no lvstamp_ metric on :9809"
 }
@@ -403,7 +600,7 @@ s_cleanup() {
 }
 
 check "volume group lvstamp on $DISK" s_vg
-check "one-node cluster up (etcd, API server, controller-manager, scheduler, containerd, kubelet)" s_cluster || exit 1
+check "one-node cluster up (control plane on the host; containerd, kubelet in the VM)" s_cluster || exit 1
 [ $FAILED = 0 ] || exit 1
 check "kubectl apply -k: DaemonSet Running, driver registered with the kubelet" s_deploy
 [ $FAILED = 0 ] || exit 1
@@ -415,7 +612,15 @@ check "driver pod deleted: the DaemonSet restarts it, the volume keeps working a
 check "PVC deleted: PV and LV gone" s_delete_pvc
 check "published capacity drops after the creates" s_capacity_drops
 check "PVC deleted while its CreateVolume is in flight (provisioner restarted): a volume with no PVC or PV is left" s_leak
-check "GC CronJob (batch/v1beta1 component): a Job from it reports the leaked volume in a dry run, removes it with apply" s_gc
+check "GC CronJob: a Job from it reports the leaked volume in a dry run, removes it with apply" s_gc
 check "thin PVC -> VolumeSnapshot (class lvstamp) ready -> PVC from it reads the same bytes; source deleted, the GC keeps the snapshot; snapshot deleted, its LV gone" s_snapshot_restore
-check "liveness probe, registrar health and metrics answer on the pod's ports" s_probe_metrics
+check "StatefulSet of 3 scaled to 5, then to 1: each pod reads its own claim; the claims stay" s_statefulset
+check "kubectl drain (the app's pods) and uncordon: the pod goes, its volume is unstaged, the LV stays; it comes back with its data" s_drain
+check "StatefulSet and its PVCs deleted: every PV and LV gone" s_statefulset_delete
+check "generic ephemeral volume: claim made for the pod, owned by it, gone with it (PV and LV too)" s_ephemeral
+check "ReadWriteOncePod: a second pod on the claim stays Pending with the scheduler's reason" s_rwop
+check "fsGroup: a non-root pod writes into its ext4 and xfs volumes (fsGroupPolicy File)" s_fsgroup
+check "unsatisfiable resize (more than the VG): the user sees why; lowering the request recovers, the volume grows and is usable" s_resize_unsatisfiable
+check "kubelet restarted while a pod uses a volume: the pod keeps running with its data, the volume stays mounted" s_kubelet_restart
+check "the driver's /healthz and metrics answer on the pod's ports" s_probe_metrics
 check "cleanup: no LV, map or mount left on the node" s_cleanup

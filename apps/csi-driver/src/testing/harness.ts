@@ -160,6 +160,7 @@ export class FakeCore implements DriverCore {
     expand: (volumeId, requiredBytes, scope, options) => {
       this.scopes.push(scope);
       this.calls.push(['expand', volumeId, requiredBytes, options]);
+      this.#maybeFail('expand');
       const entry = this.store.get(volumeId);
       if (entry === undefined)
         return Promise.reject(new NotFoundError(`volume ${volumeId} does not exist`));
