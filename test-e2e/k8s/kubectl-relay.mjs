@@ -2,14 +2,16 @@
 // (control-plane.sh), runs the test VM's kubectl commands natively against the control plane.
 //
 // Why: a kubectl started in the emulated VM costs 5-20 s (a large Go binary starting under TCG,
-// then API discovery); the same command on the host costs well under a second. vm/kubectl (the
+// then API discovery); the same command on the host costs well under a second. vm/bin/kubectl (the
 // `kubectl` first on the VM's PATH) sends each command here and prints what it printed.
 //
 // Protocol (HTTP/1.1, one command per POST /): header `x-args` = base64 of the arguments, each
 // followed by a NUL byte; body = the command's stdin (empty for none). Answer: body = its stdout;
 // headers `x-exit` = its exit code (or 128 + the signal number), `x-stderr` = base64 of its
 // stderr (the last 32 KiB). Commands run concurrently, each with KUBECONFIG of the environment.
-// The listener is the namespace's side of the VM's tap device, which only the VM reaches.
+// The listener is the namespace's side of the VM's tap device: the VM and its pods reach it, and
+// it runs kubectl as root with the admin credentials (a test cluster's, thrown away at the end).
+// A command whose caller went away (a timeout in the VM) is killed.
 import { spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -23,7 +25,8 @@ if (!host || !port || !kubectl || !logFile) {
 const STDERR_MAX = 32 * 1024;
 const log = (line) => appendFileSync(logFile, `${new Date().toISOString()} ${line}\n`);
 
-const server = createServer((req, res) => {
+// the arguments travel in a header: allow far more than Node's default 16 KiB
+const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => {
   const started = Date.now();
   const args = Buffer.from(String(req.headers['x-args'] ?? ''), 'base64')
     .toString('utf8')
@@ -54,7 +57,10 @@ const server = createServer((req, res) => {
       answer(127);
     });
     child.on('close', (code, signal) => answer(code ?? 128 + (constants.signals[signal] ?? 0)));
+    res.on('close', () => {
+      if (!answered) child.kill();
+    });
   });
 });
-server.requestTimeout = 0; // `kubectl wait --timeout=300s` and the like answer late
+server.requestTimeout = 0; // no limit on a request's arrival (a large `kubectl apply -f -`)
 server.listen(Number(port), host, () => log(`listening on ${host}:${port}, kubectl ${kubectl}`));

@@ -242,7 +242,7 @@ STATE=$RUN/control-plane ip netns exec $NETNS bash "$HERE/control-plane.sh" >"$L
 step "booting the test VM (logs: $LOGS)"
 # in the background, so that a signal reaches the traps at once (netns_down stops qemu)
 (
-  VM_NET=tap:$TAP VM_RW="$LOGS" VM_ENV="REPO NODE_PATH PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK STORE_DISK K8S_ONLY K8S_EXTRA" VM_DISKS=8G VM_IMAGES="$STORE" VM_MEM=${VM_MEM:-6G} \
+  VM_NET=tap:$TAP VM_RW="$LOGS" VM_ENV="REPO NODE_PATH PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK STORE_DISK K8S_ONLY" VM_DISKS=8G VM_IMAGES="$STORE" VM_MEM=${VM_MEM:-6G} \
     VM_TIMEOUT=${VM_TIMEOUT:-3600} ip netns exec $NETNS bash test-e2e/vm/run-in-vm.sh "bash test-e2e/k8s/vm/node-test.sh" 2>&1 |
     tee "$LOGS/run.log"
   exit "${PIPESTATUS[0]}"

@@ -567,6 +567,13 @@ s_resize_unsatisfiable() {
   statuses=$(jp pvc/big '{.status.allocatedResourceStatuses}')
   log "PVC big after asking for 64Gi: capacity $(jp pvc/big '{.status.capacity.storage}'), allocatedResourceStatuses $statuses, conditions $(jp pvc/big '{.status.conditions[*].type}'); $why"
   [ "$(jp pvc/big '{.status.capacity.storage}')" = 32Mi ] || fail "capacity changed although the resize failed" || return 1
+  # the driver's OUT_OF_RANGE (docs/DESIGN.md "Thin capacity"): the event names the free and needed
+  # bytes and the resizer marks the resize infeasible, which a lowered request may then replace
+  echo "$why" | grep -q 'OutOfRange desc = cannot grow here: volume group lvstamp has [0-9]* bytes free' ||
+    fail "the VolumeResizeFailed event does not carry the driver's OUT_OF_RANGE: $why" || return 1
+  wait_for "PVC big: resize status ControllerResizeInfeasible" 300 sh -c \
+    "kubectl get pvc big -o jsonpath='{.status.allocatedResourceStatuses.storage}' | grep -qx ControllerResizeInfeasible" ||
+    fail "resize status is not ControllerResizeInfeasible: $(jp pvc/big '{.status.allocatedResourceStatuses}')" || return 1
   # recovery from expansion failure (Kubernetes 1.34 GA): lower the request, above the old size
   want=64Mi
   kubectl patch pvc big -p "{\"spec\":{\"resources\":{\"requests\":{\"storage\":\"$want\"}}}}" ||

@@ -3,6 +3,8 @@
 // fresh filesystem and capacity_bytes agree, for create and for expansion; the extent slack stays
 // inside the LV. A filesystem that mkfs can never make is raised to its minimum or refused. A v1
 // volume made the old way (capacity = LV size − 1 MiB) keeps working and becomes exact when grown.
+// An expansion the volume group cannot hold is OUT_OF_RANGE (DESIGN.md "Thin capacity") and
+// changes nothing.
 import { randomBytes } from 'node:crypto';
 import { open, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -161,6 +163,37 @@ describe('exact capacities', () => {
     expect(await deviceBytes(device)).toBe(bytes);
     expect(await filesystemBytes(device, 'xfs')).toBe(bytes);
     await unstageAndDelete(id, staging);
+  });
+});
+
+describe('an expansion the volume group cannot hold', () => {
+  it('OUT_OF_RANGE naming the free and needed bytes, the LV and its header unchanged; a smaller request then grows it', async () => {
+    const name = unique('too-big');
+    const id = idOf(name);
+    await create(name, { required_bytes: String(64 * MiB) });
+    const before = await lvOf(id);
+    const failure = await csi.fails(status.OUT_OF_RANGE, 'Controller', 'ControllerExpandVolume', {
+      volume_id: id,
+      capacity_range: { required_bytes: String(64 * GiB) },
+      volume_capability: mountCapability(),
+    });
+    expect(failure.details).toMatch(
+      new RegExp(
+        `^cannot grow here: volume group ${vgName} has \\d+ bytes free, growing volume ${id} needs \\d+$`,
+      ),
+    );
+    const after = await lvOf(id);
+    expect(after?.lv_size).toBe(before?.lv_size);
+    expect((await headerOf(after?.lv_dm_path ?? '')).requestedBytes).toBe(64 * MiB);
+    // what a user's lowered request (recovery from a failed expansion) asks for next
+    const grown = await csi.ok<{ capacity_bytes: string }>('Controller', 'ControllerExpandVolume', {
+      volume_id: id,
+      capacity_range: { required_bytes: String(128 * MiB) },
+      volume_capability: mountCapability(),
+    });
+    expect(grown.capacity_bytes).toBe(String(128 * MiB));
+    expect((await lvOf(id))?.lv_size).toBe(String(128 * MiB + 4 * MiB));
+    await csi.ok('Controller', 'DeleteVolume', { volume_id: id });
   });
 });
 

@@ -178,6 +178,17 @@ describe('thin classes on real lvm2', () => {
     ).toBe(String(128 * MiB));
     expect((await readFile(join(staging, 'data.bin'))).equals(payload)).toBe(true);
     const usedBefore = Number(grownRows.pool?.data_percent);
+    // beyond what the pool admits: OUT_OF_RANGE (DESIGN.md "Thin capacity"), nothing grown
+    const refused = await csi.fails(status.OUT_OF_RANGE, 'Controller', 'ControllerExpandVolume', {
+      volume_id: id,
+      capacity_range: { required_bytes: String(64 * 1024 * MiB) },
+      volume_capability: mountCapability('ext4'),
+    });
+    expect(refused.details).toMatch(/^cannot grow here: /);
+    expect((await poolRows('pool0')).thin.find((r) => r.lv_name === `lvstamp_${id}`)?.lv_size).toBe(
+      String(132 * MiB),
+    );
+    expect((await headerOf(`/dev/mapper/${vgName}-lvstamp_${id}`)).requestedBytes).toBe(128 * MiB);
 
     await csi.ok('Node', 'NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
     await csi.ok('Controller', 'DeleteVolume', { volume_id: id });
