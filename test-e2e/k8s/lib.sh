@@ -5,8 +5,8 @@
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 K8S_CACHE=${LVSTAMP_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lvstamp-k8s}
 PARTS=$REPO/test-e2e/parts/build.sh
-# shellcheck source=../parts/versions.env
 K8S_VERSION_ASKED=${K8S_VERSION:-}
+# shellcheck source=../parts/versions.env
 . "$REPO/test-e2e/parts/versions.env"
 # a K8S_VERSION of the caller wins over the pin (parts/build.sh reads it from the environment)
 if [ -n "$K8S_VERSION_ASKED" ]; then export K8S_VERSION=$K8S_VERSION_ASKED; fi
