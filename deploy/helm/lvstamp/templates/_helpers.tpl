@@ -26,19 +26,21 @@ unset: openssl rand -hex 16, README "Deploying on a cluster" step 3
 {{/*
 The installation's owner ID (docs/DESIGN.md §3 "Owner ID"): an explicit .Values.ownerId wins;
 "unset" gives the placeholder; "" keeps the ID of the ConfigMap lvstamp-csi-config already in the
-release's namespace (an upgrade), or else makes a new random one: the 32 hex digits of a version 4
+release's namespace (an upgrade; a placeholder or 32 zeros there is not kept), or else makes a new random one: the 32 hex digits of a version 4
 UUID (122 random bits). Without cluster access (helm template, client-side dry run) `lookup`
 finds nothing, so each such render shows a fresh ID.
 */}}
 {{- define "lvstamp.ownerId" -}}
 {{- if eq .Values.ownerId "unset" -}}
 {{- include "lvstamp.ownerIdPlaceholder" . -}}
+{{- else if eq .Values.ownerId "00000000000000000000000000000000" -}}
+{{- fail "ownerId: 32 zeros is the standalone owner ID of `lvstamp create` on a node, which the driver refuses: leave ownerId empty (a random one is made at install) or set your own (openssl rand -hex 16)" -}}
 {{- else if .Values.ownerId -}}
 {{- .Values.ownerId -}}
 {{- else -}}
 {{- $existing := lookup "v1" "ConfigMap" .Release.Namespace "lvstamp-csi-config" -}}
-{{- $kept := dig "data" "owner-id" "" ($existing | default dict) -}}
-{{- if regexMatch "^[0-9a-f]{32}$" $kept -}}
+{{- $kept := dig "data" "owner-id" "" ($existing | default dict) | lower -}}
+{{- if and (regexMatch "^[0-9a-f]{32}$" $kept) (ne $kept "00000000000000000000000000000000") -}}
 {{- $kept -}}
 {{- else -}}
 {{- uuidv4 | replace "-" "" -}}
