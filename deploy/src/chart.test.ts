@@ -229,6 +229,21 @@ describe('the chart', () => {
     });
   });
 
+  it('livenessProbe and csiTimeout as components/slow-nodes sets them are that component', async () => {
+    const chart = installed(
+      await template(
+        ...KUSTOMIZE_VALUES,
+        '--set-json',
+        'livenessProbe={"initialDelaySeconds":60,"periodSeconds":60,"timeoutSeconds":90,"failureThreshold":10}',
+        '--set',
+        'csiTimeout=300s',
+      ),
+    );
+    const kustomized = await kustomize('slow-nodes', ['.'], ['components/slow-nodes']);
+    const key = 'DaemonSet/lvstamp-csi-node';
+    expect(find(chart, key)).toEqual(find(kustomized, key));
+  });
+
   it('kubeletDir moves every path of the kubelet, as components/kubelet-dir does', async () => {
     const dir = '/var/snap/microk8s/common/var/lib/kubelet';
     const chart = find(await template('--set', `kubeletDir=${dir}`), 'DaemonSet/lvstamp-csi-node');
