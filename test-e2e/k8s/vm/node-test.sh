@@ -4,7 +4,8 @@
 # deploy/kubernetes that only sets the image names and the owner ID; kubectl apply -k), runs the
 # scenarios, tears everything down and ends with "N passed, N failed".
 # Env: REPO NODE_PATH PKI IMAGES LOGS SNAP_OVERLAY (CRDs, snapshot-controller) OVERLAY GC_OVERLAY (the user's overlay dirs) DISK (the VG's
-#      disk) STORE_DISK (the image store, cluster.sh)
+#      disk) STORE_DISK (the image store, cluster.sh), K8S_INSTALL (kustomize, or helm: the chart
+#      deploy/helm/lvstamp with HELM_VALUES, installed as docs/install.md says, instead of the overlays)
 set -u
 . "$(dirname "$0")/cluster.sh"
 T0=$(now)
@@ -36,6 +37,10 @@ trap finish EXIT
 # kubectl started in the emulated VM costs 5-20 s, most of many scenarios' time
 export KUBECTL_RELAY=$API_IP:$KUBECTL_RELAY_PORT PATH=$(cd "$(dirname "$0")" && pwd)/bin:$PATH
 NS=lvstamp-system
+K8S_INSTALL=${K8S_INSTALL:-kustomize}
+CHART=$REPO/deploy/helm/lvstamp
+# helm runs on the host too (vm/bin/helm -> kubectl-relay.mjs), so paths are the host's: the same files
+hm() { helm --namespace $NS "$@"; }
 k() { kubectl "$@"; }
 jp() { kubectl get "$1" -o "jsonpath=$2" 2>/dev/null; } # jp OBJECT JSONPATH
 phase_is() { [ "$(jp "$1" '{.status.phase}')" = "$2" ]; }
@@ -122,7 +127,16 @@ s_deploy() {
   kubectl wait --for=condition=established --timeout=300s crd/volumesnapshots.snapshot.storage.k8s.io \
     crd/volumesnapshotcontents.snapshot.storage.k8s.io crd/volumesnapshotclasses.snapshot.storage.k8s.io ||
     fail "the snapshot CRDs are not established" || return 1
-  kubectl apply -k "$OVERLAY" || fail "kubectl apply -k (driver overlay)" || return 1
+  if [ "$K8S_INSTALL" = helm ]; then
+    # docs/install.md "With Helm": the namespace first, labelled for the privileged node plugin
+    kubectl create namespace $NS && kubectl label namespace $NS pod-security.kubernetes.io/enforce=privileged &&
+      hm install lvstamp "$CHART" -f "$HELM_VALUES" || fail "helm install" || return 1
+    hm list
+    owner_id | grep -qE '^[0-9a-f]{32}$' || fail "the chart made no owner ID: '$(owner_id)'" || return 1
+    log "owner ID made by the chart: $(owner_id)"
+  else
+    kubectl apply -k "$OVERLAY" || fail "kubectl apply -k (driver overlay)" || return 1
+  fi
   wait_for "DaemonSet pod Running with 4/4 containers ready" 900 driver_ready ||
     { kubectl -n $NS describe pods | tail -40; tails kubelet; return 1; }
   kubectl -n kube-system wait --for=condition=available --timeout=600s deployment/snapshot-controller ||
@@ -291,7 +305,8 @@ gc_job() {
 s_gc() {
   local out
   [ -n "$LEAK_LV" ] || fail "no leaked volume to collect (the scenario before failed)" || return 1
-  kubectl apply -k "$GC_OVERLAY" || fail "kubectl apply -k (GC overlay)" || return 1
+  # (with helm the chart installed the GC, gc.enabled)
+  [ "$K8S_INSTALL" = helm ] || kubectl apply -k "$GC_OVERLAY" || fail "kubectl apply -k (GC overlay)" || return 1
   out=$(gc_job gc-dry) || { echo "$out"; fail "dry-run Job"; return 1; }
   echo "$out"
   echo "$out" | grep -E "lvstamp/$LEAK_LV +remove-volume +6 " >/dev/null || fail "dry run does not plan to remove $LEAK_LV" || return 1
@@ -598,6 +613,59 @@ s_probe_metrics() {
   grep -m3 '^lvstamp_' $LOGS/metrics.txt || fail "no lvstamp_ metric on :9809"
 }
 
+owner_id() { kubectl -n $NS get configmap lvstamp-csi-config -o jsonpath="{.data['owner-id']}"; }
+# --- the node admins' CLI in the driver container (docs/install.md "The lvstamp CLI in the driver pod") ---
+s_cli() {
+  local out rc
+  out=$(kubectl -n $NS exec ds/lvstamp-csi-node -c lvstamp-csi -- lvstamp list --vg lvstamp) ||
+    { echo "$out"; fail "lvstamp list in the driver container"; return 1; }
+  echo "$out"
+  echo "$out" | grep -q "$(volume_of data-ext4)" || fail "lvstamp list does not show data-ext4's volume" || return 1
+  # create is refused there (the cluster's owner ID, the cluster's GC): exit 2, nothing made
+  out=$(kubectl -n $NS exec ds/lvstamp-csi-node -c lvstamp-csi -- lvstamp create by-hand --size 8Mi --vg lvstamp 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc = 2 ] || fail "lvstamp create in the driver container exited $rc, want 2" || return 1
+  echo "$out" | grep -q 'refused inside the driver pod' || fail "no refusal message" || return 1
+  [ "$(lv_count by-hand)" = 0 ] || fail "lvstamp create made an LV in the driver container"
+}
+
+# --- K8S_INSTALL=helm: helm upgrade with a changed value while a pod uses a volume ---
+driver_pods() { kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[*].metadata.name}'; }
+driver_pod_replaced() { local p; p=$(driver_pods) && [ -n "$p" ] && [ "$p" != "$1" ] && [ "$(echo "$p" | wc -w)" = 1 ]; }
+no_driver_pod() { [ -z "$(driver_pods)" ]; }
+s_helm_upgrade() {
+  local owner uid old
+  owner=$(owner_id) uid=$(jp pod/app-ext4 '{.metadata.uid}') old=$(driver_pod)
+  # a changed value that changes the pod template: the DaemonSet rolls its pod
+  hm upgrade lvstamp "$CHART" -f "$HELM_VALUES" --set logLevel=debug || fail "helm upgrade" || return 1
+  wait_for "the DaemonSet rolled out: one driver pod, not $old" 900 driver_pod_replaced "$old" || return 1
+  wait_for "the new driver pod with 4/4 containers ready" 900 driver_ready || return 1
+  kubectl -n $NS get ds lvstamp-csi-node -o jsonpath='{.spec.template.spec.containers[0].args}' | grep -q -- '--log-level=debug' ||
+    fail "the upgraded DaemonSet has no --log-level=debug" || return 1
+  [ "$(owner_id)" = "$owner" ] || fail "the owner ID changed in the upgrade: $owner -> $(owner_id)" || return 1
+  [ "$(jp pod/app-ext4 '{.metadata.uid}')" = "$uid" ] && phase_is pod/app-ext4 Running ||
+    fail "app-ext4 was replaced or stopped by the upgrade" || return 1
+  [ "$(jp pod/app-ext4 '{.status.containerStatuses[0].restartCount}')" = 0 ] || fail "app-ext4 restarted" || return 1
+  [ "$(kubectl exec app-ext4 -- cat /data/hello)" = hello-ext4 ] || fail "data of app-ext4 after the upgrade" || return 1
+  kubectl exec app-ext4 -- sh -c 'echo after-upgrade > /data/upgrade && sync && cat /data/upgrade' | grep -q after-upgrade ||
+    fail "app-ext4 cannot write after the upgrade" || return 1
+  hm history lvstamp
+}
+
+# --- K8S_INSTALL=helm: helm uninstall as docs/install.md "Uninstall" says (claims first: s_cleanup) ---
+s_helm_uninstall() {
+  [ -z "$(kubectl get pv -o name)" ] || fail "PVs left before the uninstall: $(kubectl get pv -o name)" || return 1
+  hm uninstall lvstamp --wait --timeout 600s || fail "helm uninstall" || return 1
+  wait_for "the driver pod gone" 600 no_driver_pod || return 1
+  local left
+  left=$(kubectl get csidriver,storageclass,clusterrole,clusterrolebinding,volumesnapshotclass -l app.kubernetes.io/part-of=lvstamp -o name)
+  [ -z "$left" ] || fail "cluster-scoped objects left: $left" || return 1
+  left=$(kubectl -n $NS get all,configmap,serviceaccount,role,rolebinding -l app.kubernetes.io/part-of=lvstamp -o name)
+  [ -z "$left" ] || fail "objects left in $NS: $left" || return 1
+  [ "$(lv_count)" = 0 ] || fail "LVs left: $(lvs --noheadings -o lv_name lvstamp)"
+}
+
 s_cleanup() {
   kubectl delete pod --all --wait=true --timeout=600s && kubectl delete pvc --all --wait=true --timeout=300s || return 1
   wait_for "every PV gone" 300 sh -c '[ -z "$(kubectl get pv -o name)" ]' || return 1
@@ -609,12 +677,15 @@ s_cleanup() {
 check "volume group lvstamp on $DISK" s_vg
 check "one-node cluster up (control plane on the host; containerd, kubelet in the VM)" s_cluster || exit 1
 [ $FAILED = 0 ] || exit 1
-check "kubectl apply -k: DaemonSet Running, driver registered with the kubelet" s_deploy
+check "$([ "$K8S_INSTALL" = helm ] && echo 'helm install' || echo 'kubectl apply -k'): DaemonSet Running, driver registered with the kubelet" s_deploy
 [ $FAILED = 0 ] || exit 1
 check "CSIStorageCapacity published for the node" s_capacity_published
 check "ext4, xfs and raw-block PVCs (WaitForFirstConsumer): pods Running, data written and read back" s_volumes
 check "PVC expansion while the pod runs: the filesystem in the pod grows" s_expand
 check "pod deleted and recreated on the same PVC: data still there" s_recreate_pod
+check "the lvstamp CLI in the driver container: list shows the volumes, create is refused" s_cli
+[ "$K8S_INSTALL" = helm ] &&
+  check "helm upgrade with a changed value (logLevel) while app-ext4 uses its volume: driver pod rolled, app pod untouched, data kept, owner ID kept" s_helm_upgrade
 check "driver pod deleted: the DaemonSet restarts it, the volume keeps working and unpublishes" s_driver_restart
 check "PVC deleted: PV and LV gone" s_delete_pvc
 check "published capacity drops after the creates" s_capacity_drops
@@ -631,3 +702,4 @@ check "unsatisfiable resize (more than the VG): the user sees why; lowering the 
 check "kubelet restarted while a pod uses a volume: the pod keeps running with its data, the volume stays mounted" s_kubelet_restart
 check "the driver's /healthz and metrics answer on the pod's ports" s_probe_metrics
 check "cleanup: no LV, map or mount left on the node" s_cleanup
+[ "$K8S_INSTALL" = helm ] && check "helm uninstall (claims deleted first): every object of the chart gone" s_helm_uninstall
