@@ -312,6 +312,12 @@ describe('the chart', () => {
       podSpec(ds).volumes.filter((v) => !['lvm-archive', 'lvm-backup'].includes(v.name));
     expect(others(pod)).toEqual(others(host));
     expect(podSpec(pod).containers).toEqual(podSpec(host).containers);
+    // the GC's per-node Jobs likewise (apps/gc-job LVSTAMP_GC_LVM_METADATA)
+    const gc = (objects: Rendered[]) => gcContainer(find(objects, 'CronJob/lvstamp-gc'));
+    expect(
+      envValue(gc(await template('--set', 'lvmMetadata=emptyDir')), 'LVSTAMP_GC_LVM_METADATA'),
+    ).toBe('emptyDir');
+    expect(envValue(gc(await template()), 'LVSTAMP_GC_LVM_METADATA')).toBeUndefined();
   });
 
   it('every other value reaches the objects it names', async () => {
