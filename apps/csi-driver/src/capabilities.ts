@@ -20,7 +20,6 @@ export type ControllerCapability =
   | 'CREATE_DELETE_VOLUME'
   | 'LIST_VOLUMES'
   | 'GET_CAPACITY'
-  | 'EXPAND_VOLUME'
   | 'SINGLE_NODE_MULTI_WRITER'
   | 'CREATE_DELETE_SNAPSHOT'
   | 'LIST_SNAPSHOTS'
@@ -30,7 +29,6 @@ export const CONTROLLER_CAPABILITIES: readonly ControllerCapability[] = Object.f
   'CREATE_DELETE_VOLUME',
   'LIST_VOLUMES',
   'GET_CAPACITY',
-  'EXPAND_VOLUME',
   'SINGLE_NODE_MULTI_WRITER',
 ]);
 
