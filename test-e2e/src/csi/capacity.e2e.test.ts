@@ -27,6 +27,7 @@ import {
   mountCapability,
   startDriver,
   unique,
+  vgFreeBytes,
   type CsiClient,
   type VolumeMsg,
 } from './support.js';
@@ -97,21 +98,6 @@ async function headerVersion(lvDevice: string): Promise<number> {
   } finally {
     await handle.close();
   }
-}
-
-/** The group's free bytes (`vgs vg_free`). */
-async function vgFreeBytes(): Promise<string> {
-  const out = await shOk([
-    'vgs',
-    '--noheadings',
-    '--units',
-    'b',
-    '--nosuffix',
-    '-o',
-    'vg_free',
-    vgName,
-  ]);
-  return out.stdout.trim();
 }
 
 function lvOf(id: string) {
@@ -193,7 +179,7 @@ describe('an expansion the volume group cannot hold', () => {
     const [, free, needed] = shape.exec(failure.details) ?? [];
     // the LV grows from 64 MiB + one extent to 64 GiB + one extent; the group has less free
     expect(Number(needed)).toBe(64 * GiB - 64 * MiB);
-    expect(Number(free)).toBe(Number(await vgFreeBytes()));
+    expect(Number(free)).toBe(await vgFreeBytes(vgName));
     const after = await lvOf(id);
     expect(after?.lv_size).toBe(before?.lv_size);
     expect((await headerOf(after?.lv_dm_path ?? '')).requestedBytes).toBe(64 * MiB);
