@@ -25,6 +25,13 @@ export type ControllerCapability =
   | 'LIST_SNAPSHOTS'
   | 'CLONE_VOLUME';
 
+/**
+ * No EXPAND_VOLUME: lvstamp expands on the node only (NODE_CAPABILITIES), so the
+ * per-node external-resizer records the new size and the kubelet of the volume's node
+ * calls NodeExpandVolume (docs/DESIGN.md §7 "Expansion on the node"). The plugin's
+ * VolumeExpansion stays: a plugin that expands implements the controller or the node
+ * EXPAND_VOLUME capability, or both (CSI spec, VolumeExpansion).
+ */
 export const CONTROLLER_CAPABILITIES: readonly ControllerCapability[] = Object.freeze([
   'CREATE_DELETE_VOLUME',
   'LIST_VOLUMES',
