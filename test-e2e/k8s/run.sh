@@ -44,19 +44,20 @@ fi
 
 # the node's parts: one directory each (test-e2e/parts/build.sh prints them in the order asked)
 s=$SECONDS
-DIRS=$(bash "$PARTS" kubernetes etcd containerd runc snapshot-controller) || die "test-e2e/parts/build.sh failed"
+DIRS=$(bash "$PARTS" kubernetes etcd containerd runc snapshot-controller external-resizer) || die "test-e2e/parts/build.sh failed"
 step "parts: $((SECONDS - s)) s"
-read -r KBIN ETCD_DIR CONTAINERD_DIR RUNC_DIR SNAPC_DIR <<<"$(echo $DIRS)"
+read -r KBIN ETCD_DIR CONTAINERD_DIR RUNC_DIR SNAPC_DIR RESIZER_DIR <<<"$(echo $DIRS)"
 for f in $KBIN/kube-apiserver $KBIN/kubelet $KBIN/kubectl $ETCD_DIR/etcd $CONTAINERD_DIR/containerd \
-  $CONTAINERD_DIR/containerd-shim-runc-v2 $RUNC_DIR/runc $SNAPC_DIR/crd/kustomization.yaml; do
+  $CONTAINERD_DIR/containerd-shim-runc-v2 $RUNC_DIR/runc $SNAPC_DIR/crd/kustomization.yaml $RESIZER_DIR/csi-resizer; do
   [ -e "$f" ] || die "$f is missing after test-e2e/parts/build.sh"
 done
 KUBECTL=$KBIN/kubectl
 K8S_RUN_VERSION=$("$KBIN/kubelet" --version | awk '{print $2}')
 step "Kubernetes $K8S_RUN_VERSION, etcd $ETCD_VERSION, containerd $CONTAINERD_VERSION, runc $RUNC_VERSION;" \
   "external-provisioner $EXTERNAL_PROVISIONER_VERSION, external-resizer $EXTERNAL_RESIZER_VERSION, external-snapshotter $EXTERNAL_SNAPSHOTTER_VERSION"
-# the programs the node runs, first on its PATH (the containerd shim is found there, too)
-NODE_PATH=$KBIN:$ETCD_DIR:$CONTAINERD_DIR:$RUNC_DIR
+# the programs the node runs, first on its PATH (the containerd shim is found there, too), and
+# the csi-resizer that vm/node-test.sh runs for its second node
+NODE_PATH=$KBIN:$ETCD_DIR:$CONTAINERD_DIR:$RUNC_DIR:$RESIZER_DIR
 if [ "$K8S_INSTALL" = helm ]; then
   # helm runs on the host like kubectl (kubectl-relay.mjs, vm/bin/helm): on the control plane's PATH
   HELM_DIR=$(bash "$PARTS" helm) || die "test-e2e/parts/build.sh helm failed"

@@ -16,7 +16,7 @@ PASSED=0 FAILED=0 FAILS=()
 SKIPPED=0
 check() {
   local name=$1 s; s=$(now); shift
-  case " s_vg s_cluster s_deploy ${K8S_ONLY:-$1} " in
+  case " s_vg s_cluster s_second_node s_deploy ${K8S_ONLY:-$1} " in
     *" $1 "*) ;;
     *) SKIPPED=$((SKIPPED + 1)); log "SKIP $name (K8S_ONLY=$K8S_ONLY)"; return 0 ;;
   esac
@@ -120,6 +120,60 @@ s_cluster() {
   kubelet_up
 }
 
+# --- a second node, as far as expansion sees one (docs/DESIGN.md "Expansion"): its own lvstamp-csi
+# (node ID vm-b, its own volume group on a loop file) and its own external-resizer with the
+# shipped arguments, started before the DaemonSet so that it, not the node's own resizer, holds
+# the resizer's Lease when the expansion scenarios run. A resizer that called its own driver's
+# ControllerExpandVolume would get NOT_FOUND for every volume of node vm and mark the claim
+# infeasible; with node-only expansion it only records the new size on the PV.
+NODEB=/run/node-b
+RESIZER_LEASE=external-resizer-lvstamp-io
+lease_holder() { kubectl -n $NS get lease $RESIZER_LEASE -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
+s_second_node() {
+  local loop args
+  mkdir -p $NODEB && truncate -s 256M $NODEB/disk && loop=$(losetup -f --show $NODEB/disk) &&
+    echo "$loop" >$NODEB/loop && pvcreate -q "$loop" && vgcreate -q lvstampb "$loop" || fail "vgcreate lvstampb" || return 1
+  printf 'deviceClasses:\n  default: { volumeGroup: lvstampb, wipe: none, default: true }\n' >$NODEB/config.yaml
+  start node-b-csi env LVSTAMP_OWNER_ID=0123456789abcdef0123456789abcdef node "$REPO/apps/csi-driver/dist/lvstamp-csi.mjs" \
+    --endpoint=unix://$NODEB/csi.sock --node-id=vm-b --driver-name=lvstamp.io --config=$NODEB/config.yaml \
+    --lock-file=$NODEB/host.lock
+  wait_for "node vm-b: lvstamp-csi serves $NODEB/csi.sock" 300 test -S $NODEB/csi.sock || { cat "$LOGS/node-b-csi.log"; return 1; }
+  # the resizer's arguments as the DaemonSet ships them, --csi-address and the kubeconfig aside
+  args=$(kubectl kustomize "$OVERLAY" | kubectl create --dry-run=client -f - -o jsonpath='{range .items[?(@.kind=="DaemonSet")].spec.template.spec.containers[?(@.name=="csi-resizer")].args[*]}{@}{"\n"}{end}' |
+    grep -v '^--csi-address=')
+  echo "$args" | grep -qx -- '--leader-election' || fail "the shipped csi-resizer does not run with --leader-election: $args" || return 1
+  kubectl create namespace $NS || return 1
+  # shellcheck disable=SC2086 # one argument per line
+  start node-b-resizer csi-resizer --csi-address=$NODEB/csi.sock --kubeconfig="$KUBECONFIG" --leader-election-namespace=$NS $args
+  wait_for "node vm-b's resizer holds the Lease $NS/$RESIZER_LEASE" 300 sh -c \
+    "kubectl -n $NS get lease $RESIZER_LEASE -o jsonpath='{.spec.holderIdentity}' | grep -q ." ||
+    { tail -20 "$LOGS/node-b-resizer.log"; return 1; }
+  NODEB_RESIZER=$(lease_holder)
+  grep -q 'supports node resize only' "$LOGS/node-b-resizer.log" ||
+    fail "node vm-b's resizer does not use its trivial resizer (node-only expansion): $(grep -m3 -i resiz "$LOGS/node-b-resizer.log")"
+}
+# resizer_is_node_b: the Lease is still node vm-b's resizer's (the expansion below is its work)
+resizer_is_node_b() {
+  local h; h=$(lease_holder)
+  [ -n "$NODEB_RESIZER" ] && [ "$h" = "$NODEB_RESIZER" ] ||
+    fail "the resizer Lease is held by '$h', not by node vm-b's resizer '$NODEB_RESIZER'"
+}
+# no_resize_trouble PVC: no warning event and no failure condition on the claim
+no_resize_trouble() {
+  local warnings conditions
+  warnings=$(events_of PersistentVolumeClaim "$1" | grep '^Warning')
+  conditions=$(jp "pvc/$1" '{.status.conditions[*].type}')
+  [ -z "$warnings" ] || fail "warning events on PVC $1: $warnings" || return 1
+  case " $conditions " in *Error*|*Infeasible*) fail "PVC $1 has the conditions: $conditions" ;; esac
+}
+s_second_node_down() {
+  local f
+  for f in node-b-resizer node-b-csi; do [ -f $STATE/$f.pid ] && kill "$(cat $STATE/$f.pid)" 2>/dev/null; done
+  sleep 2
+  vgremove -qq -f lvstampb && pvremove -qq "$(cat $NODEB/loop)" && losetup -d "$(cat $NODEB/loop)" && rm -rf $NODEB ||
+    fail "cannot remove node vm-b's volume group and loop device"
+}
+
 s_deploy() {
   # the cluster's snapshot support first (README "Snapshots"): the v1 CRDs, then the
   # snapshot-controller (--enable-distributed-snapshotting), which needs them
@@ -129,7 +183,9 @@ s_deploy() {
     fail "the snapshot CRDs are not established" || return 1
   if [ "$K8S_INSTALL" = helm ]; then
     # docs/install.md "With Helm": the namespace first, labelled for the privileged node plugin
-    kubectl create namespace $NS && kubectl label namespace $NS pod-security.kubernetes.io/enforce=privileged &&
+    # (s_second_node made it already, for its resizer's Lease)
+    { kubectl get namespace $NS >/dev/null 2>&1 || kubectl create namespace $NS; } &&
+      kubectl label namespace $NS pod-security.kubernetes.io/enforce=privileged &&
       hm install lvstamp "$CHART" -f "$HELM_VALUES" || fail "helm install" || return 1
     hm list
     owner_id | grep -qE '^[0-9a-f]{32}$' || fail "the chart made no owner ID: '$(owner_id)'" || return 1
@@ -206,14 +262,20 @@ s_capacity_drops() {
 
 s_expand() {
   local before after
+  # node vm-b's resizer records the size, the kubelet here grows the volume (NodeExpandVolume)
+  resizer_is_node_b || return 1
   before=$(kubectl exec app-ext4 -- df -kP /data | awk 'NR==2{print $2}')
   kubectl patch pvc data-ext4 -p '{"spec":{"resources":{"requests":{"storage":"160Mi"}}}}' || return 1
   wait_for "filesystem in app-ext4 grew past $before KiB" 600 sh -c \
     "[ \"\$(kubectl exec app-ext4 -- df -kP /data | awk 'NR==2{print \$2}')\" -gt $((before + 65536)) ]" ||
+    { kubectl describe pvc data-ext4 | tail; tail -5 "$LOGS/node-b-resizer.log"; return 1; }
+  wait_for "PVC data-ext4: capacity 160Mi, no resize status left" 300 sh -c \
+    "[ \"\$(kubectl get pvc data-ext4 -o jsonpath='{.status.capacity.storage}')\" = 160Mi ] && [ -z \"\$(kubectl get pvc data-ext4 -o jsonpath='{.status.allocatedResourceStatuses}')\" ]" ||
     { kubectl describe pvc data-ext4 | tail; return 1; }
   after=$(kubectl exec app-ext4 -- df -kP /data | awk 'NR==2{print $2}')
-  log "ext4 /data: $before KiB -> $after KiB; PVC capacity $(jp pvc/data-ext4 '{.status.capacity.storage}')"
-  [ "$(kubectl exec app-ext4 -- cat /data/hello)" = hello-ext4 ] || fail "data after expansion"
+  log "ext4 /data: $before KiB -> $after KiB; PVC capacity $(jp pvc/data-ext4 '{.status.capacity.storage}'); events: $(events_of PersistentVolumeClaim data-ext4 | cut -c1-120 | tr '\n' ';')"
+  [ "$(kubectl exec app-ext4 -- cat /data/hello)" = hello-ext4 ] || fail "data after expansion" || return 1
+  no_resize_trouble data-ext4 && resizer_is_node_b
 }
 
 s_recreate_pod() {
@@ -573,22 +635,20 @@ s_resize_unsatisfiable() {
   local want statuses why
   pvc big lvstamp-ext4 32Mi && pod app-big big && wait_running app-big 900 || return 1
   kubectl exec app-big -- sh -c 'echo before > /data/f && sync' || return 1
-  # more than the 8 GiB volume group holds
+  # more than the 8 GiB volume group holds: node vm-b's resizer records 64Gi on the PV, the kubelet
+  # here calls NodeExpandVolume, which answers OUT_OF_RANGE (docs/DESIGN.md "Expansion"): the
+  # kubelet marks the node expansion infeasible, which a lowered request may then replace
   kubectl patch pvc big -p '{"spec":{"resources":{"requests":{"storage":"64Gi"}}}}' || return 1
-  wait_for "PVC big: a VolumeResizeFailed event for 64Gi" 600 sh -c \
-    "kubectl get events --field-selector involvedObject.name=big,reason=VolumeResizeFailed -o name | grep -q ." ||
-    { kubectl describe pvc big | tail -15; return 1; }
-  why=$(events_of PersistentVolumeClaim big | grep VolumeResizeFailed | tail -1)
+  wait_for "PVC big: resize status NodeResizeInfeasible" 600 sh -c \
+    "kubectl get pvc big -o jsonpath='{.status.allocatedResourceStatuses.storage}' | grep -qx NodeResizeInfeasible" ||
+    { kubectl describe pvc big | tail -15; fail "resize status is not NodeResizeInfeasible: $(jp pvc/big '{.status.allocatedResourceStatuses}')"; return 1; }
+  why=$(jp pvc/big '{.status.conditions[?(@.type=="NodeResizeError")].message}')
   statuses=$(jp pvc/big '{.status.allocatedResourceStatuses}')
-  log "PVC big after asking for 64Gi: capacity $(jp pvc/big '{.status.capacity.storage}'), allocatedResourceStatuses $statuses, conditions $(jp pvc/big '{.status.conditions[*].type}'); $why"
+  log "PVC big after asking for 64Gi: capacity $(jp pvc/big '{.status.capacity.storage}'), allocatedResourceStatuses $statuses, conditions $(jp pvc/big '{.status.conditions[*].type}'); NodeResizeError: $why"
   [ "$(jp pvc/big '{.status.capacity.storage}')" = 32Mi ] || fail "capacity changed although the resize failed" || return 1
-  # the driver's OUT_OF_RANGE (docs/DESIGN.md "Thin capacity"): the event names the free and needed
-  # bytes and the resizer marks the resize infeasible, which a lowered request may then replace
   echo "$why" | grep -q 'OutOfRange desc = cannot grow here: volume group lvstamp has [0-9]* bytes free' ||
-    fail "the VolumeResizeFailed event does not carry the driver's OUT_OF_RANGE: $why" || return 1
-  wait_for "PVC big: resize status ControllerResizeInfeasible" 300 sh -c \
-    "kubectl get pvc big -o jsonpath='{.status.allocatedResourceStatuses.storage}' | grep -qx ControllerResizeInfeasible" ||
-    fail "resize status is not ControllerResizeInfeasible: $(jp pvc/big '{.status.allocatedResourceStatuses}')" || return 1
+    fail "the NodeResizeError condition does not carry the driver's OUT_OF_RANGE: $why" || return 1
+  [ "$(kubectl exec app-big -- cat /data/f)" = before ] || fail "app-big does not read its data while the resize is infeasible" || return 1
   # recovery from expansion failure (Kubernetes 1.34 GA): lower the request, above the old size
   want=64Mi
   kubectl patch pvc big -p "{\"spec\":{\"resources\":{\"requests\":{\"storage\":\"$want\"}}}}" ||
@@ -600,7 +660,8 @@ s_resize_unsatisfiable() {
     "[ \"\$(kubectl exec app-big -- df -kP /data | awk 'NR==2{print \$2}')\" -gt 50000 ]" || return 1
   [ "$(kubectl exec app-big -- cat /data/f)" = before ] || fail "data after the recovered resize" || return 1
   kubectl exec app-big -- sh -c 'echo after > /data/g && sync' || fail "PVC big not writable after the recovery" || return 1
-  log "PVC big: conditions now: $(jp pvc/big '{.status.conditions[*].type}')"
+  log "PVC big: conditions now: $(jp pvc/big '{.status.conditions[*].type}'); PV $(jp "pv/$(jp pvc/big '{.spec.volumeName}')" '{.spec.capacity.storage}')"
+  resizer_is_node_b || return 1
   kubectl delete pod app-big --wait=true --timeout=600s && kubectl delete pvc big --wait=true --timeout=300s
 }
 
@@ -667,6 +728,7 @@ s_helm_uninstall() {
 }
 
 s_cleanup() {
+  s_second_node_down || return 1
   kubectl delete pod --all --wait=true --timeout=600s && kubectl delete pvc --all --wait=true --timeout=300s || return 1
   wait_for "every PV gone" 300 sh -c '[ -z "$(kubectl get pv -o name)" ]' || return 1
   [ "$(lv_count)" = 0 ] || fail "LVs left in VG lvstamp: $(lvs --noheadings -o lv_name lvstamp)" || return 1
@@ -677,11 +739,13 @@ s_cleanup() {
 check "volume group lvstamp on $DISK" s_vg
 check "one-node cluster up (control plane on the host; containerd, kubelet in the VM)" s_cluster || exit 1
 [ $FAILED = 0 ] || exit 1
+check "a second node's lvstamp-csi (vm-b, VG lvstampb) and external-resizer, first to hold the resizer Lease: it runs the trivial resizer (node-only expansion)" s_second_node
+[ $FAILED = 0 ] || exit 1
 check "$([ "$K8S_INSTALL" = helm ] && echo 'helm install' || echo 'kubectl apply -k'): DaemonSet Running, driver registered with the kubelet" s_deploy
 [ $FAILED = 0 ] || exit 1
 check "CSIStorageCapacity published for the node" s_capacity_published
 check "ext4, xfs and raw-block PVCs (WaitForFirstConsumer): pods Running, data written and read back" s_volumes
-check "PVC expansion while the pod runs: the filesystem in the pod grows" s_expand
+check "PVC expansion while the pod runs, the resizer on the other node: the filesystem in the pod grows, no warning or failure condition on the claim" s_expand
 check "pod deleted and recreated on the same PVC: data still there" s_recreate_pod
 check "the lvstamp CLI in the driver container: list shows the volumes, create is refused" s_cli
 [ "$K8S_INSTALL" = helm ] &&
@@ -698,7 +762,7 @@ check "StatefulSet and its PVCs deleted: every PV and LV gone" s_statefulset_del
 check "generic ephemeral volume: claim made for the pod, owned by it, gone with it (PV and LV too)" s_ephemeral
 check "ReadWriteOncePod: a second pod on the claim stays Pending with the scheduler's reason" s_rwop
 check "fsGroup: a non-root pod writes into its ext4 and xfs volumes (fsGroupPolicy File)" s_fsgroup
-check "unsatisfiable resize (more than the VG): the user sees why; lowering the request recovers, the volume grows and is usable" s_resize_unsatisfiable
+check "unsatisfiable resize (more than the VG): NodeResizeInfeasible with the driver's reason, the pod keeps its data; lowering the request recovers, the volume grows and is usable" s_resize_unsatisfiable
 check "kubelet restarted while a pod uses a volume: the pod keeps running with its data, the volume stays mounted" s_kubelet_restart
 check "the driver's /healthz and metrics answer on the pod's ports" s_probe_metrics
 check "cleanup: no LV, map or mount left on the node" s_cleanup
