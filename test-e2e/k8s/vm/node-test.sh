@@ -128,6 +128,10 @@ s_cluster() {
 # infeasible; with node-only expansion it only records the new size on the PV.
 NODEB=/run/node-b
 RESIZER_LEASE=external-resizer-lvstamp-io
+# rendered_objects: the objects s_deploy is about to install (the chart or the overlay), as YAML
+rendered_objects() {
+  if [ "$K8S_INSTALL" = helm ]; then hm template lvstamp "$CHART" -f "$HELM_VALUES"; else kubectl kustomize "$OVERLAY"; fi
+}
 lease_holder() { kubectl -n $NS get lease $RESIZER_LEASE -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
 s_second_node() {
   local loop args
@@ -139,7 +143,8 @@ s_second_node() {
     --lock-file=$NODEB/host.lock
   wait_for "node vm-b: lvstamp-csi serves $NODEB/csi.sock" 300 test -S $NODEB/csi.sock || { cat "$LOGS/node-b-csi.log"; return 1; }
   # the resizer's arguments as the DaemonSet ships them, --csi-address and the kubeconfig aside
-  args=$(kubectl kustomize "$OVERLAY" | kubectl create --dry-run=client -f - -o jsonpath='{range .items[?(@.kind=="DaemonSet")].spec.template.spec.containers[?(@.name=="csi-resizer")].args[*]}{@}{"\n"}{end}' |
+  args=$(rendered_objects | awk 'BEGIN { RS = "\n---\n" } /(^|\n)kind: DaemonSet\n/' |
+    kubectl create --dry-run=client -f - -o jsonpath='{range .spec.template.spec.containers[?(@.name=="csi-resizer")].args[*]}{@}{"\n"}{end}' |
     grep -v '^--csi-address=')
   echo "$args" | grep -qx -- '--leader-election' || fail "the shipped csi-resizer does not run with --leader-election: $args" || return 1
   kubectl create namespace $NS || return 1
