@@ -271,11 +271,8 @@ export class BenchDriver {
   }
 
   /** Resident set size of the driver process in MiB (/proc/<pid>/status VmRSS). */
-  async rssMiB(): Promise<number> {
-    const status = await readFile(`/proc/${this.pid}/status`, 'utf8');
-    const kib = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
-    if (kib === undefined) throw new Error(`no VmRSS in /proc/${this.pid}/status`);
-    return Number(kib) / 1024;
+  rssMiB(): Promise<number> {
+    return processRssMiB(this.pid);
   }
 
   /** SIGTERM, SIGKILL after 30 s; resolves to the exit code. */
@@ -293,6 +290,17 @@ export class BenchDriver {
   #closeClients(): void {
     for (const client of Object.values(this.#clients)) client.close();
   }
+}
+
+/**
+ * Resident set size of process `pid` in MiB (/proc/<pid>/status VmRSS).
+ * @throws Error when the process is gone or the file has no VmRSS.
+ */
+export async function processRssMiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kib = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
+  if (kib === undefined) throw new Error(`no VmRSS in /proc/${pid}/status`);
+  return Number(kib) / 1024;
 }
 
 function readLogLine(

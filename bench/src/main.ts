@@ -27,6 +27,7 @@ import { listing } from './groups/listing.js';
 import { snapshots } from './groups/snapshots.js';
 import { commandCost } from './command-cost.js';
 import { shellMode } from './shell-mode.js';
+import { peer } from './peer.js';
 import { latestResults, readBaseline, readResults, renderTable, writeResults } from './results.js';
 import { GROUPS, type BenchResults, type Group, type Metric } from './types.js';
 
@@ -245,6 +246,47 @@ function program(): Command {
         o.metadataOnly ? 'metadata-only' : 'full',
         rounds,
       );
+    });
+  root
+    .command('peer')
+    .description(
+      "lvstamp-csi next to TopoLVM's lvmd on one VG (needs root and device-mapper, and LVSTAMP_BENCH_LVMD, LVSTAMP_BENCH_LVMD_PROTO: bench/scripts/run-peer.sh boots the VM)",
+    )
+    .option('--cycles <n>', 'create → remove cycles per side', '20')
+    .option('--burst <n>', 'concurrent creates, then removes', '64')
+    .option('--burst-rounds <n>', 'bursts per side', '1')
+    .option('--rpcs <n>', 'RPCs without lvm before the second RSS reading', '1000')
+    .action(async (o: { cycles: string; burst: string; burstRounds: string; rpcs: string }) => {
+      const count = (name: string, value: string): number => {
+        const n = Number(value);
+        if (!Number.isSafeInteger(n) || n < 1) {
+          throw new UsageFailure(`--${name} must be a positive whole number, got "${value}"`, 2);
+        }
+        return n;
+      };
+      const options = {
+        cycles: count('cycles', o.cycles),
+        burst: count('burst', o.burst),
+        burstRounds: count('burst-rounds', o.burstRounds),
+        rpcs: count('rpcs', o.rpcs),
+      };
+      const lvmd = process.env.LVSTAMP_BENCH_LVMD ?? '';
+      const proto = process.env.LVSTAMP_BENCH_LVMD_PROTO ?? '';
+      if (lvmd === '' || proto === '') {
+        throw new UsageFailure(
+          'peer needs LVSTAMP_BENCH_LVMD (an lvmd binary) and LVSTAMP_BENCH_LVMD_PROTO (its lvmd.proto)',
+          2,
+        );
+      }
+      const can = await checkHostCanActivate();
+      if (!can.ok) throw new UsageFailure(`cannot benchmark here: ${can.reason}`, 2);
+      const context: BenchContext = {
+        scale: FULL,
+        runner: new CountingRunner(),
+        progress: (line) => process.stderr.write(`bench: ${line}\n`),
+        cleanupProblems: [],
+      };
+      process.exitCode = await peer(context, { lvmd, proto, ...options });
     });
   root
     .command('check')
