@@ -4,14 +4,13 @@
 // lvmd logs every lvm command it starts ("invoking command", with its argv) at verbosity 1 for
 // changes and 4 for reports; at `--zap-log-level=4` the log counts its processes, as the driver's
 // debug log counts lvstamp's.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { processRssMiB } from './driver.js';
 import { isLvmCommand, type ProcessCount } from './exec.js';
+import { GrpcServer, loadClients, ServerProcess, waitUntilReady } from './grpc-child.js';
 import { sleep } from './stats.js';
 
 /** Name of lvmd's one device class in the peer comparison. */
@@ -64,32 +63,17 @@ export function readLvmdLogLine(line: string, log: LvmdLog): void {
   }
 }
 
-type UnaryMethod = (
-  request: object,
-  metadata: grpc.Metadata,
-  options: grpc.CallOptions,
-  callback: (error: grpc.ServiceError | null, response?: unknown) => void,
-) => grpc.ClientUnaryCall;
-
 /** A running lvmd: its clients, its log and its process. */
-export class LvmdPeer {
-  readonly pid: number;
-  readonly #child: ChildProcess;
-  readonly #clients: Record<LvmdService, grpc.Client>;
+export class LvmdPeer extends GrpcServer<LvmdService> {
   readonly #log: LvmdLog;
-  readonly #exited: Promise<number | null>;
 
-  private constructor(args: {
-    child: ChildProcess;
-    clients: Record<LvmdService, grpc.Client>;
-    log: LvmdLog;
-    exited: Promise<number | null>;
-  }) {
-    this.#child = args.child;
-    this.pid = args.child.pid ?? -1;
-    this.#clients = args.clients;
-    this.#log = args.log;
-    this.#exited = args.exited;
+  private constructor(
+    server: ServerProcess,
+    clients: Record<LvmdService, grpc.Client>,
+    log: LvmdLog,
+  ) {
+    super(server, clients, (s) => `lvmd ${s}`);
+    this.#log = log;
   }
 
   /**
@@ -113,93 +97,40 @@ export class LvmdPeer {
     const config = join(options.dir, 'lvmd.yaml');
     await writeFile(config, lvmdConfigYaml(socket, options.vgName, options.lvmPath));
     const log: LvmdLog = { commands: [], changes: 0, text: [] };
-    const child = spawn(
+    // zap writes to stderr; stdout carries nothing of interest, both are read alike.
+    const server = new ServerProcess(
       options.binary,
       [`--config=${config}`, '--metrics-bind-address=', '--zap-log-level=4'],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } },
+      (line) => {
+        readLvmdLogLine(line, log);
+      },
     );
-    let exitCode: number | null | undefined;
-    const exited = new Promise<number | null>((resolve) => {
-      child.on('exit', (code) => {
-        exitCode = code;
-        resolve(code);
-      });
-    });
-    // zap writes to stderr; stdout carries lvm's own output that lvmd logs line by line.
-    for (const stream of [child.stdout, child.stderr]) {
-      let partial = '';
-      stream.on('data', (data: Buffer) => {
-        const lines = (partial + data.toString('utf8')).split('\n');
-        partial = lines.pop() ?? '';
-        for (const line of lines) readLvmdLogLine(line, log);
-      });
-    }
-    const definition = protoLoader.loadSync(options.proto, {
-      keepCase: true,
-      longs: String,
-      enums: String,
-      defaults: true,
-      oneofs: true,
-    });
-    const root = grpc.loadPackageDefinition(definition) as unknown as {
-      proto: Record<LvmdService, grpc.ServiceClientConstructor>;
-    };
-    const make = (s: LvmdService): grpc.Client =>
-      new root.proto[s](`unix://${socket}`, grpc.credentials.createInsecure());
-    const peer = new LvmdPeer({
-      child,
-      clients: { LVService: make('LVService'), VGService: make('VGService') },
-      log,
-      exited,
-    });
-    const deadline = Date.now() + 180_000;
-    for (;;) {
-      if (exitCode !== undefined) {
-        peer.#closeClients();
-        throw new Error(
-          `lvmd exited ${String(exitCode)} before it answered:\n${log.text.join('')}`,
-        );
-      }
-      if (existsSync(socket)) {
-        const code = await peer
-          .call('VGService', 'GetFreeBytes', { device_class: 'no-such-class' }, 5_000)
-          .then(
-            () => grpc.status.OK,
-            (e: unknown) => (e as grpc.ServiceError).code,
-          );
-        if (code === grpc.status.NOT_FOUND) break;
-      }
-      if (Date.now() > deadline) {
-        await peer.stop();
-        throw new Error(`lvmd did not answer after 180 s:\n${log.text.join('')}`);
-      }
-      await sleep(20);
+    const clients = loadClients(
+      options.proto,
+      'proto',
+      ['LVService', 'VGService'],
+      `unix://${socket}`,
+    );
+    const peer = new LvmdPeer(server, clients, log);
+    try {
+      await waitUntilReady(
+        server,
+        'lvmd',
+        async () =>
+          existsSync(socket) &&
+          (await peer
+            .call('VGService', 'GetFreeBytes', { device_class: 'no-such-class' }, 5_000)
+            .then(
+              () => false,
+              (e: unknown) => (e as grpc.ServiceError).code === grpc.status.NOT_FOUND,
+            )),
+        () => log.text.join(''),
+      );
+    } catch (error) {
+      peer.closeClients();
+      throw error;
     }
     return peer;
-  }
-
-  /** `service.method(request)`; rejects with the grpc ServiceError. */
-  call(
-    service: LvmdService,
-    method: string,
-    request: object,
-    timeoutMs = 600_000,
-  ): Promise<unknown> {
-    const client = this.#clients[service];
-    const fn = (client as unknown as Record<string, UnaryMethod | undefined>)[method];
-    if (fn === undefined) throw new Error(`lvmd ${service} has no method ${method}`);
-    return new Promise((resolve, reject) => {
-      fn.call(
-        client,
-        request,
-        new grpc.Metadata(),
-        { deadline: Date.now() + timeoutMs },
-        (e, r) => {
-          if (e) reject(e);
-          else resolve(r);
-        },
-      );
-    });
   }
 
   /**
@@ -258,22 +189,6 @@ export class LvmdPeer {
   /** Resident set size of lvmd in MiB. */
   rssMiB(): Promise<number> {
     return processRssMiB(this.pid);
-  }
-
-  /** SIGTERM, SIGKILL after 30 s; resolves to the exit code. */
-  async stop(): Promise<number | null> {
-    this.#closeClients();
-    this.#child.kill('SIGTERM');
-    const timer = setTimeout(() => this.#child.kill('SIGKILL'), 30_000);
-    try {
-      return await this.#exited;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  #closeClients(): void {
-    for (const client of Object.values(this.#clients)) client.close();
   }
 }
 
