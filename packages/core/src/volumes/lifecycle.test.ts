@@ -1183,33 +1183,29 @@ describe('VolumeService: the wipe on delete (DESIGN.md §5 "Wipe")', () => {
   const optionsOf = (runner: ReplayRunner, program: string): unknown =>
     runner.calls.find((call) => call.argv[0] === program)?.options;
 
-  it('discard, on a device that zeroes while unmapping: fallocate --punch-hole over the whole LV, then lvremove', async () => {
+  /** Deletes with `wipe` through exactly `wipeSteps` and lvremove; the LV is removed. */
+  const deleted = async (wipe: 'discard' | 'zero', wipeSteps: ReplayStep[]) => {
     const { runner, manager, warnings } = setup([
       ...before(),
-      { argv: PUNCH_HOLE_DEL },
+      ...wipeSteps,
       { argv: ['lvremove', '--yes', lv] },
     ]);
-    expect(await manager.delete(ID_DEL, SCOPE, { wipe: 'discard' })).toEqual({
-      existed: true,
-      removed: [lv],
-    });
+    expect(await manager.delete(ID_DEL, SCOPE, { wipe })).toEqual({ existed: true, removed: [lv] });
     runner.assertDone();
+    return { runner, warnings };
+  };
+
+  it('discard, on a device that zeroes while unmapping: fallocate --punch-hole over the whole LV, then lvremove', async () => {
+    const { runner, warnings } = await deleted('discard', [{ argv: PUNCH_HOLE_DEL }]);
     expect(optionsOf(runner, 'fallocate')).toEqual({ timeoutMs: 3_600_000 });
     expect(warnings).toEqual([]);
   });
 
   it('discard, on a device without that zeroing (no discard, no write-zeroes): blkdiscard --zeroout, a warning, then lvremove', async () => {
-    const { runner, manager, warnings } = setup([
-      ...before(),
+    const { runner, warnings } = await deleted('discard', [
       { argv: PUNCH_HOLE_DEL, exitCode: 1, stderr: UNSUPPORTED },
       { argv: ZEROOUT_DEL },
-      { argv: ['lvremove', '--yes', lv] },
     ]);
-    expect(await manager.delete(ID_DEL, SCOPE, { wipe: 'discard' })).toEqual({
-      existed: true,
-      removed: [lv],
-    });
-    runner.assertDone();
     expect(optionsOf(runner, 'fallocate')).toEqual({ timeoutMs: 3_600_000 });
     expect(optionsOf(runner, 'blkdiscard')).toEqual({ timeoutMs: 3_600_000 });
     expect(warnings).toEqual([
@@ -1256,13 +1252,8 @@ describe('VolumeService: the wipe on delete (DESIGN.md §5 "Wipe")', () => {
   });
 
   it('zero: blkdiscard --zeroout alone, on every device, then lvremove', async () => {
-    const { runner, manager } = setup([
-      ...before(),
-      { argv: ZEROOUT_DEL },
-      { argv: ['lvremove', '--yes', lv] },
-    ]);
-    await manager.delete(ID_DEL, SCOPE, { wipe: 'zero' });
-    runner.assertDone();
+    const { warnings } = await deleted('zero', [{ argv: ZEROOUT_DEL }]);
+    expect(warnings).toEqual([]);
   });
 
   it('zero: a failed blkdiscard --zeroout is the error and the LV stays', async () => {
