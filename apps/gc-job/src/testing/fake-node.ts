@@ -2,6 +2,7 @@ import {
   DEFAULT_NAMING,
   lvNameFor,
   ownerTagFor,
+  quarantinedLvNameFor,
   snapshotIdForName,
   snapshotLvNameFor,
   snapshotTagsFor,
@@ -13,6 +14,9 @@ import {
   type LvRef,
   type Volume,
 } from '@lvstamp/core';
+
+/** What the GC's quarantine steps name: an LV with its kind and ID. */
+type QuarantineRef = Parameters<NonNullable<GcExecutorPorts['quarantine']>['markQuarantined']>[0];
 
 /** One LV of the fake node. */
 export interface FakeVolumeSpec {
@@ -39,6 +43,8 @@ export class FakeNode {
   readonly headers = new Map<string, DecodeResult>();
   readonly dm: DmMap[] = [];
   readonly removed: string[] = [];
+  /** LVs the GC quarantined (`lvstamp_q_<id>`, `lvstamp_qs_<id>`), inactive, tagged. */
+  readonly quarantined: LogicalVolume[] = [];
   readonly lockReasons: string[] = [];
   #lockHeld = false;
   #minor = 0;
@@ -157,6 +163,21 @@ export class FakeNode {
     return this.volumes.map((v) => v.volumeId);
   }
 
+  /** Where the volume or snapshot LV `ref` names is kept; throws unless the host lock is held. */
+  #locked(
+    step: string,
+    ref: QuarantineRef,
+  ): { list: LogicalVolume[]; index: number; lv: LogicalVolume } {
+    if (!this.#lockHeld) throw new Error(`${step} without the host lock`);
+    const list: LogicalVolume[] = ref.kind === 'volume' ? this.volumes : this.snapshots;
+    const index = list.findIndex(
+      (v) => v.lvUuid === ref.lvUuid && v.lvName === ref.lvName && v.vgName === ref.vgName,
+    );
+    const lv = list[index];
+    if (lv === undefined) throw new Error(`${step}: no LV ${ref.vgName}/${ref.lvName}`);
+    return { list, index, lv };
+  }
+
   ports(): GcExecutorPorts {
     return {
       volumes: {
@@ -196,6 +217,49 @@ export class FakeNode {
           );
           return Promise.resolve();
         },
+      },
+      quarantine: {
+        listQuarantined: (scope, lvNames) =>
+          Promise.resolve(
+            this.quarantined.filter(
+              (lv) => scope.vgNames.includes(lv.vgName) && (lvNames?.includes(lv.lvName) ?? true),
+            ),
+          ),
+        markQuarantined: (ref: QuarantineRef, atSeconds: number) => {
+          const { list, index, lv } = this.#locked('markQuarantined', ref);
+          const tagged = lv.tags.some((tag) =>
+            tag.startsWith(`${DEFAULT_NAMING.tag}.quarantined=`),
+          );
+          list[index] = {
+            ...lv,
+            tags: tagged ? lv.tags : [...lv.tags, `${DEFAULT_NAMING.tag}.quarantined=${atSeconds}`],
+            active: false,
+          };
+          return Promise.resolve();
+        },
+        renameQuarantined: (ref: QuarantineRef) => {
+          const { list, index, lv } = this.#locked('renameQuarantined', ref);
+          list.splice(index, 1);
+          this.dm.splice(
+            this.dm.findIndex((m) => m.name === `vg0-${ref.lvName}`),
+            1,
+          );
+          const lvName = quarantinedLvNameFor(ref.kind, ref.id);
+          const dmPath = `/dev/mapper/vg0-${lvName}`;
+          const header = this.headers.get(lv.dmPath ?? '');
+          if (header !== undefined) this.headers.set(dmPath, header);
+          const { vgName, lvUuid, sizeBytes, attr, active, open, createdAtMs, tags } = lv;
+          this.quarantined.push({
+            ...{ vgName, lvUuid, sizeBytes, attr, active, open, createdAtMs, tags },
+            lvName,
+            kernelMajor: null,
+            kernelMinor: null,
+            dmPath,
+          });
+          return Promise.resolve();
+        },
+        activateQuarantined: () => Promise.resolve([]),
+        deactivateQuarantined: () => Promise.resolve(),
       },
       headers: {
         readHeader: (path: string) => {
