@@ -327,7 +327,7 @@ lvstamp_cli() {
 }
 lv_attr_of() { lvs --noheadings -o lv_attr "lvstamp/$1" 2>/dev/null | tr -d ' '; } # lv_attr_of LV
 s_quarantine() {
-  local vol pv q attr out manifest mark
+  local vol pv q attr out manifest mark ip metrics
   mark="precious-$(date +%s)"
   [ -f "$REPO/apps/cli/dist/lvstamp.mjs" ] || fail "the CLI is not built ($REPO/apps/cli/dist/lvstamp.mjs)" || return 1
   pvc lost lvstamp-ext4 32Mi && pod app-lost lost && wait_running app-lost 900 || return 1
@@ -363,6 +363,12 @@ s_quarantine() {
     "kubectl -n default get events --field-selector reason=LeakedVolumeQuarantined -o jsonpath='{.items[*].message}' | grep -q '$q'" ||
     fail "no LeakedVolumeQuarantined event for $q" || return 1
   kubectl -n $NS set env cronjob/lvstamp-gc LVSTAMP_GC_QUARANTINE=0 LVSTAMP_GC_MAX_DELETE_PERCENT- || return 1
+  # the driver's metrics count it (read at scrape time, docs/metrics.md)
+  ip=$(kubectl -n $NS get pod "$(driver_pod)" -o jsonpath='{.status.podIP}')
+  metrics=$(curl -sf --max-time 60 "http://$ip:9809/metrics" | grep '^lvstamp_quarantined')
+  log "metrics: $(echo "$metrics" | tr '\n' ';')"
+  echo "$metrics" | grep -qE '^lvstamp_quarantined\{[^}]*\} [1-9]' || fail "no device class counts a quarantined LV" || return 1
+  echo "$metrics" | grep -qE '^lvstamp_quarantined_bytes\{[^}]*\} [1-9]' || fail "no device class counts quarantined bytes" || return 1
   # the day someone notices: on the node, by the PV's name (README "A volume is gone")
   lvstamp_cli list --quarantined || fail "lvstamp list --quarantined" || return 1
   out=$(lvstamp_cli quarantine restore "$pv" --storage-class lvstamp-ext4 --node "$NODE") ||
