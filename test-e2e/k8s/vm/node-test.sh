@@ -330,6 +330,13 @@ s_quarantine() {
   local vol pv q attr out manifest mark ip metrics
   mark="precious-$(date +%s)"
   [ -f "$REPO/apps/cli/dist/lvstamp.mjs" ] || fail "the CLI is not built ($REPO/apps/cli/dist/lvstamp.mjs)" || return 1
+  # the GC with the shipped CronJob's undo window (7d there; 1h here, the test's overlay runs
+  # without one for s_gc), applied, the deletion cap out of the way (a leak left by a failed
+  # scenario before must not take this run's one removal); set before the volume leaks, so that
+  # a run of the CronJob's own schedule could only quarantine it too
+  kubectl -n $NS get cronjob lvstamp-gc >/dev/null 2>&1 || kubectl apply -k "$GC_OVERLAY" || return 1
+  kubectl -n $NS set env cronjob/lvstamp-gc LVSTAMP_GC_APPLY=true LVSTAMP_GC_QUARANTINE=1h LVSTAMP_GC_MAX_DELETE_PERCENT=100 ||
+    fail "setting the CronJob's quarantine" || return 1
   pvc lost lvstamp-ext4 32Mi && pod app-lost lost && wait_running app-lost 900 || return 1
   kubectl exec app-lost -- sh -c "echo $mark > /data/precious && sync" || fail "write in app-lost" || return 1
   vol=$(volume_of lost); pv=$(jp pvc/lost '{.spec.volumeName}'); q=lvstamp_q_$vol
@@ -342,12 +349,6 @@ s_quarantine() {
   kubectl delete pv "$pv" --wait=true --timeout=300s || return 1
   wait_for "volume $vol unstaged (no mount names it)" 300 sh -c "! grep -q '$vol' /proc/mounts" || return 1
   [ "$(lv_count "lvstamp_$vol")" = 1 ] || fail "the LV of $vol went with its Retain PV" || return 1
-  # the GC with the shipped CronJob's undo window (7d there; 1h here, the test's overlay runs
-  # without one for s_gc), applied, the deletion cap out of the way (a leak left by a failed
-  # scenario before must not take this run's one removal)
-  kubectl -n $NS get cronjob lvstamp-gc >/dev/null 2>&1 || kubectl apply -k "$GC_OVERLAY" || return 1
-  kubectl -n $NS set env cronjob/lvstamp-gc LVSTAMP_GC_APPLY=true LVSTAMP_GC_QUARANTINE=1h LVSTAMP_GC_MAX_DELETE_PERCENT=100 ||
-    fail "setting the CronJob's quarantine" || return 1
   out=$(gc_job gc-quarantine) || { echo "$out"; fail "GC Job with a quarantine window"; return 1; }
   echo "$out"
   echo "$out" | grep -E "lvstamp/lvstamp_$vol +quarantine-volume +6 +starts now .* quarantined: " >/dev/null ||
@@ -362,14 +363,16 @@ s_quarantine() {
   wait_for "Event LeakedVolumeQuarantined naming $q in namespace default" 120 sh -c \
     "kubectl -n default get events --field-selector reason=LeakedVolumeQuarantined -o jsonpath='{.items[*].message}' | grep -q '$q'" ||
     fail "no LeakedVolumeQuarantined event for $q" || return 1
-  kubectl -n $NS set env cronjob/lvstamp-gc LVSTAMP_GC_QUARANTINE=0 LVSTAMP_GC_MAX_DELETE_PERCENT- || return 1
+  # the day someone notices, README's first step: stop the clock (no scheduled run expires it,
+  # or quarantines it again before its claim is bound)
+  kubectl -n $NS patch cronjob lvstamp-gc -p '{"spec":{"suspend":true}}' || return 1
   # the driver's metrics count it (read at scrape time, docs/metrics.md)
   ip=$(kubectl -n $NS get pod "$(driver_pod)" -o jsonpath='{.status.podIP}')
   metrics=$(curl -sf --max-time 60 "http://$ip:9809/metrics" | grep '^lvstamp_quarantined')
   log "metrics: $(echo "$metrics" | tr '\n' ';')"
   echo "$metrics" | grep -qE '^lvstamp_quarantined\{[^}]*\} [1-9]' || fail "no device class counts a quarantined LV" || return 1
   echo "$metrics" | grep -qE '^lvstamp_quarantined_bytes\{[^}]*\} [1-9]' || fail "no device class counts quarantined bytes" || return 1
-  # the day someone notices: on the node, by the PV's name (README "A volume is gone")
+  # on the node, by the PV's name (README "A volume is gone")
   lvstamp_cli list --quarantined || fail "lvstamp list --quarantined" || return 1
   out=$(lvstamp_cli quarantine restore "$pv" --storage-class lvstamp-ext4 --node "$NODE") ||
     { echo "$out"; fail "lvstamp quarantine restore $pv"; return 1; }
@@ -398,6 +401,8 @@ PVC
   pod app-found found && wait_running app-found 900 || return 1
   [ "$(kubectl exec app-found -- cat /data/precious)" = "$mark" ] || fail "the restored volume does not read back $mark" || return 1
   log "claim found (PV $pv, volume $vol) reads what app-lost wrote before the PV was deleted"
+  kubectl -n $NS patch cronjob lvstamp-gc -p '{"spec":{"suspend":false}}' &&
+    kubectl -n $NS set env cronjob/lvstamp-gc LVSTAMP_GC_QUARANTINE=0 LVSTAMP_GC_MAX_DELETE_PERCENT- || return 1
   # the restored PV is Retain, as printed: claim and PV deleted, the volume removed by the CLI
   kubectl delete pod app-found --wait=true --timeout=600s && kubectl delete pvc found --wait=true --timeout=300s || return 1
   wait_for "PV $pv Released" 300 phase_is "pv/$pv" Released && kubectl delete pv "$pv" --wait=true --timeout=300s || return 1
