@@ -158,6 +158,35 @@ export class FakeNode {
     return snapshotId;
   }
 
+  /**
+   * A volume the GC quarantined at `quarantinedAtMs` (`lvstamp_q_<id>`, tagged), active as a
+   * run that reads its sector 0 leaves it.
+   * @returns the volume ID.
+   */
+  addQuarantined(spec: FakeVolumeSpec & { readonly quarantinedAtMs: number }): string {
+    const volumeId = this.add(spec);
+    const v = this.volumes.pop();
+    const map = this.dm.pop();
+    if (v === undefined || map === undefined) throw new Error('addQuarantined: add() made nothing');
+    const lvName = quarantinedLvNameFor('volume', volumeId);
+    const dmPath = `/dev/mapper/vg0-${lvName}`;
+    const header = this.headers.get(v.dmPath ?? '');
+    if (header !== undefined) this.headers.set(dmPath, header);
+    const { vgName, lvUuid, sizeBytes, attr, active, open, kernelMajor, kernelMinor } = v;
+    this.quarantined.push({
+      ...{ vgName, lvUuid, sizeBytes, attr, active, open, kernelMajor, kernelMinor },
+      lvName,
+      dmPath,
+      createdAtMs: v.createdAtMs,
+      tags: [
+        ...v.tags,
+        `${DEFAULT_NAMING.tag}.quarantined=${Math.floor(spec.quarantinedAtMs / 1000)}`,
+      ],
+    });
+    this.dm.push({ ...map, name: `vg0-${lvName}` });
+    return volumeId;
+  }
+
   /** Volume IDs still present. */
   ids(): string[] {
     return this.volumes.map((v) => v.volumeId);
@@ -203,6 +232,18 @@ export class FakeNode {
           if (s >= 0) {
             this.snapshots.splice(s, 1);
             this.removed.push(ref.lvName);
+            return Promise.resolve();
+          }
+          const q = this.quarantined.findIndex(
+            (v) => v.lvUuid === ref.lvUuid && v.lvName === ref.lvName,
+          );
+          if (q >= 0) {
+            this.quarantined.splice(q, 1);
+            this.removed.push(ref.lvName);
+            this.dm.splice(
+              this.dm.findIndex((m) => m.name === `vg0-${ref.lvName}`),
+              1,
+            );
             return Promise.resolve();
           }
           const i = this.volumes.findIndex(
