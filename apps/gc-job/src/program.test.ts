@@ -380,12 +380,8 @@ describe('lvstamp-gc node', () => {
 });
 
 describe('lvstamp-gc node: quarantine (DESIGN.md §6 "Quarantine")', () => {
-  it('with LVSTAMP_GC_QUARANTINE an orphan is quarantined, not removed: renamed and tagged, an Event LeakedVolumeQuarantined about the Node, counted in the summary', async () => {
-    const kube = new FakeKube();
-    const node = new FakeNode();
-    kube.pvs = [pv('pvc-live', 'Bound')];
-    node.add({ name: 'pvc-live', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
-    const orphan = node.add({ name: 'pvc-lost', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+  /** `lvstamp-gc node` on node n9 from the environment: applied, a 7-day window, no percentage cap; exit 0. */
+  async function appliedWithWindow(kube: FakeKube, node: FakeNode) {
     const deps = testDeps(kube, node, {
       nowMs: NOW,
       env: {
@@ -398,6 +394,16 @@ describe('lvstamp-gc node: quarantine (DESIGN.md §6 "Quarantine")', () => {
     });
     expect(await runGc(['node'], deps)).toBe(0);
     expect(deps.err()).toBe('');
+    return deps;
+  }
+
+  it('with LVSTAMP_GC_QUARANTINE an orphan is quarantined, not removed: renamed and tagged, an Event LeakedVolumeQuarantined about the Node, counted in the summary', async () => {
+    const kube = new FakeKube();
+    const node = new FakeNode();
+    kube.pvs = [pv('pvc-live', 'Bound')];
+    node.add({ name: 'pvc-live', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+    const orphan = node.add({ name: 'pvc-lost', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+    const deps = await appliedWithWindow(kube, node);
     expect(node.removed).toEqual([]);
     expect(node.ids()).toEqual([volumeIdForName('pvc-live')]);
     expect(node.quarantined.map((lv) => [lv.lvName, lv.active])).toEqual([
@@ -443,18 +449,7 @@ describe('lvstamp-gc node: quarantine (DESIGN.md §6 "Quarantine")', () => {
       createdAtMs: NOW - 30 * 24 * HOUR,
       quarantinedAtMs: NOW - 24 * HOUR,
     });
-    const deps = testDeps(kube, node, {
-      nowMs: NOW,
-      env: {
-        LVSTAMP_OWNER_ID: OWNER,
-        LVSTAMP_GC_APPLY: 'true',
-        LVSTAMP_GC_MAX_DELETE_PERCENT: '100',
-        LVSTAMP_GC_QUARANTINE: '7d',
-        NODE_NAME: 'n9',
-      },
-    });
-    expect(await runGc(['node'], deps)).toBe(0);
-    expect(deps.err()).toBe('');
+    const deps = await appliedWithWindow(kube, node);
     expect(node.removed).toEqual([`lvstamp_q_${expired}`]);
     expect(node.quarantined.map((lv) => lv.lvName)).toEqual([`lvstamp_q_${young}`]);
     expect(
