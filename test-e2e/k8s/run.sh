@@ -40,7 +40,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 ||
     die "apt-get install ${missing[*]} failed"
 fi
-[ -f apps/csi-driver/dist/lvstamp-csi.mjs ] || die "build first (pnpm build)"
+# the driver's bundle goes into its image; the CLI's runs on the node (the quarantine scenario)
+for f in apps/csi-driver/dist/lvstamp-csi.mjs apps/cli/dist/lvstamp.mjs; do
+  [ -f $f ] || die "build first (pnpm build): $f is missing"
+done
 
 # the node's parts: one directory each (test-e2e/parts/build.sh prints them in the order asked)
 s=$SECONDS

@@ -321,6 +321,7 @@ describe('lvstamp-gc cluster (fake API)', () => {
       warnings: 1,
       planned: 1,
       removed: 0,
+      quarantined: 0,
       skipped: 1,
       errors: 2,
     });
