@@ -262,7 +262,7 @@ describe('deploy/kubernetes', () => {
     );
     // Topology is GA and on by default since v5.0 (external-provisioner README, "Topology support")
     expect(provisioner?.args.filter((a) => a.startsWith('--feature-gates'))).toEqual([]);
-    // node-only expansion (docs/DESIGN.md "Expansion"): one resizer of the cluster acts at a
+    // node-only expansion (docs/DESIGN.md §7 "Expansion on the node"): one resizer of the cluster acts at a
     // time, elected through a Lease in the driver's namespace, which its Role grants
     const resizer = pod.containers.find((c) => c.name === 'csi-resizer');
     expect(resizer?.args).toContain('--leader-election');

@@ -120,7 +120,7 @@ s_cluster() {
   kubelet_up
 }
 
-# --- a second node, as far as expansion sees one (docs/DESIGN.md "Expansion"): its own lvstamp-csi
+# --- a second node, as far as expansion sees one (docs/DESIGN.md §7 "Expansion on the node"): its own lvstamp-csi
 # (node ID vm-b, its own volume group on a loop file) and its own external-resizer with the
 # shipped arguments, started before the DaemonSet so that it, not the node's own resizer, holds
 # the resizer's Lease when the expansion scenarios run. A resizer that called its own driver's
@@ -743,7 +743,7 @@ s_resize_unsatisfiable() {
   pvc big lvstamp-ext4 32Mi && pod app-big big && wait_running app-big 900 || return 1
   kubectl exec app-big -- sh -c 'echo before > /data/f && sync' || return 1
   # more than the 8 GiB volume group holds: node vm-b's resizer records 64Gi on the PV, the kubelet
-  # here calls NodeExpandVolume, which answers OUT_OF_RANGE (docs/DESIGN.md "Expansion"): the
+  # here calls NodeExpandVolume, which answers OUT_OF_RANGE (docs/DESIGN.md §7 "Expansion on the node"): the
   # kubelet marks the node expansion infeasible, which a lowered request may then replace
   kubectl patch pvc big -p '{"spec":{"resources":{"requests":{"storage":"64Gi"}}}}' || return 1
   wait_for "PVC big: resize status NodeResizeInfeasible" 600 sh -c \
