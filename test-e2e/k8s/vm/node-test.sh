@@ -746,9 +746,12 @@ s_resize_unsatisfiable() {
   # here calls NodeExpandVolume, which answers OUT_OF_RANGE (docs/DESIGN.md §7 "Expansion on the node"): the
   # kubelet marks the node expansion infeasible, which a lowered request may then replace
   kubectl patch pvc big -p '{"spec":{"resources":{"requests":{"storage":"64Gi"}}}}' || return 1
-  wait_for "PVC big: resize status NodeResizeInfeasible" 600 sh -c \
-    "kubectl get pvc big -o jsonpath='{.status.allocatedResourceStatuses.storage}' | grep -qx NodeResizeInfeasible" ||
-    { kubectl describe pvc big | tail -15; fail "resize status is not NodeResizeInfeasible: $(jp pvc/big '{.status.allocatedResourceStatuses}')"; return 1; }
+  # the kubelet's condition NodeResizeError carries the driver's OUT_OF_RANGE; allocatedResourceStatuses
+  # alternates NodeResizeInfeasible / NodeResizePending (the trivial resizer resets it for the
+  # kubelet's next try), so the condition is what the user reads
+  wait_for "PVC big: condition NodeResizeError" 600 sh -c \
+    "kubectl get pvc big -o jsonpath='{.status.conditions[?(@.type==\"NodeResizeError\")].message}' | grep -q ." ||
+    { kubectl describe pvc big | tail -15; fail "no NodeResizeError condition: $(jp pvc/big '{.status}')"; return 1; }
   why=$(jp pvc/big '{.status.conditions[?(@.type=="NodeResizeError")].message}')
   statuses=$(jp pvc/big '{.status.allocatedResourceStatuses}')
   log "PVC big after asking for 64Gi: capacity $(jp pvc/big '{.status.capacity.storage}'), allocatedResourceStatuses $statuses, conditions $(jp pvc/big '{.status.conditions[*].type}'); NodeResizeError: $why"
@@ -870,7 +873,7 @@ check "StatefulSet and its PVCs deleted: every PV and LV gone" s_statefulset_del
 check "generic ephemeral volume: claim made for the pod, owned by it, gone with it (PV and LV too)" s_ephemeral
 check "ReadWriteOncePod: a second pod on the claim stays Pending with the scheduler's reason" s_rwop
 check "fsGroup: a non-root pod writes into its ext4 and xfs volumes (fsGroupPolicy File)" s_fsgroup
-check "unsatisfiable resize (more than the VG): NodeResizeInfeasible with the driver's reason, the pod keeps its data; lowering the request recovers, the volume grows and is usable" s_resize_unsatisfiable
+check "unsatisfiable resize (more than the VG): the claim's NodeResizeError carries the driver's OUT_OF_RANGE, the pod keeps its data; lowering the request recovers, the volume grows and is usable" s_resize_unsatisfiable
 check "kubelet restarted while a pod uses a volume: the pod keeps running with its data, the volume stays mounted" s_kubelet_restart
 check "the driver's /healthz and metrics answer on the pod's ports" s_probe_metrics
 check "cleanup: no LV, map or mount left on the node" s_cleanup
