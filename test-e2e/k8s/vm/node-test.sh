@@ -30,7 +30,9 @@ finish() {
   [ $FAILED = 0 ] || log "failed: $(printf '%s; ' "${FAILS[@]}")"
   log "total $(since $T0) s"
   echo "$PASSED passed, $FAILED failed${K8S_ONLY:+, $SKIPPED skipped (K8S_ONLY)}"
-  [ $FAILED = 0 ] && [ $SKIPPED = 0 ] || exit 1
+  # the run's outcome is decided here, never by the status of the script's last command
+  if [ $FAILED = 0 ] && [ $SKIPPED = 0 ]; then exit 0; fi
+  exit 1
 }
 trap finish EXIT
 # kubectl runs on the host, next to the control plane (vm/bin/kubectl, kubectl-relay.mjs): a
@@ -858,8 +860,9 @@ check "ext4, xfs and raw-block PVCs (WaitForFirstConsumer): pods Running, data w
 check "PVC expansion while the pod runs, the resizer on the other node: the filesystem in the pod grows, no warning or failure condition on the claim" s_expand
 check "pod deleted and recreated on the same PVC: data still there" s_recreate_pod
 check "the lvstamp CLI in the driver container: list shows the volumes, create is refused" s_cli
-[ "$K8S_INSTALL" = helm ] &&
+if [ "$K8S_INSTALL" = helm ]; then
   check "helm upgrade with a changed value (logLevel) while app-ext4 uses its volume: driver pod rolled, app pod untouched, data kept, owner ID kept" s_helm_upgrade
+fi
 check "driver pod deleted: the DaemonSet restarts it, the volume keeps working and unpublishes" s_driver_restart
 check "PVC deleted: PV and LV gone" s_delete_pvc
 check "published capacity drops after the creates" s_capacity_drops
@@ -877,4 +880,6 @@ check "unsatisfiable resize (more than the VG): the claim's NodeResizeError carr
 check "kubelet restarted while a pod uses a volume: the pod keeps running with its data, the volume stays mounted" s_kubelet_restart
 check "the driver's /healthz and metrics answer on the pod's ports" s_probe_metrics
 check "cleanup: no LV, map or mount left on the node" s_cleanup
-[ "$K8S_INSTALL" = helm ] && check "helm uninstall (claims deleted first): every object of the chart gone" s_helm_uninstall
+if [ "$K8S_INSTALL" = helm ]; then
+  check "helm uninstall (claims deleted first): every object of the chart gone" s_helm_uninstall
+fi
