@@ -2,14 +2,13 @@
 // CO's plugin supervisor starts it, at log level debug so that every command it runs is one log line
 // (`msg: "command"`, see apps/csi-driver/src/production.ts): that is how the benchmarks count the lvm
 // processes behind a call without touching the driver's code path.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { countCommands, type CommandSpan, type ProcessCount } from './exec.js';
+import { GrpcServer, loadClients, ServerProcess, waitUntilReady } from './grpc-child.js';
 import { BENCH_OWNER_ID } from './fixture.js';
 import { sleep } from './stats.js';
 
@@ -51,13 +50,6 @@ export function driverConfigYaml(vgName: string, thin?: ThinClassOptions): strin
   return `deviceClasses:\n  ${DEVICE_CLASS}: { volumeGroup: ${vgName},${thinKeys} wipe: none, default: true }\n`;
 }
 
-type UnaryMethod = (
-  request: object,
-  metadata: grpc.Metadata,
-  options: grpc.CallOptions,
-  callback: (error: grpc.ServiceError | null, response?: unknown) => void,
-) => grpc.ClientUnaryCall;
-
 /** One `command` line of the driver's log. */
 interface CommandLine {
   readonly argv: readonly string[];
@@ -68,26 +60,18 @@ interface CommandLine {
 }
 
 /** A running driver: its client, its log and its process. */
-export class BenchDriver {
-  readonly pid: number;
+export class BenchDriver extends GrpcServer<CsiService> {
   /** Milliseconds from spawn until Identity.Probe answered ready. */
   startupMs = 0;
-  readonly #child: ChildProcess;
-  readonly #clients: Record<CsiService, grpc.Client>;
   readonly #log: { commands: CommandLine[]; rpcs: number; text: string[] };
-  readonly #exited: Promise<number | null>;
 
-  private constructor(args: {
-    child: ChildProcess;
-    clients: Record<CsiService, grpc.Client>;
-    log: { commands: CommandLine[]; rpcs: number; text: string[] };
-    exited: Promise<number | null>;
-  }) {
-    this.#child = args.child;
-    this.pid = args.child.pid ?? -1;
-    this.#clients = args.clients;
-    this.#log = args.log;
-    this.#exited = args.exited;
+  private constructor(
+    server: ServerProcess,
+    clients: Record<CsiService, grpc.Client>,
+    log: { commands: CommandLine[]; rpcs: number; text: string[] },
+  ) {
+    super(server, clients, (s) => `csi.v1.${s}`);
+    this.#log = log;
   }
 
   /**
@@ -107,7 +91,7 @@ export class BenchDriver {
     await writeFile(config, driverConfigYaml(options.vgName, options.thin));
     const log = { commands: [] as CommandLine[], rpcs: 0, text: [] as string[] };
     const started = performance.now();
-    const child = spawn(
+    const server = new ServerProcess(
       process.execPath,
       [
         DRIVER_MAIN,
@@ -124,88 +108,36 @@ export class BenchDriver {
         '--log-level',
         'debug',
       ],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } },
+      (line, stream) => {
+        if (stream === 'stdout') readLogLine(line, log);
+        else log.text.push(`${line}\n`);
+      },
     );
-    let exitCode: number | null | undefined;
-    const exited = new Promise<number | null>((resolve) => {
-      child.on('exit', (code) => {
-        exitCode = code;
-        resolve(code);
-      });
-    });
-    let partial = '';
-    child.stdout.on('data', (data: Buffer) => {
-      const lines = (partial + data.toString('utf8')).split('\n');
-      partial = lines.pop() ?? '';
-      for (const line of lines) readLogLine(line, log);
-    });
-    child.stderr.on('data', (data: Buffer) => log.text.push(data.toString('utf8')));
-    const definition = protoLoader.loadSync(CSI_PROTO, {
-      keepCase: true,
-      longs: String,
-      enums: String,
-      defaults: true,
-      oneofs: true,
-    });
-    const root = grpc.loadPackageDefinition(definition) as unknown as {
-      csi: { v1: Record<CsiService, grpc.ServiceClientConstructor> };
-    };
-    const address = `unix://${socket}`;
-    const make = (s: CsiService): grpc.Client =>
-      new root.csi.v1[s](address, grpc.credentials.createInsecure());
-    const clients = {
-      Identity: make('Identity'),
-      Controller: make('Controller'),
-      Node: make('Node'),
-    };
-    const driver = new BenchDriver({ child, clients, log, exited });
-    const deadline = Date.now() + 180_000;
-    for (;;) {
-      if (exitCode !== undefined) {
-        driver.#closeClients();
-        throw new Error(
-          `lvstamp-csi exited ${String(exitCode)} before it was ready:\n${log.text.join('')}`,
-        );
-      }
-      if (existsSync(socket)) {
-        const ready = await driver
-          .call('Identity', 'Probe', {}, 5_000)
-          .then((r) => (r as { ready?: { value?: boolean } }).ready?.value === true)
-          .catch(() => false);
-        if (ready) break;
-      }
-      if (Date.now() > deadline) {
-        await driver.stop();
-        throw new Error(`lvstamp-csi not ready after 180 s:\n${log.text.join('')}`);
-      }
-      await sleep(20);
+    const clients = loadClients(
+      CSI_PROTO,
+      'csi.v1',
+      ['Identity', 'Controller', 'Node'],
+      `unix://${socket}`,
+    );
+    const driver = new BenchDriver(server, clients, log);
+    try {
+      await waitUntilReady(
+        server,
+        'lvstamp-csi',
+        async () =>
+          existsSync(socket) &&
+          (await driver
+            .call('Identity', 'Probe', {}, 5_000)
+            .then((r) => (r as { ready?: { value?: boolean } }).ready?.value === true)
+            .catch(() => false)),
+        () => log.text.join(''),
+      );
+    } catch (error) {
+      driver.closeClients();
+      throw error;
     }
     driver.startupMs = performance.now() - started;
     return driver;
-  }
-
-  /** `service.method(request)`; rejects with the grpc ServiceError. */
-  call(
-    service: CsiService,
-    method: string,
-    request: object,
-    timeoutMs = 600_000,
-  ): Promise<unknown> {
-    const client = this.#clients[service];
-    const fn = (client as unknown as Record<string, UnaryMethod | undefined>)[method];
-    if (fn === undefined) throw new Error(`csi.v1.${service} has no method ${method}`);
-    return new Promise((resolve, reject) => {
-      fn.call(
-        client,
-        request,
-        new grpc.Metadata(),
-        { deadline: Date.now() + timeoutMs },
-        (e, r) => {
-          if (e) reject(e);
-          else resolve(r);
-        },
-      );
-    });
   }
 
   /**
@@ -271,28 +203,20 @@ export class BenchDriver {
   }
 
   /** Resident set size of the driver process in MiB (/proc/<pid>/status VmRSS). */
-  async rssMiB(): Promise<number> {
-    const status = await readFile(`/proc/${this.pid}/status`, 'utf8');
-    const kib = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
-    if (kib === undefined) throw new Error(`no VmRSS in /proc/${this.pid}/status`);
-    return Number(kib) / 1024;
+  rssMiB(): Promise<number> {
+    return processRssMiB(this.pid);
   }
+}
 
-  /** SIGTERM, SIGKILL after 30 s; resolves to the exit code. */
-  async stop(): Promise<number | null> {
-    this.#closeClients();
-    this.#child.kill('SIGTERM');
-    const timer = setTimeout(() => this.#child.kill('SIGKILL'), 30_000);
-    try {
-      return await this.#exited;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  #closeClients(): void {
-    for (const client of Object.values(this.#clients)) client.close();
-  }
+/**
+ * Resident set size of process `pid` in MiB (/proc/<pid>/status VmRSS).
+ * @throws Error when the process is gone or the file has no VmRSS.
+ */
+export async function processRssMiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kib = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
+  if (kib === undefined) throw new Error(`no VmRSS in /proc/${pid}/status`);
+  return Number(kib) / 1024;
 }
 
 function readLogLine(

@@ -27,6 +27,7 @@ import { listing } from './groups/listing.js';
 import { snapshots } from './groups/snapshots.js';
 import { commandCost } from './command-cost.js';
 import { shellMode } from './shell-mode.js';
+import { peer } from './peer.js';
 import { latestResults, readBaseline, readResults, renderTable, writeResults } from './results.js';
 import { GROUPS, type BenchResults, type Group, type Metric } from './types.js';
 
@@ -199,18 +200,10 @@ function program(): Command {
     )
     .option('--cycles <n>', 'create → report → remove sequences per side', '5')
     .action(async (o: { cycles: string }) => {
-      const cycles = Number(o.cycles);
-      if (!Number.isSafeInteger(cycles) || cycles < 1) {
-        throw new UsageFailure(`--cycles must be a positive whole number, got "${o.cycles}"`, 2);
-      }
+      const cycles = positiveCount('cycles', o.cycles);
       const can = await checkHostCanActivate();
       if (!can.ok) throw new UsageFailure(`cannot benchmark here: ${can.reason}`, 2);
-      const context: BenchContext = {
-        scale: FULL,
-        runner: new CountingRunner(),
-        progress: (line) => process.stderr.write(`bench: ${line}\n`),
-        cleanupProblems: [],
-      };
+      const context = standaloneContext();
       process.exitCode = await shellMode(context, cycles);
     });
   root
@@ -225,26 +218,47 @@ function program(): Command {
       false,
     )
     .action(async (o: { rounds: string; metadataOnly: boolean }) => {
-      const rounds = Number(o.rounds);
-      if (!Number.isSafeInteger(rounds) || rounds < 1) {
-        throw new UsageFailure(`--rounds must be a positive whole number, got "${o.rounds}"`, 2);
-      }
+      const rounds = positiveCount('rounds', o.rounds);
       if (process.getuid?.() !== 0) throw new UsageFailure('command-cost must run as root', 2);
       const can = await checkHostCanActivate();
       if (!can.ok && !o.metadataOnly) {
         throw new UsageFailure(`cannot activate here (${can.reason}): use --metadata-only`, 2);
       }
-      const context: BenchContext = {
-        scale: FULL,
-        runner: new CountingRunner(),
-        progress: (line) => process.stderr.write(`bench: ${line}\n`),
-        cleanupProblems: [],
-      };
+      const context = standaloneContext();
       process.exitCode = await commandCost(
         context,
         o.metadataOnly ? 'metadata-only' : 'full',
         rounds,
       );
+    });
+  root
+    .command('peer')
+    .description(
+      "lvstamp-csi next to TopoLVM's lvmd on one VG (needs root and device-mapper, and LVSTAMP_BENCH_LVMD, LVSTAMP_BENCH_LVMD_PROTO: bench/scripts/run-peer.sh boots the VM)",
+    )
+    .option('--cycles <n>', 'create → remove cycles per side', '20')
+    .option('--burst <n>', 'concurrent creates, then removes', '64')
+    .option('--burst-rounds <n>', 'bursts per side', '1')
+    .option('--rpcs <n>', 'RPCs without lvm before the second RSS reading', '1000')
+    .action(async (o: { cycles: string; burst: string; burstRounds: string; rpcs: string }) => {
+      const options = {
+        cycles: positiveCount('cycles', o.cycles),
+        burst: positiveCount('burst', o.burst),
+        burstRounds: positiveCount('burst-rounds', o.burstRounds),
+        rpcs: positiveCount('rpcs', o.rpcs),
+      };
+      const lvmd = process.env.LVSTAMP_BENCH_LVMD ?? '';
+      const proto = process.env.LVSTAMP_BENCH_LVMD_PROTO ?? '';
+      if (lvmd === '' || proto === '') {
+        throw new UsageFailure(
+          'peer needs LVSTAMP_BENCH_LVMD (an lvmd binary) and LVSTAMP_BENCH_LVMD_PROTO (its lvmd.proto)',
+          2,
+        );
+      }
+      const can = await checkHostCanActivate();
+      if (!can.ok) throw new UsageFailure(`cannot benchmark here: ${can.reason}`, 2);
+      const context = standaloneContext();
+      process.exitCode = await peer(context, { lvmd, proto, ...options });
     });
   root
     .command('check')
@@ -276,6 +290,28 @@ function program(): Command {
       process.exitCode = await baseline(o);
     });
   return root;
+}
+
+/** The context of a subcommand outside `run`: full scale, progress on stderr. */
+function standaloneContext(): BenchContext {
+  return {
+    scale: FULL,
+    runner: new CountingRunner(),
+    progress: (line) => process.stderr.write(`bench: ${line}\n`),
+    cleanupProblems: [],
+  };
+}
+
+/**
+ * Option `--<name>`'s value as a positive whole number.
+ * @throws UsageFailure (exit 2) for anything else.
+ */
+function positiveCount(name: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 1) {
+    throw new UsageFailure(`--${name} must be a positive whole number, got "${value}"`, 2);
+  }
+  return n;
 }
 
 function firstLine(text: string): string {

@@ -262,6 +262,23 @@ describe('deploy/kubernetes', () => {
     );
     // Topology is GA and on by default since v5.0 (external-provisioner README, "Topology support")
     expect(provisioner?.args.filter((a) => a.startsWith('--feature-gates'))).toEqual([]);
+    // node-only expansion (docs/DESIGN.md §7 "Expansion on the node"): one resizer of the cluster acts at a
+    // time, elected through a Lease in the driver's namespace, which its Role grants
+    const resizer = pod.containers.find((c) => c.name === 'csi-resizer');
+    expect(resizer?.args).toContain('--leader-election');
+    expect(resizer?.args.filter((a) => a.startsWith('--leader-election='))).toEqual([]);
+    expect(resizer?.args.filter((a) => a.startsWith('--leader-election-namespace'))).toEqual([]);
+    const role = find(objects, 'Role', 'lvstamp-csi-node') as unknown as {
+      rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+    };
+    expect(
+      role.rules
+        .filter(
+          (r) => r.apiGroups.includes('coordination.k8s.io') && r.resources.includes('leases'),
+        )
+        .flatMap((r) => r.verbs)
+        .sort(),
+    ).toEqual(['create', 'delete', 'get', 'list', 'patch', 'update', 'watch']);
     // csi-snapshotter exits when the driver offers no snapshots (no thin class): only in the
     // snapshots component, never in the base
     expect(pod.containers.map((c) => c.name)).not.toContain('csi-snapshotter');

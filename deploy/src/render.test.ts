@@ -11,75 +11,21 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
 import { Service } from 'kubernetes-models/v1';
+import { CLUSTER_SCOPED, renderObjects, type Rendered } from './objects.js';
+import { PARTS_TIMEOUT_MS, pinnedBinary } from './parts.js';
 
 const KUBERNETES = fileURLToPath(new URL('../kubernetes/', import.meta.url));
-/** Builds the pinned Kubernetes programs once per machine and prints their directory. */
-const PARTS_BUILD = fileURLToPath(new URL('../../test-e2e/parts/build.sh', import.meta.url));
-/**
- * How long the `kubernetes` part may take: cached, a fraction of a second; cold on a
- * loaded 2-core machine, up to 3,193 s were measured (test-e2e/parts/README.md).
- */
-const PARTS_TIMEOUT_MS = 90 * 60_000;
-
-/** A rendered Kubernetes object. */
-interface Rendered {
-  readonly kind: string;
-  readonly metadata: {
-    readonly name: string;
-    readonly namespace?: string;
-    readonly labels?: Record<string, string>;
-  };
-  readonly subjects?: readonly { kind: string; name: string; namespace?: string }[];
-  readonly [key: string]: unknown;
-}
-
-/** Kinds of the bases that are not namespaced. */
-const CLUSTER_SCOPED = new Set([
-  'Namespace',
-  'CSIDriver',
-  'StorageClass',
-  'ClusterRole',
-  'ClusterRoleBinding',
-]);
 
 /** The pinned kubectl (set in beforeAll). */
 let kubectl: string;
-
-/**
- * The pinned kubectl: `<kubernetes part>/kubectl`, built and cached by
- * test-e2e/parts/build.sh when it is not cached yet.
- * @throws Error with build.sh's output when it fails.
- */
-async function pinnedKubectl(): Promise<string> {
-  try {
-    const { stdout } = await promisify(execFile)('bash', [PARTS_BUILD, 'kubernetes'], {
-      timeout: PARTS_TIMEOUT_MS,
-    });
-    return join(stdout.trim(), 'kubectl');
-  } catch (error) {
-    const e = error as { stderr?: string; message: string };
-    throw new Error(
-      `test-e2e/parts/build.sh kubernetes failed (these tests run its kubectl): ${e.message}\n${e.stderr ?? ''}`,
-    );
-  }
-}
 
 /**
  * `kubectl kustomize DIR`, parsed.
  * @throws Error naming kubectl when kustomize fails.
  */
 async function render(dir: string): Promise<Rendered[]> {
-  let stdout: string;
-  try {
-    ({ stdout } = await promisify(execFile)(kubectl, ['kustomize', dir], {
-      maxBuffer: 16 << 20,
-    }));
-  } catch (error) {
-    throw new Error(`${kubectl} kustomize ${dir} failed: ${String(error)}`);
-  }
-  return parseAllDocuments(stdout).map((d) => d.toJS() as Rendered);
+  return renderObjects(kubectl, ['kustomize', dir]);
 }
 
 /** The pod template of a DaemonSet or CronJob, if the object has one. */
@@ -95,7 +41,7 @@ function podTemplate(o: Rendered): { metadata?: { labels?: Record<string, string
 
 let work: string;
 beforeAll(async () => {
-  kubectl = await pinnedKubectl();
+  kubectl = await pinnedBinary('kubernetes', 'kubectl');
   work = await mkdtemp(join(tmpdir(), 'lvstamp-deploy-render-'));
 }, PARTS_TIMEOUT_MS);
 afterAll(async () => {

@@ -129,7 +129,7 @@ dockerfile_image() { # NAME DOCKERFILE TAG INPUT_PATHS...
   echo "$name $a"
 }
 
-driver() { dockerfile_image driver apps/csi-driver/Dockerfile "$DRIVER_IMAGE" apps/csi-driver packages/core packages/app-kit; }
+driver() { dockerfile_image driver apps/csi-driver/Dockerfile "$DRIVER_IMAGE" apps/csi-driver apps/cli packages/core packages/app-kit; }
 gc() { dockerfile_image gc apps/gc-job/Dockerfile "$GC_IMAGE" apps/gc-job packages/core packages/app-kit; }
 
 pause() {

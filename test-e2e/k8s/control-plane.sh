@@ -9,7 +9,10 @@ set -u
 log "$(kube-apiserver --version), $(etcd --version | head -1)"
 control_plane_up || exit 1
 # the test VM's kubectl commands, run here (vm/bin/kubectl)
+# and their helm commands (vm/bin/helm, K8S_INSTALL=helm: helm is on NODE_PATH then), whose
+# cache and configuration stay in this run's directory
+export HELM_CACHE_HOME=$STATE/helm/cache HELM_CONFIG_HOME=$STATE/helm/config HELM_DATA_HOME=$STATE/helm/data
 start kubectl-relay node "$(dirname "$0")/kubectl-relay.mjs" $API_IP $KUBECTL_RELAY_PORT "$(command -v kubectl)" \
-  "$LOGS/kubectl-calls.log"
+  "$LOGS/kubectl-calls.log" "$(command -v helm)"
 log "control plane up"
 wait

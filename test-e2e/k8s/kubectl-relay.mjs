@@ -1,11 +1,13 @@
-// kubectl-relay.mjs HOST PORT KUBECTL LOG: on the host, in the tier's network namespace
-// (control-plane.sh), runs the test VM's kubectl commands natively against the control plane.
+// kubectl-relay.mjs HOST PORT KUBECTL LOG [HELM]: on the host, in the tier's network namespace
+// (control-plane.sh), runs the test VM's kubectl (and, with HELM, helm) commands natively against
+// the control plane.
 //
 // Why: a kubectl started in the emulated VM costs 5-20 s (a large Go binary starting under TCG,
 // then API discovery); the same command on the host costs well under a second. vm/bin/kubectl (the
 // `kubectl` first on the VM's PATH) sends each command here and prints what it printed.
 //
-// Protocol (HTTP/1.1, one command per POST /): header `x-args` = base64 of the arguments, each
+// Protocol (HTTP/1.1, one command per POST /): header `x-program` = `kubectl` (also when absent)
+// or `helm` (vm/bin/helm; only when HELM was given); header `x-args` = base64 of the arguments, each
 // followed by a NUL byte; body = the command's stdin (empty for none). Answer: body = its stdout;
 // headers `x-exit` = its exit code (or 128 + the signal number), `x-stderr` = base64 of its
 // stderr (the last 32 KiB). Commands run concurrently, each with KUBECONFIG of the environment.
@@ -17,11 +19,13 @@ import { appendFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { constants } from 'node:os';
 
-const [host, port, kubectl, logFile] = process.argv.slice(2);
+const [host, port, kubectl, logFile, helm] = process.argv.slice(2);
 if (!host || !port || !kubectl || !logFile) {
-  console.error('usage: kubectl-relay.mjs HOST PORT KUBECTL LOG');
+  console.error('usage: kubectl-relay.mjs HOST PORT KUBECTL LOG [HELM]');
   process.exit(2);
 }
+/** The programs the VM may run here, by the name vm/bin sends. */
+const PROGRAMS = { kubectl, ...(helm ? { helm } : {}) };
 const STDERR_MAX = 32 * 1024;
 const log = (line) => appendFileSync(logFile, `${new Date().toISOString()} ${line}\n`);
 
@@ -35,7 +39,18 @@ const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => {
   const stdin = [];
   req.on('data', (chunk) => stdin.push(chunk));
   req.on('end', () => {
-    const child = spawn(kubectl, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    const name = String(req.headers['x-program'] ?? 'kubectl');
+    const program = Object.hasOwn(PROGRAMS, name) ? PROGRAMS[name] : undefined;
+    if (program === undefined) {
+      res.writeHead(200, {
+        'x-exit': '127',
+        'x-stderr': Buffer.from(`kubectl-relay: no program ${name} here\n`).toString('base64'),
+      });
+      res.end();
+      log(`exit 127: no program ${name}`);
+      return;
+    }
+    const child = spawn(program, args, { stdio: ['pipe', 'pipe', 'pipe'] });
     const out = [];
     let err = Buffer.alloc(0);
     child.stdout.on('data', (chunk) => out.push(chunk));
@@ -50,10 +65,10 @@ const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => {
       answered = true;
       res.writeHead(200, { 'x-exit': String(exit), 'x-stderr': err.toString('base64') });
       res.end(Buffer.concat(out));
-      log(`exit ${exit} ${Date.now() - started} ms: kubectl ${args.join(' ')}`);
+      log(`exit ${exit} ${Date.now() - started} ms: ${name} ${args.join(' ')}`);
     };
     child.on('error', (e) => {
-      err = Buffer.from(`kubectl-relay: cannot run ${kubectl}: ${e.message}\n`);
+      err = Buffer.from(`kubectl-relay: cannot run ${program}: ${e.message}\n`);
       answer(127);
     });
     child.on('close', (code, signal) => answer(code ?? 128 + (constants.signals[signal] ?? 0)));
@@ -63,4 +78,6 @@ const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => {
   });
 });
 server.requestTimeout = 0; // no limit on a request's arrival (a large `kubectl apply -f -`)
-server.listen(Number(port), host, () => log(`listening on ${host}:${port}, kubectl ${kubectl}`));
+server.listen(Number(port), host, () =>
+  log(`listening on ${host}:${port}, kubectl ${kubectl}${helm ? `, helm ${helm}` : ''}`),
+);

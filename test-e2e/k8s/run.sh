@@ -12,8 +12,12 @@
 # Env: K8S_VERSION (e.g. v1.35.4: run that Kubernetes instead of versions.env's; built and cached
 #      by test-e2e/parts/build.sh), LVSTAMP_K8S_CACHE, VM_MEM (6G), VM_TIMEOUT (3600 s: the tier shares the machine with csi-sanity in `pnpm test`),
 #      K8S_ONLY (scenario functions to run, for debugging: the rest are skipped and the run
-#      fails; test-e2e/k8s/README.md).
+#      fails; test-e2e/k8s/README.md), K8S_INSTALL (kustomize, the default: `kubectl apply -k` of
+#      the overlays; helm: `helm install` of deploy/helm/lvstamp with the same settings as values,
+#      plus the helm scenarios: upgrade under a running pod, uninstall; docs/install.md).
 set -uo pipefail
+K8S_INSTALL=${K8S_INSTALL:-kustomize}
+case $K8S_INSTALL in kustomize | helm) ;; *) echo "k8s: K8S_INSTALL must be kustomize or helm, not '$K8S_INSTALL'" >&2; exit 2 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 cd "$REPO"
@@ -36,23 +40,34 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 ||
     die "apt-get install ${missing[*]} failed"
 fi
-[ -f apps/csi-driver/dist/lvstamp-csi.mjs ] || die "build first (pnpm build)"
+# the driver's bundle goes into its image; the CLI's runs on the node (the quarantine scenario)
+for f in apps/csi-driver/dist/lvstamp-csi.mjs apps/cli/dist/lvstamp.mjs; do
+  [ -f $f ] || die "build first (pnpm build): $f is missing"
+done
 
 # the node's parts: one directory each (test-e2e/parts/build.sh prints them in the order asked)
 s=$SECONDS
-DIRS=$(bash "$PARTS" kubernetes etcd containerd runc snapshot-controller) || die "test-e2e/parts/build.sh failed"
+DIRS=$(bash "$PARTS" kubernetes etcd containerd runc snapshot-controller external-resizer) || die "test-e2e/parts/build.sh failed"
 step "parts: $((SECONDS - s)) s"
-read -r KBIN ETCD_DIR CONTAINERD_DIR RUNC_DIR SNAPC_DIR <<<"$(echo $DIRS)"
+read -r KBIN ETCD_DIR CONTAINERD_DIR RUNC_DIR SNAPC_DIR RESIZER_DIR <<<"$(echo $DIRS)"
 for f in $KBIN/kube-apiserver $KBIN/kubelet $KBIN/kubectl $ETCD_DIR/etcd $CONTAINERD_DIR/containerd \
-  $CONTAINERD_DIR/containerd-shim-runc-v2 $RUNC_DIR/runc $SNAPC_DIR/crd/kustomization.yaml; do
+  $CONTAINERD_DIR/containerd-shim-runc-v2 $RUNC_DIR/runc $SNAPC_DIR/crd/kustomization.yaml $RESIZER_DIR/csi-resizer; do
   [ -e "$f" ] || die "$f is missing after test-e2e/parts/build.sh"
 done
 KUBECTL=$KBIN/kubectl
 K8S_RUN_VERSION=$("$KBIN/kubelet" --version | awk '{print $2}')
 step "Kubernetes $K8S_RUN_VERSION, etcd $ETCD_VERSION, containerd $CONTAINERD_VERSION, runc $RUNC_VERSION;" \
   "external-provisioner $EXTERNAL_PROVISIONER_VERSION, external-resizer $EXTERNAL_RESIZER_VERSION, external-snapshotter $EXTERNAL_SNAPSHOTTER_VERSION"
-# the programs the node runs, first on its PATH (the containerd shim is found there, too)
-NODE_PATH=$KBIN:$ETCD_DIR:$CONTAINERD_DIR:$RUNC_DIR
+# the programs the node runs, first on its PATH (the containerd shim is found there, too), and
+# the csi-resizer that vm/node-test.sh runs for its second node
+NODE_PATH=$KBIN:$ETCD_DIR:$CONTAINERD_DIR:$RUNC_DIR:$RESIZER_DIR
+if [ "$K8S_INSTALL" = helm ]; then
+  # helm runs on the host like kubectl (kubectl-relay.mjs, vm/bin/helm): on the control plane's PATH
+  HELM_DIR=$(bash "$PARTS" helm) || die "test-e2e/parts/build.sh helm failed"
+  [ -x "$HELM_DIR/helm" ] || die "no helm in $HELM_DIR after test-e2e/parts/build.sh helm"
+  NODE_PATH=$NODE_PATH:$HELM_DIR
+  step "helm $("$HELM_DIR/helm" version --short)"
+fi
 ARCHIVES=$(timed bash "$HERE/build-images.sh" base pause busybox sidecars driver gc) || die "image build failed"
 ALL_IMAGES=$(echo "$ARCHIVES" | awk '$1 != "base" {print $2}' | tr '\n' ' ')
 
@@ -160,6 +175,21 @@ YAML
 # external-snapshotter module), with what README adds: --enable-distributed-snapshotting and
 # get/list/watch on nodes. Test-only: one replica instead of two (one node) and the image tag of
 # the release built (its manifest names the previous release's image).
+# K8S_INSTALL=helm: the same settings as the overlays above, as the chart's values (docs/install.md):
+# the images, the thin class, the snapshots part, the slow-nodes probe and timeouts, the GC's grace
+# period and quarantine; the owner ID is the chart's own (made at install, kept on upgrade)
+HELM_VALUES=$RUN/values.yaml
+cat >"$HELM_VALUES" <<YAML
+images:
+  driver: { repository: ${DRIVER_IMAGE%:*}, tag: '${DRIVER_IMAGE##*:}' }
+  gc: { repository: ${GC_IMAGE%:*}, tag: '${GC_IMAGE##*:}' }
+deviceClasses:
+  thin: { volumeGroup: lvstamp, type: thin, thinPool: pool0, thinPoolSize: 1073741824, overprovisionRatio: 4, wipe: none }
+snapshots: { enabled: true }
+livenessProbe: { initialDelaySeconds: 60, periodSeconds: 60, timeoutSeconds: 90, failureThreshold: 10 }
+csiTimeout: 300s
+gc: { minAge: 5s, quarantine: '0' }
+YAML
 SNAP_OVERLAY=$RUN/overlay-snapshots; mkdir -p $SNAP_OVERLAY
 ES_MOD=$(cd / && GOMODCACHE=${LVSTAMP_PARTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lvstamp-parts}/go/mod GOTOOLCHAIN=local GOFLAGS=-mod=mod \
   PATH=$PATH:/usr/local/go/bin go mod download -json "github.com/kubernetes-csi/external-snapshotter/v8@$EXTERNAL_SNAPSHOTTER_VERSION" |
@@ -234,7 +264,7 @@ fi
 IMAGES=$(thin "$STORE.blobs" $ALL_IMAGES | tr '\n' ' ')
 step "images to import on top of the store:${IMAGES:- none}"
 DISK=/dev/vda STORE_DISK=/dev/vdb
-export REPO NODE_PATH PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK STORE_DISK
+export REPO NODE_PATH PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK STORE_DISK K8S_INSTALL HELM_VALUES
 netns_up || die "cannot set up the network namespace $NETNS"
 s=$SECONDS
 step "control plane on the host, in the network namespace $NETNS (log: $LOGS/control-plane.log)"
@@ -242,7 +272,7 @@ STATE=$RUN/control-plane ip netns exec $NETNS bash "$HERE/control-plane.sh" >"$L
 step "booting the test VM (logs: $LOGS)"
 # in the background, so that a signal reaches the traps at once (netns_down stops qemu)
 (
-  VM_NET=tap:$TAP VM_RW="$LOGS" VM_ENV="REPO NODE_PATH PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK STORE_DISK K8S_ONLY" VM_DISKS=8G VM_IMAGES="$STORE" VM_MEM=${VM_MEM:-6G} \
+  VM_NET=tap:$TAP VM_RW="$LOGS" VM_ENV="REPO NODE_PATH PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK STORE_DISK K8S_ONLY K8S_INSTALL HELM_VALUES" VM_DISKS=8G VM_IMAGES="$STORE" VM_MEM=${VM_MEM:-6G} \
     VM_TIMEOUT=${VM_TIMEOUT:-3600} ip netns exec $NETNS bash test-e2e/vm/run-in-vm.sh "bash test-e2e/k8s/vm/node-test.sh" 2>&1 |
     tee "$LOGS/run.log"
   exit "${PIPESTATUS[0]}"

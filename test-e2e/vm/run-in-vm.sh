@@ -6,7 +6,10 @@
 # Env: VM_ACCEL=tcg|kvm (tcg)  VM_CPU_MODEL (Westmere; qemu's -cpu under tcg)  VM_MEM (3G)  VM_CPUS (nproc)  VM_TIMEOUT seconds (3600)
 #      VM_RW="/abs/dir ..."  host dirs mounted read-write at the same path in the guest (results)
 #      VM_ENV="NAME ..."     host variables exported into the guest
-#      VM_DISKS="4G ..."     empty sparse virtio disks -> /dev/vda, /dev/vdb (deleted afterwards)
+#      VM_DISKS="4G ..."     empty sparse virtio disks -> /dev/vda, /dev/vdb (deleted afterwards); an
+#                            entry SIZE/DRIVE/DEVICE sets qemu's -drive options (default discard=unmap)
+#                            and virtio-blk-pci properties, e.g. 64M/discard=ignore or
+#                            64M/discard=unmap/discard=off,write-zeroes=off (a disk without discard)
 #      VM_IMAGES="/abs/f.raw ..." existing raw disk images, after VM_DISKS (-> the next /dev/vdX):
 #                            the guest's writes are discarded at exit (qemu snapshot=on); a
 #                            name prefixed "rw:" is written through instead
@@ -55,9 +58,11 @@ for d in $VM_RW; do
   EXTRA+=(-virtfs "local,path=$d,mount_tag=rw$n,security_model=none,multidevs=remap"); n=$((n + 1))
 done
 i=0
-for sz in ${VM_DISKS:-}; do
+for spec in ${VM_DISKS:-}; do
+  IFS=/ read -r sz drive props <<<"$spec"
   truncate -s "$sz" "$XFER/disk$i.raw" || exit 125
-  EXTRA+=(-drive "file=$XFER/disk$i.raw,if=virtio,format=raw,cache=unsafe,discard=unmap"); i=$((i + 1))
+  EXTRA+=(-drive "file=$XFER/disk$i.raw,if=none,id=disk$i,format=raw,cache=unsafe,${drive:-discard=unmap}"
+    -device "virtio-blk-pci,drive=disk$i${props:+,$props}"); i=$((i + 1))
 done
 for f in ${VM_IMAGES:-}; do
   case $f in
@@ -65,7 +70,8 @@ for f in ${VM_IMAGES:-}; do
     *) mode=snapshot=on ;;
   esac
   [ -f "$f" ] || { echo "run-in-vm: VM_IMAGES file $f missing" >&2; exit 125; }
-  EXTRA+=(-drive "file=$f,if=virtio,format=raw,$mode,discard=unmap")
+  EXTRA+=(-drive "file=$f,if=none,id=disk$i,format=raw,$mode,discard=unmap" -device "virtio-blk-pci,drive=disk$i")
+  i=$((i + 1))
 done
 case ${VM_NET:-} in
   '') ;;

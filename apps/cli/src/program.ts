@@ -7,6 +7,7 @@ import {
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { DURATION_SYNTAX, EXIT_OK, EXIT_USAGE } from '@lvstamp/app-kit';
 import { describeFailure } from './errors.js';
+import { refuseInDriverPod } from './driver-pod.js';
 import type { CliDeps, CommandContext } from './context.js';
 import type { CliServices, GlobalOptions } from './services.js';
 import { registerVolumeGroupCommands } from './commands/vg.js';
@@ -68,6 +69,13 @@ export function buildProgram(deps: CliDeps): Command {
   registerGcCommand(program, context);
   registerQuarantineCommands(program, context);
   registerDemoCommand(program, context);
+  // inside a driver pod, the commands that make volumes are refused before they run
+  program.hook('preAction', (_program, action) => {
+    const path: string[] = [];
+    for (let c: Command | null = action; c !== null && c !== program; c = c.parent)
+      path.unshift(c.name());
+    refuseInDriverPod(deps.env, path);
+  });
   for (const command of program.commands) inheritOutput(command, program);
   return program;
 }

@@ -20,17 +20,22 @@ export type ControllerCapability =
   | 'CREATE_DELETE_VOLUME'
   | 'LIST_VOLUMES'
   | 'GET_CAPACITY'
-  | 'EXPAND_VOLUME'
   | 'SINGLE_NODE_MULTI_WRITER'
   | 'CREATE_DELETE_SNAPSHOT'
   | 'LIST_SNAPSHOTS'
   | 'CLONE_VOLUME';
 
+/**
+ * No EXPAND_VOLUME: lvstamp expands on the node only (NODE_CAPABILITIES), so the
+ * per-node external-resizer records the new size and the kubelet of the volume's node
+ * calls NodeExpandVolume (docs/DESIGN.md §7 "Expansion on the node"). The plugin's
+ * VolumeExpansion stays: a plugin that expands implements the controller or the node
+ * EXPAND_VOLUME capability, or both (CSI spec, VolumeExpansion).
+ */
 export const CONTROLLER_CAPABILITIES: readonly ControllerCapability[] = Object.freeze([
   'CREATE_DELETE_VOLUME',
   'LIST_VOLUMES',
   'GET_CAPACITY',
-  'EXPAND_VOLUME',
   'SINGLE_NODE_MULTI_WRITER',
 ]);
 

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '@lvstamp/core';
-import { configuredVolumeGroups, parseConfig, wipePolicyFor } from './config.js';
+import { readFile } from 'node:fs/promises';
+import { parse } from 'yaml';
+import {
+  classesLeavingOldBlocks,
+  configuredVolumeGroups,
+  parseConfig,
+  wipePolicyFor,
+} from './config.js';
 import { CONFIG_YAML } from './testing/harness.js';
 
 describe('parseConfig', () => {
@@ -171,5 +178,49 @@ describe('parseConfig', () => {
     expect(wipePolicyFor(config, 'vg0')).toBe('zero');
     expect(wipePolicyFor(config, 'vg1')).toBe('discard');
     expect(wipePolicyFor(config, 'vg-unknown')).toBe('zero');
+  });
+});
+
+describe('classesLeavingOldBlocks (DESIGN.md §5 "Wipe")', () => {
+  const names = (yaml: string): string[] =>
+    classesLeavingOldBlocks(parseConfig(yaml)).map((c) => c.name);
+
+  it('names a thick class whose volume group no class wipes, and no other', () => {
+    expect(
+      names(`deviceClasses:
+  plain: { volumeGroup: vg0, wipe: none, default: true }
+  also: { volumeGroup: vg0, wipe: none }
+  wiped: { volumeGroup: vg1, wipe: discard }
+  zeroed: { volumeGroup: vg2, wipe: zero }
+`),
+    ).toEqual(['plain', 'also']);
+  });
+
+  it('a thick class with none on a group another class wipes is wiped with that policy: not named', () => {
+    const yaml =
+      'deviceClasses: { a: { volumeGroup: vg0, wipe: none, default: true }, b: { volumeGroup: vg0, wipe: discard } }';
+    expect(wipePolicyFor(parseConfig(yaml), 'vg0')).toBe('discard');
+    expect(names(yaml)).toEqual([]);
+  });
+
+  it('a thin class keeps the promise with none (its pool zeroes new chunks); a thick class beside it does not', () => {
+    expect(
+      names(`deviceClasses:
+  thin: { volumeGroup: vg0, type: thin, thinPool: pool0, overprovisionRatio: 2, wipe: none, default: true }
+  thick: { volumeGroup: vg0, wipe: none }
+`),
+    ).toEqual(['thick']);
+  });
+
+  it('the shipped configuration (deploy/kubernetes/configmap-driver.yaml) keeps the promise', async () => {
+    const shipped = parse(
+      await readFile(
+        new URL('../../../deploy/kubernetes/configmap-driver.yaml', import.meta.url),
+        'utf8',
+      ),
+    ) as { data: Record<string, string> };
+    const config = parseConfig(shipped.data['config.yaml'] ?? '', 'configmap-driver.yaml');
+    expect(config.defaultClass).toMatchObject({ provisioning: { type: 'thick' }, wipe: 'discard' });
+    expect(classesLeavingOldBlocks(config)).toEqual([]);
   });
 });

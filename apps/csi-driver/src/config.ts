@@ -123,8 +123,9 @@ const configSchema = z.strictObject({
  * Rules: at least one device class; exactly one with `default: true`; a
  * volumeGroup name that lvm can hold lvstamp's LV names in (core
  * `vgNameProblem`: lvm2 NAME_LEN and the kernel's DM_NAME_LEN); wipe
- * one of none | discard | zero; fsTypes (default both) ext4 and/or xfs; no
- * unknown keys.
+ * one of none | discard | zero (DESIGN.md §5 "Wipe"; a thick class with
+ * none is accepted and named at start, `classesLeavingOldBlocks`); fsTypes
+ * (default both) ext4 and/or xfs; no unknown keys.
  * @param source where the text came from, for messages.
  * @throws InvalidArgumentError listing every mistake, one per line as
  *   `<source>: <path>: <what is wrong>`.
@@ -245,6 +246,20 @@ export function wipePolicyFor(config: DriverConfig, vgName: string): WipePolicy 
   return pool.reduce<WipePolicy>(
     (best, c) => (WIPE_STRENGTH[c.wipe] > WIPE_STRENGTH[best] ? c.wipe : best),
     'none',
+  );
+}
+
+/**
+ * The thick device classes that break DESIGN.md §5 "Wipe"'s promise (one
+ * tenant never reads another's old blocks): those whose volume group is
+ * deleted with `none` (`wipePolicyFor`: no class on the group wipes), so a
+ * deleted volume's blocks are handed as they are to the next volume on the
+ * same extents. A thin class keeps the promise with `none` (its pool zeroes
+ * new chunks, §4 "Thin device classes"). The driver names them at start.
+ */
+export function classesLeavingOldBlocks(config: DriverConfig): DeviceClass[] {
+  return [...config.deviceClasses.values()].filter(
+    (c) => c.provisioning.type === 'thick' && wipePolicyFor(config, c.volumeGroup) === 'none',
   );
 }
 

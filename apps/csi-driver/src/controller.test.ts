@@ -548,69 +548,33 @@ describe('GetCapacity', () => {
   });
 });
 
-describe('ControllerExpandVolume and capabilities', () => {
-  it('grows through the core and asks for node expansion of mount volumes only', async () => {
-    const volume = h.core.add('pvc-1', GIB);
-    const mount = await h.call('Controller', 'ControllerExpandVolume', {
-      volume_id: volume.volumeId,
-      capacity_range: { required_bytes: String(2 * GIB) },
-      volume_capability: MOUNT,
-    });
-    expect(mount).toEqual({ capacity_bytes: String(2 * GIB), node_expansion_required: true });
-    const block = await h.call('Controller', 'ControllerExpandVolume', {
-      volume_id: volume.volumeId,
-      capacity_range: { required_bytes: String(2 * GIB) },
-      volume_capability: BLOCK,
-    });
-    expect(block.node_expansion_required).toBe(false);
-  });
-
-  it.each([
-    [{ volume_id: '', capacity_range: { required_bytes: '1' } }, 'INVALID_ARGUMENT'],
-    [{ volume_id: 'a\nb', capacity_range: { required_bytes: '1' } }, 'INVALID_ARGUMENT'],
-    [{ volume_id: 'f'.repeat(32) }, 'INVALID_ARGUMENT'],
-    [{ volume_id: 'f'.repeat(32), capacity_range: { required_bytes: String(GIB) } }, 'NOT_FOUND'],
-  ])('answers %j with %s', async (request, code) => {
-    expect(await codeOf(h.call('Controller', 'ControllerExpandVolume', request))).toBe(code);
-  });
-
-  it('answers OUT_OF_RANGE when the limit is below the rounded size', async () => {
-    const volume = h.core.add('pvc-1', GIB);
-    const request = {
-      volume_id: volume.volumeId,
-      capacity_range: { required_bytes: String(GIB + 1), limit_bytes: String(GIB + 2) },
-    };
-    expect(await codeOf(h.call('Controller', 'ControllerExpandVolume', request))).toBe(
-      'OUT_OF_RANGE',
-    );
-  });
-
-  it('answers OUT_OF_RANGE with the core message when the volume group lacks the space', async () => {
-    const volume = h.core.add('pvc-1', GIB);
-    const message = `volume group vg1 has ${GIB} bytes free, growing volume ${volume.volumeId} needs ${63 * GIB}`;
-    h.core.failNext.set('expand', new OutOfSpaceError(message));
-    const request = {
-      volume_id: volume.volumeId,
-      capacity_range: { required_bytes: String(64 * GIB) },
-      volume_capability: MOUNT,
-    };
-    expect(await failureOf(h.call('Controller', 'ControllerExpandVolume', request))).toEqual({
-      code: 'OUT_OF_RANGE',
-      details: `cannot grow here: ${message}`,
-    });
-  });
-
-  it('declares its capabilities and answers UNIMPLEMENTED for the others', async () => {
+describe('capabilities', () => {
+  it('declares its capabilities: no EXPAND_VOLUME, the node expands', async () => {
     const caps = await h.call('Controller', 'ControllerGetCapabilities', {});
     expect(caps.capabilities).toEqual(
-      [
-        'CREATE_DELETE_VOLUME',
-        'LIST_VOLUMES',
-        'GET_CAPACITY',
-        'EXPAND_VOLUME',
-        'SINGLE_NODE_MULTI_WRITER',
-      ].map((type) => ({ rpc: { type }, type: 'rpc' })),
+      ['CREATE_DELETE_VOLUME', 'LIST_VOLUMES', 'GET_CAPACITY', 'SINGLE_NODE_MULTI_WRITER'].map(
+        (type) => ({ rpc: { type }, type: 'rpc' }),
+      ),
     );
+  });
+
+  it('answers ControllerExpandVolume UNIMPLEMENTED before any side effect', async () => {
+    const volume = h.core.add('pvc-1', GIB);
+    h.core.calls.length = 0;
+    expect(
+      await failureOf(
+        h.call('Controller', 'ControllerExpandVolume', {
+          volume_id: volume.volumeId,
+          capacity_range: { required_bytes: String(2 * GIB) },
+          volume_capability: MOUNT,
+        }),
+      ),
+    ).toEqual({ code: 'UNIMPLEMENTED', details: 'EXPAND_VOLUME is not offered by lvstamp' });
+    expect(h.core.calls).toEqual([]);
+    expect(h.core.store.get(volume.volumeId)?.volume.capacityBytes).toBe(GIB);
+  });
+
+  it('answers UNIMPLEMENTED for the other RPCs it does not offer', async () => {
     for (const method of [
       'ControllerPublishVolume',
       'ControllerUnpublishVolume',

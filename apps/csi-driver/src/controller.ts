@@ -3,7 +3,6 @@ import {
   FILESYSTEM_MINIMUM_BYTES,
   isHexId,
   NotFoundError,
-  OutOfSpaceError,
   requireNoControlCharacters,
   thinPoolOf,
   ThinPoolUnusableError,
@@ -24,7 +23,6 @@ import {
 import type { DeviceClass, DriverConfig } from './config.js';
 import { driverScope, thinClassPools, wipePolicyFor } from './config.js';
 import type {
-  ControllerExpandVolumeRequest,
   CreateVolumeRequest,
   DeleteVolumeRequest,
   GetCapacityRequest,
@@ -482,50 +480,11 @@ export function createControllerService(deps: ControllerDeps) {
       Promise.resolve({ capabilities: offered.map((type) => ({ rpc: { type } })) }),
 
     /**
-     * CSI spec ControllerExpandVolume: lvextend, the header's new capacity
-     * (and, when the data device exists, map reload and online filesystem
-     * grow) through the core; the new capacity is required_bytes in whole
-     * 4 KiB blocks (core volumeSize). Unknown volume → NOT_FOUND; missing
-     * capacity → INVALID_ARGUMENT; a range the size rule cannot meet, or a
-     * capacity already above the limit → OUT_OF_RANGE; too few free
-     * extents in the volume group (or thin pool) → OUT_OF_RANGE as well
-     * ("Unsupported capacity"), not RESOURCE_EXHAUSTED: the external-resizer
-     * retries RESOURCE_EXHAUSTED at the same size for ever, while OUT_OF_RANGE
-     * marks the resize infeasible, so the user can lower the request again
-     * (Kubernetes "recovering from failure when expanding volumes";
-     * docs/kubernetes.md). node_expansion_required is true for mount volumes
-     * (and when the capability is not given): NodeExpandVolume converges.
+     * Not offered: lvstamp expands on the node only (NodeExpandVolume), so the
+     * external-resizer of one node never asks its own driver about another
+     * node's volume (docs/DESIGN.md "Expansion on the node").
      */
-    ControllerExpandVolume: async (request: ControllerExpandVolumeRequest) => {
-      requireControllerCapability('EXPAND_VOLUME');
-      requireVolumeIdArg(request.volume_id);
-      const range = readCapacityRange(request.capacity_range);
-      if (range.requiredBytes === 0)
-        throw invalidArgument('capacity_range.required_bytes is required');
-      const access =
-        request.volume_capability === null || request.volume_capability === undefined
-          ? null
-          : requireCapability(request.volume_capability);
-      // The core's expand looks the volume up itself (NotFoundError → NOT_FOUND); only an ID
-      // that cannot be one of ours is answered here.
-      if (!isHexId(request.volume_id))
-        throw new CsiError(GrpcStatus.NOT_FOUND, `volume ${request.volume_id} does not exist`);
-      let status;
-      try {
-        ({ status } = await core.volumes.expand(request.volume_id, range.requiredBytes, scope, {
-          ...(range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {}),
-          thinPools,
-        }));
-      } catch (error) {
-        if (error instanceof OutOfSpaceError)
-          throw new CsiError(GrpcStatus.OUT_OF_RANGE, `cannot grow here: ${error.message}`);
-        throw error;
-      }
-      return {
-        capacity_bytes: writeBytes(status.volume.capacityBytes ?? 0),
-        node_expansion_required: access === null || access.kind === 'mount',
-      };
-    },
+    ControllerExpandVolume: () => unimplemented('EXPAND_VOLUME'),
 
     ControllerPublishVolume: () => unimplemented('PUBLISH_UNPUBLISH_VOLUME'),
     ControllerUnpublishVolume: () => unimplemented('PUBLISH_UNPUBLISH_VOLUME'),

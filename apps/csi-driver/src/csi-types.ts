@@ -124,12 +124,6 @@ export interface GetCapacityRequest {
   readonly accessible_topology?: TopologyMsg | null;
 }
 
-export interface ControllerExpandVolumeRequest {
-  readonly volume_id: string;
-  readonly capacity_range?: CapacityRangeMsg | null;
-  readonly volume_capability?: VolumeCapabilityMsg | null;
-}
-
 export interface NodeStageVolumeRequest {
   readonly volume_id: string;
   readonly publish_context: StringMap;

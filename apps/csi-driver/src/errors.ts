@@ -41,7 +41,7 @@ export interface RpcFailure {
 }
 
 /**
- * Where errors become gRPC statuses (ControllerExpandVolume maps OutOfSpaceError itself). Core
+ * Where errors become gRPC statuses (NodeExpandVolume maps OutOfSpaceError itself). Core
  * errors map as follows:
  *
  * | core error | gRPC code |
@@ -50,7 +50,7 @@ export interface RpcFailure {
  * | InvalidArgumentError | INVALID_ARGUMENT |
  * | NotFoundError | NOT_FOUND |
  * | AlreadyExistsError | ALREADY_EXISTS |
- * | OutOfSpaceError | RESOURCE_EXHAUSTED (ControllerExpandVolume answers OUT_OF_RANGE itself: docs/DESIGN.md "Thin capacity") |
+ * | OutOfSpaceError | RESOURCE_EXHAUSTED (NodeExpandVolume answers OUT_OF_RANGE itself, so the kubelet marks the resize infeasible: docs/DESIGN.md "Expansion on the node") |
  * | VolumeGroupUnusableError | RESOURCE_EXHAUSTED, with lvm's whole message: a missing or duplicate PV, a read-only or shared group is not healed by retrying here, and the external-provisioner reschedules a claim on RESOURCE_EXHAUSTED (docs/LVM-CONFIG.md) |
  * | ThinPoolUnusableError | RESOURCE_EXHAUSTED: a thin class whose pool is not a thin pool, does not zero new chunks, is absent without thinPoolSize, or cannot be made because the kernel has no thin-pool target takes nothing on this node (DESIGN.md §4 "Thin device classes") |
  * | FailedPreconditionError | FAILED_PRECONDITION |

@@ -4,6 +4,7 @@ import {
   CommandFailedError,
   FailedPreconditionError,
   NotOwnedError,
+  OutOfSpaceError,
   volumeIdForName,
 } from '@lvstamp/core';
 import {
@@ -433,6 +434,27 @@ describe('NodeExpandVolume', () => {
       'NOT_FOUND',
     );
     expect(h.core.calls).toEqual([]);
+  });
+
+  // OUT_OF_RANGE, not RESOURCE_EXHAUSTED: the kubelet marks it NodeResizeInfeasible and the user
+  // can lower the request (docs/DESIGN.md "Expansion on the node").
+  it.each([
+    [
+      'the volume group',
+      () => `volume group vg0 has ${GIB} bytes free, growing volume ${id} needs ${63 * GIB}`,
+    ],
+    [
+      'the thin pool',
+      () =>
+        `thin pool vg0/pool0 cannot grow volume ${id} by ${63 * GIB} bytes: the thin pool admits ${GIB} bytes more (pool ${4 * GIB}, used ${GIB}, promised ${2 * GIB}, budget ${2 * GIB}), the volume needs ${63 * GIB}`,
+    ],
+  ])('answers OUT_OF_RANGE "cannot grow here" when %s lacks the space', async (_label, text) => {
+    const message = text();
+    h.core.failNext.set('expand', new OutOfSpaceError(message));
+    expect(
+      await failureOf(expand({ capacity_range: { required_bytes: String(64 * GIB) } })),
+    ).toEqual({ code: 'OUT_OF_RANGE', details: `cannot grow here: ${message}` });
+    expect(h.core.calls).toEqual([['expand', id, 64 * GIB, { thinPools: [] }]]);
   });
 
   it.each([

@@ -3,6 +3,7 @@ import {
   formatDeviceNumber,
   mountsAt,
   NotFoundError,
+  OutOfSpaceError,
   sameDevice,
   VolumeGroupUnusableError,
   type ThinClassPool,
@@ -366,7 +367,13 @@ export function createNodeService(deps: NodeDeps) {
      * one, so a repeated call still reloads and grows). An unknown volume, or a
      * volume_path that is not the volume's mount or published block device
      * (volumePathKind) → NOT_FOUND before anything grows; a limit below the
-     * capacity → OUT_OF_RANGE.
+     * capacity → OUT_OF_RANGE. Too few free extents in the volume group, or
+     * too little budget in the thin pool (core OutOfSpaceError) → OUT_OF_RANGE
+     * "cannot grow here: …" with the free and needed bytes ("Unsupported
+     * capacity"), not RESOURCE_EXHAUSTED: the kubelet marks OUT_OF_RANGE
+     * NodeResizeInfeasible, so the user can lower the request, and retries
+     * RESOURCE_EXHAUSTED at the same size for ever (docs/DESIGN.md
+     * "Expansion on the node").
      */
     NodeExpandVolume: async (request: NodeExpandVolumeRequest) => {
       requireNodeCapability('EXPAND_VOLUME');
@@ -379,12 +386,19 @@ export function createNodeService(deps: NodeDeps) {
       const status = await statusOf(core, request.volume_id, scope);
       await volumePathKind(status, request.volume_path);
       // No required bytes: at least one byte, so the core keeps the capacity and converges.
-      const { status: after } = await core.volumes.expand(
-        status.volume.volumeId,
-        Math.max(range.requiredBytes, 1),
-        scope,
-        { ...(range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {}), thinPools },
-      );
+      let after;
+      try {
+        ({ status: after } = await core.volumes.expand(
+          status.volume.volumeId,
+          Math.max(range.requiredBytes, 1),
+          scope,
+          { ...(range.limitBytes > 0 ? { limitBytes: range.limitBytes } : {}), thinPools },
+        ));
+      } catch (error) {
+        if (error instanceof OutOfSpaceError)
+          throw new CsiError(GrpcStatus.OUT_OF_RANGE, `cannot grow here: ${error.message}`);
+        throw error;
+      }
       return { capacity_bytes: writeBytes(after.volume.capacityBytes ?? 0) };
     },
 

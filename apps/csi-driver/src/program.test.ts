@@ -87,6 +87,35 @@ describe('runDriver', () => {
     expect(d.logs.lines.map((l) => l.msg)).toEqual(['serving CSI', 'shutting down', 'stopped']);
   });
 
+  it('names at start each thick device class that deletes without a wipe (DESIGN.md §5 "Wipe")', async () => {
+    let signal: (name: string) => void = () => undefined;
+    const stop = new Promise<string>((resolve) => {
+      signal = resolve;
+    });
+    const d = deps(
+      `deviceClasses:
+  plain: { volumeGroup: vg0, wipe: none, default: true }
+  wiped: { volumeGroup: vg1, wipe: discard }
+  thin: { volumeGroup: vg1, type: thin, thinPool: pool0, overprovisionRatio: 2, wipe: none }
+`,
+      stop,
+    );
+    const running = runDriver([...START, '--node-id', 'n1', '--config', 'c.yaml'], d.value);
+    while (!d.logs.lines.some((l) => l.msg === 'serving CSI')) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    signal('SIGTERM');
+    expect(await running).toBe(0);
+    const warnings = d.logs.lines.filter((l) => l.level === 'warn');
+    expect(warnings.map((l) => [l.msg, l.deviceClass, l.volumeGroup])).toEqual([
+      [
+        'device class deletes without a wipe: the next volume on the same extents can read the old blocks (docs/DESIGN.md §5 "Wipe"; set wipe: discard or zero)',
+        'plain',
+        'vg0',
+      ],
+    ]);
+  });
+
   it('exits 2 with one line, not a stack trace, when the core cannot be built (a --lock-file not ending in .lock)', async () => {
     const { productionDeps } = await import('./production.js');
     const production = await productionDeps();

@@ -7,7 +7,7 @@ import {
   requireNoControlCharacters,
   STANDALONE_OWNER_ID,
 } from '@lvstamp/core';
-import { parseConfig } from './config.js';
+import { classesLeavingOldBlocks, parseConfig } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { DriverMetrics } from './metrics.js';
 import type { DriverCore, NodePaths } from './ports.js';
@@ -216,6 +216,12 @@ export async function runDriver(argv: readonly string[], deps: DriverDeps): Prom
     return 2;
   }
   const logger = (deps.createLogger ?? createLogger)(options.logLevel);
+  for (const c of classesLeavingOldBlocks(config)) {
+    logger.warn(
+      { deviceClass: c.name, volumeGroup: c.volumeGroup },
+      'device class deletes without a wipe: the next volume on the same extents can read the old blocks (docs/DESIGN.md §5 "Wipe"; set wipe: discard or zero)',
+    );
+  }
   let core: DriverCore;
   try {
     core = deps.createCore({ lockFile: options.lockFile, logger });

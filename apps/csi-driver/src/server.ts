@@ -161,12 +161,11 @@ export function createServer(deps: ServerDeps): DriverServer {
     {
       CreateVolume: byVolumeName,
       DeleteVolume: byVolumeId,
-      ControllerExpandVolume: byVolumeId,
       CreateSnapshot: bySnapshotName,
       DeleteSnapshot: bySnapshotId,
       // Unlocked: ValidateVolumeCapabilities, ListVolumes, ListSnapshots and GetCapacity only
       // read (a look-up at one moment; the host lock orders them against changes);
-      // ControllerGetCapabilities answers from configuration; the Publish, GetVolume,
+      // ControllerGetCapabilities answers from configuration; the Publish, Expand, GetVolume,
       // GetSnapshot and ModifyVolume RPCs are UNIMPLEMENTED.
     },
     mutex,

@@ -58,7 +58,6 @@ describe('capabilities', () => {
       'CREATE_DELETE_VOLUME',
       'LIST_VOLUMES',
       'GET_CAPACITY',
-      'EXPAND_VOLUME',
       'SINGLE_NODE_MULTI_WRITER',
       'CREATE_DELETE_SNAPSHOT',
       'LIST_SNAPSHOTS',

@@ -129,23 +129,9 @@ describe('thin classes in the Controller service', () => {
       'thin pool vg0/pool0 is unusable: Logical volume vg0/pool0 is not a thin pool.',
     );
   });
-
-  it('ControllerExpandVolume gives the core the thin classes pools', async () => {
-    const id = core.add('pvc-1', GIB).volumeId;
-    await h.call('Controller', 'ControllerExpandVolume', {
-      volume_id: id,
-      capacity_range: { required_bytes: String(2 * GIB) },
-    });
-    expect(core.calls).toContainEqual([
-      'expand',
-      id,
-      2 * GIB,
-      { thinPools: [{ vgName: 'vg0', thin: THIN }] },
-    ]);
-  });
 });
 
-describe('thin volumes in NodeGetVolumeStats', () => {
+describe('thin volumes in the Node service', () => {
   const TARGET = '/var/lib/kubelet/pods/p/volumes/pv1';
 
   function mountedThinVolume(): string {
@@ -171,6 +157,19 @@ describe('thin volumes in NodeGetVolumeStats', () => {
       volume_path: TARGET,
     });
     expect(answer).toMatchObject({ volume_condition: { abnormal: true, message: detail } });
+  });
+
+  it('NodeExpandVolume gives the core the thin classes pools', async () => {
+    const id = mountedThinVolume();
+    core.calls.length = 0;
+    await h.call('Node', 'NodeExpandVolume', {
+      volume_id: id,
+      volume_path: TARGET,
+      capacity_range: { required_bytes: String(2 * GIB) },
+    });
+    expect(core.calls).toEqual([
+      ['expand', id, 2 * GIB, { thinPools: [{ vgName: 'vg0', thin: THIN }] }],
+    ]);
   });
 
   it('reports ok when the pool takes writes', async () => {

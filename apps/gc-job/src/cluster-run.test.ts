@@ -198,6 +198,35 @@ describe('per-node Job', () => {
     ]);
   });
 
+  it('--lvm-metadata emptyDir (a read-only /etc, the chart’s lvmMetadata): the archive and backup in the pod, every other host path kept', () => {
+    const raw = withEnvironment<RawClusterOptions>(
+      { json: false, namespace: 'gc', image: 'img:1', ownerId: OWNER },
+      { LVSTAMP_GC_LVM_METADATA: 'emptyDir' },
+    );
+    const job = buildNodeJob(resolveClusterConfig(raw, {}), 'worker-1') as {
+      spec: { template: { spec: { volumes: Record<string, unknown>[] } } };
+    };
+    const volumes = job.spec.template.spec.volumes;
+    expect(volumes.filter((v) => v.name === 'lvm-archive' || v.name === 'lvm-backup')).toEqual([
+      { name: 'lvm-archive', emptyDir: {} },
+      { name: 'lvm-backup', emptyDir: {} },
+    ]);
+    expect(
+      volumes.flatMap((v) => (v.hostPath as { path: string } | undefined)?.path ?? []),
+    ).toEqual(['/dev', '/sys', '/run/lvm', '/run/lock/lvm', '/run/lock/lvstamp', '/lib/modules']);
+    expect(() =>
+      resolveClusterConfig(
+        withEnvironment<RawClusterOptions>(
+          { json: false, namespace: 'gc', image: 'img:1', ownerId: OWNER },
+          { LVSTAMP_GC_LVM_METADATA: 'tmpfs' },
+        ),
+        {},
+      ),
+    ).toThrow(
+      `--lvm-metadata / LVSTAMP_GC_LVM_METADATA: must be hostPath or emptyDir (as the driver's DaemonSet), got "tmpfs"`,
+    );
+  });
+
   it('runs lvm with the DaemonSet’s lvm.conf (its ConfigMap, the same mount), not the host’s /etc/lvm', async () => {
     const job = buildNodeJob(config(), 'worker-1') as {
       spec: { template: { spec: PodSpec } };
@@ -292,6 +321,7 @@ describe('lvstamp-gc cluster (fake API)', () => {
       warnings: 1,
       planned: 1,
       removed: 0,
+      quarantined: 0,
       skipped: 1,
       errors: 2,
     });

@@ -44,6 +44,8 @@ export interface ClusterReport {
     warnings: number;
     planned: number;
     removed: number;
+    /** Orphans put in quarantine (DESIGN.md §6 "Quarantine"). */
+    quarantined: number;
     skipped: number;
     errors: number;
   };
@@ -168,10 +170,19 @@ export async function runCluster(
   const list = nodes
     .map((n) => results.get(n))
     .filter((r): r is ClusterNodeResult => r !== undefined);
-  const totals = { kept: 0, warnings: 0, planned: 0, removed: 0, skipped: 0, errors: 0 };
+  const totals = {
+    kept: 0,
+    warnings: 0,
+    planned: 0,
+    removed: 0,
+    quarantined: 0,
+    skipped: 0,
+    errors: 0,
+  };
   for (const r of list) {
     if (r.summary !== null) {
-      for (const k of Object.keys(totals) as (keyof typeof totals)[]) totals[k] += r.summary[k];
+      for (const k of Object.keys(totals) as (keyof typeof totals)[])
+        totals[k] += r.summary[k] ?? 0;
     } else totals.errors += 1;
   }
   const failedNodes = list.filter((r) => r.status !== 'ok').length;

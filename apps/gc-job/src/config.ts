@@ -21,6 +21,7 @@ export const DEFAULTS = Object.freeze({
   pollInterval: '5s',
   nodeJobDeadline: '20m',
   logLevel: 'info',
+  lvmMetadata: 'hostPath',
 });
 
 /**
@@ -46,6 +47,7 @@ export const ENVIRONMENT: Readonly<Record<string, readonly [string, string | und
     namespace: ['POD_NAMESPACE', undefined],
     image: ['LVSTAMP_GC_IMAGE', undefined],
     imagePullPolicy: ['LVSTAMP_GC_IMAGE_PULL_POLICY', undefined],
+    lvmMetadata: ['LVSTAMP_GC_LVM_METADATA', DEFAULTS.lvmMetadata],
     serviceAccount: ['LVSTAMP_GC_SERVICE_ACCOUNT', DEFAULTS.serviceAccount],
     ownerJobName: ['LVSTAMP_GC_OWNER_JOB_NAME', undefined],
     ownerJobUid: ['LVSTAMP_GC_OWNER_JOB_UID', undefined],
@@ -98,6 +100,7 @@ export interface RawClusterOptions extends RawCommonOptions {
   namespace?: string | undefined;
   image?: string | undefined;
   imagePullPolicy?: string | undefined;
+  lvmMetadata: string;
   serviceAccount: string;
   ownerJobName?: string | undefined;
   ownerJobUid?: string | undefined;
@@ -146,6 +149,12 @@ export interface ClusterConfig extends CommonConfig {
   readonly namespace: string;
   readonly image: string;
   readonly imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never' | null;
+  /**
+   * Where the per-node Jobs' lvm keeps its metadata archive and backup: the host's
+   * /etc/lvm/archive and /etc/lvm/backup, or an emptyDir each (nodes whose /etc is read-only),
+   * as the node DaemonSet does (the chart's value lvmMetadata; docs/install.md).
+   */
+  readonly lvmMetadata: 'hostPath' | 'emptyDir';
   readonly serviceAccount: string;
   /** The CronJob's Job that runs `cluster`: owner of the per-node Jobs. Null outside a Job. */
   readonly ownerJob: { readonly name: string; readonly uid: string } | null;
@@ -316,6 +325,10 @@ export function resolveClusterConfig(raw: RawClusterOptions, env: Env): ClusterC
   const pull = raw.imagePullPolicy ?? '';
   if (pull !== '' && !['Always', 'IfNotPresent', 'Never'].includes(pull))
     p.add(`--image-pull-policy: must be Always, IfNotPresent or Never, got "${pull}"`);
+  if (raw.lvmMetadata !== 'hostPath' && raw.lvmMetadata !== 'emptyDir')
+    p.add(
+      `--lvm-metadata / LVSTAMP_GC_LVM_METADATA: must be hostPath or emptyDir (as the driver's DaemonSet), got "${raw.lvmMetadata}"`,
+    );
   if (!DNS_SUBDOMAIN.test(raw.serviceAccount))
     p.add(`--service-account: "${raw.serviceAccount}" is not a ServiceAccount name`);
   if (!DNS_LABEL.test(raw.eventsNamespace))
@@ -337,6 +350,7 @@ export function resolveClusterConfig(raw: RawClusterOptions, env: Env): ClusterC
     namespace,
     image,
     imagePullPolicy: pull === '' ? null : (pull as 'Always' | 'IfNotPresent' | 'Never'),
+    lvmMetadata: raw.lvmMetadata as 'hostPath' | 'emptyDir',
     serviceAccount: raw.serviceAccount,
     ownerJob,
     waitTimeoutMs,

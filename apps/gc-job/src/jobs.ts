@@ -35,6 +35,9 @@ export const NODE_JOB_HOST_PATHS: readonly {
   { name: 'modules', path: '/lib/modules', type: 'DirectoryOrCreate', readOnly: true },
 ];
 
+/** The volumes of lvm's metadata archive and backup: an emptyDir each under `lvmMetadata: emptyDir`. */
+const LVM_METADATA_VOLUMES = new Set(['lvm-archive', 'lvm-backup']);
+
 /**
  * The ConfigMap with the lvm.conf the node DaemonSet runs with (deploy/kubernetes/configmap-lvm.yaml:
  * no udev, the device filter of docs/LVM-CONFIG.md, the bounded archive), in the namespace of the
@@ -177,10 +180,11 @@ export function buildNodeJob(config: ClusterConfig, node: string): Record<string
             },
           ],
           volumes: [
-            ...NODE_JOB_HOST_PATHS.map((h) => ({
-              name: h.name,
-              hostPath: { path: h.path, type: h.type },
-            })),
+            ...NODE_JOB_HOST_PATHS.map((h) =>
+              config.lvmMetadata === 'emptyDir' && LVM_METADATA_VOLUMES.has(h.name)
+                ? { name: h.name, emptyDir: {} }
+                : { name: h.name, hostPath: { path: h.path, type: h.type } },
+            ),
             { name: 'lvm-conf', configMap: { name: LVM_CONFIG_MAP } },
           ],
         },

@@ -26,14 +26,15 @@ const MODELS: Readonly<Record<string, new (data: never) => { validate(): void }>
 describe('deploy/kubernetes/gc', () => {
   it('lists every manifest file in its kustomization, and each object passes its schema', async () => {
     const objects = await loadGcManifests();
+    // in each file, helm's install order of kinds (rendered from the chart: deploy/render-kustomize.sh)
     expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
       'ServiceAccount/lvstamp-gc',
       'ClusterRole/lvstamp-gc',
+      'ClusterRole/lvstamp-gc-events',
       'ClusterRoleBinding/lvstamp-gc',
+      'ClusterRoleBinding/lvstamp-gc-events',
       'Role/lvstamp-gc',
       'RoleBinding/lvstamp-gc',
-      'ClusterRole/lvstamp-gc-events',
-      'ClusterRoleBinding/lvstamp-gc-events',
       'CronJob/lvstamp-gc',
     ]);
     for (const o of objects) {

@@ -22,7 +22,7 @@ export interface NodeSummary {
   readonly kept: number;
   /** Kept with a warning (foreign, corrupt, open, future creation time, cap, …): someone should look. */
   readonly warnings: number;
-  /** Planned removals (volumes and maps). */
+  /** Planned acts: removals of volumes, snapshots and maps, quarantines and expiries. */
   readonly planned: number;
   readonly removed: number;
   /** Orphans put in quarantine instead of removed (DESIGN.md §6 "Quarantine"); absent when none. */

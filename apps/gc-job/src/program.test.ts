@@ -379,6 +379,93 @@ describe('lvstamp-gc node', () => {
   });
 });
 
+describe('lvstamp-gc node: quarantine (DESIGN.md §6 "Quarantine")', () => {
+  /** `lvstamp-gc node` on node n9 from the environment: applied, a 7-day window, no percentage cap; exit 0. */
+  async function appliedWithWindow(kube: FakeKube, node: FakeNode) {
+    const deps = testDeps(kube, node, {
+      nowMs: NOW,
+      env: {
+        LVSTAMP_OWNER_ID: OWNER,
+        LVSTAMP_GC_APPLY: 'true',
+        LVSTAMP_GC_MAX_DELETE_PERCENT: '100',
+        LVSTAMP_GC_QUARANTINE: '7d',
+        NODE_NAME: 'n9',
+      },
+    });
+    expect(await runGc(['node'], deps)).toBe(0);
+    expect(deps.err()).toBe('');
+    return deps;
+  }
+
+  it('with LVSTAMP_GC_QUARANTINE an orphan is quarantined, not removed: renamed and tagged, an Event LeakedVolumeQuarantined about the Node, counted in the summary', async () => {
+    const kube = new FakeKube();
+    const node = new FakeNode();
+    kube.pvs = [pv('pvc-live', 'Bound')];
+    node.add({ name: 'pvc-live', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+    const orphan = node.add({ name: 'pvc-lost', ownerId: OWNER, createdAtMs: NOW - 5 * HOUR });
+    const deps = await appliedWithWindow(kube, node);
+    expect(node.removed).toEqual([]);
+    expect(node.ids()).toEqual([volumeIdForName('pvc-live')]);
+    expect(node.quarantined.map((lv) => [lv.lvName, lv.active])).toEqual([
+      [`lvstamp_q_${orphan}`, false],
+    ]);
+    expect(node.quarantined[0]?.tags).toEqual([
+      'lvstamp',
+      `lvstamp.owner=${OWNER}`,
+      `lvstamp.quarantined=${NOW / 1000}`,
+    ]);
+    expect(node.lockReasons).toHaveLength(1);
+    // Its PV is gone, so the Event is about the Node, and says where the volume went.
+    expect(
+      kube.events.map((e) => [e.reason, e.type, e.involvedObject.kind, e.involvedObject.name]),
+    ).toEqual([['LeakedVolumeQuarantined', 'Normal', 'Node', 'n9']]);
+    expect(kube.events[0]?.message).toContain(
+      `vg0/lvstamp_${orphan} on node n9: tagged lvstamp.quarantined=${NOW / 1000}, deactivated and renamed vg0/lvstamp_${orphan} to vg0/lvstamp_q_${orphan}`,
+    );
+    const out = deps.out();
+    expect(out).toMatch(
+      new RegExp(
+        `vg0/lvstamp_${orphan} +quarantine-volume +6 +starts now +orphan: .* quarantined: `,
+      ),
+    );
+    expect(out).toMatch(
+      /node n9: 2 device\(s\), kept 1, warnings 0, to remove 1, removed 0, quarantined 1, skipped 0, errors 0; applied\n$/,
+    );
+  });
+  it('a quarantined volume whose window passed is removed: an Event QuarantinedVolumeRemoved, counted as removed', async () => {
+    const kube = new FakeKube();
+    const node = new FakeNode();
+    kube.pvs = [pv('pvc-live', 'Bound')];
+    node.add({ name: 'pvc-live', ownerId: OWNER, createdAtMs: NOW - 30 * 24 * HOUR });
+    const expired = node.addQuarantined({
+      name: 'pvc-gone',
+      ownerId: OWNER,
+      createdAtMs: NOW - 30 * 24 * HOUR,
+      quarantinedAtMs: NOW - 8 * 24 * HOUR,
+    });
+    const young = node.addQuarantined({
+      name: 'pvc-recent',
+      ownerId: OWNER,
+      createdAtMs: NOW - 30 * 24 * HOUR,
+      quarantinedAtMs: NOW - 24 * HOUR,
+    });
+    const deps = await appliedWithWindow(kube, node);
+    expect(node.removed).toEqual([`lvstamp_q_${expired}`]);
+    expect(node.quarantined.map((lv) => lv.lvName)).toEqual([`lvstamp_q_${young}`]);
+    expect(
+      kube.events.map((e) => [e.reason, e.type, e.involvedObject.kind, e.involvedObject.name]),
+    ).toEqual([['QuarantinedVolumeRemoved', 'Normal', 'Node', 'n9']]);
+    expect(kube.events[0]?.message).toContain(`removed quarantined LV vg0/lvstamp_q_${expired}`);
+    const out = deps.out();
+    expect(out).toMatch(
+      new RegExp(`vg0/lvstamp_q_${young} +keep +7 +since 2025-05-31T12:00:00.000Z, 6d left `),
+    );
+    expect(out).toMatch(
+      /node n9: 3 device\(s\), kept 2, warnings 0, to remove 1, removed 1, skipped 0, errors 0; applied\n$/,
+    );
+  });
+});
+
 describe('lvstamp-gc node: snapshots (VolumeSnapshotContents of this driver)', () => {
   let kube: FakeKube;
   let node: FakeNode;

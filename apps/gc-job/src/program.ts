@@ -274,6 +274,14 @@ export function buildProgram(
     )
     .addOption(
       envOption(
+        '--lvm-metadata <where>',
+        "lvm's archive and backup directories of the per-node Jobs: hostPath (the node's /etc/lvm/archive and /etc/lvm/backup) or emptyDir (a read-only /etc), as the driver's DaemonSet",
+        'LVSTAMP_GC_LVM_METADATA',
+        DEFAULTS.lvmMetadata,
+      ),
+    )
+    .addOption(
+      envOption(
         '--service-account <name>',
         'ServiceAccount of the per-node Jobs',
         'LVSTAMP_GC_SERVICE_ACCOUNT',

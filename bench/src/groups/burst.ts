@@ -139,7 +139,7 @@ export async function burst(context: BenchContext): Promise<Metric[]> {
 }
 
 /** All calls must succeed; otherwise one Error listing every failure (code and details). */
-async function settleAll(calls: Promise<unknown>[], method: string): Promise<unknown[]> {
+export async function settleAll(calls: Promise<unknown>[], method: string): Promise<unknown[]> {
   const settled = await Promise.allSettled(calls);
   const failures = settled.flatMap((s) =>
     s.status === 'rejected'

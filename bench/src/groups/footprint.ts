@@ -8,32 +8,39 @@ import { cleanUp, createBenchVg } from '../fixture.js';
 import { formatMs, median, MiB, round, sleep } from '../stats.js';
 import type { Metric } from '../types.js';
 
+/** One call of a round's mix and the status it must answer. */
+export interface MixCall<S extends string> {
+  readonly service: S;
+  readonly method: string;
+  readonly request: object;
+  readonly code: grpc.status;
+}
+
 /**
  * The RPC mix of a round: calls a CO makes all the time that need no lvm
  * (identity, capabilities, node info) and malformed requests answered
  * INVALID_ARGUMENT before any work.
  */
-const MIX: readonly { service: CsiService; method: string; request: object; code: grpc.status }[] =
-  [
-    { service: 'Identity', method: 'Probe', request: {}, code: grpc.status.OK },
-    { service: 'Identity', method: 'GetPluginInfo', request: {}, code: grpc.status.OK },
-    { service: 'Identity', method: 'GetPluginCapabilities', request: {}, code: grpc.status.OK },
-    {
-      service: 'Controller',
-      method: 'ControllerGetCapabilities',
-      request: {},
-      code: grpc.status.OK,
-    },
-    { service: 'Node', method: 'NodeGetCapabilities', request: {}, code: grpc.status.OK },
-    { service: 'Node', method: 'NodeGetInfo', request: {}, code: grpc.status.OK },
-    {
-      service: 'Controller',
-      method: 'CreateVolume',
-      request: {},
-      code: grpc.status.INVALID_ARGUMENT,
-    },
-    { service: 'Node', method: 'NodeStageVolume', request: {}, code: grpc.status.INVALID_ARGUMENT },
-  ];
+export const MIX: readonly MixCall<CsiService>[] = [
+  { service: 'Identity', method: 'Probe', request: {}, code: grpc.status.OK },
+  { service: 'Identity', method: 'GetPluginInfo', request: {}, code: grpc.status.OK },
+  { service: 'Identity', method: 'GetPluginCapabilities', request: {}, code: grpc.status.OK },
+  {
+    service: 'Controller',
+    method: 'ControllerGetCapabilities',
+    request: {},
+    code: grpc.status.OK,
+  },
+  { service: 'Node', method: 'NodeGetCapabilities', request: {}, code: grpc.status.OK },
+  { service: 'Node', method: 'NodeGetInfo', request: {}, code: grpc.status.OK },
+  {
+    service: 'Controller',
+    method: 'CreateVolume',
+    request: {},
+    code: grpc.status.INVALID_ARGUMENT,
+  },
+  { service: 'Node', method: 'NodeStageVolume', request: {}, code: grpc.status.INVALID_ARGUMENT },
+];
 /** Calls in flight at once during a round. */
 const CONCURRENCY = 8;
 /** periodSeconds of the driver's liveness probe (deploy/kubernetes/daemonset.yaml), in ms. */
@@ -76,7 +83,11 @@ export async function footprint(context: BenchContext): Promise<Metric[]> {
     const roundRss: number[] = [];
     const roundMark = d.commandMark;
     for (let r = 0; r < scale.rpcRounds; r++) {
-      await rpcRound(d, scale.rpcsPerRound);
+      await rpcRound(
+        (service, method, request) => d.call(service, method, request),
+        MIX,
+        scale.rpcsPerRound,
+      );
       await sleep(SETTLE_MS);
       roundRss.push(await d.rssMiB());
       context.progress(
@@ -161,20 +172,27 @@ export async function footprint(context: BenchContext): Promise<Metric[]> {
   }
 }
 
-/** `count` calls of the mix, CONCURRENCY at a time; each must answer its expected code. */
-async function rpcRound(driver: BenchDriver, count: number): Promise<void> {
+/**
+ * `count` calls of `mix` in turn through `call`, CONCURRENCY at a time.
+ * @throws Error when a call answers other than its expected code.
+ */
+export async function rpcRound<S extends string>(
+  call: (service: S, method: string, request: object) => Promise<unknown>,
+  mix: readonly MixCall<S>[],
+  count: number,
+): Promise<void> {
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < count) {
-      const call = MIX[next++ % MIX.length];
-      if (call === undefined) return;
-      const code = await driver.call(call.service, call.method, call.request).then(
+      const one = mix[next++ % mix.length];
+      if (one === undefined) return;
+      const code = await call(one.service, one.method, one.request).then(
         () => grpc.status.OK,
         (error: unknown) => (error as grpc.ServiceError).code,
       );
-      if (code !== call.code) {
+      if (code !== one.code) {
         throw new Error(
-          `${call.service}.${call.method} answered ${grpc.status[code]}, expected ${grpc.status[call.code]}`,
+          `${one.service}.${one.method} answered ${grpc.status[code]}, expected ${grpc.status[one.code]}`,
         );
       }
     }

@@ -4,7 +4,8 @@
 # deploy/kubernetes that only sets the image names and the owner ID; kubectl apply -k), runs the
 # scenarios, tears everything down and ends with "N passed, N failed".
 # Env: REPO NODE_PATH PKI IMAGES LOGS SNAP_OVERLAY (CRDs, snapshot-controller) OVERLAY GC_OVERLAY (the user's overlay dirs) DISK (the VG's
-#      disk) STORE_DISK (the image store, cluster.sh)
+#      disk) STORE_DISK (the image store, cluster.sh), K8S_INSTALL (kustomize, or helm: the chart
+#      deploy/helm/lvstamp with HELM_VALUES, installed as docs/install.md says, instead of the overlays)
 set -u
 . "$(dirname "$0")/cluster.sh"
 T0=$(now)
@@ -15,7 +16,7 @@ PASSED=0 FAILED=0 FAILS=()
 SKIPPED=0
 check() {
   local name=$1 s; s=$(now); shift
-  case " s_vg s_cluster s_deploy ${K8S_ONLY:-$1} " in
+  case " s_vg s_cluster s_second_node s_deploy ${K8S_ONLY:-$1} " in
     *" $1 "*) ;;
     *) SKIPPED=$((SKIPPED + 1)); log "SKIP $name (K8S_ONLY=$K8S_ONLY)"; return 0 ;;
   esac
@@ -29,13 +30,19 @@ finish() {
   [ $FAILED = 0 ] || log "failed: $(printf '%s; ' "${FAILS[@]}")"
   log "total $(since $T0) s"
   echo "$PASSED passed, $FAILED failed${K8S_ONLY:+, $SKIPPED skipped (K8S_ONLY)}"
-  [ $FAILED = 0 ] && [ $SKIPPED = 0 ] || exit 1
+  # the run's outcome is decided here, never by the status of the script's last command
+  if [ $FAILED = 0 ] && [ $SKIPPED = 0 ]; then exit 0; fi
+  exit 1
 }
 trap finish EXIT
 # kubectl runs on the host, next to the control plane (vm/bin/kubectl, kubectl-relay.mjs): a
 # kubectl started in the emulated VM costs 5-20 s, most of many scenarios' time
 export KUBECTL_RELAY=$API_IP:$KUBECTL_RELAY_PORT PATH=$(cd "$(dirname "$0")" && pwd)/bin:$PATH
 NS=lvstamp-system
+K8S_INSTALL=${K8S_INSTALL:-kustomize}
+CHART=$REPO/deploy/helm/lvstamp
+# helm runs on the host too (vm/bin/helm -> kubectl-relay.mjs), so paths are the host's: the same files
+hm() { helm --namespace $NS "$@"; }
 k() { kubectl "$@"; }
 jp() { kubectl get "$1" -o "jsonpath=$2" 2>/dev/null; } # jp OBJECT JSONPATH
 phase_is() { [ "$(jp "$1" '{.status.phase}')" = "$2" ]; }
@@ -115,6 +122,65 @@ s_cluster() {
   kubelet_up
 }
 
+# --- a second node, as far as expansion sees one (docs/DESIGN.md §7 "Expansion on the node"): its own lvstamp-csi
+# (node ID vm-b, its own volume group on a loop file) and its own external-resizer with the
+# shipped arguments, started before the DaemonSet so that it, not the node's own resizer, holds
+# the resizer's Lease when the expansion scenarios run. A resizer that called its own driver's
+# ControllerExpandVolume would get NOT_FOUND for every volume of node vm and mark the claim
+# infeasible; with node-only expansion it only records the new size on the PV.
+NODEB=/run/node-b
+RESIZER_LEASE=external-resizer-lvstamp-io
+# rendered_objects: the objects s_deploy is about to install (the chart or the overlay), as YAML
+rendered_objects() {
+  if [ "$K8S_INSTALL" = helm ]; then hm template lvstamp "$CHART" -f "$HELM_VALUES"; else kubectl kustomize "$OVERLAY"; fi
+}
+lease_holder() { kubectl -n $NS get lease $RESIZER_LEASE -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
+s_second_node() {
+  local loop args
+  mkdir -p $NODEB && truncate -s 256M $NODEB/disk && loop=$(losetup -f --show $NODEB/disk) &&
+    echo "$loop" >$NODEB/loop && pvcreate -q "$loop" && vgcreate -q lvstampb "$loop" || fail "vgcreate lvstampb" || return 1
+  printf 'deviceClasses:\n  default: { volumeGroup: lvstampb, wipe: none, default: true }\n' >$NODEB/config.yaml
+  start node-b-csi env LVSTAMP_OWNER_ID=0123456789abcdef0123456789abcdef node "$REPO/apps/csi-driver/dist/lvstamp-csi.mjs" \
+    --endpoint=unix://$NODEB/csi.sock --node-id=vm-b --driver-name=lvstamp.io --config=$NODEB/config.yaml \
+    --lock-file=$NODEB/host.lock
+  wait_for "node vm-b: lvstamp-csi serves $NODEB/csi.sock" 300 test -S $NODEB/csi.sock || { cat "$LOGS/node-b-csi.log"; return 1; }
+  # the resizer's arguments as the DaemonSet ships them, --csi-address and the kubeconfig aside
+  args=$(rendered_objects | awk 'BEGIN { RS = "\n---\n" } /(^|\n)kind: DaemonSet\n/' |
+    kubectl create --dry-run=client -f - -o jsonpath='{range .spec.template.spec.containers[?(@.name=="csi-resizer")].args[*]}{@}{"\n"}{end}' |
+    grep -v '^--csi-address=')
+  echo "$args" | grep -qx -- '--leader-election' || fail "the shipped csi-resizer does not run with --leader-election: $args" || return 1
+  kubectl create namespace $NS || return 1
+  # shellcheck disable=SC2086 # one argument per line
+  start node-b-resizer csi-resizer --csi-address=$NODEB/csi.sock --kubeconfig="$KUBECONFIG" --leader-election-namespace=$NS $args
+  wait_for "node vm-b's resizer holds the Lease $NS/$RESIZER_LEASE" 300 sh -c \
+    "kubectl -n $NS get lease $RESIZER_LEASE -o jsonpath='{.spec.holderIdentity}' | grep -q ." ||
+    { tail -20 "$LOGS/node-b-resizer.log"; return 1; }
+  NODEB_RESIZER=$(lease_holder)
+  grep -q 'supports node resize only' "$LOGS/node-b-resizer.log" ||
+    fail "node vm-b's resizer does not use its trivial resizer (node-only expansion): $(grep -m3 -i resiz "$LOGS/node-b-resizer.log")"
+}
+# resizer_is_node_b: the Lease is still node vm-b's resizer's (the expansion below is its work)
+resizer_is_node_b() {
+  local h; h=$(lease_holder)
+  [ -n "$NODEB_RESIZER" ] && [ "$h" = "$NODEB_RESIZER" ] ||
+    fail "the resizer Lease is held by '$h', not by node vm-b's resizer '$NODEB_RESIZER'"
+}
+# no_resize_trouble PVC: no warning event and no failure condition on the claim
+no_resize_trouble() {
+  local warnings conditions
+  warnings=$(events_of PersistentVolumeClaim "$1" | grep '^Warning')
+  conditions=$(jp "pvc/$1" '{.status.conditions[*].type}')
+  [ -z "$warnings" ] || fail "warning events on PVC $1: $warnings" || return 1
+  case " $conditions " in *Error*|*Infeasible*) fail "PVC $1 has the conditions: $conditions" ;; esac
+}
+s_second_node_down() {
+  local f
+  for f in node-b-resizer node-b-csi; do [ -f $STATE/$f.pid ] && kill "$(cat $STATE/$f.pid)" 2>/dev/null; done
+  sleep 2
+  vgremove -qq -f lvstampb && pvremove -qq "$(cat $NODEB/loop)" && losetup -d "$(cat $NODEB/loop)" && rm -rf $NODEB ||
+    fail "cannot remove node vm-b's volume group and loop device"
+}
+
 s_deploy() {
   # the cluster's snapshot support first (README "Snapshots"): the v1 CRDs, then the
   # snapshot-controller (--enable-distributed-snapshotting), which needs them
@@ -122,7 +188,18 @@ s_deploy() {
   kubectl wait --for=condition=established --timeout=300s crd/volumesnapshots.snapshot.storage.k8s.io \
     crd/volumesnapshotcontents.snapshot.storage.k8s.io crd/volumesnapshotclasses.snapshot.storage.k8s.io ||
     fail "the snapshot CRDs are not established" || return 1
-  kubectl apply -k "$OVERLAY" || fail "kubectl apply -k (driver overlay)" || return 1
+  if [ "$K8S_INSTALL" = helm ]; then
+    # docs/install.md "With Helm": the namespace first, labelled for the privileged node plugin
+    # (s_second_node made it already, for its resizer's Lease)
+    { kubectl get namespace $NS >/dev/null 2>&1 || kubectl create namespace $NS; } &&
+      kubectl label namespace $NS pod-security.kubernetes.io/enforce=privileged &&
+      hm install lvstamp "$CHART" -f "$HELM_VALUES" || fail "helm install" || return 1
+    hm list
+    owner_id | grep -qE '^[0-9a-f]{32}$' || fail "the chart made no owner ID: '$(owner_id)'" || return 1
+    log "owner ID made by the chart: $(owner_id)"
+  else
+    kubectl apply -k "$OVERLAY" || fail "kubectl apply -k (driver overlay)" || return 1
+  fi
   wait_for "DaemonSet pod Running with 4/4 containers ready" 900 driver_ready ||
     { kubectl -n $NS describe pods | tail -40; tails kubelet; return 1; }
   kubectl -n kube-system wait --for=condition=available --timeout=600s deployment/snapshot-controller ||
@@ -192,14 +269,20 @@ s_capacity_drops() {
 
 s_expand() {
   local before after
+  # node vm-b's resizer records the size, the kubelet here grows the volume (NodeExpandVolume)
+  resizer_is_node_b || return 1
   before=$(kubectl exec app-ext4 -- df -kP /data | awk 'NR==2{print $2}')
   kubectl patch pvc data-ext4 -p '{"spec":{"resources":{"requests":{"storage":"160Mi"}}}}' || return 1
   wait_for "filesystem in app-ext4 grew past $before KiB" 600 sh -c \
     "[ \"\$(kubectl exec app-ext4 -- df -kP /data | awk 'NR==2{print \$2}')\" -gt $((before + 65536)) ]" ||
+    { kubectl describe pvc data-ext4 | tail; tail -5 "$LOGS/node-b-resizer.log"; return 1; }
+  wait_for "PVC data-ext4: capacity 160Mi, no resize status left" 300 sh -c \
+    "[ \"\$(kubectl get pvc data-ext4 -o jsonpath='{.status.capacity.storage}')\" = 160Mi ] && [ -z \"\$(kubectl get pvc data-ext4 -o jsonpath='{.status.allocatedResourceStatuses}')\" ]" ||
     { kubectl describe pvc data-ext4 | tail; return 1; }
   after=$(kubectl exec app-ext4 -- df -kP /data | awk 'NR==2{print $2}')
-  log "ext4 /data: $before KiB -> $after KiB; PVC capacity $(jp pvc/data-ext4 '{.status.capacity.storage}')"
-  [ "$(kubectl exec app-ext4 -- cat /data/hello)" = hello-ext4 ] || fail "data after expansion"
+  log "ext4 /data: $before KiB -> $after KiB; PVC capacity $(jp pvc/data-ext4 '{.status.capacity.storage}'); events: $(events_of PersistentVolumeClaim data-ext4 | cut -c1-120 | tr '\n' ';')"
+  [ "$(kubectl exec app-ext4 -- cat /data/hello)" = hello-ext4 ] || fail "data after expansion" || return 1
+  no_resize_trouble data-ext4 && resizer_is_node_b
 }
 
 s_recreate_pod() {
@@ -291,7 +374,8 @@ gc_job() {
 s_gc() {
   local out
   [ -n "$LEAK_LV" ] || fail "no leaked volume to collect (the scenario before failed)" || return 1
-  kubectl apply -k "$GC_OVERLAY" || fail "kubectl apply -k (GC overlay)" || return 1
+  # (with helm the chart installed the GC, gc.enabled)
+  [ "$K8S_INSTALL" = helm ] || kubectl apply -k "$GC_OVERLAY" || fail "kubectl apply -k (GC overlay)" || return 1
   out=$(gc_job gc-dry) || { echo "$out"; fail "dry-run Job"; return 1; }
   echo "$out"
   echo "$out" | grep -E "lvstamp/$LEAK_LV +remove-volume +6 " >/dev/null || fail "dry run does not plan to remove $LEAK_LV" || return 1
@@ -307,6 +391,108 @@ s_gc() {
   wait_for "Event LeakedVolumeRemoved in namespace default" 120 sh -c \
     "kubectl -n default get events --field-selector reason=LeakedVolumeRemoved -o name | grep -q ." ||
     fail "no LeakedVolumeRemoved event"
+}
+
+# --- a PV deleted by mistake, its volume quarantined by the GC and restored (README "A volume is gone: getting it back") ---
+# lvstamp_cli ARGS...: the node admin's CLI on the node, as README tells it: the repository's
+# single-file bundle (the VM sees the host's repository) with the installation's owner ID (the
+# ConfigMap lvstamp-csi-config) and the driver's lvm.conf (the ConfigMap lvstamp-lvm-conf, which the
+# driver container mounts as /etc/lvm/lvm.conf); its lock is the driver's host lock
+lvstamp_cli() {
+  local conf=$STATE/lvm-driver owner
+  if [ ! -s "$conf/lvm.conf" ]; then
+    mkdir -p "$conf" || return 1
+    kubectl -n $NS get configmap lvstamp-lvm-conf -o 'jsonpath={.data.lvm\.conf}' >"$conf/lvm.conf"
+    [ -s "$conf/lvm.conf" ] || { log "  cannot read the driver's lvm.conf (ConfigMap lvstamp-lvm-conf)"; return 1; }
+  fi
+  owner=$(kubectl -n $NS get configmap lvstamp-csi-config -o 'jsonpath={.data.owner-id}')
+  [ -n "$owner" ] || { log "  no owner-id in ConfigMap lvstamp-csi-config"; return 1; }
+  LVM_SYSTEM_DIR=$conf node "$REPO/apps/cli/dist/lvstamp.mjs" --owner-id "$owner" "$@"
+}
+lv_attr_of() { lvs --noheadings -o lv_attr "lvstamp/$1" 2>/dev/null | tr -d ' '; } # lv_attr_of LV
+s_quarantine() {
+  local vol pv q attr out manifest mark ip metrics
+  mark="precious-$(date +%s)"
+  [ -f "$REPO/apps/cli/dist/lvstamp.mjs" ] || fail "the CLI is not built ($REPO/apps/cli/dist/lvstamp.mjs)" || return 1
+  # the GC with the shipped CronJob's undo window (7d there; 1h here, the test's overlay runs
+  # without one for s_gc), applied, the deletion cap out of the way (a leak left by a failed
+  # scenario before must not take this run's one removal); set before the volume leaks, so that
+  # a run of the CronJob's own schedule could only quarantine it too
+  kubectl -n $NS get cronjob lvstamp-gc >/dev/null 2>&1 || kubectl apply -k "$GC_OVERLAY" || return 1
+  kubectl -n $NS set env cronjob/lvstamp-gc LVSTAMP_GC_APPLY=true LVSTAMP_GC_QUARANTINE=1h LVSTAMP_GC_MAX_DELETE_PERCENT=100 ||
+    fail "setting the CronJob's quarantine" || return 1
+  pvc lost lvstamp-ext4 32Mi && pod app-lost lost && wait_running app-lost 900 || return 1
+  kubectl exec app-lost -- sh -c "echo $mark > /data/precious && sync" || fail "write in app-lost" || return 1
+  vol=$(volume_of lost); pv=$(jp pvc/lost '{.spec.volumeName}'); q=lvstamp_q_$vol
+  [ -n "$vol" ] && [ "$(lv_count "lvstamp_$vol")" = 1 ] || fail "no LV lvstamp_$vol for claim lost" || return 1
+  # the mistake: the PV set to Retain (as before a migration), then claim and PV deleted; the
+  # volume stays on the node with nothing that references it
+  kubectl patch pv "$pv" -p '{"spec":{"persistentVolumeReclaimPolicy":"Retain"}}' || return 1
+  kubectl delete pod app-lost --wait=true --timeout=600s && kubectl delete pvc lost --wait=true --timeout=300s || return 1
+  wait_for "PV $pv Released" 300 phase_is "pv/$pv" Released || return 1
+  kubectl delete pv "$pv" --wait=true --timeout=300s || return 1
+  wait_for "volume $vol unstaged (no mount names it)" 300 sh -c "! grep -q '$vol' /proc/mounts" || return 1
+  [ "$(lv_count "lvstamp_$vol")" = 1 ] || fail "the LV of $vol went with its Retain PV" || return 1
+  out=$(gc_job gc-quarantine) || { echo "$out"; fail "GC Job with a quarantine window"; return 1; }
+  echo "$out"
+  echo "$out" | grep -E "lvstamp/lvstamp_$vol +quarantine-volume +6 +starts now .* quarantined: " >/dev/null ||
+    fail "the GC did not quarantine lvstamp_$vol (rule 6, starts now)" || return 1
+  echo "$out" | grep -q "quarantined 1" || fail "the node summary does not count the quarantine" || return 1
+  [ "$(lv_count "$q")" = 1 ] && [ "$(lv_count "lvstamp_$vol")" = 0 ] ||
+    fail "want $q and no lvstamp_$vol: $(lvs --noheadings -o lv_name lvstamp | tr -s ' \n' ' ')" || return 1
+  attr=$(lv_attr_of "$q")
+  [ "${attr:4:1}" = - ] || fail "$q is active after the quarantine: lv_attr $attr" || return 1
+  lvs --noheadings -o lv_tags "lvstamp/$q" | grep -q 'lvstamp\.quarantined=[0-9]' || fail "$q carries no quarantine time" || return 1
+  ! dmsetup ls | grep -q "^lvstamp-$vol" || fail "the data device map of $vol is left" || return 1
+  wait_for "Event LeakedVolumeQuarantined naming $q in namespace default" 120 sh -c \
+    "kubectl -n default get events --field-selector reason=LeakedVolumeQuarantined -o jsonpath='{.items[*].message}' | grep -q '$q'" ||
+    fail "no LeakedVolumeQuarantined event for $q" || return 1
+  # the day someone notices, README's first step: stop the clock (no scheduled run expires it,
+  # or quarantines it again before its claim is bound)
+  kubectl -n $NS patch cronjob lvstamp-gc -p '{"spec":{"suspend":true}}' || return 1
+  # the driver's metrics count it (read at scrape time, docs/metrics.md)
+  ip=$(kubectl -n $NS get pod "$(driver_pod)" -o jsonpath='{.status.podIP}')
+  metrics=$(curl -sf --max-time 60 "http://$ip:9809/metrics" | grep '^lvstamp_quarantined')
+  log "metrics: $(echo "$metrics" | tr '\n' ';')"
+  echo "$metrics" | grep -qE '^lvstamp_quarantined\{[^}]*\} [1-9]' || fail "no device class counts a quarantined LV" || return 1
+  echo "$metrics" | grep -qE '^lvstamp_quarantined_bytes\{[^}]*\} [1-9]' || fail "no device class counts quarantined bytes" || return 1
+  # on the node, by the PV's name (README "A volume is gone")
+  lvstamp_cli list --quarantined || fail "lvstamp list --quarantined" || return 1
+  out=$(lvstamp_cli quarantine restore "$pv" --storage-class lvstamp-ext4 --node "$NODE") ||
+    { echo "$out"; fail "lvstamp quarantine restore $pv"; return 1; }
+  echo "$out"
+  echo "$out" | grep -q "^restored volume $vol as lvstamp/lvstamp_$vol " || fail "restore did not say what it restored" || return 1
+  echo "$out" | grep -q '^volumeMode: Filesystem (fsType ext4): blkid finds a ext4 filesystem' ||
+    fail "restore did not choose Filesystem/ext4 from the data area" || return 1
+  attr=$(lv_attr_of "lvstamp_$vol")
+  [ "${attr:4:1}" = a ] && [ "$(lv_count "$q")" = 0 ] || fail "lvstamp_$vol not back and active: lv_attr $attr" || return 1
+  ! lvs --noheadings -o lv_tags "lvstamp/lvstamp_$vol" | grep -q quarantined || fail "lvstamp_$vol still has its quarantine tag" || return 1
+  # the PersistentVolume it printed, as printed; then a claim bound to it by name
+  manifest=$(echo "$out" | sed -n '/^apiVersion: v1$/,$p')
+  echo "$manifest" | grep -q "^    volumeHandle: \"$vol\"$" || fail "the printed PV does not name volumeHandle $vol" || return 1
+  echo "$manifest" | kubectl apply -f - || fail "kubectl apply of the printed PersistentVolume" || return 1
+  kubectl apply -f - <<PVC || return 1
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: found}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: lvstamp-ext4
+  volumeName: $pv
+  resources: {requests: {storage: 32Mi}}
+PVC
+  wait_for "PVC found Bound to PV $pv" 300 phase_is pvc/found Bound || { kubectl describe pvc found | tail -10; return 1; }
+  pod app-found found && wait_running app-found 900 || return 1
+  [ "$(kubectl exec app-found -- cat /data/precious)" = "$mark" ] || fail "the restored volume does not read back $mark" || return 1
+  log "claim found (PV $pv, volume $vol) reads what app-lost wrote before the PV was deleted"
+  kubectl -n $NS patch cronjob lvstamp-gc -p '{"spec":{"suspend":false}}' &&
+    kubectl -n $NS set env cronjob/lvstamp-gc LVSTAMP_GC_QUARANTINE=0 LVSTAMP_GC_MAX_DELETE_PERCENT- || return 1
+  # the restored PV is Retain, as printed: claim and PV deleted, the volume removed by the CLI
+  kubectl delete pod app-found --wait=true --timeout=600s && kubectl delete pvc found --wait=true --timeout=300s || return 1
+  wait_for "PV $pv Released" 300 phase_is "pv/$pv" Released && kubectl delete pv "$pv" --wait=true --timeout=300s || return 1
+  wait_for "volume $vol unstaged (no mount names it)" 300 sh -c "! grep -q '$vol' /proc/mounts" || return 1
+  lvstamp_cli delete "$pv" || fail "lvstamp delete $pv" || return 1
+  [ "$(lv_count "$vol")" = 0 ] || fail "an LV of $vol is left: $(lvs --noheadings -o lv_name lvstamp | tr -s ' \n' ' ')"
 }
 
 # --- snapshots (README "Snapshots"): a thin volume, a VolumeSnapshot of it, a claim restored from it ---
@@ -558,22 +744,23 @@ s_resize_unsatisfiable() {
   local want statuses why
   pvc big lvstamp-ext4 32Mi && pod app-big big && wait_running app-big 900 || return 1
   kubectl exec app-big -- sh -c 'echo before > /data/f && sync' || return 1
-  # more than the 8 GiB volume group holds
+  # more than the 8 GiB volume group holds: node vm-b's resizer records 64Gi on the PV, the kubelet
+  # here calls NodeExpandVolume, which answers OUT_OF_RANGE (docs/DESIGN.md §7 "Expansion on the node"): the
+  # kubelet marks the node expansion infeasible, which a lowered request may then replace
   kubectl patch pvc big -p '{"spec":{"resources":{"requests":{"storage":"64Gi"}}}}' || return 1
-  wait_for "PVC big: a VolumeResizeFailed event for 64Gi" 600 sh -c \
-    "kubectl get events --field-selector involvedObject.name=big,reason=VolumeResizeFailed -o name | grep -q ." ||
-    { kubectl describe pvc big | tail -15; return 1; }
-  why=$(events_of PersistentVolumeClaim big | grep VolumeResizeFailed | tail -1)
+  # the kubelet's condition NodeResizeError carries the driver's OUT_OF_RANGE; allocatedResourceStatuses
+  # alternates NodeResizeInfeasible / NodeResizePending (the trivial resizer resets it for the
+  # kubelet's next try), so the condition is what the user reads
+  wait_for "PVC big: condition NodeResizeError" 600 sh -c \
+    "kubectl get pvc big -o jsonpath='{.status.conditions[?(@.type==\"NodeResizeError\")].message}' | grep -q ." ||
+    { kubectl describe pvc big | tail -15; fail "no NodeResizeError condition: $(jp pvc/big '{.status}')"; return 1; }
+  why=$(jp pvc/big '{.status.conditions[?(@.type=="NodeResizeError")].message}')
   statuses=$(jp pvc/big '{.status.allocatedResourceStatuses}')
-  log "PVC big after asking for 64Gi: capacity $(jp pvc/big '{.status.capacity.storage}'), allocatedResourceStatuses $statuses, conditions $(jp pvc/big '{.status.conditions[*].type}'); $why"
+  log "PVC big after asking for 64Gi: capacity $(jp pvc/big '{.status.capacity.storage}'), allocatedResourceStatuses $statuses, conditions $(jp pvc/big '{.status.conditions[*].type}'); NodeResizeError: $why"
   [ "$(jp pvc/big '{.status.capacity.storage}')" = 32Mi ] || fail "capacity changed although the resize failed" || return 1
-  # the driver's OUT_OF_RANGE (docs/DESIGN.md "Thin capacity"): the event names the free and needed
-  # bytes and the resizer marks the resize infeasible, which a lowered request may then replace
   echo "$why" | grep -q 'OutOfRange desc = cannot grow here: volume group lvstamp has [0-9]* bytes free' ||
-    fail "the VolumeResizeFailed event does not carry the driver's OUT_OF_RANGE: $why" || return 1
-  wait_for "PVC big: resize status ControllerResizeInfeasible" 300 sh -c \
-    "kubectl get pvc big -o jsonpath='{.status.allocatedResourceStatuses.storage}' | grep -qx ControllerResizeInfeasible" ||
-    fail "resize status is not ControllerResizeInfeasible: $(jp pvc/big '{.status.allocatedResourceStatuses}')" || return 1
+    fail "the NodeResizeError condition does not carry the driver's OUT_OF_RANGE: $why" || return 1
+  [ "$(kubectl exec app-big -- cat /data/f)" = before ] || fail "app-big does not read its data while the resize is infeasible" || return 1
   # recovery from expansion failure (Kubernetes 1.34 GA): lower the request, above the old size
   want=64Mi
   kubectl patch pvc big -p "{\"spec\":{\"resources\":{\"requests\":{\"storage\":\"$want\"}}}}" ||
@@ -585,7 +772,8 @@ s_resize_unsatisfiable() {
     "[ \"\$(kubectl exec app-big -- df -kP /data | awk 'NR==2{print \$2}')\" -gt 50000 ]" || return 1
   [ "$(kubectl exec app-big -- cat /data/f)" = before ] || fail "data after the recovered resize" || return 1
   kubectl exec app-big -- sh -c 'echo after > /data/g && sync' || fail "PVC big not writable after the recovery" || return 1
-  log "PVC big: conditions now: $(jp pvc/big '{.status.conditions[*].type}')"
+  log "PVC big: conditions now: $(jp pvc/big '{.status.conditions[*].type}'); PV $(jp "pv/$(jp pvc/big '{.spec.volumeName}')" '{.spec.capacity.storage}')"
+  resizer_is_node_b || return 1
   kubectl delete pod app-big --wait=true --timeout=600s && kubectl delete pvc big --wait=true --timeout=300s
 }
 
@@ -598,7 +786,61 @@ s_probe_metrics() {
   grep -m3 '^lvstamp_' $LOGS/metrics.txt || fail "no lvstamp_ metric on :9809"
 }
 
+owner_id() { kubectl -n $NS get configmap lvstamp-csi-config -o jsonpath="{.data['owner-id']}"; }
+# --- the node admins' CLI in the driver container (docs/install.md "The lvstamp CLI in the driver pod") ---
+s_cli() {
+  local out rc
+  out=$(kubectl -n $NS exec ds/lvstamp-csi-node -c lvstamp-csi -- lvstamp list --vg lvstamp) ||
+    { echo "$out"; fail "lvstamp list in the driver container"; return 1; }
+  echo "$out"
+  echo "$out" | grep -q "$(volume_of data-ext4)" || fail "lvstamp list does not show data-ext4's volume" || return 1
+  # create is refused there (the cluster's owner ID, the cluster's GC): exit 2, nothing made
+  out=$(kubectl -n $NS exec ds/lvstamp-csi-node -c lvstamp-csi -- lvstamp create by-hand --size 8Mi --vg lvstamp 2>&1)
+  rc=$?
+  echo "$out"
+  [ $rc = 2 ] || fail "lvstamp create in the driver container exited $rc, want 2" || return 1
+  echo "$out" | grep -q 'refused inside the driver pod' || fail "no refusal message" || return 1
+  [ "$(lv_count by-hand)" = 0 ] || fail "lvstamp create made an LV in the driver container"
+}
+
+# --- K8S_INSTALL=helm: helm upgrade with a changed value while a pod uses a volume ---
+driver_pods() { kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[*].metadata.name}'; }
+driver_pod_replaced() { local p; p=$(driver_pods) && [ -n "$p" ] && [ "$p" != "$1" ] && [ "$(echo "$p" | wc -w)" = 1 ]; }
+no_driver_pod() { [ -z "$(driver_pods)" ]; }
+s_helm_upgrade() {
+  local owner uid old
+  owner=$(owner_id) uid=$(jp pod/app-ext4 '{.metadata.uid}') old=$(driver_pod)
+  # a changed value that changes the pod template: the DaemonSet rolls its pod
+  hm upgrade lvstamp "$CHART" -f "$HELM_VALUES" --set logLevel=debug || fail "helm upgrade" || return 1
+  wait_for "the DaemonSet rolled out: one driver pod, not $old" 900 driver_pod_replaced "$old" || return 1
+  wait_for "the new driver pod with 4/4 containers ready" 900 driver_ready || return 1
+  kubectl -n $NS get ds lvstamp-csi-node -o jsonpath='{.spec.template.spec.containers[0].args}' | grep -q -- '--log-level=debug' ||
+    fail "the upgraded DaemonSet has no --log-level=debug" || return 1
+  [ "$(owner_id)" = "$owner" ] || fail "the owner ID changed in the upgrade: $owner -> $(owner_id)" || return 1
+  [ "$(jp pod/app-ext4 '{.metadata.uid}')" = "$uid" ] && phase_is pod/app-ext4 Running ||
+    fail "app-ext4 was replaced or stopped by the upgrade" || return 1
+  [ "$(jp pod/app-ext4 '{.status.containerStatuses[0].restartCount}')" = 0 ] || fail "app-ext4 restarted" || return 1
+  [ "$(kubectl exec app-ext4 -- cat /data/hello)" = hello-ext4 ] || fail "data of app-ext4 after the upgrade" || return 1
+  kubectl exec app-ext4 -- sh -c 'echo after-upgrade > /data/upgrade && sync && cat /data/upgrade' | grep -q after-upgrade ||
+    fail "app-ext4 cannot write after the upgrade" || return 1
+  hm history lvstamp
+}
+
+# --- K8S_INSTALL=helm: helm uninstall as docs/install.md "Uninstall" says (claims first: s_cleanup) ---
+s_helm_uninstall() {
+  [ -z "$(kubectl get pv -o name)" ] || fail "PVs left before the uninstall: $(kubectl get pv -o name)" || return 1
+  hm uninstall lvstamp --wait --timeout 600s || fail "helm uninstall" || return 1
+  wait_for "the driver pod gone" 600 no_driver_pod || return 1
+  local left
+  left=$(kubectl get csidriver,storageclass,clusterrole,clusterrolebinding,volumesnapshotclass -l app.kubernetes.io/part-of=lvstamp -o name)
+  [ -z "$left" ] || fail "cluster-scoped objects left: $left" || return 1
+  left=$(kubectl -n $NS get all,configmap,serviceaccount,role,rolebinding -l app.kubernetes.io/part-of=lvstamp -o name)
+  [ -z "$left" ] || fail "objects left in $NS: $left" || return 1
+  [ "$(lv_count)" = 0 ] || fail "LVs left: $(lvs --noheadings -o lv_name lvstamp)"
+}
+
 s_cleanup() {
+  s_second_node_down || return 1
   kubectl delete pod --all --wait=true --timeout=600s && kubectl delete pvc --all --wait=true --timeout=300s || return 1
   wait_for "every PV gone" 300 sh -c '[ -z "$(kubectl get pv -o name)" ]' || return 1
   [ "$(lv_count)" = 0 ] || fail "LVs left in VG lvstamp: $(lvs --noheadings -o lv_name lvstamp)" || return 1
@@ -609,17 +851,24 @@ s_cleanup() {
 check "volume group lvstamp on $DISK" s_vg
 check "one-node cluster up (control plane on the host; containerd, kubelet in the VM)" s_cluster || exit 1
 [ $FAILED = 0 ] || exit 1
-check "kubectl apply -k: DaemonSet Running, driver registered with the kubelet" s_deploy
+check "a second node's lvstamp-csi (vm-b, VG lvstampb) and external-resizer, first to hold the resizer Lease: it runs the trivial resizer (node-only expansion)" s_second_node
+[ $FAILED = 0 ] || exit 1
+check "$([ "$K8S_INSTALL" = helm ] && echo 'helm install' || echo 'kubectl apply -k'): DaemonSet Running, driver registered with the kubelet" s_deploy
 [ $FAILED = 0 ] || exit 1
 check "CSIStorageCapacity published for the node" s_capacity_published
 check "ext4, xfs and raw-block PVCs (WaitForFirstConsumer): pods Running, data written and read back" s_volumes
-check "PVC expansion while the pod runs: the filesystem in the pod grows" s_expand
+check "PVC expansion while the pod runs, the resizer on the other node: the filesystem in the pod grows, no warning or failure condition on the claim" s_expand
 check "pod deleted and recreated on the same PVC: data still there" s_recreate_pod
+check "the lvstamp CLI in the driver container: list shows the volumes, create is refused" s_cli
+if [ "$K8S_INSTALL" = helm ]; then
+  check "helm upgrade with a changed value (logLevel) while app-ext4 uses its volume: driver pod rolled, app pod untouched, data kept, owner ID kept" s_helm_upgrade
+fi
 check "driver pod deleted: the DaemonSet restarts it, the volume keeps working and unpublishes" s_driver_restart
 check "PVC deleted: PV and LV gone" s_delete_pvc
 check "published capacity drops after the creates" s_capacity_drops
 check "PVC deleted while its CreateVolume is in flight (provisioner restarted): a volume with no PVC or PV is left" s_leak
 check "GC CronJob: a Job from it reports the leaked volume in a dry run, removes it with apply" s_gc
+check "a PV deleted by mistake (Retain): the GC quarantines its volume, lvstamp quarantine restore brings it back, a static PV and claim read the old bytes" s_quarantine
 check "thin PVC -> VolumeSnapshot (class lvstamp) ready -> PVC from it reads the same bytes; source deleted, the GC keeps the snapshot; snapshot deleted, its LV gone" s_snapshot_restore
 check "StatefulSet of 3 scaled to 5, then to 1: each pod reads its own claim; the claims stay" s_statefulset
 check "kubectl drain (the app's pods) and uncordon: the pod goes, its volume is unstaged, the LV stays; it comes back with its data" s_drain
@@ -627,7 +876,10 @@ check "StatefulSet and its PVCs deleted: every PV and LV gone" s_statefulset_del
 check "generic ephemeral volume: claim made for the pod, owned by it, gone with it (PV and LV too)" s_ephemeral
 check "ReadWriteOncePod: a second pod on the claim stays Pending with the scheduler's reason" s_rwop
 check "fsGroup: a non-root pod writes into its ext4 and xfs volumes (fsGroupPolicy File)" s_fsgroup
-check "unsatisfiable resize (more than the VG): the user sees why; lowering the request recovers, the volume grows and is usable" s_resize_unsatisfiable
+check "unsatisfiable resize (more than the VG): the claim's NodeResizeError carries the driver's OUT_OF_RANGE, the pod keeps its data; lowering the request recovers, the volume grows and is usable" s_resize_unsatisfiable
 check "kubelet restarted while a pod uses a volume: the pod keeps running with its data, the volume stays mounted" s_kubelet_restart
 check "the driver's /healthz and metrics answer on the pod's ports" s_probe_metrics
 check "cleanup: no LV, map or mount left on the node" s_cleanup
+if [ "$K8S_INSTALL" = helm ]; then
+  check "helm uninstall (claims deleted first): every object of the chart gone" s_helm_uninstall
+fi

@@ -3,8 +3,8 @@
 // fresh filesystem and capacity_bytes agree, for create and for expansion; the extent slack stays
 // inside the LV. A filesystem that mkfs can never make is raised to its minimum or refused. A v1
 // volume made the old way (capacity = LV size − 1 MiB) keeps working and becomes exact when grown.
-// An expansion the volume group cannot hold is OUT_OF_RANGE (DESIGN.md "Thin capacity") and
-// changes nothing.
+// An expansion (NodeExpandVolume: lvstamp expands on the node only) the volume group cannot hold
+// is OUT_OF_RANGE (DESIGN.md §7 "Expansion on the node") and changes nothing.
 import { randomBytes } from 'node:crypto';
 import { open, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -27,6 +27,7 @@ import {
   mountCapability,
   startDriver,
   unique,
+  vgFreeBytes,
   type CsiClient,
   type VolumeMsg,
 } from './support.js';
@@ -124,16 +125,7 @@ describe('exact capacities', () => {
       String(GiB),
     );
 
-    const expanded = await csi.ok<{ capacity_bytes: string }>(
-      'Controller',
-      'ControllerExpandVolume',
-      {
-        volume_id: id,
-        capacity_range: { required_bytes: String(2 * GiB) },
-        volume_capability: mountCapability(),
-      },
-    );
-    expect(expanded.capacity_bytes).toBe(String(2 * GiB));
+    // lvstamp expands on the node only (DESIGN.md §7 "Expansion on the node")
     const nodeExpanded = await csi.ok<{ capacity_bytes: string }>('Node', 'NodeExpandVolume', {
       volume_id: id,
       volume_path: staging,
@@ -167,33 +159,44 @@ describe('exact capacities', () => {
 });
 
 describe('an expansion the volume group cannot hold', () => {
-  it('OUT_OF_RANGE naming the free and needed bytes, the LV and its header unchanged; a smaller request then grows it', async () => {
+  it('NodeExpandVolume: OUT_OF_RANGE naming the free and needed bytes, the LV, its header and the filesystem unchanged; a smaller request then grows it', async () => {
     const name = unique('too-big');
     const id = idOf(name);
     await create(name, { required_bytes: String(64 * MiB) });
+    const staging = await stage(id, 'ext4');
+    const device = `/dev/mapper/lvstamp-${id}`;
     const before = await lvOf(id);
-    const failure = await csi.fails(status.OUT_OF_RANGE, 'Controller', 'ControllerExpandVolume', {
+    const failure = await csi.fails(status.OUT_OF_RANGE, 'Node', 'NodeExpandVolume', {
       volume_id: id,
+      volume_path: staging,
       capacity_range: { required_bytes: String(64 * GiB) },
       volume_capability: mountCapability(),
     });
-    expect(failure.details).toMatch(
-      new RegExp(
-        `^cannot grow here: volume group ${vgName} has \\d+ bytes free, growing volume ${id} needs \\d+$`,
-      ),
+    const shape = new RegExp(
+      `^cannot grow here: volume group ${vgName} has (\\d+) bytes free, growing volume ${id} needs (\\d+)$`,
     );
+    expect(failure.details).toMatch(shape);
+    const [, free, needed] = shape.exec(failure.details) ?? [];
+    // the LV grows from 64 MiB + one extent to 64 GiB + one extent; the group has less free
+    expect(Number(needed)).toBe(64 * GiB - 64 * MiB);
+    expect(Number(free)).toBe(await vgFreeBytes(vgName));
     const after = await lvOf(id);
     expect(after?.lv_size).toBe(before?.lv_size);
     expect((await headerOf(after?.lv_dm_path ?? '')).requestedBytes).toBe(64 * MiB);
-    // what a user's lowered request (recovery from a failed expansion) asks for next
-    const grown = await csi.ok<{ capacity_bytes: string }>('Controller', 'ControllerExpandVolume', {
+    expect(await deviceBytes(device)).toBe(64 * MiB);
+    expect(await filesystemBytes(device, 'ext4')).toBe(64 * MiB);
+    // what the kubelet asks for after the user lowers the request (recovery from a failed expansion)
+    const grown = await csi.ok<{ capacity_bytes: string }>('Node', 'NodeExpandVolume', {
       volume_id: id,
+      volume_path: staging,
       capacity_range: { required_bytes: String(128 * MiB) },
       volume_capability: mountCapability(),
     });
     expect(grown.capacity_bytes).toBe(String(128 * MiB));
     expect((await lvOf(id))?.lv_size).toBe(String(128 * MiB + 4 * MiB));
-    await csi.ok('Controller', 'DeleteVolume', { volume_id: id });
+    expect(await deviceBytes(device)).toBe(128 * MiB);
+    expect(await filesystemBytes(device, 'ext4')).toBe(128 * MiB);
+    await unstageAndDelete(id, staging);
   });
 });
 
@@ -296,21 +299,12 @@ describe('a v1 volume made the old way', () => {
     expect(await filesystemBytes(device, 'ext4')).toBe(23 * MiB);
     await writeFile(join(staging, 'old.txt'), 'old\n');
 
-    const expanded = await csi.ok<{ capacity_bytes: string }>(
-      'Controller',
-      'ControllerExpandVolume',
-      {
-        volume_id: id,
-        capacity_range: { required_bytes: String(40 * MiB) },
-        volume_capability: mountCapability(),
-      },
-    );
-    expect(expanded.capacity_bytes).toBe(String(40 * MiB));
-    await csi.ok('Node', 'NodeExpandVolume', {
+    const expanded = await csi.ok<{ capacity_bytes: string }>('Node', 'NodeExpandVolume', {
       volume_id: id,
       volume_path: staging,
       capacity_range: { required_bytes: String(40 * MiB) },
     });
+    expect(expanded.capacity_bytes).toBe(String(40 * MiB));
     const grown = await lvOf(id);
     expect(grown?.lv_size).toBe(String(44 * MiB));
     expect(await headerVersion(lv.lv_dm_path)).toBe(2);

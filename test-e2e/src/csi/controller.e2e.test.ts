@@ -175,7 +175,7 @@ describe('Controller argument checks (nothing is created)', () => {
     expect(await lvNames()).toEqual([]);
   });
 
-  it('DeleteVolume, ValidateVolumeCapabilities, ListVolumes, GetCapacity, ControllerExpandVolume check their arguments', async () => {
+  it('DeleteVolume, ValidateVolumeCapabilities, ListVolumes, GetCapacity check their arguments; ControllerExpandVolume is UNIMPLEMENTED', async () => {
     const unknown = idOf(unique('never-created'));
     await csi.fails(status.INVALID_ARGUMENT, 'Controller', 'DeleteVolume', { volume_id: '' });
     await csi.fails(status.INVALID_ARGUMENT, 'Controller', 'ValidateVolumeCapabilities', {
@@ -195,14 +195,8 @@ describe('Controller argument checks (nothing is created)', () => {
     await csi.fails(status.INVALID_ARGUMENT, 'Controller', 'GetCapacity', {
       parameters: { deviceClass: 'nope' },
     });
-    await csi.fails(status.INVALID_ARGUMENT, 'Controller', 'ControllerExpandVolume', {
-      volume_id: '',
-      capacity_range: { required_bytes: String(MiB) },
-    });
-    await csi.fails(status.INVALID_ARGUMENT, 'Controller', 'ControllerExpandVolume', {
-      volume_id: unknown,
-    });
-    await csi.fails(status.NOT_FOUND, 'Controller', 'ControllerExpandVolume', {
+    // lvstamp expands on the node only (DESIGN.md §7 "Expansion on the node")
+    await csi.fails(status.UNIMPLEMENTED, 'Controller', 'ControllerExpandVolume', {
       volume_id: unknown,
       capacity_range: { required_bytes: String(64 * MiB) },
     });
@@ -222,7 +216,6 @@ describe('Controller argument checks (nothing is created)', () => {
         'CREATE_DELETE_VOLUME',
         'LIST_VOLUMES',
         'GET_CAPACITY',
-        'EXPAND_VOLUME',
         'SINGLE_NODE_MULTI_WRITER',
       ].map((type) => ({ rpc: { type }, type: 'rpc' })),
     });

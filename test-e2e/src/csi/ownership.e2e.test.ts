@@ -314,17 +314,35 @@ describe('(c) after vgchange -an of our volume group', () => {
       expect((await sh(['dmsetup', 'info', `lvstamp-${id}`])).exitCode).toBe(0);
       await csi.ok('Node', 'NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
 
+      // expansion happens on the node (DESIGN.md §7 "Expansion on the node"): on the device the
+      // stage of a deactivated volume made and published
       await deactivate();
-      const grown = await csi.ok<{ capacity_bytes: string }>(
-        'Controller',
-        'ControllerExpandVolume',
-        {
-          volume_id: id,
-          capacity_range: { required_bytes: String(32 * MiB) },
-          volume_capability: blockCapability(),
-        },
+      await csi.ok('Node', 'NodeStageVolume', {
+        volume_id: id,
+        staging_target_path: staging,
+        volume_capability: blockCapability(),
+      });
+      const target = join(dir, 'pods', id, 'volume');
+      await mkdir(join(dir, 'pods', id), { recursive: true });
+      await csi.ok('Node', 'NodePublishVolume', {
+        volume_id: id,
+        staging_target_path: staging,
+        target_path: target,
+        volume_capability: blockCapability(),
+        readonly: false,
+      });
+      const grown = await csi.ok<{ capacity_bytes: string }>('Node', 'NodeExpandVolume', {
+        volume_id: id,
+        volume_path: target,
+        capacity_range: { required_bytes: String(32 * MiB) },
+        volume_capability: blockCapability(),
+      });
+      expect(grown.capacity_bytes).toBe(String(32 * MiB));
+      expect((await shOk(['blockdev', '--getsize64', target])).stdout.trim()).toBe(
+        String(32 * MiB),
       );
-      expect(Number(grown.capacity_bytes)).toBeGreaterThanOrEqual(32 * MiB);
+      await csi.ok('Node', 'NodeUnpublishVolume', { volume_id: id, target_path: target });
+      await csi.ok('Node', 'NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
 
       await deactivate();
       const live = join(await createTempDir(), 'live');

@@ -5,7 +5,7 @@
 // CreateVolume RESOURCE_EXHAUSTED, an existing volume's condition abnormal, a writer gets ENOSPC
 // at once (the pool is made with --errorwhenfull y), GetCapacity exactly the formula.
 import { randomBytes } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -162,11 +162,18 @@ describe('thin classes on real lvm2', () => {
     await shOk(['sync']);
     expect((await readFile(join(staging, 'data.bin'))).equals(payload)).toBe(true);
 
-    const grown = await csi.ok<{ capacity_bytes: string }>('Controller', 'ControllerExpandVolume', {
+    // lvstamp expands on the node only (DESIGN.md §7 "Expansion on the node")
+    const expand = (bytes: number) => ({
       volume_id: id,
-      capacity_range: { required_bytes: String(128 * MiB) },
+      volume_path: staging,
+      capacity_range: { required_bytes: String(bytes) },
       volume_capability: mountCapability('ext4'),
     });
+    const grown = await csi.ok<{ capacity_bytes: string }>(
+      'Node',
+      'NodeExpandVolume',
+      expand(128 * MiB),
+    );
     expect(grown.capacity_bytes).toBe(String(128 * MiB));
     const grownRows = await poolRows('pool0');
     expect(grownRows.thin.find((r) => r.lv_name === `lvstamp_${id}`)?.lv_size).toBe(
@@ -178,17 +185,35 @@ describe('thin classes on real lvm2', () => {
     ).toBe(String(128 * MiB));
     expect((await readFile(join(staging, 'data.bin'))).equals(payload)).toBe(true);
     const usedBefore = Number(grownRows.pool?.data_percent);
-    // beyond what the pool admits: OUT_OF_RANGE (DESIGN.md "Thin capacity"), nothing grown
-    const refused = await csi.fails(status.OUT_OF_RANGE, 'Controller', 'ControllerExpandVolume', {
-      volume_id: id,
-      capacity_range: { required_bytes: String(64 * 1024 * MiB) },
-      volume_capability: mountCapability('ext4'),
-    });
-    expect(refused.details).toMatch(/^cannot grow here: /);
+    // beyond what the pool admits: OUT_OF_RANGE (DESIGN.md §7 "Expansion on the node"), nothing
+    // grown: the kubelet marks it infeasible and the user can lower the request
+    const refused = await csi.fails(
+      status.OUT_OF_RANGE,
+      'Node',
+      'NodeExpandVolume',
+      expand(64 * 1024 * MiB),
+    );
+    expect(refused.details).toBe(
+      `cannot grow here: thin pool ${vgName}/pool0 cannot grow volume ${id} by ${64 * 1024 * MiB + 4 * MiB - 132 * MiB} bytes: a ${64 * 1024 * MiB + 4 * MiB}-byte volume is larger than its ${256 * MiB}-byte thin pool`,
+    );
     expect((await poolRows('pool0')).thin.find((r) => r.lv_name === `lvstamp_${id}`)?.lv_size).toBe(
       String(132 * MiB),
     );
     expect((await headerOf(`/dev/mapper/${vgName}-lvstamp_${id}`)).requestedBytes).toBe(128 * MiB);
+    // the lowered request then grows it, the mounted ext4 with it
+    const lowered = await csi.ok<{ capacity_bytes: string }>(
+      'Node',
+      'NodeExpandVolume',
+      expand(192 * MiB),
+    );
+    expect(lowered.capacity_bytes).toBe(String(192 * MiB));
+    expect((await poolRows('pool0')).thin.find((r) => r.lv_name === `lvstamp_${id}`)?.lv_size).toBe(
+      String(196 * MiB),
+    );
+    expect((await headerOf(`/dev/mapper/${vgName}-lvstamp_${id}`)).requestedBytes).toBe(192 * MiB);
+    const fs = await statfs(staging);
+    expect(fs.blocks * fs.bsize).toBeGreaterThan(160 * MiB);
+    expect((await readFile(join(staging, 'data.bin'))).equals(payload)).toBe(true);
 
     await csi.ok('Node', 'NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
     await csi.ok('Controller', 'DeleteVolume', { volume_id: id });

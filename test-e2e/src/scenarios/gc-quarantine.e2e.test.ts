@@ -26,26 +26,10 @@ import {
   startCli,
   suffix,
   waitForNoProcessMentioning,
+  type GcJson,
 } from './support.js';
 
 installCleanupHooks();
-
-interface GcJson {
-  readonly plan: {
-    readonly entries: readonly {
-      readonly device: string;
-      readonly action: string;
-      readonly rule: number;
-      readonly severity: string;
-      readonly reason: string;
-    }[];
-  };
-  readonly outcomes: readonly {
-    readonly entry: { readonly device: string; readonly action: string };
-    readonly outcome: string;
-    readonly detail: string;
-  }[];
-}
 
 const owner = newOwnerId();
 const names = {

@@ -66,6 +66,24 @@ export function startCli(args: readonly string[], env: Readonly<Record<string, s
 /** A running CLI process as {@link startCli} returns it. */
 export type RunningCli = ResultPromise<{ reject: false }>;
 
+/** What `lvstamp gc --json` prints, as far as the scenarios read it (the plan and the outcomes). */
+export interface GcJson {
+  readonly plan: {
+    readonly entries: readonly {
+      readonly device: string;
+      readonly action: string;
+      readonly rule: number;
+      readonly severity: string;
+      readonly reason: string;
+    }[];
+  };
+  readonly outcomes: readonly {
+    readonly entry: { readonly device: string; readonly action: string };
+    readonly outcome: string;
+    readonly detail: string;
+  }[];
+}
+
 /** `lvstamp inspect --json` (InspectReport of the core). */
 export interface InspectJson {
   readonly target: string;

@@ -262,7 +262,10 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
     )
     .argument('<volume>', 'volume name or ID')
     .addOption(
-      new Option('--wipe <policy>', 'what happens to the blocks first')
+      new Option(
+        '--wipe <policy>',
+        'what happens to the blocks first: discard or zero make them read zeros (docs/DESIGN.md §5 "Wipe"); none leaves them',
+      )
         .choices(['none', 'discard', 'zero'])
         .default('none'),
     )

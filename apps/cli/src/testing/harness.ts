@@ -3,9 +3,13 @@ import type { CliServices } from '../services.js';
 
 /**
  * The CLI in-process with fake services: captured stdout and stderr, a
- * fixed clock (1,700,000,000,000 ms), and the global options each build saw.
+ * fixed clock (1,700,000,000,000 ms), the given environment, and the global options each build saw.
  */
-export function harness(services: Partial<CliServices> = {}, readText?: CliDeps['readText']) {
+export function harness(
+  services: Partial<CliServices> = {},
+  readText?: CliDeps['readText'],
+  env: CliDeps['env'] = {},
+) {
   const out: string[] = [];
   const err: string[] = [];
   const built: unknown[] = [];
@@ -14,7 +18,7 @@ export function harness(services: Partial<CliServices> = {}, readText?: CliDeps[
       stdout: { write: (t: string) => out.push(t) },
       stderr: { write: (t: string) => err.push(t) },
     },
-    env: {},
+    env,
     services: (options) => {
       built.push(options);
       return services as CliServices;

@@ -2,6 +2,7 @@ import {
   DEFAULT_NAMING,
   lvNameFor,
   ownerTagFor,
+  quarantinedLvNameFor,
   snapshotIdForName,
   snapshotLvNameFor,
   snapshotTagsFor,
@@ -13,6 +14,9 @@ import {
   type LvRef,
   type Volume,
 } from '@lvstamp/core';
+
+/** What the GC's quarantine steps name: an LV with its kind and ID. */
+type QuarantineRef = Parameters<NonNullable<GcExecutorPorts['quarantine']>['markQuarantined']>[0];
 
 /** One LV of the fake node. */
 export interface FakeVolumeSpec {
@@ -39,6 +43,8 @@ export class FakeNode {
   readonly headers = new Map<string, DecodeResult>();
   readonly dm: DmMap[] = [];
   readonly removed: string[] = [];
+  /** LVs the GC quarantined (`lvstamp_q_<id>`, `lvstamp_qs_<id>`), inactive, tagged. */
+  readonly quarantined: LogicalVolume[] = [];
   readonly lockReasons: string[] = [];
   #lockHeld = false;
   #minor = 0;
@@ -152,9 +158,53 @@ export class FakeNode {
     return snapshotId;
   }
 
+  /**
+   * A volume the GC quarantined at `quarantinedAtMs` (`lvstamp_q_<id>`, tagged), active as a
+   * run that reads its sector 0 leaves it.
+   * @returns the volume ID.
+   */
+  addQuarantined(spec: FakeVolumeSpec & { readonly quarantinedAtMs: number }): string {
+    const volumeId = this.add(spec);
+    const v = this.volumes.pop();
+    const map = this.dm.pop();
+    if (v === undefined || map === undefined) throw new Error('addQuarantined: add() made nothing');
+    const lvName = quarantinedLvNameFor('volume', volumeId);
+    const dmPath = `/dev/mapper/vg0-${lvName}`;
+    const header = this.headers.get(v.dmPath ?? '');
+    if (header !== undefined) this.headers.set(dmPath, header);
+    const { vgName, lvUuid, sizeBytes, attr, active, open, kernelMajor, kernelMinor } = v;
+    this.quarantined.push({
+      ...{ vgName, lvUuid, sizeBytes, attr, active, open, kernelMajor, kernelMinor },
+      lvName,
+      dmPath,
+      createdAtMs: v.createdAtMs,
+      tags: [
+        ...v.tags,
+        `${DEFAULT_NAMING.tag}.quarantined=${Math.floor(spec.quarantinedAtMs / 1000)}`,
+      ],
+    });
+    this.dm.push({ ...map, name: `vg0-${lvName}` });
+    return volumeId;
+  }
+
   /** Volume IDs still present. */
   ids(): string[] {
     return this.volumes.map((v) => v.volumeId);
+  }
+
+  /** Where the volume or snapshot LV `ref` names is kept; throws unless the host lock is held. */
+  #locked(
+    step: string,
+    ref: QuarantineRef,
+  ): { list: LogicalVolume[]; index: number; lv: LogicalVolume } {
+    if (!this.#lockHeld) throw new Error(`${step} without the host lock`);
+    const list: LogicalVolume[] = ref.kind === 'volume' ? this.volumes : this.snapshots;
+    const index = list.findIndex(
+      (v) => v.lvUuid === ref.lvUuid && v.lvName === ref.lvName && v.vgName === ref.vgName,
+    );
+    const lv = list[index];
+    if (lv === undefined) throw new Error(`${step}: no LV ${ref.vgName}/${ref.lvName}`);
+    return { list, index, lv };
   }
 
   ports(): GcExecutorPorts {
@@ -184,6 +234,18 @@ export class FakeNode {
             this.removed.push(ref.lvName);
             return Promise.resolve();
           }
+          const q = this.quarantined.findIndex(
+            (v) => v.lvUuid === ref.lvUuid && v.lvName === ref.lvName,
+          );
+          if (q >= 0) {
+            this.quarantined.splice(q, 1);
+            this.removed.push(ref.lvName);
+            this.dm.splice(
+              this.dm.findIndex((m) => m.name === `vg0-${ref.lvName}`),
+              1,
+            );
+            return Promise.resolve();
+          }
           const i = this.volumes.findIndex(
             (v) => v.lvUuid === ref.lvUuid && v.lvName === ref.lvName,
           );
@@ -196,6 +258,49 @@ export class FakeNode {
           );
           return Promise.resolve();
         },
+      },
+      quarantine: {
+        listQuarantined: (scope, lvNames) =>
+          Promise.resolve(
+            this.quarantined.filter(
+              (lv) => scope.vgNames.includes(lv.vgName) && (lvNames?.includes(lv.lvName) ?? true),
+            ),
+          ),
+        markQuarantined: (ref: QuarantineRef, atSeconds: number) => {
+          const { list, index, lv } = this.#locked('markQuarantined', ref);
+          const tagged = lv.tags.some((tag) =>
+            tag.startsWith(`${DEFAULT_NAMING.tag}.quarantined=`),
+          );
+          list[index] = {
+            ...lv,
+            tags: tagged ? lv.tags : [...lv.tags, `${DEFAULT_NAMING.tag}.quarantined=${atSeconds}`],
+            active: false,
+          };
+          return Promise.resolve();
+        },
+        renameQuarantined: (ref: QuarantineRef) => {
+          const { list, index, lv } = this.#locked('renameQuarantined', ref);
+          list.splice(index, 1);
+          this.dm.splice(
+            this.dm.findIndex((m) => m.name === `vg0-${ref.lvName}`),
+            1,
+          );
+          const lvName = quarantinedLvNameFor(ref.kind, ref.id);
+          const dmPath = `/dev/mapper/vg0-${lvName}`;
+          const header = this.headers.get(lv.dmPath ?? '');
+          if (header !== undefined) this.headers.set(dmPath, header);
+          const { vgName, lvUuid, sizeBytes, attr, active, open, createdAtMs, tags } = lv;
+          this.quarantined.push({
+            ...{ vgName, lvUuid, sizeBytes, attr, active, open, createdAtMs, tags },
+            lvName,
+            kernelMajor: null,
+            kernelMinor: null,
+            dmPath,
+          });
+          return Promise.resolve();
+        },
+        activateQuarantined: () => Promise.resolve([]),
+        deactivateQuarantined: () => Promise.resolve(),
       },
       headers: {
         readHeader: (path: string) => {

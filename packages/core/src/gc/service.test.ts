@@ -170,6 +170,23 @@ describe('GcService: snapshots it activated rest inactive again (DESIGN.md §3, 
           return Promise.resolve();
         },
       },
+      // Quarantine steps 2 and 3 as lvm does them: the lvchange deactivates, the rename moves
+      // the LV out of the snapshot listing.
+      quarantine: {
+        listQuarantined: () => Promise.resolve([]),
+        markQuarantined: (ref) => {
+          calls.push(`markQuarantined ${ref.lvName}`);
+          active.delete(ref.lvName);
+          return Promise.resolve();
+        },
+        renameQuarantined: (ref) => {
+          calls.push(`renameQuarantined ${ref.lvName}`);
+          names.splice(names.indexOf(ref.lvName), 1);
+          return Promise.resolve();
+        },
+        activateQuarantined: () => Promise.reject(new Error('not expected')),
+        deactivateQuarantined: () => Promise.reject(new Error('not expected')),
+      },
       headers: {
         readHeader: () =>
           Promise.resolve({
@@ -242,6 +259,34 @@ describe('GcService: snapshots it activated rest inactive again (DESIGN.md §3, 
       `removeLogicalVolume ${ORPHAN}`,
       `removeLogicalVolume ${ACTIVE_BEFORE}`,
     ]);
+  });
+
+  it('an applied run with a quarantine window keeps the ones it quarantines active for the re-check; their own lvchange deactivates them', async () => {
+    const { calls, active, service } = node();
+    const quarantining = snapshotRequest(false);
+    const { plan } = await service.plan({
+      ...quarantining,
+      policy: { ...quarantining.policy, quarantineMs: 3_600_000 },
+    });
+    expect(plan.entries.map((e) => [e.device, e.action])).toEqual([
+      [`vg-a/${ORPHAN}`, 'quarantine-snapshot'],
+      [`vg-a/${LIVE}`, 'keep'],
+      [`vg-a/${ACTIVE_BEFORE}`, 'quarantine-snapshot'],
+    ]);
+    expect(calls).toEqual([activatedCall, `deactivateSnapshots vg-a/${LIVE}`]);
+    const outcomes = await service.apply(plan);
+    expect(outcomes.map((o) => [o.entry.device, o.outcome])).toEqual([
+      [`vg-a/${ORPHAN}`, 'quarantined'],
+      [`vg-a/${ACTIVE_BEFORE}`, 'quarantined'],
+    ]);
+    // no deactivation after apply: the quarantined ones rest inactive under their new names
+    expect(calls.slice(2)).toEqual([
+      `markQuarantined ${ORPHAN}`,
+      `renameQuarantined ${ORPHAN}`,
+      `markQuarantined ${ACTIVE_BEFORE}`,
+      `renameQuarantined ${ACTIVE_BEFORE}`,
+    ]);
+    expect([...active]).toEqual([]);
   });
 
   it('a removal that fails: the snapshot it activated is deactivated after apply', async () => {

@@ -150,12 +150,16 @@ export class GcService {
     await this.#restQuarantined(quarantinedActivated.filter((lv) => !expiring.has(lv)));
     const heldQuarantined = quarantinedActivated.filter((lv) => expiring.has(lv));
     if (heldQuarantined.length > 0) this.#quarantinedHeld.set(plan, heldQuarantined);
-    // Back to rest now, except the snapshots an applied plan removes: the executor reads their
-    // sector 0 again, and apply() deactivates any of them it did not remove.
+    // Back to rest now, except the snapshots an applied plan removes or quarantines: the
+    // executor's re-check reads their sector 0 again (an inactive LV has none to read, so the
+    // act would be skipped), and apply() deactivates any of them it did not remove or
+    // quarantine (the quarantine's own lvchange deactivates the others).
     const removing = new Set(
       plan.dryRun
         ? []
-        : plan.entries.filter((e) => e.action === 'remove-snapshot').map((e) => e.device),
+        : plan.entries
+            .filter((e) => e.action === 'remove-snapshot' || e.action === 'quarantine-snapshot')
+            .map((e) => e.device),
     );
     await this.#rest(snapshotsActivated.filter((lv) => !removing.has(lv)));
     const held = snapshotsActivated.filter((lv) => removing.has(lv));
@@ -164,9 +168,10 @@ export class GcService {
   }
 
   /**
-   * Applies a plan (nothing when it is a dry run); one outcome per removal.
-   * Then deactivates the snapshots `plan()` activated for this plan's
-   * removals that were not removed (skipped or failed), also when a callback throws.
+   * Applies a plan (nothing when it is a dry run); one outcome per removal
+   * or quarantine. Then deactivates the snapshots `plan()` activated for this
+   * plan's removals and quarantines that were neither removed nor
+   * quarantined (skipped or failed), also when a callback throws.
    */
   async apply(plan: GcPlan, options: GcApplyOptions = {}): Promise<GcOutcome[]> {
     const held = this.#heldForRemoval.get(plan) ?? [];
@@ -177,7 +182,10 @@ export class GcService {
     try {
       return await applyGcPlan(plan, this.#ports, {
         onOutcome: (outcome) => {
-          if (outcome.outcome === 'removed') removed.add(outcome.entry.device);
+          // a quarantined snapshot is inactive under its new name: nothing left to deactivate
+          if (outcome.outcome === 'removed' || outcome.outcome === 'quarantined') {
+            removed.add(outcome.entry.device);
+          }
           options.onOutcome?.(outcome);
         },
       });

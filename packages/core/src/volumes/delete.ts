@@ -5,7 +5,6 @@
  */
 import type { DataDeviceRef } from '../device/types.js';
 import { FailedPreconditionError, InvalidArgumentError } from '../errors.js';
-import { runLogged } from '../exec/logged.js';
 import { isThinLv } from '../lvm/thin-snapshots.js';
 import { validateLvUuid } from '../lvm/logical-volumes.js';
 import { isHexId, parseOwnerId } from '../naming.js';
@@ -28,9 +27,7 @@ import type {
   VolumeScope,
   WipePolicy,
 } from './types.js';
-
-/** The wipe policies delete knows; callers in plain JS may pass anything. */
-const WIPE_POLICIES: readonly string[] = ['none', 'discard', 'zero'];
+import { WIPE_POLICIES, wipeDevice } from './wipe.js';
 
 /**
  * Deletes a volume: its data device (refused while mounted or open), then
@@ -38,7 +35,8 @@ const WIPE_POLICIES: readonly string[] = ['none', 'discard', 'zero'];
  * scope, each after its tags, and the finished LV after its header too (an
  * inactive LV is activated for that once its tags pass; a leftover has no
  * header yet). With wipe `discard` or `zero` a thick finished LV is wiped
- * first (`blkdiscard [--zeroout]`). A volume already gone is success with
+ * first, so that it reads zeros (`wipeDevice`, DESIGN.md §5 "Wipe"); a
+ * failed wipe leaves the LV in place. A volume already gone is success with
  * `existed: false`.
  * @param options.forceUnowned skips the tag and header checks (never the
  *   scope, the name, the group state or the open check).
@@ -59,7 +57,7 @@ export async function deleteVolume(
     throw new InvalidArgumentError(`"${volumeId}" is not a volume ID (32 hex digits)`);
   const ownerId = parseOwnerId(scope.ownerId);
   const wipe = options.wipe ?? 'none';
-  if (!WIPE_POLICIES.includes(wipe))
+  if (!(WIPE_POLICIES as readonly string[]).includes(wipe))
     throw new InvalidArgumentError(`unknown wipe policy "${wipe}"`);
   validateVgNames(scope.vgNames);
   // Whether a data device exists is read from sysfs (no process); dmsetup runs only to remove
@@ -145,9 +143,7 @@ async function deleteLvs(
     // A thin LV is never wiped: lvremove returns its chunks and the pool zeroes them before
     // reuse (DESIGN.md §5); a wipe would map, or discard, chunks a snapshot may share.
     if (how.wipe !== 'none' && !lv.creating && lv.dmPath !== null && !isThinLv(lv)) {
-      const argv =
-        how.wipe === 'zero' ? ['blkdiscard', '--zeroout', lv.dmPath] : ['blkdiscard', lv.dmPath];
-      await runLogged(p.runner, p.logger, argv, { timeoutMs: p.wipeTimeoutMs });
+      await wipeDevice(p, how.wipe, { dmPath: lv.dmPath, sizeBytes: lv.sizeBytes });
     }
     await p.lvm.logicalVolumes.remove(lv.vgName, lv.lvName);
     removed.push(`${lv.vgName}/${lv.lvName}`);

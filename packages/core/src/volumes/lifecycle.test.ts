@@ -302,6 +302,17 @@ class FakeHeaderIo implements HeaderIo {
 }
 
 const DEL_PATH = `/dev/mapper/vg--data-lvstamp_${ID_DEL}`;
+/** The `discard` wipe of the delete fixtures' LV: lv_size 109051904 bytes (104 MiB), from offset 0. */
+const PUNCH_HOLE_DEL = [
+  'fallocate',
+  '--punch-hole',
+  '--offset',
+  '0',
+  '--length',
+  '109051904',
+  DEL_PATH,
+];
+const ZEROOUT_DEL = ['blkdiscard', '--zeroout', DEL_PATH];
 const GROW_PATH = `/dev/mapper/vg0-lvstamp_${ID_GROW}`;
 
 /**
@@ -685,7 +696,7 @@ describe('inputs that broke other LVM tools', () => {
     const { runner, manager } = setup([
       scopeStep(),
       lookupStep(ID_DEL, 'lvs-del-final.json'),
-      { argv: ['blkdiscard', `/dev/mapper/vg--data-lvstamp_${ID_DEL}`] },
+      { argv: [...PUNCH_HOLE_DEL.slice(0, -1), `/dev/mapper/vg--data-lvstamp_${ID_DEL}`] },
       { argv: ['lvremove', '--yes', `vg-data/lvstamp_${ID_DEL}`] },
     ]);
     const result = await manager.delete(ID_DEL, SCOPE, { wipe: 'discard' });
@@ -1160,6 +1171,103 @@ describe('VolumeService: deleteVolume', () => {
       lookupStep(ID_DEL, 'lvs-empty.json', { exitCode: 5, stderr: '  Global lock failed\n' }),
     ]);
     await expect(manager.delete(ID_DEL, SCOPE)).rejects.toBeInstanceOf(CommandFailedError);
+  });
+});
+
+describe('VolumeService: the wipe on delete (DESIGN.md §5 "Wipe")', () => {
+  const lv = `vg-data/lvstamp_${ID_DEL}`;
+  const before = (): ReplayStep[] => [scopeStep(), lookupStep(ID_DEL, 'lvs-del-final.json')];
+  // What util-linux 2.38.1 fallocate prints when the kernel has no zeroing that may unmap (EOPNOTSUPP),
+  // measured on a virtio disk without write-zeroes and on an LV over a loop device with discard off.
+  const UNSUPPORTED = 'fallocate: fallocate failed: keep size mode is unsupported\n';
+  const optionsOf = (runner: ReplayRunner, program: string): unknown =>
+    runner.calls.find((call) => call.argv[0] === program)?.options;
+
+  /** Deletes with `wipe` through exactly `wipeSteps` and lvremove; the LV is removed. */
+  const deleted = async (wipe: 'discard' | 'zero', wipeSteps: ReplayStep[]) => {
+    const { runner, manager, warnings } = setup([
+      ...before(),
+      ...wipeSteps,
+      { argv: ['lvremove', '--yes', lv] },
+    ]);
+    expect(await manager.delete(ID_DEL, SCOPE, { wipe })).toEqual({ existed: true, removed: [lv] });
+    runner.assertDone();
+    return { runner, warnings };
+  };
+
+  it('discard, on a device that zeroes while unmapping: fallocate --punch-hole over the whole LV, then lvremove', async () => {
+    const { runner, warnings } = await deleted('discard', [{ argv: PUNCH_HOLE_DEL }]);
+    expect(optionsOf(runner, 'fallocate')).toEqual({ timeoutMs: 3_600_000 });
+    expect(warnings).toEqual([]);
+  });
+
+  it('discard, on a device without that zeroing (no discard, no write-zeroes): blkdiscard --zeroout, a warning, then lvremove', async () => {
+    const { runner, warnings } = await deleted('discard', [
+      { argv: PUNCH_HOLE_DEL, exitCode: 1, stderr: UNSUPPORTED },
+      { argv: ZEROOUT_DEL },
+    ]);
+    expect(optionsOf(runner, 'fallocate')).toEqual({ timeoutMs: 3_600_000 });
+    expect(optionsOf(runner, 'blkdiscard')).toEqual({ timeoutMs: 3_600_000 });
+    expect(warnings).toEqual([
+      [
+        'the device cannot zero while discarding; writing zeros instead',
+        { device: DEL_PATH, argv: PUNCH_HOLE_DEL, stderr: UNSUPPORTED },
+      ],
+    ]);
+  });
+
+  it("discard: when zeroing fails too (an I/O error), the error is blkdiscard --zeroout's and the LV stays", async () => {
+    const { runner, manager } = setup([
+      ...before(),
+      {
+        argv: PUNCH_HOLE_DEL,
+        exitCode: 1,
+        stderr: 'fallocate: fallocate failed: Input/output error\n',
+      },
+      {
+        argv: ZEROOUT_DEL,
+        exitCode: 1,
+        stderr: `blkdiscard: ${DEL_PATH}: BLKZEROOUT ioctl failed: Input/output error\n`,
+      },
+    ]);
+    const error = await caught(manager.delete(ID_DEL, SCOPE, { wipe: 'discard' }));
+    runner.assertDone(); // no lvremove
+    expect(error).toBeInstanceOf(CommandFailedError);
+    expect(error).toMatchObject({ argv: ZEROOUT_DEL, exitCode: 1 });
+    expect((error as Error).message).toBe(
+      `blkdiscard --zeroout ${DEL_PATH} exited 1: blkdiscard: ${DEL_PATH}: BLKZEROOUT ioctl failed: Input/output error`,
+    );
+  });
+
+  it('discard: a timed-out fallocate is not followed by a write of every block; the LV stays', async () => {
+    const { runner, manager, warnings } = setup([
+      ...before(),
+      { argv: PUNCH_HOLE_DEL, timeout: true },
+    ]);
+    const error = await caught(manager.delete(ID_DEL, SCOPE, { wipe: 'discard' }));
+    runner.assertDone(); // no blkdiscard --zeroout, no lvremove
+    expect(error).toBeInstanceOf(CommandTimeoutError);
+    expect(error).toMatchObject({ argv: PUNCH_HOLE_DEL });
+    expect(warnings).toEqual([]);
+  });
+
+  it('zero: blkdiscard --zeroout alone, on every device, then lvremove', async () => {
+    const { warnings } = await deleted('zero', [{ argv: ZEROOUT_DEL }]);
+    expect(warnings).toEqual([]);
+  });
+
+  it('zero: a failed blkdiscard --zeroout is the error and the LV stays', async () => {
+    const stderr = `blkdiscard: ${DEL_PATH}: BLKZEROOUT ioctl failed: Input/output error\n`;
+    const { runner, manager } = setup([...before(), { argv: ZEROOUT_DEL, exitCode: 1, stderr }]);
+    const error = await caught(manager.delete(ID_DEL, SCOPE, { wipe: 'zero' }));
+    runner.assertDone(); // no fallocate, no lvremove
+    expect(error).toMatchObject({ argv: ZEROOUT_DEL, exitCode: 1, stderr });
+  });
+
+  it('none: lvremove alone, no wipe command', async () => {
+    const { runner, manager } = setup([...before(), { argv: ['lvremove', '--yes', lv] }]);
+    await manager.delete(ID_DEL, SCOPE, { wipe: 'none' });
+    runner.assertDone();
   });
 });
 

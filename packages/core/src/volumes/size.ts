@@ -53,7 +53,7 @@ export interface VolumeSize {
  * @throws OutOfRangeError when no capacity fits the range: limit < required,
  *   a limit below one 4 KiB block, required rounded up to 4 KiB or the
  *   filesystem minimum above the limit, or an LV size beyond 2^53 − 1 bytes
- *   (CSI spec CreateVolume/ControllerExpandVolume: OUT_OF_RANGE).
+ *   (CSI spec CreateVolume/NodeExpandVolume: OUT_OF_RANGE).
  */
 export function volumeSize(request: SizeRequest): VolumeSize {
   const required = wholeBytes('requiredBytes', request.requiredBytes);

@@ -1,0 +1,376 @@
+// `lvstamp-bench peer`: lvstamp-csi next to TopoLVM's lvmd on the same benchmark VG, in one run
+// (bench/README.md "Peer group"). Opt-in: lvmd and its proto come from a TopoLVM source snapshot
+// outside this repository (LVSTAMP_BENCH_LVMD, LVSTAMP_BENCH_LVMD_PROTO), so neither `pnpm bench`
+// nor `bench:check` runs it. Prints a table and one `peer-results:` JSON line with every figure.
+import { existsSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { delimiter, join } from 'node:path';
+import type { BenchContext } from './context.js';
+import { BenchDriver, MOUNT_CAPABILITY } from './driver.js';
+import { collectEnvironment } from './environment.js';
+import { isLvmCommand, type ProcessCount } from './exec.js';
+import { cleanUp, createBenchVg } from './fixture.js';
+import * as grpc from '@grpc/grpc-js';
+import { settleAll } from './groups/burst.js';
+import { MIX, rpcRound, type MixCall } from './groups/footprint.js';
+import { LVMD_DEVICE_CLASS, LvmdPeer, type LvmdService } from './lvmd.js';
+import { formatMs, median, MiB, round, sleep, timed } from './stats.js';
+
+/** What the peer run is given. */
+export interface PeerOptions {
+  /** The lvmd binary (TopoLVM cmd/lvmd). */
+  readonly lvmd: string;
+  /** Its pkg/lvmd/proto/lvmd.proto. */
+  readonly proto: string;
+  /** Create → remove cycles per side, after one warm-up each. */
+  readonly cycles: number;
+  /** Concurrent creates, then removes, per burst. */
+  readonly burst: number;
+  /** Bursts per side, the first side alternating. */
+  readonly burstRounds: number;
+  /** RPCs that need no lvm before the second RSS reading. */
+  readonly rpcs: number;
+}
+
+/** Capacity of a cycle's volume (as group create-delete) and of a burst's (as group burst). */
+const CYCLE_BYTES = 16 * MiB;
+const BURST_BYTES = 8 * MiB;
+/** Settle time before an RSS reading, in ms (as group footprint). */
+const SETTLE_MS = 2_000;
+
+/**
+ * lvmd's share of the RSS round: requests for a device class it does not
+ * have, answered NOT_FOUND before any lvm runs (internal/lvmd/lvservice.go,
+ * vgservice.go), as lvstamp's mix answers without lvm.
+ */
+const LVMD_MIX: readonly MixCall<LvmdService>[] = [
+  ['LVService', 'CreateLV', { name: 'x', device_class: 'none', size_bytes: '1048576' }],
+  ['LVService', 'RemoveLV', { name: 'x', device_class: 'none' }],
+  ['LVService', 'ResizeLV', { name: 'x', device_class: 'none', size_bytes: '1048576' }],
+  ['VGService', 'GetLVList', { device_class: 'none' }],
+  ['VGService', 'GetFreeBytes', { device_class: 'none' }],
+].map(([service, method, request]) => ({
+  service: service as LvmdService,
+  method: method as string,
+  request: request as object,
+  code: grpc.status.NOT_FOUND,
+}));
+
+/** One timed operation and the processes behind it. */
+interface Op {
+  readonly ms: number;
+  readonly processes: ProcessCount;
+}
+
+/** One side's figures. */
+interface Side {
+  readonly create: Op[];
+  readonly remove: Op[];
+  readonly bursts: { createMs: number; removeMs: number; lvm: number; maxLvm: number }[];
+  rssIdle: number;
+  rssAfterRpcs: number;
+  rssAfterWork: number;
+}
+
+/**
+ * Runs the comparison and prints it.
+ * @returns the exit code (0, or 1 when a step failed; the VG is removed either way).
+ */
+export async function peer(context: BenchContext, options: PeerOptions): Promise<number> {
+  const { runner } = context;
+  const lvmPath = findOnPath('lvm');
+  const environment = await collectEnvironment(runner);
+  context.progress(
+    `peer: ${environment.kernel}, ${environment.lvm2}, ${environment.cpus} × ${environment.cpuModel}${environment.emulated ? ' (emulated)' : ''}, Node ${process.version}, commit ${environment.commit ?? 'unknown'}`,
+  );
+  const vg = await createBenchVg(runner, {
+    sizeBytes: (options.burst * 3 + 16) * 4 * MiB + 64 * MiB,
+  });
+  let driver: BenchDriver | null = null;
+  let lvmd: LvmdPeer | null = null;
+  try {
+    driver = await BenchDriver.start({ dir: vg.dir, vgName: vg.name });
+    lvmd = await LvmdPeer.start({
+      binary: options.lvmd,
+      proto: options.proto,
+      dir: vg.dir,
+      vgName: vg.name,
+      lvmPath,
+    });
+    const d = driver;
+    const l = lvmd;
+    const sides: Record<'lvstamp' | 'lvmd', Side> = {
+      lvstamp: { create: [], remove: [], bursts: [], rssIdle: 0, rssAfterRpcs: 0, rssAfterWork: 0 },
+      lvmd: { create: [], remove: [], bursts: [], rssIdle: 0, rssAfterRpcs: 0, rssAfterWork: 0 },
+    };
+    await sleep(SETTLE_MS);
+    sides.lvstamp.rssIdle = await d.rssMiB();
+    sides.lvmd.rssIdle = await l.rssMiB();
+    await rpcRound((s, m, r) => d.call(s, m, r), MIX, options.rpcs);
+    await rpcRound((s, m, r) => l.call(s, m, r), LVMD_MIX, options.rpcs);
+    await sleep(SETTLE_MS);
+    sides.lvstamp.rssAfterRpcs = await d.rssMiB();
+    sides.lvmd.rssAfterRpcs = await l.rssMiB();
+    context.progress(
+      `peer: RSS idle lvstamp ${sides.lvstamp.rssIdle.toFixed(1)} MiB, lvmd ${sides.lvmd.rssIdle.toFixed(1)} MiB; after ${options.rpcs} RPCs ${sides.lvstamp.rssAfterRpcs.toFixed(1)}, ${sides.lvmd.rssAfterRpcs.toFixed(1)} MiB`,
+    );
+
+    const lvstampCycle = async (name: string, record: boolean): Promise<void> => {
+      const created = await d.measure('Controller', 'CreateVolume', {
+        name,
+        capacity_range: { required_bytes: String(CYCLE_BYTES) },
+        volume_capabilities: [MOUNT_CAPABILITY],
+      });
+      const id = (created.response as { volume: { volume_id: string } }).volume.volume_id;
+      const removed = await d.measure('Controller', 'DeleteVolume', { volume_id: id });
+      if (record) {
+        sides.lvstamp.create.push({ ms: created.ms, processes: created.processes });
+        sides.lvstamp.remove.push({ ms: removed.ms, processes: removed.processes });
+      }
+    };
+    const lvmdCycle = async (name: string, record: boolean): Promise<void> => {
+      const created = await l.measureChange('CreateLV', {
+        name,
+        device_class: LVMD_DEVICE_CLASS,
+        size_bytes: String(CYCLE_BYTES),
+      });
+      const removed = await l.measureChange('RemoveLV', { name, device_class: LVMD_DEVICE_CLASS });
+      if (record) {
+        sides.lvmd.create.push(created);
+        sides.lvmd.remove.push(removed);
+      }
+    };
+    await lvstampCycle(`${vg.name}-warmup`, false);
+    await lvmdCycle(`${vg.name}-lvmd-warmup`, false);
+    for (let i = 0; i < options.cycles; i++) {
+      // Alternate the order so that drift on a noisy machine hits both sides alike.
+      const pair = [
+        () => lvstampCycle(`${vg.name}-cd-${i}`, true),
+        () => lvmdCycle(`${vg.name}-lvmd-cd-${i}`, true),
+      ];
+      for (const run of i % 2 === 0 ? pair : pair.reverse()) await run();
+      const cycleMs = (s: Side): string =>
+        formatMs((s.create.at(-1)?.ms ?? 0) + (s.remove.at(-1)?.ms ?? 0));
+      context.progress(
+        `peer: cycle ${i + 1}/${options.cycles}: lvstamp ${cycleMs(sides.lvstamp)}, lvmd ${cycleMs(sides.lvmd)}`,
+      );
+    }
+
+    const lvstampBurst = async (round: number): Promise<void> => {
+      const names = Array.from({ length: options.burst }, (_, i) => `${vg.name}-b${round}-${i}`);
+      const mark = d.commandMark;
+      const rpcMark = d.rpcLines;
+      const sampler = lvmChildSampler(d.pid);
+      const create = await timed(() =>
+        settleAll(
+          names.map((name) =>
+            d.call('Controller', 'CreateVolume', {
+              name,
+              capacity_range: { required_bytes: String(BURST_BYTES) },
+              volume_capabilities: [MOUNT_CAPABILITY],
+            }),
+          ),
+          'CreateVolume',
+        ),
+      );
+      const ids = create.value.map(
+        (r) => (r as { volume: { volume_id: string } }).volume.volume_id,
+      );
+      await d.waitForRpcLines(rpcMark + options.burst);
+      const remove = await timed(() =>
+        settleAll(
+          ids.map((volume_id) => d.call('Controller', 'DeleteVolume', { volume_id })),
+          'DeleteVolume',
+        ),
+      );
+      await d.waitForRpcLines(rpcMark + 2 * options.burst);
+      sides.lvstamp.bursts.push({
+        createMs: create.ms,
+        removeMs: remove.ms,
+        lvm: d.commandsSince(mark).lvm,
+        maxLvm: await sampler.stop(),
+      });
+    };
+    const lvmdBurst = async (round: number): Promise<void> => {
+      const names = Array.from({ length: options.burst }, (_, i) => `${vg.name}-lb${round}-${i}`);
+      const mark = l.commandMark;
+      const changes = l.changes;
+      const sampler = lvmChildSampler(l.pid);
+      const create = await timed(() =>
+        settleAll(
+          names.map((name) =>
+            l.call('LVService', 'CreateLV', {
+              name,
+              device_class: LVMD_DEVICE_CLASS,
+              size_bytes: String(BURST_BYTES),
+            }),
+          ),
+          'CreateLV',
+        ),
+      );
+      await l.waitForChanges(changes + options.burst);
+      const remove = await timed(() =>
+        settleAll(
+          names.map((name) =>
+            l.call('LVService', 'RemoveLV', { name, device_class: LVMD_DEVICE_CLASS }),
+          ),
+          'RemoveLV',
+        ),
+      );
+      await l.waitForChanges(changes + 2 * options.burst);
+      sides.lvmd.bursts.push({
+        createMs: create.ms,
+        removeMs: remove.ms,
+        lvm: l.commandsSince(mark).lvm,
+        maxLvm: await sampler.stop(),
+      });
+    };
+    for (let r = 0; r < options.burstRounds; r++) {
+      const pair = [() => lvstampBurst(r), () => lvmdBurst(r)];
+      for (const run of r % 2 === 0 ? pair : pair.reverse()) await run();
+      const burstMs = (s: Side): string => {
+        const b = s.bursts.at(-1);
+        return b === undefined ? '-' : `${formatMs(b.createMs)} + ${formatMs(b.removeMs)}`;
+      };
+      context.progress(
+        `peer: burst ${r + 1}/${options.burstRounds} of ${options.burst}: lvstamp ${burstMs(sides.lvstamp)}, lvmd ${burstMs(sides.lvmd)}`,
+      );
+    }
+    await sleep(SETTLE_MS);
+    sides.lvstamp.rssAfterWork = await d.rssMiB();
+    sides.lvmd.rssAfterWork = await l.rssMiB();
+    process.stdout.write(render(sides, options));
+    process.stdout.write(
+      `peer-results: ${JSON.stringify({ options, lvmPath, environment, sides })}\n`,
+    );
+    return 0;
+  } catch (error) {
+    context.progress(`peer: FAILED: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  } finally {
+    await lvmd?.stop();
+    await driver?.stop();
+    await cleanUp(context, vg);
+    for (const problem of context.cleanupProblems) context.progress(`peer: cleanup: ${problem}`);
+  }
+}
+
+/** Median, minimum and maximum of `values` as "812 ms (700–950)". */
+function spread(values: readonly number[]): string {
+  return `${formatMs(median(values))} (${formatMs(Math.min(...values))}–${formatMs(Math.max(...values))})`;
+}
+
+function render(sides: Record<'lvstamp' | 'lvmd', Side>, options: PeerOptions): string {
+  const cycle = (s: Side): number[] => s.create.map((c, i) => c.ms + (s.remove[i]?.ms ?? 0));
+  const burst = (s: Side): number[] => s.bursts.map((b) => b.createMs + b.removeMs);
+  const ratio = (a: number[], b: number[]): string => `${round(median(a) / median(b), 2)}×`;
+  const seq = (ops: Op[]): string => {
+    const p = ops[0]?.processes;
+    return p === undefined ? '-' : `${p.lvm} lvm + ${p.other} other (${p.sequence})`;
+  };
+  const rows: [string, string, string, string][] = [
+    [
+      `create → remove, median of ${options.cycles} (min–max)`,
+      spread(cycle(sides.lvstamp)),
+      spread(cycle(sides.lvmd)),
+      ratio(cycle(sides.lvstamp), cycle(sides.lvmd)),
+    ],
+    [
+      'create',
+      spread(sides.lvstamp.create.map((c) => c.ms)),
+      spread(sides.lvmd.create.map((c) => c.ms)),
+      ratio(
+        sides.lvstamp.create.map((c) => c.ms),
+        sides.lvmd.create.map((c) => c.ms),
+      ),
+    ],
+    [
+      'remove',
+      spread(sides.lvstamp.remove.map((c) => c.ms)),
+      spread(sides.lvmd.remove.map((c) => c.ms)),
+      ratio(
+        sides.lvstamp.remove.map((c) => c.ms),
+        sides.lvmd.remove.map((c) => c.ms),
+      ),
+    ],
+    [
+      `burst of ${options.burst}, creates + removes (${options.burstRounds} round(s))`,
+      spread(burst(sides.lvstamp)),
+      spread(burst(sides.lvmd)),
+      ratio(burst(sides.lvstamp), burst(sides.lvmd)),
+    ],
+    ['create: processes', seq(sides.lvstamp.create), seq(sides.lvmd.create), ''],
+    ['remove: processes', seq(sides.lvstamp.remove), seq(sides.lvmd.remove), ''],
+    [
+      'burst: lvm per volume; at once, at most',
+      sides.lvstamp.bursts.map((b) => `${b.lvm / options.burst}; ${b.maxLvm}`).join(', '),
+      sides.lvmd.bursts.map((b) => `${b.lvm / options.burst}; ${b.maxLvm}`).join(', '),
+      '',
+    ],
+    [
+      'RSS idle / after RPCs / after the work, MiB',
+      rss(sides.lvstamp),
+      rss(sides.lvmd),
+      `${round(sides.lvstamp.rssIdle / sides.lvmd.rssIdle, 2)}× idle`,
+    ],
+  ];
+  const widths = [0, 1, 2].map((i) =>
+    Math.max(...rows.map((r) => r[i]?.length ?? 0), ['', 'lvstamp-csi', 'lvmd'][i]?.length ?? 0),
+  );
+  const line = (cells: readonly string[]): string =>
+    `${cells.map((c, i) => (i < 3 ? c.padEnd(widths[i] ?? 0) : c)).join('  ')}\n`;
+  return line(['', 'lvstamp-csi', 'lvmd', 'lvstamp/lvmd']) + rows.map(line).join('');
+}
+
+function rss(s: Side): string {
+  return [s.rssIdle, s.rssAfterRpcs, s.rssAfterWork].map((v) => v.toFixed(1)).join(' / ');
+}
+
+/**
+ * Samples the lvm processes that `pid` has as children (every thread's
+ * /proc/<pid>/task/<tid>/children, each child's comm), every 25 ms, until
+ * `stop` resolves to the most seen at once.
+ */
+function lvmChildSampler(pid: number): { stop: () => Promise<number> } {
+  const state = { running: true };
+  let max = 0;
+  const loop = (async () => {
+    while (state.running) {
+      max = Math.max(max, await lvmChildren(pid));
+      await sleep(25);
+    }
+  })();
+  return {
+    stop: async () => {
+      state.running = false;
+      await loop;
+      return max;
+    },
+  };
+}
+
+async function lvmChildren(pid: number): Promise<number> {
+  let count = 0;
+  const tasks = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
+  for (const tid of tasks) {
+    const children = await readFile(`/proc/${pid}/task/${tid}/children`, 'utf8').catch(() => '');
+    for (const child of children.split(' ').filter((c) => c !== '')) {
+      const comm = await readFile(`/proc/${child}/comm`, 'utf8').catch(() => '');
+      if (isLvmCommand([comm.trim()])) count++;
+    }
+  }
+  return count;
+}
+
+/**
+ * The absolute path of `program` on PATH (then /sbin, /usr/sbin).
+ * @throws Error when it is nowhere.
+ */
+function findOnPath(program: string): string {
+  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/sbin', '/usr/sbin'];
+  for (const dir of dirs) {
+    const path = join(dir, program);
+    if (dir !== '' && existsSync(path)) return path;
+  }
+  throw new Error(`${program} is not on PATH`);
+}

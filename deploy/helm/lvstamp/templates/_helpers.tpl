@@ -1,0 +1,54 @@
+{{/*
+One device class as a YAML flow mapping, its keys in the order apps/csi-driver/src/config.ts
+documents them: { volumeGroup: lvstamp, wipe: discard, default: true }.
+*/}}
+{{- define "lvstamp.deviceClass" -}}
+{{- $fields := list -}}
+{{- range $key := list "volumeGroup" "type" "thinPool" "thinPoolSize" "overprovisionRatio" "fsTypes" "wipe" "default" -}}
+{{- if hasKey $ $key -}}
+{{- $value := get $ $key -}}
+{{- if kindIs "float64" $value -}}{{- $value = int64 $value -}}{{- end -}}
+{{- if not (kindIs "string" $value) -}}{{- $value = toJson $value -}}{{- end -}}
+{{- $fields = append $fields (printf "%s: %s" $key $value) -}}
+{{- end -}}
+{{- end -}}
+{ {{ join ", " $fields }} }
+{{- end -}}
+
+{{/*
+The placeholder owner ID of the kustomize base (ownerId: unset): not 32 hex digits, so the
+driver and the GC refuse to start with it, and it says where to set one.
+*/}}
+{{- define "lvstamp.ownerIdPlaceholder" -}}
+unset: openssl rand -hex 16, README "Deploying on a cluster" step 3
+{{- end -}}
+
+{{/*
+The installation's owner ID (docs/DESIGN.md §3 "Owner ID"): an explicit .Values.ownerId wins;
+"unset" gives the placeholder; "" keeps the ID of the ConfigMap lvstamp-csi-config already in the
+release's namespace (an upgrade; a placeholder or 32 zeros there is not kept), or else makes a new random one: the 32 hex digits of a version 4
+UUID (122 random bits). Without cluster access (helm template, client-side dry run) `lookup`
+finds nothing, so each such render shows a fresh ID.
+*/}}
+{{- define "lvstamp.ownerId" -}}
+{{- if eq .Values.ownerId "unset" -}}
+{{- include "lvstamp.ownerIdPlaceholder" . -}}
+{{- else if eq .Values.ownerId "00000000000000000000000000000000" -}}
+{{- fail "ownerId: 32 zeros is the standalone owner ID of `lvstamp create` on a node, which the driver refuses: leave ownerId empty (a random one is made at install) or set your own (openssl rand -hex 16)" -}}
+{{- else if .Values.ownerId -}}
+{{- .Values.ownerId -}}
+{{- else -}}
+{{- $existing := lookup "v1" "ConfigMap" .Release.Namespace "lvstamp-csi-config" -}}
+{{- $kept := dig "data" "owner-id" "" ($existing | default dict) | lower -}}
+{{- if and (regexMatch "^[0-9a-f]{32}$" $kept) (ne $kept "00000000000000000000000000000000") -}}
+{{- $kept -}}
+{{- else -}}
+{{- uuidv4 | replace "-" "" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* An image reference: repository:tag. */}}
+{{- define "lvstamp.image" -}}
+{{ .repository }}:{{ .tag }}
+{{- end -}}

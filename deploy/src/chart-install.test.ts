@@ -1,0 +1,155 @@
+// The chart installed, upgraded and uninstalled by the pinned helm against a real kube-apiserver
+// and etcd (the `kubernetes` and `etcd` parts of test-e2e/parts, started by
+// apps/gc-job/test/kube/start.sh on free ports; no nodes, so no pod runs): the owner ID is made at
+// install, kept by every upgrade that does not set one, replaced by an explicit value, and a
+// changed value reaches the DaemonSet. What happens on a node is the Kubernetes tier's
+// (test-e2e/k8s, K8S_INSTALL=helm).
+import { execFile } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PARTS_TIMEOUT_MS, pinnedBinary } from './parts.js';
+
+const CHART = fileURLToPath(new URL('../helm/lvstamp', import.meta.url));
+const KUBE_SCRIPTS = fileURLToPath(new URL('../../apps/gc-job/test/kube/', import.meta.url));
+const NAMESPACE = 'lvstamp-system';
+const OWNER_ID = '0123456789abcdef0123456789abcdef';
+/** How long etcd and kube-apiserver may take to come up on a loaded 2-core machine. */
+const START_TIMEOUT_MS = 240_000;
+
+let helm: string;
+let kubectl: string;
+let runDir: string | undefined;
+let kubeconfig: string;
+
+/** A TCP port nothing listens on now, on 127.0.0.1. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => {
+        resolve(port);
+      });
+    });
+  });
+}
+
+/** Runs a program; returns its standard output. @throws Error with its standard error. */
+async function run(program: string, args: readonly string[]): Promise<string> {
+  try {
+    const { stdout } = await promisify(execFile)(program, [...args], {
+      env: { ...process.env, KUBECONFIG: kubeconfig },
+    });
+    return stdout;
+  } catch (error) {
+    const e = error as { stderr?: string; message: string };
+    throw new Error(`${program} ${args.join(' ')}: ${e.message}\n${e.stderr ?? ''}`);
+  }
+}
+
+const helmRun = (...args: string[]) => run(helm, [...args, '--namespace', NAMESPACE]);
+const ownerId = () =>
+  run(kubectl, [
+    '-n',
+    NAMESPACE,
+    'get',
+    'configmap',
+    'lvstamp-csi-config',
+    '-o',
+    "jsonpath={.data['owner-id']}",
+  ]);
+const driverArgs = async () =>
+  JSON.parse(
+    await run(kubectl, [
+      '-n',
+      NAMESPACE,
+      'get',
+      'daemonset',
+      'lvstamp-csi-node',
+      '-o',
+      'jsonpath={.spec.template.spec.containers[0].args}',
+    ]),
+  ) as string[];
+
+beforeAll(async () => {
+  helm = await pinnedBinary('helm', 'helm');
+  kubectl = await pinnedBinary('kubernetes', 'kubectl');
+  const kubeApiserver = await pinnedBinary('kubernetes', 'kube-apiserver');
+  const etcd = await pinnedBinary('etcd', 'etcd');
+  runDir = await mkdtemp(join(tmpdir(), 'lvstamp-deploy-kapi-'));
+  const apiPort = await freePort();
+  let etcdPort = await freePort();
+  while (etcdPort === apiPort || etcdPort + 1 === apiPort) etcdPort = await freePort();
+  await promisify(execFile)('bash', [join(KUBE_SCRIPTS, 'start.sh'), runDir], {
+    env: {
+      ...process.env,
+      KUBE_DIR: dirname(kubeApiserver),
+      ETCD_DIR: dirname(etcd),
+      APISERVER_PORT: String(apiPort),
+      ETCD_PORT: String(etcdPort),
+    },
+    timeout: START_TIMEOUT_MS,
+  });
+  kubeconfig = join(runDir, 'kubeconfig');
+}, PARTS_TIMEOUT_MS + START_TIMEOUT_MS);
+
+afterAll(async () => {
+  if (runDir !== undefined)
+    await promisify(execFile)('bash', [join(KUBE_SCRIPTS, 'stop.sh'), runDir, '--wipe']);
+});
+
+describe('helm install, upgrade, uninstall against a kube-apiserver', () => {
+  let installed: string;
+
+  it('install makes a random owner ID', async () => {
+    await helmRun('install', 'lvstamp', CHART, '--create-namespace');
+    installed = await ownerId();
+    expect(installed).toMatch(/^[0-9a-f]{32}$/);
+    expect(installed).not.toBe('0'.repeat(32));
+  });
+
+  it('an upgrade with a changed value keeps it, and the value reaches the DaemonSet', async () => {
+    expect(await driverArgs()).not.toContain('--log-level=debug');
+    await helmRun('upgrade', 'lvstamp', CHART, '--set', 'logLevel=debug');
+    expect(await ownerId()).toBe(installed);
+    expect(await driverArgs()).toContain('--log-level=debug');
+  });
+
+  it('an explicit ownerId wins, and later upgrades without one keep it', async () => {
+    await helmRun('upgrade', 'lvstamp', CHART, '--set', `ownerId=${OWNER_ID}`);
+    expect(await ownerId()).toBe(OWNER_ID);
+    await helmRun('upgrade', 'lvstamp', CHART);
+    expect(await ownerId()).toBe(OWNER_ID);
+  });
+
+  it('uninstall removes the objects, cluster-scoped ones included', async () => {
+    await helmRun('uninstall', 'lvstamp');
+    const left = await run(kubectl, [
+      'get',
+      'csidriver,storageclass,clusterrole,clusterrolebinding',
+      '-l',
+      'app.kubernetes.io/part-of=lvstamp',
+      '-o',
+      'name',
+    ]);
+    expect(left).toBe('');
+    const namespaced = await run(kubectl, [
+      '-n',
+      NAMESPACE,
+      'get',
+      'configmap,daemonset,cronjob,serviceaccount,role,rolebinding',
+      '-l',
+      'app.kubernetes.io/part-of=lvstamp',
+      '-o',
+      'name',
+    ]);
+    expect(namespaced).toBe('');
+  });
+});
