@@ -3,6 +3,7 @@ import * as z from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
 import {
   InvalidArgumentError,
+  strongestWipe,
   THICK,
   thinPoolNameProblem,
   VG_NAME_PATTERN,
@@ -232,8 +233,6 @@ function provisioningOf(
   };
 }
 
-const WIPE_STRENGTH: Readonly<Record<WipePolicy, number>> = { none: 0, discard: 1, zero: 2 };
-
 /**
  * The wipe policy for a volume in `vgName`: the strongest among the classes
  * on that volume group, or among all classes when none names it (a volume
@@ -243,10 +242,7 @@ export function wipePolicyFor(config: DriverConfig, vgName: string): WipePolicy 
   const all = [...config.deviceClasses.values()];
   const onGroup = all.filter((c) => c.volumeGroup === vgName);
   const pool = onGroup.length > 0 ? onGroup : all;
-  return pool.reduce<WipePolicy>(
-    (best, c) => (WIPE_STRENGTH[c.wipe] > WIPE_STRENGTH[best] ? c.wipe : best),
-    'none',
-  );
+  return strongestWipe(pool.map((c) => c.wipe));
 }
 
 /**

@@ -5,6 +5,8 @@ export * from './snapshot-service.js';
 export { ThickVolumeError } from './source.js';
 export type { ExpandOptions } from './expand.js';
 export type { RemovableLv } from './delete.js';
+export { WIPE_POLICIES, WIPE_STRENGTH, strongestWipe } from './wipe.js';
+export type { WipeTarget } from './wipe.js';
 export * from './inspect.js';
 export * from './header-reading.js';
 export type * from './header-io.js';

@@ -302,17 +302,16 @@ class FakeHeaderIo implements HeaderIo {
 }
 
 const DEL_PATH = `/dev/mapper/vg--data-lvstamp_${ID_DEL}`;
-/** The `discard` wipe of the delete fixtures' LV: lv_size 109051904 bytes (104 MiB), from offset 0. */
-const PUNCH_HOLE_DEL = [
-  'fallocate',
-  '--punch-hole',
-  '--offset',
-  '0',
-  '--length',
-  '109051904',
-  DEL_PATH,
-];
-const ZEROOUT_DEL = ['blkdiscard', '--zeroout', DEL_PATH];
+/**
+ * The wipe ranges of the delete fixtures' LV (lv_size 109051904 bytes, 104 MiB): past the
+ * header's 4 KiB first, the header last (DESIGN.md §5 "Wipe").
+ */
+const BODY = ['--offset', '4096', '--length', '109047808'];
+const HEAD = ['--offset', '0', '--length', '4096'];
+const PUNCH_BODY = ['fallocate', '--punch-hole', ...BODY, DEL_PATH];
+const PUNCH_HEAD = ['fallocate', '--punch-hole', ...HEAD, DEL_PATH];
+const ZERO_BODY = ['blkdiscard', '--zeroout', ...BODY, DEL_PATH];
+const ZERO_HEAD = ['blkdiscard', '--zeroout', ...HEAD, DEL_PATH];
 const GROW_PATH = `/dev/mapper/vg0-lvstamp_${ID_GROW}`;
 
 /**
@@ -696,7 +695,8 @@ describe('inputs that broke other LVM tools', () => {
     const { runner, manager } = setup([
       scopeStep(),
       lookupStep(ID_DEL, 'lvs-del-final.json'),
-      { argv: [...PUNCH_HOLE_DEL.slice(0, -1), `/dev/mapper/vg--data-lvstamp_${ID_DEL}`] },
+      { argv: ['fallocate', '--punch-hole', ...BODY, `/dev/mapper/vg--data-lvstamp_${ID_DEL}`] },
+      { argv: ['fallocate', '--punch-hole', ...HEAD, `/dev/mapper/vg--data-lvstamp_${ID_DEL}`] },
       { argv: ['lvremove', '--yes', `vg-data/lvstamp_${ID_DEL}`] },
     ]);
     const result = await manager.delete(ID_DEL, SCOPE, { wipe: 'discard' });
@@ -1131,7 +1131,8 @@ describe('VolumeService: deleteVolume', () => {
     const { runner, manager } = setup([
       scopeStep(),
       lookupStep(ID_DEL, 'lvs-del-both.json'),
-      { argv: ['blkdiscard', '--zeroout', `/dev/mapper/vg--data-lvstamp_${ID_DEL}`] },
+      { argv: ['blkdiscard', '--zeroout', ...BODY, `/dev/mapper/vg--data-lvstamp_${ID_DEL}`] },
+      { argv: ['blkdiscard', '--zeroout', ...HEAD, `/dev/mapper/vg--data-lvstamp_${ID_DEL}`] },
       { argv: ['lvremove', '--yes', `vg-data/lvstamp_${ID_DEL}`] },
       { argv: ['lvremove', '--yes', `vg-data/lvstamp_new_${ID_DEL}`] },
     ]);
@@ -1195,73 +1196,100 @@ describe('VolumeService: the wipe on delete (DESIGN.md §5 "Wipe")', () => {
     return { runner, warnings };
   };
 
-  it('discard, on a device that zeroes while unmapping: fallocate --punch-hole over the whole LV, then lvremove', async () => {
-    const { runner, warnings } = await deleted('discard', [{ argv: PUNCH_HOLE_DEL }]);
-    expect(optionsOf(runner, 'fallocate')).toEqual({ timeoutMs: 3_600_000 });
+  it('discard, on a device that zeroes while unmapping: fallocate --punch-hole past the header, then over the header, then lvremove', async () => {
+    const { runner, warnings } = await deleted('discard', [
+      { argv: PUNCH_BODY },
+      { argv: PUNCH_HEAD },
+    ]);
+    expect(runner.calls.filter((c) => c.argv[0] === 'fallocate').map((c) => c.options)).toEqual([
+      { timeoutMs: 3_600_000 },
+      { timeoutMs: 3_600_000 },
+    ]);
     expect(warnings).toEqual([]);
   });
 
-  it('discard, on a device without that zeroing (no discard, no write-zeroes): blkdiscard --zeroout, a warning, then lvremove', async () => {
+  it('discard, on a device without that zeroing (no discard, no write-zeroes): each range falls back to blkdiscard --zeroout of the same range, with a warning', async () => {
     const { runner, warnings } = await deleted('discard', [
-      { argv: PUNCH_HOLE_DEL, exitCode: 1, stderr: UNSUPPORTED },
-      { argv: ZEROOUT_DEL },
+      { argv: PUNCH_BODY, exitCode: 1, stderr: UNSUPPORTED },
+      { argv: ZERO_BODY },
+      { argv: PUNCH_HEAD, exitCode: 1, stderr: UNSUPPORTED },
+      { argv: ZERO_HEAD },
     ]);
     expect(optionsOf(runner, 'fallocate')).toEqual({ timeoutMs: 3_600_000 });
     expect(optionsOf(runner, 'blkdiscard')).toEqual({ timeoutMs: 3_600_000 });
+    const warning = 'the device cannot zero while discarding; writing zeros instead';
     expect(warnings).toEqual([
-      [
-        'the device cannot zero while discarding; writing zeros instead',
-        { device: DEL_PATH, argv: PUNCH_HOLE_DEL, stderr: UNSUPPORTED },
-      ],
+      [warning, { device: DEL_PATH, argv: PUNCH_BODY, stderr: UNSUPPORTED }],
+      [warning, { device: DEL_PATH, argv: PUNCH_HEAD, stderr: UNSUPPORTED }],
     ]);
   });
 
-  it("discard: when zeroing fails too (an I/O error), the error is blkdiscard --zeroout's and the LV stays", async () => {
+  it("discard: when zeroing past the header fails too (an I/O error), the error is blkdiscard --zeroout's, the header's 4 KiB are never touched and the LV stays", async () => {
     const { runner, manager } = setup([
       ...before(),
       {
-        argv: PUNCH_HOLE_DEL,
+        argv: PUNCH_BODY,
         exitCode: 1,
         stderr: 'fallocate: fallocate failed: Input/output error\n',
       },
       {
-        argv: ZEROOUT_DEL,
+        argv: ZERO_BODY,
         exitCode: 1,
         stderr: `blkdiscard: ${DEL_PATH}: BLKZEROOUT ioctl failed: Input/output error\n`,
       },
     ]);
     const error = await caught(manager.delete(ID_DEL, SCOPE, { wipe: 'discard' }));
-    runner.assertDone(); // no lvremove
+    runner.assertDone(); // no command on the header range, no lvremove
     expect(error).toBeInstanceOf(CommandFailedError);
-    expect(error).toMatchObject({ argv: ZEROOUT_DEL, exitCode: 1 });
+    expect(error).toMatchObject({ argv: ZERO_BODY, exitCode: 1 });
     expect((error as Error).message).toBe(
-      `blkdiscard --zeroout ${DEL_PATH} exited 1: blkdiscard: ${DEL_PATH}: BLKZEROOUT ioctl failed: Input/output error`,
+      `blkdiscard --zeroout --offset 4096 --length 109047808 ${DEL_PATH} exited 1: blkdiscard: ${DEL_PATH}: BLKZEROOUT ioctl failed: Input/output error`,
     );
   });
 
-  it('discard: a timed-out fallocate is not followed by a write of every block; the LV stays', async () => {
+  it('discard: a timed-out fallocate past the header is not followed by a write of every block, nor by the header range; the LV stays', async () => {
     const { runner, manager, warnings } = setup([
       ...before(),
-      { argv: PUNCH_HOLE_DEL, timeout: true },
+      { argv: PUNCH_BODY, timeout: true },
     ]);
     const error = await caught(manager.delete(ID_DEL, SCOPE, { wipe: 'discard' }));
-    runner.assertDone(); // no blkdiscard --zeroout, no lvremove
+    runner.assertDone(); // no blkdiscard --zeroout, no header range, no lvremove
     expect(error).toBeInstanceOf(CommandTimeoutError);
-    expect(error).toMatchObject({ argv: PUNCH_HOLE_DEL });
+    expect(error).toMatchObject({ argv: PUNCH_BODY });
     expect(warnings).toEqual([]);
   });
 
-  it('zero: blkdiscard --zeroout alone, on every device, then lvremove', async () => {
-    const { warnings } = await deleted('zero', [{ argv: ZEROOUT_DEL }]);
+  it('discard: a retry after a wipe that failed past the header proves ownership again and wipes both ranges', async () => {
+    // the first attempt failed in the first range: sector 0 still holds the header
+    const first = setup([...before(), { argv: PUNCH_BODY, timeout: true }]);
+    await caught(first.manager.delete(ID_DEL, SCOPE, { wipe: 'discard' }));
+    first.runner.assertDone();
+    await deleted('discard', [{ argv: PUNCH_BODY }, { argv: PUNCH_HEAD }]);
+  });
+
+  it('zero: blkdiscard --zeroout past the header, then over it, on every device, then lvremove', async () => {
+    const { warnings } = await deleted('zero', [{ argv: ZERO_BODY }, { argv: ZERO_HEAD }]);
     expect(warnings).toEqual([]);
   });
 
-  it('zero: a failed blkdiscard --zeroout is the error and the LV stays', async () => {
+  it('zero: a failed blkdiscard --zeroout past the header is the error; the header range is never touched and the LV stays', async () => {
     const stderr = `blkdiscard: ${DEL_PATH}: BLKZEROOUT ioctl failed: Input/output error\n`;
-    const { runner, manager } = setup([...before(), { argv: ZEROOUT_DEL, exitCode: 1, stderr }]);
+    const { runner, manager } = setup([...before(), { argv: ZERO_BODY, exitCode: 1, stderr }]);
     const error = await caught(manager.delete(ID_DEL, SCOPE, { wipe: 'zero' }));
-    runner.assertDone(); // no fallocate, no lvremove
-    expect(error).toMatchObject({ argv: ZEROOUT_DEL, exitCode: 1, stderr });
+    runner.assertDone(); // no fallocate, no header range, no lvremove
+    expect(error).toMatchObject({ argv: ZERO_BODY, exitCode: 1, stderr });
+  });
+
+  it('zero: a failed wipe of the header range (after the rest read zeros) is the error and the LV stays', async () => {
+    const stderr = `blkdiscard: ${DEL_PATH}: BLKZEROOUT ioctl failed: Input/output error\n`;
+    const { runner, manager } = setup([
+      ...before(),
+      { argv: ZERO_BODY },
+      { argv: ZERO_HEAD, exitCode: 1, stderr },
+    ]);
+    const error = await caught(manager.delete(ID_DEL, SCOPE, { wipe: 'zero' }));
+    runner.assertDone(); // no lvremove
+    expect(error).toMatchObject({ argv: ZERO_HEAD, exitCode: 1, stderr });
   });
 
   it('none: lvremove alone, no wipe command', async () => {
@@ -1747,7 +1775,8 @@ describe('VolumeService: inactive LVs are activated, one LV at a time, only when
       lookupStep(ID_DEL, 'lvs-del-inactive.json'),
       activateStep('vg-data', `lvstamp_${ID_DEL}`),
       readBackStep('vg-data', `lvstamp_${ID_DEL}`, 'lvs-del-final.json'),
-      { argv: ['blkdiscard', '--zeroout', DEL_PATH] },
+      { argv: ZERO_BODY },
+      { argv: ZERO_HEAD },
       { argv: ['lvremove', '--yes', lv] },
     ]);
     expect(await manager.delete(ID_DEL, SCOPE, { wipe: 'zero' })).toEqual({
