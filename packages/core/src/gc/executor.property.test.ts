@@ -39,6 +39,8 @@ import type { GcPlan, GcPlanEntry, Inventory } from './types.js';
 //   an interrupted restore's lvstamp.from tag not re-checked
 //   the data device removed before the LV's tags and header are re-checked
 //   LV holders counted as if its data device always existed
+//   a wipe before the re-checks, or before the data device is removed
+//   a removal of a thick volume without its wipe
 
 /** A node behind the executor's ports, built from the inventory the plan was made from. */
 class Node {
@@ -50,6 +52,8 @@ class Node {
   /** Broken rules, recorded at the moment of an act. */
   readonly violations: string[] = [];
   readonly acted = new Set<string>();
+  /** `vg/lv` of each LV the executor wiped. */
+  readonly wiped = new Set<string>();
 
   constructor(inventory: Inventory) {
     for (const v of inventory.volumes) {
@@ -216,10 +220,33 @@ class Node {
             true,
           ))
             this.violations.push(`lvremove ${lv.vgName}/${lv.lvName}: ${problem}`);
+          // A thick volume that held data goes only wiped (DESIGN.md §5 "Wipe").
+          const volume = this.volumes.find((v) => v.lvUuid === ref.lvUuid);
+          const wipeDue = volume !== undefined && !volume.creating && plan.wipe !== 'none';
+          if (wipeDue && !this.wiped.has(`${lv.vgName}/${lv.lvName}`))
+            this.violations.push(`lvremove ${lv.vgName}/${lv.lvName}: not wiped`);
           this.acted.add(`${lv.vgName}/${lv.lvName}`);
           this.volumes = this.volumes.filter((v) => v.lvUuid !== ref.lvUuid);
           this.snapshots = this.snapshots.filter((v) => v.lvUuid !== ref.lvUuid);
           this.dmMaps = this.dmMaps.filter((m) => m.uuid !== `LVM-${ref.lvUuid}`);
+          return Promise.resolve();
+        },
+        wipeLogicalVolume: (policy, target) => {
+          // A wipe destroys data as lvremove does: only on an LV that passed every re-check,
+          // after its data device is gone, never on a leftover or a snapshot.
+          const lv = this.volumes.find((v) => v.dmPath === target.dmPath);
+          if (lv === undefined) {
+            this.violations.push(`wipe ${target.dmPath}: no volume LV has that path`);
+            return Promise.resolve();
+          }
+          const name = `${lv.vgName}/${lv.lvName}`;
+          for (const problem of this.lvProblems(plan, entryOf(name), lv, true))
+            this.violations.push(`wipe ${name}: ${problem}`);
+          if (lv.creating) this.violations.push(`wipe ${name}: a leftover that never held data`);
+          if (policy !== plan.wipe) this.violations.push(`wipe ${name}: ${policy}, planned ${plan.wipe}`);
+          if (target.sizeBytes !== lv.sizeBytes)
+            this.violations.push(`wipe ${name}: ${target.sizeBytes} bytes of ${lv.sizeBytes}`);
+          this.wiped.add(name);
           return Promise.resolve();
         },
         activateOwnedVolumes: () => Promise.resolve([]),

@@ -119,6 +119,8 @@ class FakeNode {
       deactivateSnapshots: (lvs) =>
         this.step(`deactivateSnapshots ${lvs.join(',')}`, () => undefined),
       discoverVolumeGroups: () => this.step('discoverVolumeGroups', () => ['vg0']),
+      wipeLogicalVolume: (policy, target) =>
+        this.step(`wipe ${policy} ${target.dmPath} ${target.sizeBytes}`, () => undefined),
       removeLogicalVolume: (ref) =>
         this.step(
           `removeLogicalVolume ${ref.vgName}/${ref.lvName} ${ref.lvUuid} ${ref.ownerId}`,
@@ -247,6 +249,7 @@ describe('applyGcPlan', () => {
       `listLogicalVolumes vg0 lvstamp_${ORPHAN}`,
       `readHeader /dev/mapper/vg0-lvstamp_${ORPHAN}`,
       'listAll',
+      `wipe discard /dev/mapper/vg0-lvstamp_${ORPHAN} 1074790400`,
       `removeLogicalVolume ${orphanLv} uuid-lvstamp_${ORPHAN}-1 ${OWNER}`,
       'unlock',
       `lock gc: remove volume ${newLv}`,
@@ -259,7 +262,7 @@ describe('applyGcPlan', () => {
     expect(summary(outcomes)).toEqual([
       `lvstamp-${ORPHAN}: removed: removed data device lvstamp-${ORPHAN}; data untouched`,
       `lvstamp-${STALE}: removed: removed data device lvstamp-${STALE}; data untouched`,
-      `${orphanLv}: removed: removed LV ${orphanLv}`,
+      `${orphanLv}: removed: wiped /dev/mapper/vg0-lvstamp_${ORPHAN} (discard), removed LV ${orphanLv}`,
       `${newLv}: removed: removed LV ${newLv}`,
     ]);
     expect(seen).toEqual(outcomes.map((o) => o.entry.device));
@@ -281,11 +284,12 @@ describe('applyGcPlan', () => {
       'listAll',
       `table ${ORPHAN}`,
       `remove ${ORPHAN}`,
+      `wipe discard /dev/mapper/vg0-lvstamp_${ORPHAN} 1074790400`,
       `removeLogicalVolume ${orphanLv} uuid-lvstamp_${ORPHAN}-1 ${OWNER}`,
       'unlock',
     ]);
     expect(summary(outcomes)).toEqual([
-      `${orphanLv}: removed: removed data device lvstamp-${ORPHAN}, then LV ${orphanLv}`,
+      `${orphanLv}: removed: removed data device lvstamp-${ORPHAN}, wiped /dev/mapper/vg0-lvstamp_${ORPHAN} (discard), removed LV ${orphanLv}`,
     ]);
   });
 
@@ -337,6 +341,7 @@ describe('applyGcPlan', () => {
       `${orphanLv}: skipped: header is corrupt now: checksum mismatch`,
     );
     expect(node.calls.some((c) => c.startsWith(`removeLogicalVolume ${orphanLv}`))).toBe(false);
+    expect(node.calls.some((c) => c.startsWith('wipe'))).toBe(false);
   });
 
   it('skips an LV whose header now names another owner', async () => {
@@ -663,5 +668,78 @@ describe('applyGcPlan snapshots and interrupted restores', () => {
     expect(outcomes.find((o) => o.entry.device === `vg0/lvstamp_new_${RESTORE}`)?.detail).toContain(
       `planned the source's ${SOURCE}`,
     );
+  });
+});
+
+describe('applyGcPlan: the wipe before a removal (DESIGN.md §5 "Wipe")', () => {
+  const orphanPath = `/dev/mapper/vg0-lvstamp_${ORPHAN}`;
+  const orphanOnly = (plan: GcPlan, wipe: GcPlan['wipe']): GcPlan => ({
+    ...plan,
+    wipe,
+    entries: plan.entries.filter((e) => e.device === orphanLv),
+  });
+
+  it("wipes a thick volume with the plan's policy after its data device is gone, then lvremove, under one lock", async () => {
+    const { node, plan } = await planned();
+    const outcomes = await applyGcPlan(orphanOnly(plan, 'zero'), node.ports);
+    expect(node.calls).toEqual([
+      `lock gc: remove volume ${orphanLv}`,
+      `listLogicalVolumes vg0 lvstamp_${ORPHAN}`,
+      `readHeader ${orphanPath}`,
+      'listAll',
+      `table ${ORPHAN}`,
+      `remove ${ORPHAN}`,
+      `wipe zero ${orphanPath} 1074790400`,
+      `removeLogicalVolume ${orphanLv} uuid-lvstamp_${ORPHAN}-1 ${OWNER}`,
+      'unlock',
+    ]);
+    expect(summary(outcomes)).toEqual([
+      `${orphanLv}: removed: removed data device lvstamp-${ORPHAN}, wiped ${orphanPath} (zero), removed LV ${orphanLv}`,
+    ]);
+  });
+
+  it('a failed wipe fails that entry only, names the wipe and leaves the LV; the other entries go on', async () => {
+    const { node, plan } = await planned();
+    node.failures.set(
+      `wipe discard ${orphanPath} 1074790400`,
+      new CommandFailedError({
+        argv: ['blkdiscard', '--zeroout', '--offset', '4096', '--length', '1074786304', orphanPath],
+        exitCode: 1,
+        stdout: '',
+        stderr: `blkdiscard: ${orphanPath}: BLKZEROOUT ioctl failed: Input/output error`,
+      }),
+    );
+    const outcomes = await applyGcPlan(plan, node.ports);
+    expect(summary(outcomes).slice(2)).toEqual([
+      `${orphanLv}: failed: wipe (discard) of ${orphanPath} failed, LV ${orphanLv} left in place: ` +
+        `blkdiscard --zeroout --offset 4096 --length 1074786304 ${orphanPath} exited 1: blkdiscard: ${orphanPath}: BLKZEROOUT ioctl failed: Input/output error`,
+      `${newLv}: removed: removed LV ${newLv}`,
+    ]);
+    expect(node.calls.some((c) => c.startsWith(`removeLogicalVolume ${orphanLv}`))).toBe(false);
+    expect(node.volumes.map((v) => v.volumeId)).toContain(ORPHAN);
+  });
+
+  it('never wipes an lvstamp_new_ leftover (it never held data), nor with the policy none', async () => {
+    const { node, plan } = await planned();
+    await applyGcPlan(plan, node.ports);
+    expect(node.calls.filter((c) => c.startsWith('wipe'))).toEqual([
+      `wipe discard ${orphanPath} 1074790400`,
+    ]);
+    const again = await planned();
+    const outcomes = await applyGcPlan({ ...again.plan, wipe: 'none' }, again.node.ports);
+    expect(again.node.calls.some((c) => c.startsWith('wipe'))).toBe(false);
+    expect(summary(outcomes)[2]).toBe(`${orphanLv}: removed: removed LV ${orphanLv}`);
+  });
+
+  it('never wipes a thin volume: its pool zeroes chunks, and a wipe would discard chunks a snapshot shares', async () => {
+    const { node, plan } = await planned();
+    node.volumes = node.volumes.map((v) =>
+      v.volumeId === ORPHAN ? { ...v, attr: 'Vwi-a-tz--' } : v,
+    );
+    const outcomes = await applyGcPlan(orphanOnly(plan, 'zero'), node.ports);
+    expect(node.calls.some((c) => c.startsWith('wipe'))).toBe(false);
+    expect(summary(outcomes)).toEqual([
+      `${orphanLv}: removed: removed data device lvstamp-${ORPHAN}, removed LV ${orphanLv}`,
+    ]);
   });
 });

@@ -10,7 +10,14 @@ import type {
   GcVolumeEntry,
 } from './types.js';
 import { quarantineSnapshot, quarantineVolume, removeQuarantined } from './quarantine-executor.js';
-import { recheckSnapshot, recheckVolume, removeByUuid, skipped, type Step } from './rechecks.js';
+import {
+  recheckSnapshot,
+  recheckVolume,
+  removeByUuid,
+  skipped,
+  wipeBeforeRemoval,
+  type Step,
+} from './rechecks.js';
 import { describeError } from './util.js';
 
 /** Options of `applyGcPlan`. */
@@ -23,8 +30,10 @@ export interface GcApplyOptions {
  * Applies a GC plan (DESIGN.md §6 "The executor"): every `remove-map`, then
  * every `remove-volume` and `quarantine-volume`, then every `remove-snapshot`
  * and `quarantine-snapshot`, then every `remove-quarantined` (DESIGN.md §6
- * "Quarantine"), each re-checked and acted on under the host lock; a
- * changed device is `skipped`, a failure `failed` (the rest still run), and
+ * "Quarantine"), each re-checked and acted on under the host lock; a thick
+ * volume LV is wiped with `plan.wipe` right before its `lvremove` (DESIGN.md
+ * §5 "Wipe"). A changed device is `skipped`, a failure (a failed wipe
+ * included, which leaves the LV) `failed` (the rest still run), and
  * nothing is retried. A dry run calls no port and skips every removal.
  * @returns one outcome per removal entry, in the order acted on.
  * @throws only what `onOutcome` throws.
@@ -124,14 +133,11 @@ async function removeVolume(
   if ('outcome' in checked) return checked;
   const { lv, ownMap } = checked;
   if (ownMap !== null) await ports.devices.remove(entry.volumeId);
+  const unmapped = ownMap === null ? '' : `removed data device ${ownMap.name}, `;
+  const wipe = await wipeBeforeRemoval(plan, lv, !lv.creating, ports);
+  if ('outcome' in wipe) return { ...wipe, detail: `${unmapped}${wipe.detail}` };
   await removeByUuid(plan, lv, ports);
-  return {
-    outcome: 'removed',
-    detail:
-      ownMap === null
-        ? `removed LV ${entry.device}`
-        : `removed data device ${ownMap.name}, then LV ${entry.device}`,
-  };
+  return { outcome: 'removed', detail: `${unmapped}${wipe.wiped}removed LV ${entry.device}` };
 }
 
 /**

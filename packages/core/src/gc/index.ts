@@ -9,3 +9,4 @@ export type {
 } from './types.js';
 export { GcService, type GcPlanRequest, type LiveSetSource } from './service.js';
 export { planTable } from './plan-table.js';
+export { DEFAULT_GC_WIPE } from './planner.js';

@@ -1,6 +1,8 @@
 import { InvalidArgumentError } from '../errors.js';
 import { dmNameFor, isHexId, ownerTagFor, quarantineTagsOf } from '../naming.js';
 import { CAPPED_ACTIONS } from './types.js';
+import { WIPE_POLICIES } from '../volumes/wipe.js';
+import type { WipePolicy } from '../volumes/types.js';
 import { decideQuarantined } from './quarantine.js';
 import type {
   GcQuarantinedEntry,
@@ -27,6 +29,9 @@ import {
 } from './plan-context.js';
 import { decideSnapshot } from './plan-snapshot.js';
 import { compareText, formatDuration, numberKey } from './util.js';
+
+/** The GC's wipe when the policy names none (DESIGN.md §5 "Wipe"): the promise holds by default. */
+export const DEFAULT_GC_WIPE: WipePolicy = 'discard';
 
 /**
  * Plans one GC run: one entry per LV and per data device map, decided by the
@@ -112,6 +117,7 @@ export function planGc(
     naming: inventory.naming,
     ownerId: policy.ownerId,
     dryRun: policy.dryRun,
+    wipe: policy.wipe ?? DEFAULT_GC_WIPE,
     deletionCap: cap.limit,
     capped,
     entries,
@@ -128,7 +134,7 @@ export function planGc(
  * @throws InvalidArgumentError when the owner ID is not 32 lowercase hex
  *   digits, `minAgeMs` is negative or not finite, `maxDeletions` is not a
  *   non-negative integer, `maxDeletionPercent` is outside 0–100, or `dryRun`
- *   is not a boolean.
+ *   is not a boolean, or `wipe` is not none, discard or zero.
  */
 export function validatePolicy(policy: GcPolicy): void {
   if (!isHexId(policy.ownerId)) {
@@ -153,6 +159,11 @@ export function validatePolicy(policy: GcPolicy): void {
   const window = policy.quarantineMs;
   if (window !== undefined && !(Number.isFinite(window) && window >= 0)) {
     throw new InvalidArgumentError(`policy quarantine window must be ≥ 0 ms, got ${window}`);
+  }
+  if (policy.wipe !== undefined && !(WIPE_POLICIES as readonly string[]).includes(policy.wipe)) {
+    throw new InvalidArgumentError(
+      `policy wipe must be one of ${WIPE_POLICIES.join(', ')}, got "${String(policy.wipe)}"`,
+    );
   }
   if (typeof policy.dryRun !== 'boolean') {
     throw new InvalidArgumentError('policy dryRun must be true or false');

@@ -7,7 +7,8 @@
 import type { DecodeResult } from '../header/types.js';
 import type { DmMap } from '../device/types.js';
 import type { LogicalVolume } from '../lvm/types.js';
-import type { VgScope, Volume, VolumeScope } from '../volumes/types.js';
+import type { VgScope, Volume, VolumeScope, WipePolicy } from '../volumes/types.js';
+import type { WipeTarget } from '../volumes/wipe.js';
 
 /** Lists lvstamp LVs: the port `volumes`, filled by VolumeService. */
 export interface GcVolumesPort {
@@ -74,6 +75,17 @@ export interface GcLvRemoverPort {
    * when a re-check fails.
    */
   removeLogicalVolume(ref: LvRef): Promise<void>;
+}
+
+/** Wipes one LV's device before its removal (VolumeService.wipeLogicalVolume). */
+export interface GcWipePort {
+  /**
+   * Makes every byte of `target` read zeros, past the header's 4 KiB first
+   * and those last (volumes/wipe.ts wipeDevice, DESIGN.md §5 "Wipe"). The
+   * caller holds the host lock and has re-checked the LV.
+   * @throws CommandFailedError, CommandTimeoutError: the LV must then stay.
+   */
+  wipeLogicalVolume(policy: Exclude<WipePolicy, 'none'>, target: WipeTarget): Promise<void>;
 }
 
 /** One LV to quarantine (DESIGN.md §6 "Quarantine"). */
@@ -188,7 +200,7 @@ export interface GcInventoryPorts {
 
 /** What `applyGcPlan` reads and changes. */
 export interface GcExecutorPorts {
-  readonly volumes: GcVolumesPort & GcLvRemoverPort & GcScopePort;
+  readonly volumes: GcVolumesPort & GcLvRemoverPort & GcScopePort & GcWipePort;
   /** Needed for plans that quarantine or expire; absent, such entries fail. */
   readonly quarantine?: GcQuarantinePort;
   readonly headers: GcHeaderPort;

@@ -16,6 +16,7 @@ import {
   removeByUuid,
   samePlannedLv,
   skipped,
+  wipeBeforeRemoval,
   type Step,
 } from './rechecks.js';
 import type { GcExecutorPorts, GcQuarantinePort, QuarantineRef } from './ports.js';
@@ -104,8 +105,9 @@ export async function quarantineSnapshot(
  * the host lock: same name and `lv_uuid`, the tags `lvstamp` and the
  * owner's, the planned quarantine time, (a snapshot) the planned
  * `lvstamp.source`, sector 0 an `ok` header of this owner with the planned
- * volume ID, active and not open; then `lvremove` by `lv_uuid` (which checks
- * name, open and tags once more).
+ * volume ID, active and not open; then a thick volume is wiped with the
+ * plan's policy (wipeBeforeRemoval) and `lvremove` by `lv_uuid` runs (which
+ * checks name, open and tags once more).
  */
 export async function removeQuarantined(
   plan: GcPlan,
@@ -136,6 +138,9 @@ export async function removeQuarantined(
   if (failed !== null) return skipped(`sector 0 changed: ${failed.detail}`);
   const closed = await recheckClosed(lv, entry.device, ports);
   if (closed !== null) return closed;
+  // A quarantined snapshot is a thin LV and never wiped; a thick volume held a tenant's data.
+  const wipe = await wipeBeforeRemoval(plan, lv, entry.kind === 'volume', ports);
+  if ('outcome' in wipe) return wipe;
   await removeByUuid(plan, lv, ports);
-  return { outcome: 'removed', detail: `removed quarantined LV ${entry.device}` };
+  return { outcome: 'removed', detail: `${wipe.wiped}removed quarantined LV ${entry.device}` };
 }

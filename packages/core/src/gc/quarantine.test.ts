@@ -42,7 +42,7 @@ interface FakeLv {
   tags: string[];
   active: boolean;
   minor: number;
-  /** Sector 0, unchanged by any step here. */
+  /** Sector 0, unchanged by any step here but a wipe, which zeroes it last. */
   header: DecodeResult;
 }
 
@@ -127,6 +127,13 @@ class FakeNode {
           if (lv === undefined) return;
           this.#step(`lvremove ${lv.lvName}`);
           this.lvs.splice(this.lvs.indexOf(lv), 1);
+          return Promise.resolve();
+        },
+        wipeLogicalVolume: async (policy, target) => {
+          const lv = this.lvs.find((l) => this.#lvOf(l).dmPath === target.dmPath);
+          if (lv === undefined) throw new Error(`no LV at ${target.dmPath}`);
+          this.#step(`wipe ${policy} ${lv.lvName}`);
+          lv.header = { status: 'not-stamped', reason: 'magic absent' };
           return Promise.resolve();
         },
         activateOwnedVolumes: async () => {
@@ -316,6 +323,7 @@ describe('GC quarantine: executor kill points (DESIGN.md §6 "Quarantine")', () 
       `lvrename ${lvNameFor(A)}`,
       `lvchange --addtag --activate n ${snapshotLvNameFor(S)}`,
       `lvrename ${snapshotLvNameFor(S)}`,
+      `wipe discard ${quarantinedLvNameFor('volume', B)}`,
       `lvremove ${quarantinedLvNameFor('volume', B)}`,
     ]);
     expect(n.lvs.map((l) => [l.lvName, l.active]).sort()).toEqual(
@@ -347,6 +355,7 @@ describe('GC quarantine: executor kill points (DESIGN.md §6 "Quarantine")', () 
     ]);
   });
 
+  // Step 8 is the lvremove after the wipe: its own test below.
   for (let killAt = 1; killAt <= 7; killAt++) {
     it(`killed before step ${killAt}: the next run converges on the same end state, nothing foreign touched`, async () => {
       const reference = node();
@@ -376,6 +385,23 @@ describe('GC quarantine: executor kill points (DESIGN.md §6 "Quarantine")', () 
       expect(JSON.stringify(n.lvs.find((l) => l.lvName === lvNameFor(F)))).toBe(foreign);
     });
   }
+
+  it('killed after the wipe, before lvremove: the wiped LV keeps both tags but no header, and no later run removes it', async () => {
+    // The one window the header-last order cannot close (DESIGN.md §5 "Wipe"): sector 0 is zero
+    // once the wipe finished, so no run can prove the LV is this owner's any more.
+    const n = node();
+    n.killAt = 8;
+    await run(n, NOW).catch((error: unknown) => {
+      if (!(error instanceof Killed)) throw error;
+    });
+    expect(n.steps.at(-1)).toBe(`wipe discard ${quarantinedLvNameFor('volume', B)}`);
+    n.revive();
+    const outcomes = await run(n, NOW + 60_000);
+    const qB = n.lvs.find((l) => l.lvName === quarantinedLvNameFor('volume', B));
+    expect(qB?.header.status).toBe('not-stamped');
+    expect(outcomes.map((o) => o.entry.device)).not.toContain(`vg0/${qB?.lvName ?? ''}`);
+    expect(n.steps.filter((s) => s.startsWith('lvremove'))).toEqual([]);
+  });
 });
 
 describe('planPurge of named quarantined LVs (DESIGN.md §6 "Quarantine")', () => {
@@ -401,6 +427,34 @@ describe('planPurge of named quarantined LVs (DESIGN.md §6 "Quarantine")', () =
       expect(activated).toEqual([`vg0/${qA}`]);
       await n.ports().quarantine?.deactivateQuarantined(activated);
     }
+  });
+
+  it("purge wipes a quarantined thick volume with the request's policy before lvremove, and never a snapshot", async () => {
+    const n = node();
+    await run(n, NOW);
+    const steps = n.steps.length;
+    const gc = new GcService({ ports: n.ports(), clock: () => NOW });
+    const { plan } = await gc.planPurge({
+      ownerId: OWNER,
+      olderThanMs: 0,
+      nowMs: NOW + 60_000,
+      dryRun: false,
+      wipe: 'zero',
+      vgNames: ['vg0'],
+    });
+    expect(plan.wipe).toBe('zero');
+    const outcomes = await gc.apply(plan);
+    const qA = quarantinedLvNameFor('volume', A);
+    const qS = quarantinedLvNameFor('snapshot', S);
+    expect(n.steps.slice(steps).filter((x) => !x.startsWith('lvchange'))).toEqual([
+      `wipe zero ${qA}`,
+      `lvremove ${qA}`,
+      `lvremove ${qS}`,
+    ]);
+    expect(outcomes.map((o) => o.detail)).toEqual([
+      `wiped /dev/mapper/vg0-${qA} (zero), removed quarantined LV vg0/${qA}`,
+      `removed quarantined LV vg0/${qS}`,
+    ]);
   });
 
   it('a name that is no quarantined LV in the scope is NotFoundError, before anything is activated', async () => {

@@ -4,13 +4,15 @@
  * act. A removal and a quarantine share them.
  */
 import type { DmMap } from '../device/types.js';
+import { isThinLv } from '../lvm/thin-snapshots.js';
 import type { LogicalVolume } from '../lvm/types.js';
+import type { Volume } from '../volumes/types.js';
 import { dmNameFor, dmUuidFor, parseFromTag, parseSnapshotTags } from '../naming.js';
 import { readHeaderSafely, type HeaderReading } from '../volumes/header-reading.js';
 import { failedHeaderCheck, failedTagCheck } from '../volumes/ownership.js';
 import type { GcExecutorPorts } from './ports.js';
 import type { GcOutcome, GcPlan, GcSnapshotEntry, GcVolumeEntry } from './types.js';
-import { kernelNumber, numberKey } from './util.js';
+import { describeError, kernelNumber, numberKey } from './util.js';
 
 /** What one entry's step did. */
 export type Step = Pick<GcOutcome, 'outcome' | 'detail'>;
@@ -53,7 +55,7 @@ export async function recheckVolume(
   plan: GcPlan,
   entry: GcVolumeEntry,
   ports: GcExecutorPorts,
-): Promise<Step | { readonly lv: LogicalVolume; readonly ownMap: DmMap | null }> {
+): Promise<Step | { readonly lv: Volume; readonly ownMap: DmMap | null }> {
   // The plan's own volume group is the whole scope of this re-check.
   const { volumes } = await ports.volumes.listLogicalVolumes({ vgNames: [entry.vgName] }, [
     entry.lvName,
@@ -158,6 +160,38 @@ export async function recheckClosed(
   if (lvDm.openCount !== 0)
     return skipped(`LV ${device} is open now (open count ${lvDm.openCount})`);
   return null;
+}
+
+/**
+ * The wipe right before a removal (DESIGN.md §5 "Wipe", §6 "The executor"),
+ * under the host lock, after every re-check and after the LV's data device
+ * map is gone: a thick LV that held a tenant's data is wiped with the
+ * plan's policy. A thin LV (its pool zeroes chunks; a wipe would discard
+ * chunks a snapshot shares), an `lvstamp_new_*` leftover (`heldData`
+ * false: it never held data) and the policy `none` run no command.
+ * @returns the words for the outcome (`wiped <path> (discard); ` or ''), or
+ *   the `failed` step naming the wipe and why, which leaves the LV in place.
+ */
+export async function wipeBeforeRemoval(
+  plan: GcPlan,
+  lv: LogicalVolume,
+  heldData: boolean,
+  ports: GcExecutorPorts,
+): Promise<Step | { readonly wiped: string }> {
+  if (plan.wipe === 'none' || !heldData || isThinLv(lv)) return { wiped: '' };
+  const left = `LV ${lv.vgName}/${lv.lvName} left in place`;
+  if (lv.dmPath === null) {
+    return { outcome: 'failed', detail: `lvm reports no device path to wipe (${plan.wipe}); ${left}` };
+  }
+  try {
+    await ports.volumes.wipeLogicalVolume(plan.wipe, { dmPath: lv.dmPath, sizeBytes: lv.sizeBytes });
+  } catch (error) {
+    return {
+      outcome: 'failed',
+      detail: `wipe (${plan.wipe}) of ${lv.dmPath} failed, ${left}: ${describeError(error)}`,
+    };
+  }
+  return { wiped: `wiped ${lv.dmPath} (${plan.wipe}), ` };
 }
 
 /** `lvremove` of exactly this LV by `lv_uuid` (the remover checks name, open and tags once more). */

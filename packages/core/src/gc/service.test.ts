@@ -29,6 +29,7 @@ function ports(calls: string[]): GcExecutorPorts {
       activateOwnedSnapshots: () => Promise.reject(new Error('not expected')),
       deactivateSnapshots: () => Promise.reject(new Error('not expected')),
       removeLogicalVolume: () => Promise.reject(new Error('not expected')),
+      wipeLogicalVolume: () => Promise.reject(new Error('not expected')),
     },
     headers: { readHeader: () => Promise.reject(new Error('not expected')) },
     devices: {

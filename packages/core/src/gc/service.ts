@@ -8,6 +8,7 @@ import type { GcExecutorPorts } from './ports.js';
 import type { GcOutcome, GcPlan, GcPolicy, Inventory, InventoryQuarantined } from './types.js';
 import { decideQuarantined, quarantinedToActivate } from './quarantine.js';
 import { formatDuration } from './util.js';
+import type { WipePolicy } from '../volumes/types.js';
 
 /** What a live set was read from, for the empty-live-set refusal. */
 export interface LiveSetSource {
@@ -213,6 +214,8 @@ export class GcService {
     readonly olderThanMs: number;
     readonly nowMs: number;
     readonly dryRun: boolean;
+    /** The wipe of a thick quarantined volume before its removal; absent: `discard`. */
+    readonly wipe?: WipePolicy;
     readonly vgNames?: readonly string[];
     readonly lvs?: readonly string[];
   }): Promise<{ plan: GcPlan; vgNames: readonly string[]; activated: readonly string[] }> {
@@ -235,7 +238,13 @@ export class GcService {
     const base = planGc(
       { ...inventory, volumes: [], maps: [], snapshots: [] },
       new Set(),
-      { ownerId: request.ownerId, minAgeMs: 0, maxDeletions: 0, dryRun: request.dryRun },
+      {
+        ownerId: request.ownerId,
+        minAgeMs: 0,
+        maxDeletions: 0,
+        dryRun: request.dryRun,
+        ...(request.wipe === undefined ? {} : { wipe: request.wipe }),
+      },
       request.nowMs,
     );
     const entries = (inventory.quarantined ?? []).map((q) =>

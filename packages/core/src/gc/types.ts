@@ -5,6 +5,7 @@
 import type { DeviceNumber } from '../device/types.js';
 import type { HeaderReading } from '../volumes/header-reading.js';
 import type { Naming } from '../naming.js';
+import type { WipePolicy } from '../volumes/types.js';
 
 /**
  * What sector 0 of an LV said: a decode result, or `unreadable` when the LV
@@ -159,6 +160,12 @@ export interface GcPolicy {
    * (`lvstamp quarantine purge` removes them).
    */
   readonly quarantineMs?: number;
+  /**
+   * How a thick volume LV is wiped right before the GC removes it (rule 6
+   * direct removal, rule 7 expiry, purge; DESIGN.md §5 "Wipe"); thin LVs and
+   * `lvstamp_new_*` leftovers never are. Absent: `discard`.
+   */
+  readonly wipe?: WipePolicy;
   /** True: the executor changes nothing. Runs are dry by default (callers default this to true). */
   readonly dryRun: boolean;
 }
@@ -296,6 +303,8 @@ export interface GcPlan {
   readonly naming: Naming;
   readonly ownerId: string;
   readonly dryRun: boolean;
+  /** The policy's wipe, applied by the executor before each thick volume LV's removal. */
+  readonly wipe: WipePolicy;
   /** Most volume removals this plan may hold (the smaller of both caps). */
   readonly deletionCap: number;
   /** True when at least one removal was turned into keep by the cap. */

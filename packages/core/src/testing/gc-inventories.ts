@@ -328,6 +328,7 @@ const policyArb: fc.Arbitrary<GcPolicy> = fc.record(
     minAgeMs: fc.constantFrom(...GRACES),
     maxDeletions: fc.nat(6),
     maxDeletionPercent: fc.oneof(fc.constantFrom(0, 30, 50, 100), fc.integer({ min: 0, max: 100 })),
+    wipe: fc.constantFrom('none', 'discard', 'zero'),
     dryRun: fc.boolean(),
   },
   { requiredKeys: ['ownerId', 'minAgeMs', 'maxDeletions', 'dryRun'] },

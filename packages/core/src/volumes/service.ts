@@ -38,7 +38,9 @@ import type {
   Volume,
   VolumeScope,
   VolumeStatus,
+  WipePolicy,
 } from './types.js';
+import { wipeDevice, type WipeTarget } from './wipe.js';
 
 /** Default deadline of a wipe (`blkdiscard`), in milliseconds: one hour. */
 export const DEFAULT_WIPE_TIMEOUT_MS = 3_600_000;
@@ -236,6 +238,15 @@ export class VolumeService {
     options: DeleteVolumeOptions = {},
   ): Promise<DeleteVolumeResult> {
     return deleteVolume(this.#p, volumeId, scope, options);
+  }
+
+  /**
+   * wipe.ts wipeDevice with this service's wipe deadline: the GC's wipe of
+   * a thick LV right before its removal (DESIGN.md §5 "Wipe"). The caller
+   * holds the host lock and has re-checked the LV.
+   */
+  wipeLogicalVolume(policy: Exclude<WipePolicy, 'none'>, target: WipeTarget): Promise<void> {
+    return wipeDevice(this.#p, policy, target);
   }
 
   /** delete.ts removeLogicalVolume: the GC's remover. */
