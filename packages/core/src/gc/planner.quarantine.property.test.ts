@@ -155,13 +155,30 @@ function must(holds: boolean, invariant: string): void {
   if (!holds) throw new Error(`invariant broken: ${invariant}`);
 }
 
+/**
+ * The percentage share with a window (DESIGN.md §6 "Cap"): floor(percent ×
+ * own stamped LVs / 100), at least 1; no bound without a percentage.
+ */
+function shareOf(input: GcInput): number {
+  const { inventory, policy } = input;
+  const percent = policy.maxDeletionPercent;
+  if (percent === undefined) return Infinity;
+  const ownStamped = [...inventory.volumes, ...(inventory.snapshots ?? [])].filter(
+    (v) => v.header.status === 'ok' && v.header.header.ownerId === policy.ownerId,
+  ).length;
+  return Math.max(1, Math.floor((percent * ownStamped) / 100));
+}
+
 function checkPlan(input: GcInput, plan: GcPlan): void {
   const quarantined = new Map((input.inventory.quarantined ?? []).map((q) => [q.device, q]));
   const volumes = new Map(input.inventory.volumes.map((v) => [v.device, v]));
   let acts = 0;
+  let shared = 0;
   for (const entry of plan.entries) {
     const at = `${entry.action} ${entry.device}`;
     if (entry.action !== 'keep' && entry.action !== 'remove-map') acts += 1;
+    if (entry.action !== 'keep' && entry.action !== 'remove-map' && entry.target !== 'quarantined')
+      shared += 1;
     must(entry.action !== 'remove-snapshot', `no snapshot is removed directly (${at})`);
     if (entry.action === 'remove-volume') {
       must(
@@ -177,13 +194,19 @@ function checkPlan(input: GcInput, plan: GcPlan): void {
         must(expirable(q, input), `a quarantined LV is removed only when expirable (${at})`);
       } else if (expirable(q, input)) {
         must(
-          entry.reason.startsWith('deletion cap of ') || plan.capped,
-          `an expirable LV is removed unless capped (${at})`,
+          entry.reason.startsWith(
+            `deletion cap of ${input.policy.maxDeletions} reached (at most ${input.policy.maxDeletions} per run)`,
+          ),
+          `an expirable LV is removed unless the per-run cap (never the percentage) held it (${at})`,
         );
       }
     }
   }
-  must(acts <= plan.deletionCap, 'quarantines and expiries count against the cap');
+  must(
+    acts <= input.policy.maxDeletions && plan.deletionCap === input.policy.maxDeletions,
+    'quarantines and expiries count against maxDeletions',
+  );
+  must(shared <= shareOf(input), 'quarantines are held to the percentage share, at least 1');
   must(
     plan.entries.filter((e) => e.target === 'quarantined').length === quarantined.size,
     'one entry per quarantined LV',
@@ -219,6 +242,7 @@ describe(`planGc with quarantine (${propertySeedLine('planGc quarantine')})`, ()
       fc.assert(
         fc.property(
           fc.constantFrom(...WINDOWS),
+          fc.constantFrom<number | undefined>(undefined, 0, 20, 50),
           fc.array(
             fc.record({
               live: fc.subarray(IDS),
@@ -227,7 +251,7 @@ describe(`planGc with quarantine (${propertySeedLine('planGc quarantine')})`, ()
             }),
             { minLength: 1, maxLength: 8 },
           ),
-          (windowMs, runs) => {
+          (windowMs, percent, runs) => {
             const model = new ModelNode();
             let now = NOW;
             for (const run of runs) {
@@ -239,6 +263,7 @@ describe(`planGc with quarantine (${propertySeedLine('planGc quarantine')})`, ()
                   ownerId: OWNER,
                   minAgeMs: HOUR,
                   maxDeletions: 3,
+                  ...(percent === undefined ? {} : { maxDeletionPercent: percent }),
                   quarantineMs: windowMs,
                   dryRun: false,
                 },

@@ -7,8 +7,10 @@ import {
   lvNameFor,
   newLvNameFor,
   ownerTagFor,
+  quarantinedLvNameFor,
 } from '../naming.js';
 import { planGc } from './planner.js';
+import type { WipePolicy } from '../volumes/types.js';
 import type {
   GcPlan,
   GcPlanEntry,
@@ -16,6 +18,7 @@ import type {
   Inventory,
   InventoryHeader,
   InventoryMap,
+  InventoryQuarantined,
   InventoryVolume,
 } from './types.js';
 
@@ -650,6 +653,87 @@ describe('planGc deletion cap', () => {
     );
   });
 
+  describe('with a quarantine window (DESIGN.md §6 "Cap")', () => {
+    const DAY = 24 * HOUR;
+    const WINDOW = { quarantineMs: 7 * DAY, maxDeletionPercent: 50 };
+    const quarantined = (volumeId: string, sinceMs: number): InventoryQuarantined => {
+      const lvName = quarantinedLvNameFor('volume', volumeId);
+      return {
+        kind: 'volume',
+        id: volumeId,
+        vgName: 'vg0',
+        lvName,
+        lvUuid: `uuid-${lvName}`,
+        device: `vg0/${lvName}`,
+        sizeBytes: 1 << 30,
+        tags: ['lvstamp', ownerTagFor(OWNER), `lvstamp.quarantined=${sinceMs / 1000}`],
+        kernel: { major: 253, minor: 40 },
+        header: okHeader(volumeId),
+        openCount: 0,
+      };
+    };
+    const withQuarantined = (
+      volumes: InventoryVolume[],
+      lvs: InventoryQuarantined[],
+      policy: Partial<GcPolicy>,
+      nowMs = NOW,
+    ): GcPlan =>
+      planGc(
+        { ...inventory(volumes), quarantined: lvs },
+        new Set(),
+        { ...POLICY, ...policy },
+        nowMs,
+      );
+
+    it('a node with one own volume: quarantined in one run (the share is at least 1), expired after the window', () => {
+      // 50 % of 1 own volume is 0.5 → 0; a quarantine is reversible, so the share is at least 1.
+      const first = withQuarantined([volume(id('a'))], [], WINDOW);
+      expect(first.entries.map((e) => e.action)).toEqual(['quarantine-volume']);
+      expect(first.capped).toBe(false);
+      // The next run after the window: no own volume outside quarantine, the expiry is not held
+      // to a percentage of nothing.
+      const later = NOW + 7 * DAY + HOUR;
+      const second = withQuarantined([], [quarantined(id('a'), NOW)], WINDOW, later);
+      expect(second.entries.map((e) => e.action)).toEqual(['remove-quarantined']);
+      expect(second.capped).toBe(false);
+    });
+
+    it('without a window the same node removes nothing: floor(50 % × 1) = 0', () => {
+      const p = plan([volume(id('a'))], [], [], { maxDeletionPercent: 50 });
+      expect(p.entries[0]?.reason).toMatch(
+        /^deletion cap of 0 reached \(at most 50% of 1 own stamped volume\(s\)\); would otherwise remove: orphan/,
+      );
+      expect(p.deletionCap).toBe(0);
+    });
+
+    it('quarantines are held to the share (at least 1), expiries only to maxDeletions', () => {
+      const orphans = ['a', 'b', 'c'].map((l) => volume(id(l)));
+      const expired = ['d', 'e', 'f'].map((l) => quarantined(id(l), NOW - 8 * DAY));
+      const p = withQuarantined(orphans, expired, { ...WINDOW, maxDeletions: 3 });
+      // 50 % of 3 own volumes → 1 quarantine; expiries fill the per-run cap of 3.
+      expect(p.entries.map((e) => [e.device.slice(4, 14), e.action])).toEqual([
+        ['lvstamp_aa', 'quarantine-volume'],
+        ['lvstamp_bb', 'keep'],
+        ['lvstamp_cc', 'keep'],
+        ['lvstamp_q_', 'remove-quarantined'],
+        ['lvstamp_q_', 'remove-quarantined'],
+        ['lvstamp_q_', 'keep'],
+      ]);
+      expect(p.entries[1]?.reason).toMatch(
+        /^deletion cap of 1 reached \(at most 50% of 3 own stamped volume\(s\)\); would otherwise remove: orphan/,
+      );
+      expect(p.entries[5]?.reason).toMatch(/^deletion cap of 3 reached \(at most 3 per run\)/);
+      expect(p.deletionCap).toBe(3);
+    });
+
+    it('a percentage of 0 still lets one quarantine through, and maxDeletions 0 none', () => {
+      const one = withQuarantined([volume(id('a'))], [], { ...WINDOW, maxDeletionPercent: 0 });
+      expect(one.entries[0]?.action).toBe('quarantine-volume');
+      const none = withQuarantined([volume(id('a'))], [], { ...WINDOW, maxDeletions: 0 });
+      expect(none.entries[0]?.reason).toMatch(/^deletion cap of 0 reached \(at most 0 per run\)/);
+    });
+  });
+
   it('is not capped when the removals fit', () => {
     const p = plan(orphans(), [], [], { maxDeletions: 3, maxDeletionPercent: 100 });
     expect(p.capped).toBe(false);
@@ -719,9 +803,22 @@ describe('planGc input checks', () => {
     ['percentage above 100', { maxDeletionPercent: 101 }],
     ['negative percentage', { maxDeletionPercent: -5 }],
     ['percentage NaN', { maxDeletionPercent: Number.NaN }],
+    ['unknown wipe', { wipe: 'shred' as unknown as WipePolicy }],
   ];
   it.each(bad)('rejects a policy with %s', (_label, change) => {
     expect(() => plan([volume(id('a'))], [], [], change)).toThrow(InvalidArgumentError);
+  });
+
+  it('names the wipe policies when it refuses one', () => {
+    expect(() => plan([], [], [], { wipe: 'shred' as unknown as WipePolicy })).toThrow(
+      new InvalidArgumentError('policy wipe must be one of none, discard, zero, got "shred"'),
+    );
+  });
+
+  it("carries the policy's wipe into the plan, discard when it names none", () => {
+    expect(plan([]).wipe).toBe('discard');
+    expect(plan([], [], [], { wipe: 'zero' }).wipe).toBe('zero');
+    expect(plan([], [], [], { wipe: 'none' }).wipe).toBe('none');
   });
 
   it('rejects a non-boolean dryRun', () => {

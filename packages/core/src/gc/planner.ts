@@ -93,13 +93,23 @@ export function planGc(
   const ownStamped = [...inventory.volumes, ...(inventory.snapshots ?? [])].filter(
     (v) => v.header.status === 'ok' && v.header.header.ownerId === policy.ownerId,
   ).length;
-  const cap = deletionCap(policy, ownStamped);
-  let removals = 0;
+  const caps = deletionCaps(policy, ownStamped);
+  let acts = 0;
+  let shared = 0;
   let capped = false;
   const entries = decided.map((entry): GcPlanEntry => {
     if (!CAPPED_ACTIONS.has(entry.action)) return entry;
-    if (removals < cap.limit) {
-      removals += 1;
+    // An expiry is capped per run only (DESIGN.md §6 "Cap"); every other act by both caps.
+    const expiry = entry.action === 'remove-quarantined';
+    const hit =
+      acts >= caps.perRun.limit
+        ? caps.perRun
+        : !expiry && caps.share !== null && shared >= caps.share.limit
+          ? caps.share
+          : null;
+    if (hit === null) {
+      acts += 1;
+      if (!expiry) shared += 1;
       return entry;
     }
     capped = true;
@@ -107,7 +117,7 @@ export function planGc(
       ...entry,
       action: 'keep',
       severity: 'warn',
-      reason: `deletion cap of ${cap.limit} reached (${cap.why}); would otherwise remove: ${entry.reason}`,
+      reason: `deletion cap of ${hit.limit} reached (${hit.why}); would otherwise remove: ${entry.reason}`,
     };
   });
 
@@ -118,7 +128,10 @@ export function planGc(
     ownerId: policy.ownerId,
     dryRun: policy.dryRun,
     wipe: policy.wipe ?? DEFAULT_GC_WIPE,
-    deletionCap: cap.limit,
+    deletionCap:
+      quarantineOn(policy) || caps.share === null
+        ? caps.perRun.limit
+        : Math.min(caps.perRun.limit, caps.share.limit),
     capped,
     entries,
     summary: summarize(
@@ -334,17 +347,28 @@ function decideMap(m: InventoryMap, context: PlanContext): GcMapEntry {
   };
 }
 
-function deletionCap(
+interface Cap {
+  readonly limit: number;
+  readonly why: string;
+}
+
+/**
+ * The deletion caps of DESIGN.md §6 "Cap": `perRun` (maxDeletions) bounds
+ * every act; `share` (null without a percentage) bounds every act but an
+ * expiry: floor(percent × own stamped LVs / 100), and with a quarantine
+ * window at least 1 (a quarantine is reversible and announced).
+ */
+function deletionCaps(
   policy: GcPolicy,
   ownStamped: number,
-): { readonly limit: number; readonly why: string } {
+): { readonly perRun: Cap; readonly share: Cap | null } {
   const perRun = { limit: policy.maxDeletions, why: `at most ${policy.maxDeletions} per run` };
   const percent = policy.maxDeletionPercent;
-  if (percent === undefined) return perRun;
-  const share = Math.floor((percent * ownStamped) / 100);
-  return share < perRun.limit
-    ? { limit: share, why: `at most ${percent}% of ${ownStamped} own stamped volume(s)` }
-    : perRun;
+  if (percent === undefined) return { perRun, share: null };
+  const floor = Math.floor((percent * ownStamped) / 100);
+  const atLeastOne = quarantineOn(policy) && floor < 1;
+  const why = `at most ${percent}% of ${ownStamped} own stamped volume(s)${atLeastOne ? ', at least 1 with a quarantine window' : ''}`;
+  return { perRun, share: { limit: atLeastOne ? 1 : floor, why } };
 }
 
 function compareEntries(a: GcPlanEntry, b: GcPlanEntry): number {

@@ -149,7 +149,9 @@ export interface GcPolicy {
   readonly maxDeletions: number;
   /**
    * Optional further cap: at most floor(percent × own stamped volumes and
-   * snapshots / 100) of them removed in one run; 0–100.
+   * snapshots / 100) of them removed in one run; 0–100. With a quarantine
+   * window it caps quarantines (and at least 1 of them), never expiries
+   * (DESIGN.md §6 "Cap").
    */
   readonly maxDeletionPercent?: number;
   /**
@@ -305,7 +307,11 @@ export interface GcPlan {
   readonly dryRun: boolean;
   /** The policy's wipe, applied by the executor before each thick volume LV's removal. */
   readonly wipe: WipePolicy;
-  /** Most volume removals this plan may hold (the smaller of both caps). */
+  /**
+   * Most capped acts this plan may hold: without a quarantine window the
+   * smaller of both caps; with one `maxDeletions` (quarantines are further
+   * held to the percentage share, expiries are not; DESIGN.md §6 "Cap").
+   */
   readonly deletionCap: number;
   /** True when at least one removal was turned into keep by the cap. */
   readonly capped: boolean;
