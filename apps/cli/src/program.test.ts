@@ -15,6 +15,9 @@ import { FORCE_UNOWNED_SKIPS } from './commands/volume.js';
 import type { CliServices } from './services.js';
 import { harness } from './testing/harness.js';
 
+/** The exit code commander's refusal of an option value gets (a usage error). */
+const WIPE_REFUSED = 2;
+
 describe('--owner-id', () => {
   it('is checked before the command runs: a bad ID is a usage error and nothing is built', async () => {
     const list = vi.fn();
@@ -270,7 +273,8 @@ describe('delete: two ownership signals, and the explicit override', () => {
     expect(del).toHaveBeenCalledWith(
       ID,
       { vgNames: ['vg0'], source: '--vg', ownerId: STANDALONE_OWNER_ID },
-      { wipe: 'none', forceUnowned: false },
+      // the wipe defaults to discard (DESIGN.md §5 "Wipe")
+      { wipe: 'discard', forceUnowned: false },
     );
     expect(h.stderr()).toBe(
       '… volume group: vg0 (--vg)\n' +
@@ -300,13 +304,22 @@ describe('delete: two ownership signals, and the explicit override', () => {
     },
   );
 
+  it('--wipe none is passed as asked; an unknown wipe is refused before anything runs', async () => {
+    const { h, del } = deleteHarness(Promise.resolve({ existed: true }));
+    expect(await h.run('delete', 'x', '--wipe', 'none')).toBe(0);
+    expect(del).toHaveBeenCalledWith(ID, expect.anything(), { wipe: 'none', forceUnowned: false });
+    const refused = deleteHarness(Promise.resolve({ existed: true }));
+    expect(await refused.h.run('delete', 'x', '--wipe', 'shred')).toBe(WIPE_REFUSED);
+    expect(refused.del).not.toHaveBeenCalled();
+  });
+
   it('--force-unowned passes the override and says exactly which checks it skipped', async () => {
     const { h, del } = deleteHarness(Promise.resolve({ existed: true }));
     expect(await h.run('--json', 'delete', 'x', '--force-unowned')).toBe(0);
     expect(del).toHaveBeenCalledWith(
       ID,
       { vgNames: ['vg0', 'vg1'], source: 'discovered', ownerId: STANDALONE_OWNER_ID },
-      { wipe: 'none', forceUnowned: true },
+      { wipe: 'discard', forceUnowned: true },
     );
     expect(JSON.parse(h.stdout())).toEqual({
       volumeId: ID,
@@ -378,12 +391,34 @@ describe('gc', () => {
         minAgeMs: 1_800_000,
         maxDeletions: 3,
         quarantineMs: 604_800_000,
+        // and the wipe before a removal to discard (DESIGN.md §5 "Wipe")
+        wipe: 'discard',
         dryRun: true,
       },
       nowMs: 1_700_000_000_000,
     });
     expect(apply).not.toHaveBeenCalled();
     expect(h.stdout()).toContain('dry run: nothing was removed');
+  });
+
+  it('passes --wipe to the policy, and refuses an unknown wipe before anything runs', async () => {
+    const plan = vi.fn(() =>
+      Promise.resolve({
+        plan: { dryRun: true, capped: false, entries: [] },
+        vgNames: ['vg0'],
+        activated: [],
+      }),
+    );
+    const h = harness({ gc: { plan } as unknown as CliServices['gc'] });
+    expect(await h.run('gc', '--wipe', 'zero')).toBe(0);
+    const [request] = plan.mock.calls[0] as unknown as [{ policy: { wipe: string } }];
+    expect(request.policy.wipe).toBe('zero');
+    const bad = harness({ gc: { plan } as unknown as CliServices['gc'] });
+    expect(await bad.run('gc', '--wipe', 'shred')).toBe(WIPE_REFUSED);
+    expect(bad.stderr()).toContain(
+      "option '--wipe <policy>' argument 'shred' is invalid. Allowed choices are none, discard, zero.",
+    );
+    expect(plan).toHaveBeenCalledTimes(1);
   });
 
   it('passes --live-snapshots as the separate snapshot live set', async () => {

@@ -294,6 +294,7 @@ describe('lvstamp quarantine purge and gc --quarantine', () => {
       olderThanMs: 2 * 86_400_000,
       nowMs: 1_700_000_000_000,
       dryRun: true,
+      wipe: 'discard',
     });
     expect(apply).not.toHaveBeenCalled();
     expect(h.stdout()).toMatch(
@@ -303,6 +304,13 @@ describe('lvstamp quarantine purge and gc --quarantine', () => {
     const bad = harness({ volumes, gc: { planPurge, apply } as unknown as CliServices['gc'] });
     expect(await bad.run('quarantine', 'purge', '--older-than', 'a week')).toBe(2);
     expect(planPurge).toHaveBeenCalledTimes(1);
+
+    const zero = harness({ volumes, gc: { planPurge, apply } as unknown as CliServices['gc'] });
+    expect(await zero.run('quarantine', 'purge', '--wipe', 'zero')).toBe(0);
+    expect(planPurge).toHaveBeenLastCalledWith(expect.objectContaining({ wipe: 'zero' }));
+    const shred = harness({ volumes, gc: { planPurge, apply } as unknown as CliServices['gc'] });
+    expect(await shred.run('quarantine', 'purge', '--wipe', 'shred')).toBe(2);
+    expect(planPurge).toHaveBeenCalledTimes(2);
   });
 
   it('purge of named LVs passes exactly those to the plan (the copy of an ID that exists again)', async () => {
@@ -322,6 +330,7 @@ describe('lvstamp quarantine purge and gc --quarantine', () => {
       olderThanMs: 0,
       nowMs: 1_700_000_000_000,
       dryRun: true,
+      wipe: 'discard',
       vgNames: ['vg0'],
       lvs: [`vg0/lvstamp_q_${ID}`, `lvstamp_qs_${ID}`],
     });

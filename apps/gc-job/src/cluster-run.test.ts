@@ -140,6 +140,9 @@ describe('per-node Job', () => {
       // The shipped default window: 7 days (DESIGN.md §6 "Quarantine").
       '--quarantine',
       '604800000ms',
+      // The shipped default wipe (DESIGN.md §5 "Wipe").
+      '--wipe',
+      'discard',
       '--max-delete',
       '10',
       '--max-delete-percent',

@@ -1,6 +1,12 @@
 import { hostname } from 'node:os';
 import { DURATION_SYNTAX, parseDuration } from '@lvstamp/app-kit';
-import { DEFAULT_HOST_LOCK_PATH, isHexId, STANDALONE_OWNER_ID } from '@lvstamp/core';
+import {
+  DEFAULT_HOST_LOCK_PATH,
+  isHexId,
+  STANDALONE_OWNER_ID,
+  WIPE_POLICIES,
+  type WipePolicy,
+} from '@lvstamp/core';
 import { ConfigError } from './errors.js';
 import type { KubeCredentials } from './kube/client.js';
 
@@ -10,6 +16,7 @@ export const DEFAULTS = Object.freeze({
   ownerId: STANDALONE_OWNER_ID,
   minAge: '1h',
   quarantine: '7d',
+  wipe: 'discard',
   maxDelete: '10',
   maxDeletePercent: '50',
   pageSize: '500',
@@ -34,6 +41,7 @@ export const ENVIRONMENT: Readonly<Record<string, readonly [string, string | und
     ownerId: ['LVSTAMP_OWNER_ID', DEFAULTS.ownerId],
     minAge: ['LVSTAMP_GC_MIN_AGE', DEFAULTS.minAge],
     quarantine: ['LVSTAMP_GC_QUARANTINE', DEFAULTS.quarantine],
+    wipe: ['LVSTAMP_GC_WIPE', DEFAULTS.wipe],
     maxDelete: ['LVSTAMP_GC_MAX_DELETE', DEFAULTS.maxDelete],
     maxDeletePercent: ['LVSTAMP_GC_MAX_DELETE_PERCENT', DEFAULTS.maxDeletePercent],
     apply: ['LVSTAMP_GC_APPLY', 'false'],
@@ -78,6 +86,7 @@ export interface RawCommonOptions {
   ownerId: string;
   minAge: string;
   quarantine: string;
+  wipe: string;
   maxDelete: string;
   maxDeletePercent: string;
   apply: boolean | string;
@@ -120,6 +129,8 @@ export interface CommonConfig {
   readonly minAgeMs: number;
   /** Quarantine window, ms (DESIGN.md §6 "Quarantine"); 0: orphans are removed at once. */
   readonly quarantineMs: number;
+  /** Wipe of a thick volume LV before the GC removes it (DESIGN.md §5 "Wipe"). */
+  readonly wipe: WipePolicy;
   readonly maxDeletions: number;
   /** 0–100. */
   readonly maxDeletionPercent: number;
@@ -197,6 +208,12 @@ class Problems {
     }
     return Number(text);
   }
+  oneOf<T extends string>(flag: string, text: string, choices: readonly T[]): T {
+    const value = text.trim() as T;
+    if (choices.includes(value)) return value;
+    this.add(`${flag}: must be one of ${choices.join(', ')}, got "${text}"`);
+    return choices[0] as T;
+  }
   bool(flag: string, value: boolean | string): boolean {
     if (typeof value === 'boolean') return value;
     const v = value.trim().toLowerCase();
@@ -236,6 +253,7 @@ function common(raw: RawCommonOptions, env: Env, p: Problems): CommonConfig {
     ownerId,
     minAgeMs: p.duration('--min-age / LVSTAMP_GC_MIN_AGE', raw.minAge),
     quarantineMs: p.duration('--quarantine / LVSTAMP_GC_QUARANTINE', raw.quarantine),
+    wipe: p.oneOf('--wipe / LVSTAMP_GC_WIPE', raw.wipe, WIPE_POLICIES),
     maxDeletions: p.integer('--max-delete / LVSTAMP_GC_MAX_DELETE', raw.maxDelete, 0, 1_000_000),
     maxDeletionPercent: p.integer(
       '--max-delete-percent / LVSTAMP_GC_MAX_DELETE_PERCENT',

@@ -75,6 +75,8 @@ export function nodeArgs(config: ClusterConfig, jobName: string): string[] {
     `${config.minAgeMs}ms`,
     '--quarantine',
     `${config.quarantineMs}ms`,
+    '--wipe',
+    config.wipe,
     '--max-delete',
     String(config.maxDeletions),
     '--max-delete-percent',

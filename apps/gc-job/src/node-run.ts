@@ -143,6 +143,7 @@ export async function runNode(config: NodeConfig, deps: NodeRunDeps): Promise<No
       ownerId: config.ownerId,
       minAgeMs: config.minAgeMs,
       quarantineMs: config.quarantineMs,
+      wipe: config.wipe,
       maxDeletions: config.maxDeletions,
       maxDeletionPercent: config.maxDeletionPercent,
       dryRun: !config.apply,

@@ -302,6 +302,8 @@ describe('lvstamp-gc node', () => {
         'xyz',
         '--min-age',
         '1 hour',
+        '--wipe',
+        'shred',
         '--max-delete-percent',
         '150',
         '--report-job',
@@ -313,6 +315,7 @@ describe('lvstamp-gc node', () => {
     expect(deps.err()).toBe(
       'lvstamp-gc: --owner-id / LVSTAMP_OWNER_ID: must be 32 hex digits (the installation\'s owner ID), got "xyz"; ' +
         '--min-age / LVSTAMP_GC_MIN_AGE: "1 hour" is not a duration (a whole number with a unit ms, s, m, h or d (24 h), or several run together: 45s, 30m, 1h30m, 2d, 1d12h, or 0; no w (write 7d) and no fractions (write 1d12h, not 1.5d)); ' +
+        '--wipe / LVSTAMP_GC_WIPE: must be one of none, discard, zero, got "shred"; ' +
         '--max-delete-percent / LVSTAMP_GC_MAX_DELETE_PERCENT: must be a whole number from 0 to 100, got "150"; ' +
         '--report-job / LVSTAMP_GC_REPORT_JOB: must be <namespace>/<job name>, got "nope"\n',
     );
@@ -366,12 +369,14 @@ describe('lvstamp-gc node', () => {
         NODE_NAME: 'n9',
         LVSTAMP_LOCK_FILE: '/tmp/x.lock',
         LVSTAMP_GC_QUARANTINE: '0',
+        LVSTAMP_GC_WIPE: 'zero',
       },
     });
     const code = await runGc(['node'], deps);
     expect(deps.err()).toBe('');
     expect(code).toBe(0);
     expect(node.removed).toEqual([orphan]);
+    expect(node.wiped).toEqual([`zero /dev/mapper/vg0-lvstamp_${orphan}`]);
     expect(deps.lockFiles).toEqual(['/tmp/x.lock']);
     expect(deps.out()).toMatch(
       /node n9: 1 device\(s\), kept 0, warnings 0, to remove 1, removed 1, skipped 0, errors 0; applied\n$/,
@@ -451,11 +456,15 @@ describe('lvstamp-gc node: quarantine (DESIGN.md §6 "Quarantine")', () => {
     });
     const deps = await appliedWithWindow(kube, node);
     expect(node.removed).toEqual([`lvstamp_q_${expired}`]);
+    // the default wipe, before the expiry's lvremove (DESIGN.md §5 "Wipe")
+    expect(node.wiped).toEqual([`discard /dev/mapper/vg0-lvstamp_q_${expired}`]);
     expect(node.quarantined.map((lv) => lv.lvName)).toEqual([`lvstamp_q_${young}`]);
     expect(
       kube.events.map((e) => [e.reason, e.type, e.involvedObject.kind, e.involvedObject.name]),
     ).toEqual([['QuarantinedVolumeRemoved', 'Normal', 'Node', 'n9']]);
-    expect(kube.events[0]?.message).toContain(`removed quarantined LV vg0/lvstamp_q_${expired}`);
+    expect(kube.events[0]?.message).toContain(
+      `wiped /dev/mapper/vg0-lvstamp_q_${expired} (discard), removed quarantined LV vg0/lvstamp_q_${expired}`,
+    );
     const out = deps.out();
     expect(out).toMatch(
       new RegExp(`vg0/lvstamp_q_${young} +keep +7 +since 2025-05-31T12:00:00.000Z, 6d left `),

@@ -115,6 +115,14 @@ function addCommonOptions(command: Command): Command {
       )
       .addOption(
         envOption(
+          '--wipe <policy>',
+          'before removing a thick volume (at once or at expiry): discard or zero make its blocks read zeros (docs/DESIGN.md §5 "Wipe"); none leaves them',
+          'LVSTAMP_GC_WIPE',
+          DEFAULTS.wipe,
+        ),
+      )
+      .addOption(
+        envOption(
           '--max-delete <n>',
           'remove at most N volumes per node and run',
           'LVSTAMP_GC_MAX_DELETE',

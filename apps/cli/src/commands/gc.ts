@@ -15,8 +15,10 @@ import {
   volumeIdForName,
   type GcOutcome,
   type GcPlan,
+  type WipePolicy,
 } from '@lvstamp/core';
 import type { Command } from 'commander';
+import { wipeOption } from './wipe-option.js';
 import { progress, writeJson, type Io } from '../output.js';
 import type { CommandContext } from '../context.js';
 import { describeScope } from '../scope.js';
@@ -29,6 +31,7 @@ interface GcOptions {
   maxDelete: string;
   apply: boolean;
   quarantine: string;
+  wipe: WipePolicy;
   allowEmptyLiveSet: boolean;
   vg?: string;
 }
@@ -54,6 +57,7 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
       'quarantine orphans this long before removal (0: remove at once, as before quarantine existed)',
       '7d',
     )
+    .addOption(wipeOption('before removing a thick volume (at once or at expiry)'))
     .option('--allow-empty-live-set', 'accept an empty live set while stamped volumes exist', false)
     .option(
       '--vg <vg>',
@@ -68,6 +72,9 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
         '(a snapshot lvstamp_qs_<id>), tagged with the time and deactivated, data and header untouched;\n' +
         'a later run removes it once the window passed, with the same two signals. `lvstamp quarantine\n' +
         'restore` brings it back; with --quarantine 0 orphans are removed at once and quarantined LVs kept.\n' +
+        'A thick volume is wiped (--wipe, default discard) right before its lvremove, so that the next\n' +
+        'volume on its extents reads zeros; a failed wipe leaves the LV for the next run. Thin volumes and\n' +
+        'lvstamp_new_ leftovers are never wiped.\n' +
         'Only the volume groups named with --vg (or else those tagged lvstamp or holding lvstamp volumes)\n' +
         "are scanned; inactive LVs with this owner's tags are activated (lvchange --activate y; snapshots,\n" +
         'which skip a plain activation: lvchange -ay -K) to read them.\n' +
@@ -103,6 +110,7 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
           minAgeMs,
           maxDeletions,
           quarantineMs,
+          wipe: opts.wipe,
           dryRun: !opts.apply,
         },
         nowMs: ctx.deps.now(),
@@ -124,6 +132,7 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
           minAgeMs,
           maxDeletions,
           quarantineMs,
+          wipe: opts.wipe,
           volumeGroups: vgNames,
           activated,
           plan,

@@ -15,8 +15,10 @@ import {
   type QuarantinedKind,
   type QuarantinedLv,
   type RestoredLv,
+  type WipePolicy,
 } from '@lvstamp/core';
 import { Option, type Command } from 'commander';
+import { wipeOption } from './wipe-option.js';
 import { progress, writeJson } from '../output.js';
 import type { CommandContext } from '../context.js';
 import { commandScope, describeScope } from '../scope.js';
@@ -186,6 +188,7 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
       'only these quarantined LVs, each <vg>/lvstamp_q_<id> (lvstamp_qs_<id>), or the LV name when one group holds it (default: all)',
     )
     .option('--older-than <duration>', 'only those quarantined at least this long ago', '0s')
+    .addOption(wipeOption('before removing a thick quarantined volume'))
     .option('--apply', 'remove them (default: print the plan only)', false)
     .option('--vg <vg>', VG_HELP)
     .addHelpText(
@@ -197,42 +200,57 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
         'vg0/lvstamp_q_<id> --apply. A name that is no quarantined LV in the scope removes nothing (exit 1).\n' +
         `Durations: ${DURATION_SYNTAX}.`,
     )
-    .action(async (lvs: string[], opts: { olderThan: string; apply: boolean; vg?: string }) => {
-      const olderThanMs = parseDuration(opts.olderThan);
-      const gc = ctx.services().gc;
-      const { plan, vgNames } = await gc.planPurge({
-        ownerId: ctx.globals().ownerId,
-        olderThanMs,
-        nowMs: ctx.deps.now(),
-        dryRun: !opts.apply,
-        ...(opts.vg === undefined ? {} : { vgNames: [opts.vg] }),
-        ...(lvs.length === 0 ? {} : { lvs }),
-      });
-      progress(
-        io,
-        describeScope({ vgNames, source: opts.vg === undefined ? 'discovered' : '--vg' }),
-      );
-      let outcomes: readonly GcOutcome[] = [];
-      if (opts.apply && plan.entries.some((e) => e.action !== 'keep')) {
-        outcomes = await gc.apply(plan);
-      }
-      if (ctx.globals().json) {
-        writeJson(io, { dryRun: plan.dryRun, olderThanMs, volumeGroups: vgNames, plan, outcomes });
-      } else {
-        const { header, rows } = planTable(plan, outcomes);
-        io.stdout.write(renderTable(header, rows));
-        const planned = plan.entries.filter((e) => e.action !== 'keep').length;
-        io.stdout.write(
-          `${plan.entries.length} quarantined, ${planned} to remove (older than ${formatDuration(olderThanMs)}); ` +
-            (plan.dryRun
-              ? 'dry run: nothing was removed (use --apply)\n'
-              : `${outcomes.filter((o) => o.outcome === 'removed').length} removed\n`),
+    .action(
+      async (
+        lvs: string[],
+        opts: { olderThan: string; wipe: WipePolicy; apply: boolean; vg?: string },
+      ) => {
+        const olderThanMs = parseDuration(opts.olderThan);
+        const gc = ctx.services().gc;
+        const { plan, vgNames } = await gc.planPurge({
+          ownerId: ctx.globals().ownerId,
+          olderThanMs,
+          nowMs: ctx.deps.now(),
+          dryRun: !opts.apply,
+          wipe: opts.wipe,
+          ...(opts.vg === undefined ? {} : { vgNames: [opts.vg] }),
+          ...(lvs.length === 0 ? {} : { lvs }),
+        });
+        progress(
+          io,
+          describeScope({ vgNames, source: opts.vg === undefined ? 'discovered' : '--vg' }),
         );
-      }
-      const failed = outcomes.filter((o) => o.outcome === 'failed').length;
-      if (failed > 0)
-        throw new ReportedFailure(`${failed} of the planned removals failed; see the table above`);
-    });
+        let outcomes: readonly GcOutcome[] = [];
+        if (opts.apply && plan.entries.some((e) => e.action !== 'keep')) {
+          outcomes = await gc.apply(plan);
+        }
+        if (ctx.globals().json) {
+          writeJson(io, {
+            dryRun: plan.dryRun,
+            olderThanMs,
+            wipe: opts.wipe,
+            volumeGroups: vgNames,
+            plan,
+            outcomes,
+          });
+        } else {
+          const { header, rows } = planTable(plan, outcomes);
+          io.stdout.write(renderTable(header, rows));
+          const planned = plan.entries.filter((e) => e.action !== 'keep').length;
+          io.stdout.write(
+            `${plan.entries.length} quarantined, ${planned} to remove (older than ${formatDuration(olderThanMs)}); ` +
+              (plan.dryRun
+                ? 'dry run: nothing was removed (use --apply)\n'
+                : `${outcomes.filter((o) => o.outcome === 'removed').length} removed\n`),
+          );
+        }
+        const failed = outcomes.filter((o) => o.outcome === 'failed').length;
+        if (failed > 0)
+          throw new ReportedFailure(
+            `${failed} of the planned removals failed; see the table above`,
+          );
+      },
+    );
 }
 
 /** `lvstamp list --quarantined` and `lvstamp quarantine list`. */

@@ -11,8 +11,9 @@ import {
   type VolumeStatus,
   type WipePolicy,
 } from '@lvstamp/core';
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { UsageError } from '../errors.js';
+import { wipeOption } from './wipe-option.js';
 import { absentLine, progress, writeJson } from '../output.js';
 import type { CommandContext } from '../context.js';
 import { formatBytes, formatCapacity, parseSize } from '../quantity.js';
@@ -261,14 +262,7 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
       "delete a volume: its data device and LV (refused while open, or when the LV does not prove it is this owner's); deleting twice succeeds",
     )
     .argument('<volume>', 'volume name or ID')
-    .addOption(
-      new Option(
-        '--wipe <policy>',
-        'what happens to the blocks first: discard or zero make them read zeros (docs/DESIGN.md §5 "Wipe"); none leaves them',
-      )
-        .choices(['none', 'discard', 'zero'])
-        .default('none'),
-    )
+    .addOption(wipeOption('before removing a thick volume'))
     .option('--vg <vg>', VG_HELP)
     .option(
       '--force-unowned',

@@ -43,6 +43,8 @@ export class FakeNode {
   readonly headers = new Map<string, DecodeResult>();
   readonly dm: DmMap[] = [];
   readonly removed: string[] = [];
+  /** `<policy> <device path>` of each wipe, in order. */
+  readonly wiped: string[] = [];
   /** LVs the GC quarantined (`lvstamp_q_<id>`, `lvstamp_qs_<id>`), inactive, tagged. */
   readonly quarantined: LogicalVolume[] = [];
   readonly lockReasons: string[] = [];
@@ -223,6 +225,12 @@ export class FakeNode {
         activateOwnedVolumes: () => Promise.resolve([]),
         activateOwnedSnapshots: () => Promise.resolve([]),
         deactivateSnapshots: () => Promise.resolve(),
+        wipeLogicalVolume: (policy, target) => {
+          if (!this.#lockHeld)
+            return Promise.reject(new Error('wipeLogicalVolume without the host lock'));
+          this.wiped.push(`${policy} ${target.dmPath}`);
+          return Promise.resolve();
+        },
         removeLogicalVolume: (ref: LvRef) => {
           if (!this.#lockHeld)
             return Promise.reject(new Error('removeLogicalVolume without the host lock'));

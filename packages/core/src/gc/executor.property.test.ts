@@ -243,7 +243,8 @@ class Node {
           for (const problem of this.lvProblems(plan, entryOf(name), lv, true))
             this.violations.push(`wipe ${name}: ${problem}`);
           if (lv.creating) this.violations.push(`wipe ${name}: a leftover that never held data`);
-          if (policy !== plan.wipe) this.violations.push(`wipe ${name}: ${policy}, planned ${plan.wipe}`);
+          if (policy !== plan.wipe)
+            this.violations.push(`wipe ${name}: ${policy}, planned ${plan.wipe}`);
           if (target.sizeBytes !== lv.sizeBytes)
             this.violations.push(`wipe ${name}: ${target.sizeBytes} bytes of ${lv.sizeBytes}`);
           this.wiped.add(name);

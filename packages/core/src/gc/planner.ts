@@ -175,7 +175,7 @@ export function validatePolicy(policy: GcPolicy): void {
   }
   if (policy.wipe !== undefined && !(WIPE_POLICIES as readonly string[]).includes(policy.wipe)) {
     throw new InvalidArgumentError(
-      `policy wipe must be one of ${WIPE_POLICIES.join(', ')}, got "${String(policy.wipe)}"`,
+      `policy wipe must be one of ${WIPE_POLICIES.join(', ')}, got "${policy.wipe}"`,
     );
   }
   if (typeof policy.dryRun !== 'boolean') {

@@ -181,10 +181,16 @@ export async function wipeBeforeRemoval(
   if (plan.wipe === 'none' || !heldData || isThinLv(lv)) return { wiped: '' };
   const left = `LV ${lv.vgName}/${lv.lvName} left in place`;
   if (lv.dmPath === null) {
-    return { outcome: 'failed', detail: `lvm reports no device path to wipe (${plan.wipe}); ${left}` };
+    return {
+      outcome: 'failed',
+      detail: `lvm reports no device path to wipe (${plan.wipe}); ${left}`,
+    };
   }
   try {
-    await ports.volumes.wipeLogicalVolume(plan.wipe, { dmPath: lv.dmPath, sizeBytes: lv.sizeBytes });
+    await ports.volumes.wipeLogicalVolume(plan.wipe, {
+      dmPath: lv.dmPath,
+      sizeBytes: lv.sizeBytes,
+    });
   } catch (error) {
     return {
       outcome: 'failed',

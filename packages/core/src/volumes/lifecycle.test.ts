@@ -1248,10 +1248,7 @@ describe('VolumeService: the wipe on delete (DESIGN.md §5 "Wipe")', () => {
   });
 
   it('discard: a timed-out fallocate past the header is not followed by a write of every block, nor by the header range; the LV stays', async () => {
-    const { runner, manager, warnings } = setup([
-      ...before(),
-      { argv: PUNCH_BODY, timeout: true },
-    ]);
+    const { runner, manager, warnings } = setup([...before(), { argv: PUNCH_BODY, timeout: true }]);
     const error = await caught(manager.delete(ID_DEL, SCOPE, { wipe: 'discard' }));
     runner.assertDone(); // no blkdiscard --zeroout, no header range, no lvremove
     expect(error).toBeInstanceOf(CommandTimeoutError);
