@@ -387,15 +387,16 @@ describe('the chart', () => {
     expect(gc.image).toBe('ghcr.io/lvstamp/lvstamp:0.2.0');
     expect(
       Object.fromEntries(
-        ['APPLY', 'MIN_AGE', 'QUARANTINE', 'MAX_DELETE', 'MAX_DELETE_PERCENT', 'IMAGE'].map((k) => [
-          k,
-          envValue(gc, `LVSTAMP_GC_${k}`),
-        ]),
+        ['APPLY', 'MIN_AGE', 'QUARANTINE', 'WIPE', 'MAX_DELETE', 'MAX_DELETE_PERCENT', 'IMAGE'].map(
+          (k) => [k, envValue(gc, `LVSTAMP_GC_${k}`)],
+        ),
       ),
     ).toEqual({
       APPLY: 'true',
       MIN_AGE: '2h',
       QUARANTINE: '0',
+      // gc.wipe unset: the one class's zero
+      WIPE: 'zero',
       MAX_DELETE: '3',
       MAX_DELETE_PERCENT: '20',
       IMAGE: 'ghcr.io/lvstamp/lvstamp:0.2.0',
@@ -434,6 +435,37 @@ describe('the chart', () => {
     expect(
       (await template('--set', 'gc.enabled=false')).filter((o) => o.metadata.name.includes('-gc')),
     ).toEqual([]);
+  });
+});
+
+describe('the GC\'s wipe (docs/DESIGN.md §5 "Wipe")', () => {
+  const gcWipe = async (...args: string[]) =>
+    envValue(gcContainer(find(await template(...args), 'CronJob/lvstamp-gc')), 'LVSTAMP_GC_WIPE');
+  const classes = (json: string) => ['--set-json', `deviceClasses={"default":null,${json}}`];
+
+  it('unset: the strongest wipe of the device classes (none < discard < zero)', async () => {
+    expect(await gcWipe()).toBe('discard');
+    expect(
+      await gcWipe(
+        ...classes(
+          '"a":{"volumeGroup":"vg1","wipe":"none","default":true},"b":{"volumeGroup":"vg2","wipe":"zero"},"c":{"volumeGroup":"vg3","wipe":"discard"}',
+        ),
+      ),
+    ).toBe('zero');
+    expect(
+      await gcWipe(
+        ...classes(
+          '"thin":{"volumeGroup":"vg1","type":"thin","thinPool":"pool","wipe":"none","default":true}',
+        ),
+      ),
+    ).toBe('none');
+  });
+
+  it('gc.wipe wins over the classes, and the schema refuses anything but none, discard, zero', async () => {
+    expect(await gcWipe('--set', 'gc.wipe=none')).toBe('none');
+    expect(await templateFails('--set', 'gc.wipe=shred')).toContain(
+      "at '/gc/wipe': value must be one of 'none', 'discard', 'zero'",
+    );
   });
 });
 

@@ -16,6 +16,25 @@ documents them: { volumeGroup: lvstamp, wipe: discard, default: true }.
 {{- end -}}
 
 {{/*
+The GC's wipe (LVSTAMP_GC_WIPE): gc.wipe when set, else the strongest wipe of the device classes
+(none < discard < zero), as the driver picks the strongest wipe of a volume group's classes.
+*/}}
+{{- define "lvstamp.gcWipe" -}}
+{{- if .Values.gc.wipe -}}
+{{- .Values.gc.wipe -}}
+{{- else -}}
+{{- $strength := dict "none" 0 "discard" 1 "zero" 2 -}}
+{{- $best := "none" -}}
+{{- range $name, $class := .Values.deviceClasses -}}
+{{- if gt (int (get $strength $class.wipe)) (int (get $strength $best)) -}}
+{{- $best = $class.wipe -}}
+{{- end -}}
+{{- end -}}
+{{- $best -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 The placeholder owner ID of the kustomize base (ownerId: unset): not 32 hex digits, so the
 driver and the GC refuse to start with it, and it says where to set one.
 */}}
