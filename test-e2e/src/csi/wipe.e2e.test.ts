@@ -173,8 +173,14 @@ describe('the wipe on delete, on a device without discard (DESIGN.md §5 "Wipe")
       .split('\n')
       .filter((line) => line.includes(FALLBACK))
       .map((line) => JSON.parse(line) as { level: string; device: string; argv: string[] });
-    expect(warnings.map((w) => [w.level, w.device, w.argv[0]])).toEqual([
-      ['warn', tenantLv.path, 'fallocate'],
+    // One per range: past the header first, the header's 4 KiB last (DESIGN.md §5 "Wipe").
+    expect(warnings.map((w) => [w.level, w.device, w.argv.slice(0, 6).join(' ')])).toEqual([
+      [
+        'warn',
+        tenantLv.path,
+        `fallocate --punch-hole --offset 4096 --length ${tenantLv.bytes - 4096}`,
+      ],
+      ['warn', tenantLv.path, 'fallocate --punch-hole --offset 0 --length 4096'],
     ]);
 
     const successor = await create(driver.client, 'wipe-successor');

@@ -247,7 +247,7 @@ describe('gc quarantine of thin volumes and snapshots on a real thin pool', () =
     expect((await lvNames(vg.vgName)).filter((n) => n.startsWith('lvstamp_q'))).toEqual([]);
   });
 
-  it('quarantined again, both expire once the window passed: removed, nothing left in the pool', async () => {
+  it('quarantined again, both expire once the window passed: removed unwiped (even with --wipe zero), nothing left in the pool', async () => {
     const first = await cliJson<GcJson>(gc('--quarantine', '1s', '--apply'));
     expect(first.outcomes.map((o) => [o.entry.device, o.outcome]).sort()).toEqual(
       [
@@ -256,11 +256,24 @@ describe('gc quarantine of thin volumes and snapshots on a real thin pool', () =
       ].sort(),
     );
     await sleep(2_000);
-    const run = await cliJson<GcJson>(gc('--quarantine', '1s', '--apply'));
-    expect(run.outcomes.map((o) => [o.entry.device, o.entry.action, o.outcome]).sort()).toEqual(
+    // A thin LV is never wiped (DESIGN.md §5 "Wipe"): the outcome names every step that ran.
+    const run = await cliJson<GcJson>(gc('--quarantine', '1s', '--wipe', 'zero', '--apply'));
+    expect(
+      run.outcomes.map((o) => [o.entry.device, o.entry.action, o.outcome, o.detail]).sort(),
+    ).toEqual(
       [
-        [`${vg.vgName}/${qSnap}`, 'remove-quarantined', 'removed'],
-        [`${vg.vgName}/${qThin}`, 'remove-quarantined', 'removed'],
+        [
+          `${vg.vgName}/${qSnap}`,
+          'remove-quarantined',
+          'removed',
+          `removed quarantined LV ${vg.vgName}/${qSnap}`,
+        ],
+        [
+          `${vg.vgName}/${qThin}`,
+          'remove-quarantined',
+          'removed',
+          `removed quarantined LV ${vg.vgName}/${qThin}`,
+        ],
       ].sort(),
     );
     expect(await lvNames(vg.vgName)).toEqual(['pool0']);

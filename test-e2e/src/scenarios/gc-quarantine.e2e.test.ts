@@ -20,12 +20,17 @@ import {
   lvRow,
   lvsRows,
   newOwnerId,
+  nonZeroBytes,
   okHeaderOnDisk,
+  pattern,
+  peRanges,
   readBytes,
+  readExtents,
   sleep,
   startCli,
   suffix,
   waitForNoProcessMentioning,
+  writeAt,
   type GcJson,
 } from './support.js';
 
@@ -48,6 +53,9 @@ const ids = Object.fromEntries(Object.entries(names).map(([k, n]) => [k, idOf(n)
 >;
 /** Bytes written into the restored volume's data device before it is quarantined. */
 const PAYLOAD = `quarantine payload ${suffix()}`;
+/** The old tenant's bytes in the volume that expires: 1 MiB at byte 3 MiB of its LV. */
+const EXPIRED_AT = 3 * MiB;
+const EXPIRED_BYTES = pattern(`expired tenant bytes ${suffix()} `, MiB);
 
 let vg: LoopVg;
 let liveFile: string;
@@ -96,6 +104,8 @@ beforeAll(async () => {
   liveFile = join(vg.dir, 'live-volumes');
   await setLive('live');
   await Promise.all((['live', 'restored', 'expires', 'recreated', 'corrupt'] as const).map(create));
+  const expiresLv = (await lvRow(vg.vgName, `lvstamp_${ids.expires}`)).lv_dm_path;
+  await writeAt(expiresLv, EXPIRED_AT, EXPIRED_BYTES);
   // The restored volume holds known bytes at the start of its data device.
   const attached = await cli(lvstamp('attach', names.restored), 0);
   const dataDevice = attached.stdout.trim().split('\n').pop() ?? '';
@@ -229,18 +239,27 @@ describe('gc quarantine on real lvm2', () => {
     expect(quarantineTags(still.lv_tags)).toHaveLength(1);
   });
 
-  it('expiry removes only what passed its window with both signals; live and corrupt ones are kept', async () => {
+  it('expiry removes only what passed its window with both signals, wiped first; live and corrupt ones are kept', async () => {
     await setLive('live', 'restored', 'recreated');
     await sleep(2_000);
+    const extents = await peRanges(vg.vgName, qName('expires'));
     const run = await cliJson<GcJson>(gc('--quarantine', '1s', '--apply'));
     const entry = (lvName: string) =>
       run.plan.entries.find((e) => e.device === `${vg.vgName}/${lvName}`);
     expect(entry(qName('expires'))).toMatchObject({ action: 'remove-quarantined', rule: 7 });
     expect(entry(qName('recreated'))).toMatchObject({ action: 'keep', rule: 2, severity: 'warn' });
     expect(entry(qName('corrupt'))).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
-    expect(run.outcomes.map((o) => [o.entry.device, o.outcome])).toEqual([
-      [`${vg.vgName}/${qName('expires')}`, 'removed'],
+    expect(run.outcomes.map((o) => [o.entry.device, o.outcome, o.detail])).toEqual([
+      [
+        `${vg.vgName}/${qName('expires')}`,
+        'removed',
+        `wiped /dev/mapper/${vg.vgName}-${qName('expires')} (discard), removed quarantined LV ${vg.vgName}/${qName('expires')}`,
+      ],
     ]);
+    // DESIGN.md §5 "Wipe": the next volume on its extents reads zeros where the old bytes were.
+    const next = await readExtents(vg.vgName, extents);
+    expect(next.length).toBeGreaterThan(EXPIRED_AT + MiB);
+    expect(nonZeroBytes(next)).toBe(0);
     const after = await lvNames(vg.vgName);
     expect(after).not.toContain(qName('expires'));
     expect(after).toEqual(expect.arrayContaining([qName('recreated'), qName('corrupt')]));

@@ -17,9 +17,14 @@ import {
   lvNames,
   lvRow,
   newOwnerId,
+  nonZeroBytes,
   okHeaderOnDisk,
+  pattern,
+  peRanges,
+  readExtents,
   sleepUntil,
   suffix,
+  writeAt,
   type InspectJson,
 } from './support.js';
 
@@ -75,6 +80,13 @@ const ids = Object.fromEntries(Object.entries(names).map(([k, n]) => [k, idOf(n)
   keyof typeof names,
   string
 >;
+/**
+ * The old tenant's bytes in each orphan, 1 MiB at byte 3 MiB of its LV: inside its data area
+ * and outside the first and last MiB that create zeroes (DESIGN.md §5 "Wipe").
+ */
+const PATTERN_AT = 3 * MiB;
+const ORPHAN_BYTES = pattern(`old tenant bytes ${suffix()} `, MiB);
+
 /** An LV named like a volume (`lvstamp_<32 hex>`) that holds no header. */
 const headerlessId = randomBytes(16).toString('hex');
 
@@ -114,6 +126,8 @@ beforeAll(async () => {
     ),
   );
   orphansCreatedAtMs = Math.max(...orphanHeaders.map((h) => h.createdAtMs));
+  for (const k of ['orphanA', 'orphanB'] as const)
+    await writeAt((await lvRow(vg.vgName, lv(k))).lv_dm_path, PATTERN_AT, ORPHAN_BYTES);
   await Promise.all([
     create('live'),
     create('foreign', foreignOwner),
@@ -229,13 +243,24 @@ describe('gc on real volumes', () => {
     expect(await dmInfo(`lvstamp-${ids.orphanA}`)).not.toBeNull();
   });
 
-  it('--max-delete 1 with two aged orphans removes exactly one (and the stale map) and says the cap was reached', async () => {
+  it('--max-delete 1 with two aged orphans removes exactly one (and the stale map) and says the cap was reached; with --wipe none its old bytes stay on the extents', async () => {
+    const [first, second] = [ids.orphanA, ids.orphanB].sort();
+    const extents = await peRanges(vg.vgName, `lvstamp_${first}`);
     const result = await cli(
-      gc('--live', liveFile, '--min-age', MIN_AGE, '--max-delete', '1', '--apply'),
+      gc(
+        '--live',
+        liveFile,
+        '--min-age',
+        MIN_AGE,
+        '--max-delete',
+        '1',
+        '--wipe',
+        'none',
+        '--apply',
+      ),
       0,
     );
     expect(result.stdout).toMatch(/, deletion cap reached; 2 removed$/);
-    const [first, second] = [ids.orphanA, ids.orphanB].sort();
     expect(result.stdout).toMatch(
       new RegExp(
         `\\n${vg.vgName}/lvstamp_${second}\\s+keep\\s+6\\s+WARNING: deletion cap of 1 reached \\(at most 1 per run\\); would otherwise remove: orphan: `,
@@ -251,10 +276,15 @@ describe('gc on real volumes', () => {
     expect(left).toContain(`lvstamp_${second}`);
     expect(left).toHaveLength(7);
     expect(await dmInfo(`lvstamp-${ids.orphanA}`)).toBeNull();
+    // The control of the wipe test below: without a wipe the next LV on these extents reads them.
+    const next = await readExtents(vg.vgName, extents);
+    expect(next.subarray(PATTERN_AT, PATTERN_AT + MiB).equals(ORPHAN_BYTES)).toBe(true);
   });
 
-  it('--apply removes the other aged orphan and keeps live, young, foreign, corrupt, open and headerless volumes', async () => {
+  it('--apply removes the other aged orphan, wiped (discard, the default), and keeps live, young, foreign, corrupt, open and headerless volumes', async () => {
     const [, second] = [ids.orphanA, ids.orphanB].sort();
+    const secondPath = (await lvRow(vg.vgName, `lvstamp_${second}`)).lv_dm_path;
+    const extents = await peRanges(vg.vgName, `lvstamp_${second}`);
     const applied = await cliJson<GcJson>(gc('--live', liveFile, '--min-age', MIN_AGE, '--apply'));
     expect(applied.dryRun).toBe(false);
     expect(applied.plan.capped).toBe(false);
@@ -264,8 +294,16 @@ describe('gc on real volumes', () => {
         .map((e) => [e.device, e.action, e.rule]),
     ).toEqual([[`${vg.vgName}/lvstamp_${second}`, 'remove-volume', 6]]);
     expect(applied.outcomes.map((o) => [o.entry.device, o.outcome, o.detail])).toEqual([
-      [`${vg.vgName}/lvstamp_${second}`, 'removed', `removed LV ${vg.vgName}/lvstamp_${second}`],
+      [
+        `${vg.vgName}/lvstamp_${second}`,
+        'removed',
+        `wiped ${secondPath} (discard), removed LV ${vg.vgName}/lvstamp_${second}`,
+      ],
     ]);
+    // DESIGN.md §5 "Wipe": the next volume on its extents reads zeros, header and pattern included.
+    const next = await readExtents(vg.vgName, extents);
+    expect(next.length).toBeGreaterThan(PATTERN_AT + MiB);
+    expect(nonZeroBytes(next)).toBe(0);
     expect(ours(applied).find((e) => e.device === device('young'))?.rule).toBe(3);
 
     expect(await lvNames(vg.vgName)).toEqual(

@@ -218,6 +218,68 @@ export async function readBytes(path: string, position: number, length: number):
   }
 }
 
+/** `bytes` bytes of `label` repeated: a pattern a read can find again. */
+export function pattern(label: string, bytes: number): Buffer {
+  return Buffer.alloc(bytes, label);
+}
+
+/** Writes `data` at byte `position` of a device and syncs it to the device. */
+export async function writeAt(device: string, position: number, data: Buffer): Promise<void> {
+  const handle = await open(device, 'r+');
+  try {
+    await handle.write(data, 0, data.length, position);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The physical extents of an LV in lvcreate's form (`/dev/loop3:10-12`), one per segment. */
+export async function peRanges(vgName: string, lvName: string): Promise<string[]> {
+  const result = await shOk(['lvs', '--noheadings', '-o', 'seg_pe_ranges', `${vgName}/${lvName}`]);
+  return result.stdout.split(/\s+/).filter((r) => r !== '');
+}
+
+/**
+ * What the next LV made on exactly these physical extents reads: an LV on
+ * `ranges` (`lvcreate` with neither zeroing nor signature wiping, so it shows
+ * the extents as they are), read whole, then removed.
+ */
+export async function readExtents(vgName: string, ranges: readonly string[]): Promise<Buffer> {
+  const extents = ranges
+    .map((r) => /:(\d+)-(\d+)$/.exec(r))
+    .reduce((sum, m) => sum + Number(m?.[2]) - Number(m?.[1]) + 1, 0);
+  expect(extents).toBeGreaterThan(0);
+  const probe = `probe_${suffix()}`;
+  await shOk([
+    'lvcreate',
+    '--yes',
+    '--zero',
+    'n',
+    '--wipesignatures',
+    'n',
+    '-n',
+    probe,
+    '-l',
+    String(extents),
+    vgName,
+    ...ranges,
+  ]);
+  try {
+    const row = await lvRow(vgName, probe);
+    return await readBytes(row.lv_dm_path, 0, Number(row.lv_size));
+  } finally {
+    await shOk(['lvremove', '--yes', `${vgName}/${probe}`]);
+  }
+}
+
+/** How many bytes of `data` are not zero. */
+export function nonZeroBytes(data: Buffer): number {
+  let count = 0;
+  for (const byte of data) if (byte !== 0) count += 1;
+  return count;
+}
+
 /** Makes a filesystem on `device` and mounts it on `<dir>/<name>`; returns the mount point. */
 export async function formatAndMount(
   device: string,
