@@ -4,9 +4,9 @@
  * act. A removal and a quarantine share them.
  */
 import type { DmMap } from '../device/types.js';
-import { isThinLv } from '../lvm/thin-snapshots.js';
 import type { LogicalVolume } from '../lvm/types.js';
 import type { Volume } from '../volumes/types.js';
+import { wipeApplies } from '../volumes/wipe.js';
 import { dmNameFor, dmUuidFor, parseFromTag, parseSnapshotTags } from '../naming.js';
 import { readHeaderSafely, type HeaderReading } from '../volumes/header-reading.js';
 import { failedHeaderCheck, failedTagCheck } from '../volumes/ownership.js';
@@ -178,7 +178,7 @@ export async function wipeBeforeRemoval(
   heldData: boolean,
   ports: GcExecutorPorts,
 ): Promise<Step | { readonly wiped: string }> {
-  if (plan.wipe === 'none' || !heldData || isThinLv(lv)) return { wiped: '' };
+  if (plan.wipe === 'none' || !wipeApplies(lv, heldData)) return { wiped: '' };
   const left = `LV ${lv.vgName}/${lv.lvName} left in place`;
   if (lv.dmPath === null) {
     return {

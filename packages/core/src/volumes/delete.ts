@@ -5,7 +5,6 @@
  */
 import type { DataDeviceRef } from '../device/types.js';
 import { FailedPreconditionError, InvalidArgumentError } from '../errors.js';
-import { isThinLv } from '../lvm/thin-snapshots.js';
 import { validateLvUuid } from '../lvm/logical-volumes.js';
 import { isHexId, parseOwnerId } from '../naming.js';
 import { refuseTargetOutside } from './attach.js';
@@ -27,7 +26,7 @@ import type {
   VolumeScope,
   WipePolicy,
 } from './types.js';
-import { WIPE_POLICIES, wipeDevice } from './wipe.js';
+import { WIPE_POLICIES, wipeApplies, wipeDevice } from './wipe.js';
 
 /**
  * Deletes a volume: its data device (refused while mounted or open), then
@@ -140,9 +139,7 @@ async function deleteLvs(
   }
   const removed: string[] = [];
   for (const lv of [...ready, ...pending]) {
-    // A thin LV is never wiped: lvremove returns its chunks and the pool zeroes them before
-    // reuse (DESIGN.md §5); a wipe would map, or discard, chunks a snapshot may share.
-    if (how.wipe !== 'none' && !lv.creating && lv.dmPath !== null && !isThinLv(lv)) {
+    if (how.wipe !== 'none' && lv.dmPath !== null && wipeApplies(lv, !lv.creating)) {
       await wipeDevice(p, how.wipe, { dmPath: lv.dmPath, sizeBytes: lv.sizeBytes });
     }
     await p.lvm.logicalVolumes.remove(lv.vgName, lv.lvName);

@@ -5,6 +5,7 @@
  */
 import { CommandFailedError, CommandTimeoutError, InvalidArgumentError } from '../errors.js';
 import { runLogged } from '../exec/logged.js';
+import { isThinLv } from '../lvm/thin-snapshots.js';
 import type { VolumeParts } from './parts.js';
 import type { WipePolicy } from './types.js';
 
@@ -27,6 +28,16 @@ export function strongestWipe(policies: Iterable<WipePolicy>): WipePolicy {
  * both ranges stay aligned for BLKZEROOUT).
  */
 export const HEADER_RANGE_BYTES = 4096;
+
+/**
+ * Whether removing `lv` calls for a wipe (DESIGN.md §5 "Wipe"): a thick LV
+ * that held a tenant's data. Never a thin LV (its pool zeroes reused chunks,
+ * and a wipe would discard chunks a snapshot shares), nor an
+ * `lvstamp_new_<id>` leftover (`heldData` false: it never held data).
+ */
+export function wipeApplies(lv: { readonly attr: string }, heldData: boolean): boolean {
+  return heldData && !isThinLv(lv);
+}
 
 /** The device of one LV to wipe: lvm's `lv_dm_path` and `lv_size` in bytes. */
 export interface WipeTarget {
