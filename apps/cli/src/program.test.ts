@@ -13,7 +13,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { parseLiveSet, parseSnapshotLiveSet } from './commands/gc.js';
 import { FORCE_UNOWNED_SKIPS } from './commands/volume.js';
 import type { CliServices } from './services.js';
-import { harness } from './testing/harness.js';
+import { emptyGcPlanAnswer, harness } from './testing/harness.js';
 
 /** The exit code commander's refusal of an option value gets (a usage error). */
 const WIPE_REFUSED = 2;
@@ -370,13 +370,7 @@ describe('gc', () => {
   });
 
   it('passes the parsed policy, dry run by default, and never applies a dry plan', async () => {
-    const plan = vi.fn(() =>
-      Promise.resolve({
-        plan: { dryRun: true, capped: false, entries: [] },
-        vgNames: ['vg0'],
-        activated: [],
-      }),
-    );
+    const plan = vi.fn(emptyGcPlanAnswer);
     const apply = vi.fn();
     const h = harness({ gc: { plan, apply } as unknown as CliServices['gc'] }, () =>
       Promise.resolve('pvc-a\n# comment\n\n'),
@@ -402,13 +396,7 @@ describe('gc', () => {
   });
 
   it('passes --wipe to the policy, and refuses an unknown wipe before anything runs', async () => {
-    const plan = vi.fn(() =>
-      Promise.resolve({
-        plan: { dryRun: true, capped: false, entries: [] },
-        vgNames: ['vg0'],
-        activated: [],
-      }),
-    );
+    const plan = vi.fn(emptyGcPlanAnswer);
     const h = harness({ gc: { plan } as unknown as CliServices['gc'] });
     expect(await h.run('gc', '--wipe', 'zero')).toBe(0);
     const [request] = plan.mock.calls[0] as unknown as [{ policy: { wipe: string } }];
@@ -422,13 +410,7 @@ describe('gc', () => {
   });
 
   it('passes --live-snapshots as the separate snapshot live set', async () => {
-    const plan = vi.fn(() =>
-      Promise.resolve({
-        plan: { dryRun: true, capped: false, entries: [] },
-        vgNames: ['vg0'],
-        activated: [],
-      }),
-    );
+    const plan = vi.fn(emptyGcPlanAnswer);
     const files: Record<string, string> = { 'live.txt': 'pvc-a\n', 'snaps.txt': 'snap-a\n' };
     const h = harness({ gc: { plan } as unknown as CliServices['gc'] }, (path) =>
       Promise.resolve(files[path] ?? ''),

@@ -11,7 +11,7 @@ import {
 import { describe, expect, it, vi } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import type { CliServices } from './services.js';
-import { harness } from './testing/harness.js';
+import { emptyGcPlanAnswer, harness } from './testing/harness.js';
 
 const ID = volumeIdForName('pvc-1234');
 
@@ -337,13 +337,7 @@ describe('lvstamp quarantine purge and gc --quarantine', () => {
   });
 
   it('gc --quarantine 0 asks for direct removal; a bad duration is exit 2', async () => {
-    const plan = vi.fn(() =>
-      Promise.resolve({
-        plan: { dryRun: true, capped: false, entries: [] },
-        vgNames: ['vg0'],
-        activated: [],
-      }),
-    );
+    const plan = vi.fn(emptyGcPlanAnswer);
     const h = harness({ gc: { plan } as unknown as CliServices['gc'] });
     expect(await h.run('gc', '--allow-empty-live-set', '--quarantine', '0')).toBe(0);
     const [[request]] = plan.mock.calls as unknown as [[{ policy: { quarantineMs: number } }]];

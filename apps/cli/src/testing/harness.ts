@@ -34,3 +34,15 @@ export function harness(
     built,
   };
 }
+
+/**
+ * What `gc.plan` answers in tests about argument parsing: a dry plan with
+ * no entry, in vg0.
+ */
+export function emptyGcPlanAnswer() {
+  return Promise.resolve({
+    plan: { dryRun: true, capped: false, entries: [] },
+    vgNames: ['vg0'],
+    activated: [],
+  });
+}
