@@ -7,6 +7,7 @@ import { planGc } from './planner.js';
 import type { GcExecutorPorts } from './ports.js';
 import type { GcOutcome, GcPlan, GcPolicy, Inventory, InventoryQuarantined } from './types.js';
 import { decideQuarantined, quarantinedToActivate } from './quarantine.js';
+import { holdInUnusableGroup } from './plan-groups.js';
 import { formatDuration } from './util.js';
 
 /** What a live set was read from, for the empty-live-set refusal. */
@@ -201,7 +202,10 @@ export class GcService {
    * `olderThanMs` (0: all), under the same two signals as an expiry (tags of
    * this owner, an `ok` header of this owner with the name's ID, not open)
    * and without a live set or cap: a person asks for it. Returns a plan of
-   * quarantined entries only, for `apply`; with `dryRun` nothing is activated.
+   * quarantined entries only, for `apply`. Dry or not, the LVs it must read
+   * are activated under the host lock, as `plan` does, so both plan the
+   * same; a dry run deactivates every one again, an applied one those it
+   * will not remove (`apply` the rest that it did not remove).
    * With `lvs`, only those quarantined LVs, each named `vg/lv` or, when one
    * group holds it, `lv` (e.g. the quarantined copy of an ID that exists again).
    * @throws InvalidArgumentError for a bad owner ID or age, or an `lv` that
@@ -228,10 +232,33 @@ export class GcService {
           };
     };
     let inventory = await inventoryOf();
-    const activated = request.dryRun
-      ? []
-      : await this.#activateQuarantined(inventory, scope, request.olderThanMs);
-    if (activated.length > 0) inventory = await inventoryOf();
+    // A dry run activates as apply does (and rests them after), so that both read the same
+    // sector 0 and plan the same (DESIGN.md §6 "Quarantine", purge).
+    const activated = await this.#activateQuarantined(inventory, scope, request.olderThanMs);
+    let plan: GcPlan;
+    try {
+      if (activated.length > 0) inventory = await inventoryOf();
+      plan = this.#purgePlan(inventory, request);
+    } catch (error) {
+      await this.#restQuarantined(activated);
+      throw error;
+    }
+    const removing = new Set(
+      request.dryRun
+        ? []
+        : plan.entries.filter((e) => e.action === 'remove-quarantined').map((e) => e.device),
+    );
+    await this.#restQuarantined(activated.filter((lv) => !removing.has(lv)));
+    const held = activated.filter((lv) => removing.has(lv));
+    if (held.length > 0) this.#quarantinedHeld.set(plan, held);
+    return { plan, vgNames, activated };
+  }
+
+  /** The purge plan of `inventory` (planPurge): rule 7's checks without live set or cap. */
+  #purgePlan(
+    inventory: Inventory,
+    request: { readonly ownerId: string; readonly olderThanMs: number; readonly nowMs: number; readonly dryRun: boolean },
+  ): GcPlan {
     const base = planGc(
       { ...inventory, volumes: [], maps: [], snapshots: [] },
       new Set(),
@@ -239,16 +266,19 @@ export class GcService {
       request.nowMs,
     );
     const entries = (inventory.quarantined ?? []).map((q) =>
-      decideQuarantined(q, {
-        ownerId: request.ownerId,
-        naming: this.#naming,
-        nowMs: request.nowMs,
-        windowMs: request.olderThanMs,
-        liveSet: null,
-        windowName: `purge age ${formatDuration(request.olderThanMs)}`,
-      }),
+      holdInUnusableGroup(
+        decideQuarantined(q, {
+          ownerId: request.ownerId,
+          naming: this.#naming,
+          nowMs: request.nowMs,
+          windowMs: request.olderThanMs,
+          liveSet: null,
+          windowName: `purge age ${formatDuration(request.olderThanMs)}`,
+        }),
+        inventory,
+      ),
     );
-    const plan: GcPlan = {
+    return {
       ...base,
       deletionCap: entries.length,
       entries,
@@ -261,13 +291,6 @@ export class GcService {
         warnings: entries.filter((e) => e.severity === 'warn').length,
       },
     };
-    const removing = new Set(
-      entries.filter((e) => e.action === 'remove-quarantined').map((e) => e.device),
-    );
-    await this.#restQuarantined(activated.filter((lv) => !removing.has(lv)));
-    const held = activated.filter((lv) => removing.has(lv));
-    if (held.length > 0) this.#quarantinedHeld.set(plan, held);
-    return { plan, vgNames, activated };
   }
 
   /** Activates the inactive, owned, quarantine-tagged LVs (quarantinedToActivate; none: no call). */
