@@ -4,7 +4,7 @@
  * would refuse a quarantine's rename or a removal there after the map was
  * already gone and the tag written, so nothing in such a group is acted on.
  */
-import type { UnusableGroup } from '../lvm/volume-groups.js';
+import type { UnusableGroup } from '../lvm/types.js';
 import type { GcPlanEntry, Inventory } from './types.js';
 
 /** The sentence a kept entry and the executor's skip give for `group`. */
@@ -26,7 +26,8 @@ export function holdInUnusableGroup<E extends GcPlanEntry>(
   const vgName = entryGroup(entry, inventory);
   const group = groups.find((g) => g.vgName === vgName);
   if (group === undefined) return entry;
-  const before = entry.action === 'keep' ? entry.reason : `would otherwise ${entry.action}: ${entry.reason}`;
+  const before =
+    entry.action === 'keep' ? entry.reason : `would otherwise ${entry.action}: ${entry.reason}`;
   return {
     ...entry,
     action: 'keep',

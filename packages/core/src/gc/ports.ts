@@ -7,7 +7,7 @@
 import type { DecodeResult } from '../header/types.js';
 import type { DmMap } from '../device/types.js';
 import type { LogicalVolume } from '../lvm/types.js';
-import type { UnusableGroup } from '../lvm/volume-groups.js';
+import type { UnusableGroup } from '../lvm/types.js';
 import type { VgScope, Volume, VolumeScope } from '../volumes/types.js';
 
 /** Lists lvstamp LVs: the port `volumes`, filled by VolumeService. */

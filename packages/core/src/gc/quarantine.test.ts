@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DecodeResult } from '../header/types.js';
 import type { LogicalVolume } from '../lvm/types.js';
-import type { UnusableGroup } from '../lvm/volume-groups.js';
+import type { UnusableGroup } from '../lvm/types.js';
 import type { Volume } from '../volumes/types.js';
 import {
   DEFAULT_NAMING,

@@ -5,7 +5,7 @@
  */
 import type { DmMap } from '../device/types.js';
 import type { LogicalVolume } from '../lvm/types.js';
-import type { UnusableGroup } from '../lvm/volume-groups.js';
+import type { UnusableGroup } from '../lvm/types.js';
 import { unusableGroupText } from './plan-groups.js';
 import { dmNameFor, dmUuidFor, parseFromTag, parseSnapshotTags } from '../naming.js';
 import { readHeaderSafely, type HeaderReading } from '../volumes/header-reading.js';

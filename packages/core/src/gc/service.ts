@@ -28,6 +28,12 @@ export interface GcPlanRequest {
    */
   readonly allowEmptyLiveSet: boolean;
   /**
+   * The setting that sets `allowEmptyLiveSet`, as the caller's user types
+   * it (e.g. `--allow-empty-live-set`), named in the refusal; default: the
+   * refusal says "allow it explicitly".
+   */
+  readonly allowEmptyLiveSetWith?: string;
+  /**
    * The records whose absence counts as "empty", when the live set also holds
    * IDs that do not prove the list worked: `count` records of `what` (the
    * CronJob: PersistentVolumes of its driver, since claims of any driver fill
@@ -257,7 +263,12 @@ export class GcService {
   /** The purge plan of `inventory` (planPurge): rule 7's checks without live set or cap. */
   #purgePlan(
     inventory: Inventory,
-    request: { readonly ownerId: string; readonly olderThanMs: number; readonly nowMs: number; readonly dryRun: boolean },
+    request: {
+      readonly ownerId: string;
+      readonly olderThanMs: number;
+      readonly nowMs: number;
+      readonly dryRun: boolean;
+    },
   ): GcPlan {
     const base = planGc(
       { ...inventory, volumes: [], maps: [], snapshots: [] },
@@ -370,7 +381,7 @@ function windowOf(policy: GcPolicy): number | null {
 export function refuseEmptySnapshotLiveSet(
   request: Pick<
     GcPlanRequest,
-    'snapshotLiveSet' | 'allowEmptyLiveSet' | 'snapshotLiveSetUnavailable'
+    'snapshotLiveSet' | 'allowEmptyLiveSet' | 'allowEmptyLiveSetWith' | 'snapshotLiveSetUnavailable'
   >,
   inventory: Inventory,
   ownerId: string,
@@ -387,7 +398,7 @@ export function refuseEmptySnapshotLiveSet(
   if (own === 0) return;
   throw new FailedPreconditionError(
     `the snapshot live set is empty while ${own} snapshot LV(s) of this owner exist; refusing to plan ` +
-      '(an empty list is more often a failed one); allow it explicitly if no snapshot is really in use',
+      `(an empty list is more often a failed one); ${allowText(request)} if no snapshot is really in use`,
   );
 }
 
@@ -398,13 +409,22 @@ export function refuseEmptySnapshotLiveSet(
  * @throws FailedPreconditionError unless `allowEmptyLiveSet`.
  */
 export function refuseEmptyLiveSet(
-  request: Pick<GcPlanRequest, 'liveSet' | 'allowEmptyLiveSet' | 'liveSetSource'>,
+  request: Pick<
+    GcPlanRequest,
+    'liveSet' | 'allowEmptyLiveSet' | 'allowEmptyLiveSetWith' | 'liveSetSource'
+  >,
   stamped: number,
 ): void {
   const source = request.liveSetSource ?? { what: 'the live set', count: request.liveSet.size };
   if (source.count > 0 || stamped === 0 || request.allowEmptyLiveSet) return;
   throw new FailedPreconditionError(
     `${source.what} is empty while ${stamped} stamped volume(s) exist; refusing to plan removals ` +
-      '(an empty list is more often a failed one); allow it explicitly if nothing is really in use',
+      `(an empty list is more often a failed one); ${allowText(request)} if nothing is really in use`,
   );
+}
+
+/** How the refusals tell a person to allow an empty live set. */
+function allowText(request: Pick<GcPlanRequest, 'allowEmptyLiveSetWith'>): string {
+  const setting = request.allowEmptyLiveSetWith;
+  return setting === undefined ? 'allow it explicitly' : `allow it with ${setting}`;
 }

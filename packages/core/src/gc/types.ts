@@ -5,7 +5,7 @@
 import type { DeviceNumber } from '../device/types.js';
 import type { HeaderReading } from '../volumes/header-reading.js';
 import type { Naming } from '../naming.js';
-import type { UnusableGroup } from '../lvm/volume-groups.js';
+import type { UnusableGroup } from '../lvm/types.js';
 
 /**
  * What sector 0 of an LV said: a decode result, or `unreadable` when the LV

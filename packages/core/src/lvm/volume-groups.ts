@@ -3,7 +3,6 @@ import {
   InvalidArgumentError,
   NotFoundError,
   VolumeGroupUnusableError,
-  type VolumeGroupProblem,
 } from '../errors.js';
 import { LvmCommand, REPORT_OPTIONS } from './command.js';
 import {
@@ -14,7 +13,7 @@ import {
   VG_REPORT_FIELDS,
 } from './report.js';
 import { duplicatePvUuids, lvmMessage, problemsOfVgAttr } from './vg-state.js';
-import type { VolumeGroup } from './types.js';
+import type { UnusableGroup, VolumeGroup } from './types.js';
 
 /**
  * lvm(8) "VALID NAMES" of a volume group: up to 127 characters of a-z A-Z
@@ -52,21 +51,6 @@ export interface GroupsReport {
   readonly stderr: string;
   readonly pvUuids: ReadonlyMap<string, readonly string[]>;
   readonly sharedListed: boolean;
-}
-
-/**
- * A volume group of a report that lvm refuses to change
- * (VolumeGroups.usable threw VolumeGroupUnusableError for it).
- */
-export interface UnusableGroup {
-  readonly vgName: string;
-  readonly problem: VolumeGroupProblem;
-  /**
-   * What names the devices: lvm's warning lines about this group or its PVs
-   * (e.g. "VG qm is missing PV … (last written to /dev/loop3)"), joined
-   * with ` | `; else the error's detail.
-   */
-  readonly detail: string;
 }
 
 /**
@@ -192,7 +176,11 @@ export class VolumeGroups {
         const vg = report.groups.find((g) => g.name === vgName);
         const pvUuids = vg === undefined ? [] : (report.pvUuids.get(vg.uuid) ?? []);
         const said = groupWarnings(vgName, pvUuids, report.stderr);
-        unusable.push({ vgName, problem: error.problem, detail: said === '' ? error.detail : said });
+        unusable.push({
+          vgName,
+          problem: error.problem,
+          detail: said === '' ? error.detail : said,
+        });
       }
     }
     return unusable;
@@ -301,17 +289,14 @@ export class VolumeGroups {
  * lvm's warning lines (trimmed, joined with ` | `) that name the group
  * `VG <vgName> ` or one of its PV uuids; '' when none does.
  */
-export function groupWarnings(
-  vgName: string,
-  pvUuids: readonly string[],
-  stderr: string,
-): string {
+export function groupWarnings(vgName: string, pvUuids: readonly string[], stderr: string): string {
   return stderr
     .split('\n')
     .map((line) => line.trim())
     .filter(
       (line) =>
-        line.includes(`VG ${vgName} `) || pvUuids.some((uuid) => uuid !== '' && line.includes(uuid)),
+        line.includes(`VG ${vgName} `) ||
+        pvUuids.some((uuid) => uuid !== '' && line.includes(uuid)),
     )
     .join(' | ');
 }
