@@ -109,6 +109,8 @@ describe('gc on a volume group with a missing PV', () => {
     await shOk(['losetup', '-f', secondFile]);
     const report = await cliJson<GcJson>(gc());
     expect(report.outcomes.map((o) => [o.entry.device, o.outcome])).toEqual([
+      // its data device first (rule 4), then the quarantine
+      [`lvstamp-${leaked}`, 'removed'],
       [`${vg.vgName}/lvstamp_${leaked}`, 'quarantined'],
     ]);
     expect((await lvRow(vg.vgName, `lvstamp_q_${leaked}`)).lv_tags).toContain(
