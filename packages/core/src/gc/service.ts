@@ -149,14 +149,7 @@ export class GcService {
       await this.#restQuarantined(quarantinedActivated);
       throw error;
     }
-    const expiring = new Set(
-      plan.dryRun
-        ? []
-        : plan.entries.filter((e) => e.action === 'remove-quarantined').map((e) => e.device),
-    );
-    await this.#restQuarantined(quarantinedActivated.filter((lv) => !expiring.has(lv)));
-    const heldQuarantined = quarantinedActivated.filter((lv) => expiring.has(lv));
-    if (heldQuarantined.length > 0) this.#quarantinedHeld.set(plan, heldQuarantined);
+    await this.#holdExpiring(plan, quarantinedActivated);
     // Back to rest now, except the snapshots an applied plan removes or quarantines: the
     // executor's re-check reads their sector 0 again (an inactive LV has none to read, so the
     // act would be skipped), and apply() deactivates any of them it did not remove or
@@ -249,14 +242,7 @@ export class GcService {
       await this.#restQuarantined(activated);
       throw error;
     }
-    const removing = new Set(
-      request.dryRun
-        ? []
-        : plan.entries.filter((e) => e.action === 'remove-quarantined').map((e) => e.device),
-    );
-    await this.#restQuarantined(activated.filter((lv) => !removing.has(lv)));
-    const held = activated.filter((lv) => removing.has(lv));
-    if (held.length > 0) this.#quarantinedHeld.set(plan, held);
+    await this.#holdExpiring(plan, activated);
     return { plan, vgNames, activated };
   }
 
@@ -322,6 +308,21 @@ export class GcService {
       scope,
       wanted.map((device) => device.slice(device.indexOf('/') + 1)),
     );
+  }
+
+  /**
+   * Of the quarantined LVs activated for `plan`, deactivates those it will
+   * not remove (all of a dry run's) and holds the rest for `apply`.
+   */
+  async #holdExpiring(plan: GcPlan, activated: readonly string[]): Promise<void> {
+    const expiring = new Set(
+      plan.dryRun
+        ? []
+        : plan.entries.filter((e) => e.action === 'remove-quarantined').map((e) => e.device),
+    );
+    await this.#restQuarantined(activated.filter((lv) => !expiring.has(lv)));
+    const held = activated.filter((lv) => expiring.has(lv));
+    if (held.length > 0) this.#quarantinedHeld.set(plan, held);
   }
 
   /** Deactivates quarantined LVs this service activated (none: no call). */
