@@ -156,7 +156,7 @@ describe('usage errors exit 2 with a one-line message and touch nothing', () => 
     expect(h.stdout()).toContain('1G (10^9 bytes)');
     // One duration grammar: the units up to d, and what is refused.
     expect(h.stdout().replace(/\s+/g, ' ')).toContain(
-      'Durations: a whole number with a unit ms, s, m, h or d (24 h), or several run together: 45s, 30m, 1h30m, 2d, 1d12h, or 0; no w (write 7d) and no fractions (write 1d12h, not 1.5d).',
+      'Durations: a whole number with a unit ms, s, m, h or d (24 h), or several run together, each unit once: 45s, 30m, 1h30m, 2d, 1d12h, or 0; no w (write 7d) and no fractions (write 1d12h, not 1.5d).',
     );
   });
 });
@@ -379,6 +379,8 @@ describe('gc', () => {
     expect(plan).toHaveBeenCalledWith({
       liveSet: new Set([volumeIdForName('pvc-a')]),
       allowEmptyLiveSet: false,
+      // The refusal of an empty live set names the flag that allows it.
+      allowEmptyLiveSetWith: '--allow-empty-live-set',
       // The quarantine window defaults to 7 days (DESIGN.md §6 "Quarantine").
       policy: {
         ownerId: STANDALONE_OWNER_ID,

@@ -55,12 +55,12 @@ describe('parseDuration (app-kit durations as a CLI argument)', () => {
     expect(parseDuration(text)).toBe(ms);
   });
 
-  it.each(['1.5h', '1.5d', '1w', 'a week'])(
-    'refuses %j as bad input, naming the grammar (units up to d, no w, no fractions)',
+  it.each(['1.5h', '1.5d', '1w', 'a week', '7d7d'])(
+    'refuses %j as bad input, naming the grammar (units up to d, each once, no w, no fractions)',
     (text) => {
       expect(() => parseDuration(text)).toThrow(
         new InvalidArgumentError(
-          `invalid duration "${text}": use a whole number with a unit ms, s, m, h or d (24 h), or several run together: 45s, 30m, 1h30m, 2d, 1d12h, or 0; no w (write 7d) and no fractions (write 1d12h, not 1.5d)`,
+          `invalid duration "${text}": use a whole number with a unit ms, s, m, h or d (24 h), or several run together, each unit once: 45s, 30m, 1h30m, 2d, 1d12h, or 0; no w (write 7d) and no fractions (write 1d12h, not 1.5d)`,
         ),
       );
     },

@@ -131,6 +131,7 @@ export async function runNode(config: NodeConfig, deps: NodeRunDeps): Promise<No
   const { plan } = await deps.gc.plan({
     liveSet: liveSet.ids,
     allowEmptyLiveSet: config.allowEmptyLiveSet,
+    allowEmptyLiveSetWith: '--allow-empty-live-set (LVSTAMP_GC_ALLOW_EMPTY_LIVE_SET=true)',
     liveSetSource: {
       what: `the list of PersistentVolumes of driver ${config.driverName}`,
       count: liveSet.driverPvCount,

@@ -125,7 +125,7 @@ describe('lvstamp-gc node', () => {
     const refused = await run(kube, node, ['--apply', '--max-delete-percent', '100']);
     expect(refused.code).toBe(1);
     expect(refused.err).toMatch(
-      /the list of PersistentVolumes of driver lvstamp\.io is empty while 1 stamped volume\(s\) exist; refusing/,
+      /the list of PersistentVolumes of driver lvstamp\.io is empty while 1 stamped volume\(s\) exist; refusing .*; allow it with --allow-empty-live-set \(LVSTAMP_GC_ALLOW_EMPTY_LIVE_SET=true\) if nothing is really in use/,
     );
     expect(node.removed).toEqual([]);
     const allowed = await run(kube, node, [
@@ -314,7 +314,7 @@ describe('lvstamp-gc node', () => {
     expect(code).toBe(2);
     expect(deps.err()).toBe(
       'lvstamp-gc: --owner-id / LVSTAMP_OWNER_ID: must be 32 hex digits (the installation\'s owner ID), got "xyz"; ' +
-        '--min-age / LVSTAMP_GC_MIN_AGE: "1 hour" is not a duration (a whole number with a unit ms, s, m, h or d (24 h), or several run together: 45s, 30m, 1h30m, 2d, 1d12h, or 0; no w (write 7d) and no fractions (write 1d12h, not 1.5d)); ' +
+        '--min-age / LVSTAMP_GC_MIN_AGE: "1 hour" is not a duration (a whole number with a unit ms, s, m, h or d (24 h), or several run together, each unit once: 45s, 30m, 1h30m, 2d, 1d12h, or 0; no w (write 7d) and no fractions (write 1d12h, not 1.5d)); ' +
         '--wipe / LVSTAMP_GC_WIPE: must be one of none, discard, zero, got "shred"; ' +
         '--max-delete-percent / LVSTAMP_GC_MAX_DELETE_PERCENT: must be a whole number from 0 to 100, got "150"; ' +
         '--report-job / LVSTAMP_GC_REPORT_JOB: must be <namespace>/<job name>, got "nope"\n',

@@ -32,6 +32,10 @@ describe('parseDuration', () => {
     '1h 30m',
     '1 hour',
     `${'9'.repeat(20)}d`,
+    // a unit given twice: a typo more often than a sum
+    '7d7d',
+    '1h30m1h',
+    '500ms500ms',
   ])('refuses %j', (text) => {
     expect(parseDuration(text)).toBeNull();
   });

@@ -15,12 +15,13 @@ const DURATION = /^(?:\d+(?:ms|s|m|h|d))+$/;
  * people try that it refuses (weeks, fractions).
  */
 export const DURATION_SYNTAX =
-  'a whole number with a unit ms, s, m, h or d (24 h), or several run together: 45s, 30m, 1h30m, 2d, 1d12h, or 0; no w (write 7d) and no fractions (write 1d12h, not 1.5d)';
+  'a whole number with a unit ms, s, m, h or d (24 h), or several run together, each unit once: 45s, 30m, 1h30m, 2d, 1d12h, or 0; no w (write 7d) and no fractions (write 1d12h, not 1.5d)';
 
 /**
  * Reads a duration: one or more `<integer><unit>` with unit ms, s, m, h or d
  * (`30m`, `1h30m`, `500ms`, `2d`), or a bare `0`: Go's `time.ParseDuration`
- * without fractions or signs, plus `d` = 24 h. White space around it is ignored.
+ * without fractions or signs, plus `d` = 24 h, and each unit at most once
+ * (`7d7d` is a typo more often than 14d). White space around it is ignored.
  * @returns milliseconds, a non-negative safe integer; null for any other text.
  */
 export function parseDuration(text: string): number | null {
@@ -28,7 +29,10 @@ export function parseDuration(text: string): number | null {
   if (trimmed === '0') return 0;
   if (!DURATION.test(trimmed)) return null;
   let total = 0;
+  const seen = new Set<string>();
   for (const [, amount = '', unit = ''] of trimmed.matchAll(/(\d+)(ms|s|m|h|d)/g)) {
+    if (seen.has(unit)) return null;
+    seen.add(unit);
     total += Number(amount) * (UNIT_MS[unit] ?? Number.NaN);
   }
   return Number.isSafeInteger(total) ? total : null;

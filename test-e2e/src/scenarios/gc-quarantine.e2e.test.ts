@@ -305,7 +305,24 @@ describe('gc quarantine on real lvm2', () => {
     expect(named).not.toContain(qName('recreated'));
     expect(named).toEqual(expect.arrayContaining([qName('purged'), `lvstamp_${ids.recreated}`]));
 
-    await cli(lvstamp('quarantine', 'purge', '--apply', '--vg', vg.vgName), 0);
+    // The dry run reads sector 0 as --apply does (activating, then resting them): the same plan.
+    const purge = (...args: string[]) => lvstamp('quarantine', 'purge', '--vg', vg.vgName, ...args);
+    const decisions = (run: GcJson) =>
+      run.plan.entries.map((e) => [e.device, e.action, e.rule, e.reason]);
+    const dryAll = await cliJson<GcJson>(purge());
+    expect(
+      dryAll.plan.entries.find((e) => e.device === `${vg.vgName}/${qName('purged')}`),
+    ).toMatchObject({
+      action: 'remove-quarantined',
+    });
+    expect((await lvRow(vg.vgName, qName('purged'))).lv_attr[4]).toBe('-');
+    const applied = await cliJson<GcJson>(purge('--apply'));
+    expect(decisions(applied)).toEqual(decisions(dryAll));
+    expect(applied.outcomes.map((o) => [o.entry.device, o.outcome])).toEqual(
+      dryAll.plan.entries
+        .filter((e) => e.action === 'remove-quarantined')
+        .map((e) => [e.device, 'removed']),
+    );
     const after = await lvNames(vg.vgName);
     expect(after).not.toContain(qName('purged'));
     expect(after).not.toContain(qName('recreated'));

@@ -104,6 +104,7 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
       const { plan, vgNames, activated } = await gc.plan({
         liveSet,
         allowEmptyLiveSet: opts.allowEmptyLiveSet,
+        allowEmptyLiveSetWith: '--allow-empty-live-set',
         ...(snapshotLiveSet === undefined ? {} : { snapshotLiveSet }),
         policy: {
           ownerId: ctx.globals().ownerId,

@@ -141,8 +141,11 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
         'data area (blkid -p behind the header): ext4 or xfs there gives Filesystem with that fsType;\n' +
         'nothing, or anything else, gives Block, which is never formatted (a raw-block volume bound as\n' +
         'Filesystem would be formatted when staged: its data carries no signature). The output says which\n' +
-        'and why. Create it (and a claim bound to it) before the next GC run: a restored volume that is\n' +
-        'still in no live set is an orphan again and goes back into quarantine.',
+        'and why. Create it (and a claim bound to it) before the next GC run: until a PV references it,\n' +
+        'the restored volume is an orphan again. A GC run with a quarantine window (the default, 7d)\n' +
+        'quarantines it again, its window starting anew; a run with --quarantine 0\n' +
+        '(LVSTAMP_GC_QUARANTINE=0) removes it at once, data and all: the grace period (--min-age) counts\n' +
+        'from the creation time in its header, not from the restore.',
     )
     .action(
       async (

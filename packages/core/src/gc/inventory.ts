@@ -18,7 +18,8 @@ import { parseQuarantinedLvName } from '../naming.js';
  * Takes the GC inventory of this node in the scope's volume groups (DESIGN.md
  * §6 "Inventory"): one look-up of the lvstamp LVs (volumes and snapshots),
  * one `dmsetup info`, one `dmsetup table`, then an in-process header read per
- * active LV (snapshots included); devices matched by major:minor.
+ * active LV (snapshots included); devices matched by major:minor. The
+ * groups lvm refuses to change come from the same look-up.
  * An unreadable header is `{ status: 'unreadable', reason }`, never thrown.
  * @param clock the current Unix time in milliseconds (for `takenAtMs`).
  * @throws any other port failure unchanged: an inventory is complete or an error.
@@ -30,7 +31,9 @@ export async function takeInventory(
   clock: () => number = Date.now,
 ): Promise<Inventory> {
   const takenAtMs = clock();
-  const { volumes: lvs, snapshots: snapshotLvs } = await ports.volumes.listLogicalVolumes(scope);
+  const listed = await ports.volumes.listLogicalVolumes(scope);
+  const { volumes: lvs, snapshots: snapshotLvs } = listed;
+  const unusableGroups = [...(listed.unusableGroups ?? [])];
   const dmMaps = await ports.devices.listAll();
 
   const lvByNumber = new Map<string, Volume>();
@@ -80,6 +83,9 @@ export async function takeInventory(
     ...(quarantined === undefined
       ? {}
       : { quarantined: quarantined.sort((a, b) => compareText(a.device, b.device)) }),
+    ...(unusableGroups.length === 0
+      ? {}
+      : { unusableGroups: unusableGroups.sort((a, b) => compareText(a.vgName, b.vgName)) }),
   };
 }
 

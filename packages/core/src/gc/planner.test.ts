@@ -840,3 +840,38 @@ describe('planGc input checks', () => {
     );
   });
 });
+
+describe('planGc rule 1: a volume group lvm refuses to change → keep everything in it, warn', () => {
+  it('keeps the volumes and data devices of that group only, naming the group and the devices', () => {
+    const broken = attached(id('a'));
+    const whole = volume(id('b'), { vgName: 'vg1' });
+    const p = planGc(
+      {
+        ...inventory([broken.lv, whole], [broken.map]),
+        unusableGroups: [
+          {
+            vgName: 'vg0',
+            problem: 'duplicate-pv',
+            detail: 'WARNING: Not using device /dev/loop3 for PV yxj23W.',
+          },
+        ],
+      },
+      new Set(),
+      POLICY,
+      NOW,
+    );
+    const held =
+      'volume group vg0 cannot be changed (duplicate-pv): WARNING: Not using device /dev/loop3 for PV yxj23W.; nothing in it is changed until lvm can change it again; would otherwise ';
+    expect(p.entries.map((e) => [e.device, e.action, e.rule, e.severity])).toEqual([
+      [dmNameFor(id('a')), 'keep', 1, 'warn'],
+      [broken.lv.device, 'keep', 1, 'warn'],
+      [whole.device, 'remove-volume', 6, 'info'],
+    ]);
+    expect(entryFor(p, broken.lv.device)?.reason.startsWith(`${held}remove-volume: orphan`)).toBe(
+      true,
+    );
+    expect(entryFor(p, dmNameFor(id('a')))?.reason.startsWith(`${held}remove-map: `)).toBe(true);
+    // a kept entry counts against no cap and no summary removal
+    expect(p.summary).toMatchObject({ removeVolume: 1, removeMap: 0 });
+  });
+});

@@ -28,6 +28,7 @@ import {
   type PlanContext,
 } from './plan-context.js';
 import { decideSnapshot } from './plan-snapshot.js';
+import { holdInUnusableGroup } from './plan-groups.js';
 import { compareText, formatDuration, numberKey } from './util.js';
 
 /** The GC's wipe when the policy names none (DESIGN.md §5 "Wipe"): the promise holds by default. */
@@ -36,6 +37,7 @@ export const DEFAULT_GC_WIPE: WipePolicy = 'discard';
 /**
  * Plans one GC run: one entry per LV and per data device map, decided by the
  * first rule of DESIGN.md §6 that applies (rules 1–7 and their details,
+ * everything in a group lvm refuses to change kept under rule 1,
  * snapshots under "Snapshots", quarantine under "Quarantine", the deletion
  * cap). Pure: the same input
  * gives the same plan, so a dry run shows exactly what an applied run does.
@@ -88,7 +90,9 @@ export function planGc(
     ...inventory.maps.map((m) => decideMap(m, context)),
     ...(inventory.snapshots ?? []).map((snap) => decideSnapshot(snap, context)),
     ...(inventory.quarantined ?? []).map((q) => judgeQuarantined(q, context)),
-  ].sort(compareEntries);
+  ]
+    .map((entry) => holdInUnusableGroup(entry, inventory))
+    .sort(compareEntries);
 
   const ownStamped = [...inventory.volumes, ...(inventory.snapshots ?? [])].filter(
     (v) => v.header.status === 'ok' && v.header.header.ownerId === policy.ownerId,

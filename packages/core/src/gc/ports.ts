@@ -6,7 +6,7 @@
  */
 import type { DecodeResult } from '../header/types.js';
 import type { DmMap } from '../device/types.js';
-import type { LogicalVolume } from '../lvm/types.js';
+import type { LogicalVolume, UnusableGroup } from '../lvm/types.js';
 import type { VgScope, Volume, VolumeScope, WipePolicy } from '../volumes/types.js';
 import type { WipeTarget } from '../volumes/wipe.js';
 
@@ -18,14 +18,20 @@ export interface GcVolumesPort {
    * (`lvstamp_<id>` and `lvstamp_new_<id>`, `capacityBytes` null) and
    * `snapshots` (`lvstamp_snap_<id>`, active or not, whatever their tags;
    * DESIGN.md §6 "Snapshots"). With `lvNames`, only LVs of those names (a
-   * removal's re-check). Throws (CommandFailedError, UnparseableOutputError,
+   * removal's re-check); `unusableGroups`: the groups of that look-up lvm
+   * refuses to change (a missing or duplicate PV, …), from the same report.
+   * Throws (CommandFailedError, UnparseableOutputError,
    * FailedPreconditionError for two VGs of one name, …) when lvm fails; a
    * failure is never an empty list.
    */
   listLogicalVolumes(
     scope: VgScope,
     lvNames?: readonly string[],
-  ): Promise<{ readonly volumes: readonly Volume[]; readonly snapshots: readonly LogicalVolume[] }>;
+  ): Promise<{
+    readonly volumes: readonly Volume[];
+    readonly snapshots: readonly LogicalVolume[];
+    readonly unusableGroups?: readonly UnusableGroup[];
+  }>;
 }
 
 /** Activates this owner's inactive volumes and finds the volume groups to scan (VolumeService). */

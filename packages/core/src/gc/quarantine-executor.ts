@@ -17,6 +17,7 @@ import {
   samePlannedLv,
   skipped,
   wipeBeforeRemoval,
+  unusableGroupStep,
   type Step,
 } from './rechecks.js';
 import type { GcExecutorPorts, GcQuarantinePort, QuarantineRef } from './ports.js';
@@ -102,7 +103,7 @@ export async function quarantineSnapshot(
 
 /**
  * Removes a quarantined LV whose window passed, after re-checking under
- * the host lock: same name and `lv_uuid`, the tags `lvstamp` and the
+ * the host lock: its group one lvm can change (unusableGroupStep), same name and `lv_uuid`, the tags `lvstamp` and the
  * owner's, the planned quarantine time, (a snapshot) the planned
  * `lvstamp.source`, sector 0 an `ok` header of this owner with the planned
  * volume ID, active and not open; then a thick volume is wiped with the
@@ -115,6 +116,12 @@ export async function removeQuarantined(
   ports: GcExecutorPorts,
 ): Promise<Step> {
   const port = portOf(ports);
+  // The group's state: one look-up of the group (quarantined names are not in its lists).
+  const { unusableGroups } = await ports.volumes.listLogicalVolumes({ vgNames: [entry.vgName] }, [
+    entry.lvName,
+  ]);
+  const unusable = unusableGroupStep(entry.vgName, unusableGroups);
+  if (unusable !== null) return unusable;
   const same = samePlannedLv(
     entry,
     await port.listQuarantined({ vgNames: [entry.vgName] }, [entry.lvName]),

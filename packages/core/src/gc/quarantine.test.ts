@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DecodeResult } from '../header/types.js';
 import type { LogicalVolume } from '../lvm/types.js';
+import type { UnusableGroup } from '../lvm/types.js';
 import type { Volume } from '../volumes/types.js';
 import {
   DEFAULT_NAMING,
@@ -52,6 +53,8 @@ class FakeNode {
   maps: { volumeId: string; minor: number; target: number }[] = [];
   steps: string[] = [];
   killAt: number | null = null;
+  /** Groups lvm refuses to change, as the look-up reports them (VolumeGroups.unusableIn). */
+  unusable: UnusableGroup[] = [];
   #dead = false;
   #minor = 100;
 
@@ -120,7 +123,7 @@ class FakeNode {
             if (parsed !== null) volumes.push({ ...this.#lvOf(l), ...parsed, capacityBytes: null });
             else if (parseSnapshotLvName(l.lvName) !== null) snapshots.push(this.#lvOf(l));
           }
-          return Promise.resolve({ volumes, snapshots });
+          return Promise.resolve({ volumes, snapshots, unusableGroups: [...this.unusable] });
         },
         removeLogicalVolume: async (ref) => {
           const lv = byUuid(ref.lvUuid);
@@ -648,5 +651,114 @@ describe('planGc rule 7: quarantined LVs (DESIGN.md §6 "Quarantine")', () => {
       action: 'remove-volume',
       rule: 6,
     });
+  });
+});
+
+describe('a volume group lvm refuses to change (DESIGN.md §6 rule 1)', () => {
+  const missing: UnusableGroup = {
+    vgName: 'vg0',
+    problem: 'missing-pv',
+    detail: 'WARNING: VG vg0 is missing PV FDfXm4 (last written to /dev/loop3).',
+  };
+  const why =
+    'volume group vg0 cannot be changed (missing-pv): WARNING: VG vg0 is missing PV FDfXm4 (last written to /dev/loop3).; nothing in it is changed until lvm can change it again';
+
+  it('keeps every entry of the group with the reason, changes nothing; once repaired, the next run quarantines', async () => {
+    const n = node();
+    n.unusable = [missing];
+    const gc = new GcService({ ports: n.ports(), clock: () => NOW });
+    const { plan } = await gc.plan({
+      liveSet: new Set([F]),
+      allowEmptyLiveSet: false,
+      snapshotLiveSet: new Set([F]),
+      policy,
+      nowMs: NOW,
+    });
+    expect(plan.entries.map((e) => [e.device, e.action, e.rule, e.severity])).toEqual([
+      [`lvstamp-${A}`, 'keep', 1, 'warn'],
+      [`vg0/${lvNameFor(A)}`, 'keep', 1, 'warn'],
+      [`vg0/${lvNameFor(F)}`, 'keep', 1, 'warn'],
+      [`vg0/${quarantinedLvNameFor('volume', B)}`, 'keep', 1, 'warn'],
+      [`vg0/${snapshotLvNameFor(S)}`, 'keep', 1, 'warn'],
+    ]);
+    const a = plan.entries.find((e) => e.device === `vg0/${lvNameFor(A)}`);
+    expect(a?.reason.startsWith(`${why}; would otherwise quarantine-volume: `)).toBe(true);
+    const before = n.snapshot();
+    const stepsBefore = n.steps.length;
+    expect(await gc.apply(plan)).toEqual([]);
+    // the expired B was activated to read sector 0 and rests inactive again: no metadata change
+    expect(n.steps.slice(stepsBefore)).toEqual([]);
+    expect(n.snapshot()).toBe(before);
+
+    n.unusable = [];
+    await run(n, NOW + DAY);
+    expect(n.lvs.find((l) => l.lvName === quarantinedLvNameFor('volume', A))?.tags).toContain(
+      `lvstamp.quarantined=${(NOW + DAY) / 1000}`,
+    );
+  });
+
+  it('the executor re-checks the group before the first step of a quarantine, removal and expiry', async () => {
+    const n = node();
+    for (const l of n.lvs) if (parseSnapshotLvName(l.lvName) !== null) l.active = true;
+    const gc = new GcService({ ports: n.ports(), clock: () => NOW });
+    const { plan } = await gc.plan({
+      liveSet: new Set([F]),
+      allowEmptyLiveSet: false,
+      snapshotLiveSet: new Set([F]),
+      policy,
+      nowMs: NOW,
+    });
+    n.unusable = [missing];
+    const stepsBefore = n.steps.length;
+    const outcomes = await gc.apply(plan);
+    expect(outcomes.map((o) => [o.entry.device, o.outcome, o.detail])).toEqual([
+      [`lvstamp-${A}`, 'removed', expect.any(String)],
+      [`vg0/${lvNameFor(A)}`, 'skipped', why],
+      [`vg0/${snapshotLvNameFor(S)}`, 'skipped', why],
+      [`vg0/${quarantinedLvNameFor('volume', B)}`, 'skipped', why],
+    ]);
+    // the map over A (rule 4, planned while the group was whole) and B's rest are the only acts
+    expect(n.steps.slice(stepsBefore)).toEqual([
+      `dmsetup remove lvstamp-${A}`,
+      `lvchange -an ${quarantinedLvNameFor('volume', B)}`,
+    ]);
+  });
+
+  it("purge keeps the group's quarantined LVs with the reason", async () => {
+    const n = node();
+    n.unusable = [missing];
+    const { plan } = await new GcService({ ports: n.ports(), clock: () => NOW }).planPurge({
+      ownerId: OWNER,
+      olderThanMs: 0,
+      nowMs: NOW,
+      dryRun: false,
+      vgNames: ['vg0'],
+    });
+    expect(plan.entries.map((e) => [e.device, e.action, e.reason.startsWith(why)])).toEqual([
+      [`vg0/${quarantinedLvNameFor('volume', B)}`, 'keep', true],
+    ]);
+    expect(n.lvs.find((l) => l.lvName === quarantinedLvNameFor('volume', B))?.active).toBe(false);
+  });
+});
+
+describe('purge dry run (DESIGN.md §6 "Quarantine", purge)', () => {
+  it('activates to read sector 0 as apply does, plans the same, and rests them again', async () => {
+    const n = node();
+    const qB = quarantinedLvNameFor('volume', B);
+    const request = { ownerId: OWNER, olderThanMs: 0, nowMs: NOW, vgNames: ['vg0'] };
+    const gc = new GcService({ ports: n.ports(), clock: () => NOW });
+    const dry = await gc.planPurge({ ...request, dryRun: true });
+    expect(n.steps).toEqual([`lvchange -ay ${qB}`, `lvchange -an ${qB}`]);
+    expect(n.lvs.find((l) => l.lvName === qB)?.active).toBe(false);
+    expect((await gc.apply(dry.plan)).map((o) => [o.outcome, o.detail])).toEqual([
+      ['skipped', 'dry run'],
+    ]);
+    expect(n.steps).toHaveLength(2);
+    const applied = await gc.planPurge({ ...request, dryRun: false });
+    expect(dry.plan.entries).toEqual(applied.plan.entries);
+    expect(dry.plan.entries.map((e) => [e.device, e.action])).toEqual([
+      [`vg0/${qB}`, 'remove-quarantined'],
+    ]);
+    expect((await gc.apply(applied.plan)).map((o) => o.outcome)).toEqual(['removed']);
   });
 });

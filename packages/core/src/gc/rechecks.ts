@@ -4,9 +4,10 @@
  * act. A removal and a quarantine share them.
  */
 import type { DmMap } from '../device/types.js';
-import type { LogicalVolume } from '../lvm/types.js';
+import type { LogicalVolume, UnusableGroup } from '../lvm/types.js';
 import type { Volume } from '../volumes/types.js';
 import { wipeApplies } from '../volumes/wipe.js';
+import { unusableGroupText } from './plan-groups.js';
 import { dmNameFor, dmUuidFor, parseFromTag, parseSnapshotTags } from '../naming.js';
 import { readHeaderSafely, type HeaderReading } from '../volumes/header-reading.js';
 import { failedHeaderCheck, failedTagCheck } from '../volumes/ownership.js';
@@ -20,6 +21,19 @@ export type Step = Pick<GcOutcome, 'outcome' | 'detail'>;
 /** A `skipped` step: the re-check found a change. */
 export function skipped(detail: string): Step {
   return { outcome: 'skipped', detail };
+}
+
+/**
+ * The `skipped` step when `vgName` is one of the groups lvm refuses to
+ * change (DESIGN.md §6 rule 1), from the re-check's own look-up; else null.
+ * Checked before any map is removed or tag written.
+ */
+export function unusableGroupStep(
+  vgName: string,
+  unusableGroups: readonly UnusableGroup[] | undefined,
+): Step | null {
+  const group = (unusableGroups ?? []).find((g) => g.vgName === vgName);
+  return group === undefined ? null : skipped(unusableGroupText(group));
 }
 
 /**
@@ -57,9 +71,12 @@ export async function recheckVolume(
   ports: GcExecutorPorts,
 ): Promise<Step | { readonly lv: Volume; readonly ownMap: DmMap | null }> {
   // The plan's own volume group is the whole scope of this re-check.
-  const { volumes } = await ports.volumes.listLogicalVolumes({ vgNames: [entry.vgName] }, [
+  const listed = await ports.volumes.listLogicalVolumes({ vgNames: [entry.vgName] }, [
     entry.lvName,
   ]);
+  const unusable = unusableGroupStep(entry.vgName, listed.unusableGroups);
+  if (unusable !== null) return unusable;
+  const { volumes } = listed;
   const same = samePlannedLv(entry, volumes);
   if ('outcome' in same) return same;
   const { lv } = same;
@@ -100,10 +117,12 @@ export async function recheckSnapshot(
   entry: GcSnapshotEntry,
   ports: GcExecutorPorts,
 ): Promise<Step | { readonly lv: LogicalVolume }> {
-  const { snapshots } = await ports.volumes.listLogicalVolumes({ vgNames: [entry.vgName] }, [
+  const listed = await ports.volumes.listLogicalVolumes({ vgNames: [entry.vgName] }, [
     entry.lvName,
   ]);
-  const same = samePlannedLv(entry, snapshots);
+  const unusable = unusableGroupStep(entry.vgName, listed.unusableGroups);
+  if (unusable !== null) return unusable;
+  const same = samePlannedLv(entry, listed.snapshots);
   if ('outcome' in same) return same;
   const { lv } = same;
   const tags = failedTagCheck(lv, plan.ownerId, plan.naming);

@@ -331,6 +331,19 @@ describe('refuseEmptyLiveSet (DESIGN.md §2.4)', () => {
     }).toThrow(FailedPreconditionError);
   });
 
+  it('names the setting that allows it when the caller gives one', () => {
+    expect(() => {
+      refuseEmptyLiveSet(
+        {
+          liveSet: new Set(),
+          allowEmptyLiveSet: false,
+          allowEmptyLiveSetWith: '--allow-empty-live-set',
+        },
+        2,
+      );
+    }).toThrow(/; allow it with --allow-empty-live-set if nothing is really in use$/);
+  });
+
   it('accepts it when allowed, when nothing is stamped, or when the set holds an ID', () => {
     expect(() => {
       refuseEmptyLiveSet({ liveSet: new Set(), allowEmptyLiveSet: true }, 2);

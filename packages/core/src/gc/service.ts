@@ -7,6 +7,7 @@ import { planGc } from './planner.js';
 import type { GcExecutorPorts } from './ports.js';
 import type { GcOutcome, GcPlan, GcPolicy, Inventory, InventoryQuarantined } from './types.js';
 import { decideQuarantined, quarantinedToActivate } from './quarantine.js';
+import { holdInUnusableGroup } from './plan-groups.js';
 import { formatDuration } from './util.js';
 import type { WipePolicy } from '../volumes/types.js';
 
@@ -27,6 +28,12 @@ export interface GcPlanRequest {
    * list than a real "nothing is live" (DESIGN.md §2.4).
    */
   readonly allowEmptyLiveSet: boolean;
+  /**
+   * The setting that sets `allowEmptyLiveSet`, as the caller's user types
+   * it (e.g. `--allow-empty-live-set`), named in the refusal; default: the
+   * refusal says "allow it explicitly".
+   */
+  readonly allowEmptyLiveSetWith?: string;
   /**
    * The records whose absence counts as "empty", when the live set also holds
    * IDs that do not prove the list worked: `count` records of `what` (the
@@ -143,14 +150,7 @@ export class GcService {
       await this.#restQuarantined(quarantinedActivated);
       throw error;
     }
-    const expiring = new Set(
-      plan.dryRun
-        ? []
-        : plan.entries.filter((e) => e.action === 'remove-quarantined').map((e) => e.device),
-    );
-    await this.#restQuarantined(quarantinedActivated.filter((lv) => !expiring.has(lv)));
-    const heldQuarantined = quarantinedActivated.filter((lv) => expiring.has(lv));
-    if (heldQuarantined.length > 0) this.#quarantinedHeld.set(plan, heldQuarantined);
+    await this.#holdExpiring(plan, quarantinedActivated);
     // Back to rest now, except the snapshots an applied plan removes or quarantines: the
     // executor's re-check reads their sector 0 again (an inactive LV has none to read, so the
     // act would be skipped), and apply() deactivates any of them it did not remove or
@@ -202,7 +202,10 @@ export class GcService {
    * `olderThanMs` (0: all), under the same two signals as an expiry (tags of
    * this owner, an `ok` header of this owner with the name's ID, not open)
    * and without a live set or cap: a person asks for it. Returns a plan of
-   * quarantined entries only, for `apply`; with `dryRun` nothing is activated.
+   * quarantined entries only, for `apply`. Dry or not, the LVs it must read
+   * are activated under the host lock, as `plan` does, so both plan the
+   * same; a dry run deactivates every one again, an applied one those it
+   * will not remove (`apply` the rest that it did not remove).
    * With `lvs`, only those quarantined LVs, each named `vg/lv` or, when one
    * group holds it, `lv` (e.g. the quarantined copy of an ID that exists again).
    * @throws InvalidArgumentError for a bad owner ID or age, or an `lv` that
@@ -231,10 +234,31 @@ export class GcService {
           };
     };
     let inventory = await inventoryOf();
-    const activated = request.dryRun
-      ? []
-      : await this.#activateQuarantined(inventory, scope, request.olderThanMs);
-    if (activated.length > 0) inventory = await inventoryOf();
+    // A dry run activates as apply does (and rests them after), so that both read the same
+    // sector 0 and plan the same (DESIGN.md §6 "Quarantine", purge).
+    const activated = await this.#activateQuarantined(inventory, scope, request.olderThanMs);
+    let plan: GcPlan;
+    try {
+      if (activated.length > 0) inventory = await inventoryOf();
+      plan = this.#purgePlan(inventory, request);
+    } catch (error) {
+      await this.#restQuarantined(activated);
+      throw error;
+    }
+    await this.#holdExpiring(plan, activated);
+    return { plan, vgNames, activated };
+  }
+
+  /** The purge plan of `inventory` (planPurge): rule 7's checks without live set or cap. */
+  #purgePlan(
+    inventory: Inventory,
+    request: {
+      readonly ownerId: string;
+      readonly olderThanMs: number;
+      readonly nowMs: number;
+      readonly dryRun: boolean;
+    },
+  ): GcPlan {
     const base = planGc(
       { ...inventory, volumes: [], maps: [], snapshots: [] },
       new Set(),
@@ -248,16 +272,19 @@ export class GcService {
       request.nowMs,
     );
     const entries = (inventory.quarantined ?? []).map((q) =>
-      decideQuarantined(q, {
-        ownerId: request.ownerId,
-        naming: this.#naming,
-        nowMs: request.nowMs,
-        windowMs: request.olderThanMs,
-        liveSet: null,
-        windowName: `purge age ${formatDuration(request.olderThanMs)}`,
-      }),
+      holdInUnusableGroup(
+        decideQuarantined(q, {
+          ownerId: request.ownerId,
+          naming: this.#naming,
+          nowMs: request.nowMs,
+          windowMs: request.olderThanMs,
+          liveSet: null,
+          windowName: `purge age ${formatDuration(request.olderThanMs)}`,
+        }),
+        inventory,
+      ),
     );
-    const plan: GcPlan = {
+    return {
       ...base,
       deletionCap: entries.length,
       entries,
@@ -270,13 +297,6 @@ export class GcService {
         warnings: entries.filter((e) => e.severity === 'warn').length,
       },
     };
-    const removing = new Set(
-      entries.filter((e) => e.action === 'remove-quarantined').map((e) => e.device),
-    );
-    await this.#restQuarantined(activated.filter((lv) => !removing.has(lv)));
-    const held = activated.filter((lv) => removing.has(lv));
-    if (held.length > 0) this.#quarantinedHeld.set(plan, held);
-    return { plan, vgNames, activated };
   }
 
   /** Activates the inactive, owned, quarantine-tagged LVs (quarantinedToActivate; none: no call). */
@@ -297,6 +317,21 @@ export class GcService {
       scope,
       wanted.map((device) => device.slice(device.indexOf('/') + 1)),
     );
+  }
+
+  /**
+   * Of the quarantined LVs activated for `plan`, deactivates those it will
+   * not remove (all of a dry run's) and holds the rest for `apply`.
+   */
+  async #holdExpiring(plan: GcPlan, activated: readonly string[]): Promise<void> {
+    const expiring = new Set(
+      plan.dryRun
+        ? []
+        : plan.entries.filter((e) => e.action === 'remove-quarantined').map((e) => e.device),
+    );
+    await this.#restQuarantined(activated.filter((lv) => !expiring.has(lv)));
+    const held = activated.filter((lv) => expiring.has(lv));
+    if (held.length > 0) this.#quarantinedHeld.set(plan, held);
   }
 
   /** Deactivates quarantined LVs this service activated (none: no call). */
@@ -356,7 +391,7 @@ function windowOf(policy: GcPolicy): number | null {
 export function refuseEmptySnapshotLiveSet(
   request: Pick<
     GcPlanRequest,
-    'snapshotLiveSet' | 'allowEmptyLiveSet' | 'snapshotLiveSetUnavailable'
+    'snapshotLiveSet' | 'allowEmptyLiveSet' | 'allowEmptyLiveSetWith' | 'snapshotLiveSetUnavailable'
   >,
   inventory: Inventory,
   ownerId: string,
@@ -373,7 +408,7 @@ export function refuseEmptySnapshotLiveSet(
   if (own === 0) return;
   throw new FailedPreconditionError(
     `the snapshot live set is empty while ${own} snapshot LV(s) of this owner exist; refusing to plan ` +
-      '(an empty list is more often a failed one); allow it explicitly if no snapshot is really in use',
+      `(an empty list is more often a failed one); ${allowText(request)} if no snapshot is really in use`,
   );
 }
 
@@ -384,13 +419,22 @@ export function refuseEmptySnapshotLiveSet(
  * @throws FailedPreconditionError unless `allowEmptyLiveSet`.
  */
 export function refuseEmptyLiveSet(
-  request: Pick<GcPlanRequest, 'liveSet' | 'allowEmptyLiveSet' | 'liveSetSource'>,
+  request: Pick<
+    GcPlanRequest,
+    'liveSet' | 'allowEmptyLiveSet' | 'allowEmptyLiveSetWith' | 'liveSetSource'
+  >,
   stamped: number,
 ): void {
   const source = request.liveSetSource ?? { what: 'the live set', count: request.liveSet.size };
   if (source.count > 0 || stamped === 0 || request.allowEmptyLiveSet) return;
   throw new FailedPreconditionError(
     `${source.what} is empty while ${stamped} stamped volume(s) exist; refusing to plan removals ` +
-      '(an empty list is more often a failed one); allow it explicitly if nothing is really in use',
+      `(an empty list is more often a failed one); ${allowText(request)} if nothing is really in use`,
   );
+}
+
+/** How the refusals tell a person to allow an empty live set. */
+function allowText(request: Pick<GcPlanRequest, 'allowEmptyLiveSetWith'>): string {
+  const setting = request.allowEmptyLiveSetWith;
+  return setting === undefined ? 'allow it explicitly' : `allow it with ${setting}`;
 }

@@ -6,6 +6,7 @@ import type { DeviceNumber } from '../device/types.js';
 import type { HeaderReading } from '../volumes/header-reading.js';
 import type { Naming } from '../naming.js';
 import type { WipePolicy } from '../volumes/types.js';
+import type { UnusableGroup } from '../lvm/types.js';
 
 /**
  * What sector 0 of an LV said: a decode result, or `unreadable` when the LV
@@ -137,6 +138,12 @@ export interface Inventory {
   readonly snapshots?: readonly InventorySnapshot[];
   /** Quarantined LVs (DESIGN.md §6 "Quarantine"), sorted by `device`; absent when not listed. */
   readonly quarantined?: readonly InventoryQuarantined[];
+  /**
+   * Groups of the scope lvm refuses to change (a missing or duplicate PV,
+   * read-only, exported, shared), sorted by name: everything in them is
+   * kept (DESIGN.md §6 rule 1). Absent or empty: none.
+   */
+  readonly unusableGroups?: readonly UnusableGroup[];
 }
 
 /** GC policy (DESIGN.md §6). */

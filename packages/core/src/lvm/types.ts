@@ -1,3 +1,4 @@
+import type { VolumeGroupProblem } from '../errors.js';
 /** A volume group as `vgs` reports it. All sizes in bytes. */
 export interface VolumeGroup {
   readonly name: string;
@@ -79,4 +80,19 @@ export interface ThinPoolReport {
   /** The LV named like the pool (maybe not a pool), or null when there is none. */
   readonly pool: ThinPoolRow | null;
   readonly thinLvs: readonly ThinLvRow[];
+}
+
+/**
+ * A volume group of a report that lvm refuses to change
+ * (VolumeGroups.usable threw VolumeGroupUnusableError for it).
+ */
+export interface UnusableGroup {
+  readonly vgName: string;
+  readonly problem: VolumeGroupProblem;
+  /**
+   * What names the devices: lvm's warning lines about this group or its PVs
+   * (e.g. "VG qm is missing PV … (last written to /dev/loop3)"), joined
+   * with ` | `; else the error's detail.
+   */
+  readonly detail: string;
 }

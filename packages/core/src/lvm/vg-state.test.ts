@@ -377,6 +377,34 @@ describe('the look-up (one lvm fullreport, recorded) classifies a broken group a
     replay.assertDone();
   });
 
+  it('unusableIn: the groups of the one report lvm refuses to change, with the lines naming the devices, no further process', async () => {
+    const cases: [string, string, string][] = [
+      [
+        'fullreport-missing-pv',
+        'missing-pv',
+        "WARNING: Couldn't find device with uuid 6o8LD4-QvLF-90AQ-dwgr-3L0q-aXcq-sU04eD. | " +
+          `WARNING: VG ${VG} is missing PV 6o8LD4-QvLF-90AQ-dwgr-3L0q-aXcq-sU04eD (last written to /dev/loop1).`,
+      ],
+      [
+        'fullreport-duplicate-pv',
+        'duplicate-pv',
+        'WARNING: Not using device /dev/loop3 for PV yxj23W-SJbA-Oh9v-NwK4-oVKh-dAGW-lZ2t1X. | ' +
+          'WARNING: PV yxj23W-SJbA-Oh9v-NwK4-oVKh-dAGW-lZ2t1X prefers device /dev/loop0 because device is used by LV.',
+      ],
+      ['fullreport-exported', 'exported', 'vg_attr wzx-n-'],
+    ];
+    for (const [name, problem, detail] of cases) {
+      const { replay, lvm, found } = await lookUp(name);
+      expect(await lvm.volumeGroups.unusableIn(found)).toEqual([{ vgName: VG, problem, detail }]);
+      replay.assertDone();
+    }
+    for (const name of ['fullreport-found', 'fullreport-other-duplicate-pv']) {
+      const { replay, lvm, found } = await lookUp(name);
+      expect(await lvm.volumeGroups.unusableIn(found)).toEqual([]);
+      replay.assertDone();
+    }
+  });
+
   it('a report that lists no PV of the group asks pvs (a group always has one)', async () => {
     const rec = fullReport('fullreport-duplicate-pv');
     const noPvs = rec.stdout.replace(/"pv": \[[^\]]*\]/g, '"pv": [\n              ]');

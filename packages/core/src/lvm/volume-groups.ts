@@ -13,7 +13,7 @@ import {
   VG_REPORT_FIELDS,
 } from './report.js';
 import { duplicatePvUuids, lvmMessage, problemsOfVgAttr } from './vg-state.js';
-import type { VolumeGroup } from './types.js';
+import type { UnusableGroup, VolumeGroup } from './types.js';
 
 /**
  * lvm(8) "VALID NAMES" of a volume group: up to 127 characters of a-z A-Z
@@ -160,6 +160,32 @@ export class VolumeGroups {
     return vg;
   }
 
+  /**
+   * The groups of `report` that `usable` refuses, each with lvm's warnings
+   * about it (UnusableGroup). Starts no lvm process for a look-up's `lvm
+   * fullreport` (it lists each group's PVs); `usable` may for other reports.
+   * @throws as usable, except VolumeGroupUnusableError.
+   */
+  async unusableIn(report: GroupsReport): Promise<UnusableGroup[]> {
+    const unusable: UnusableGroup[] = [];
+    for (const vgName of new Set(report.groups.map((g) => g.name))) {
+      try {
+        await this.usable(vgName, report);
+      } catch (error) {
+        if (!(error instanceof VolumeGroupUnusableError)) throw error;
+        const vg = report.groups.find((g) => g.name === vgName);
+        const pvUuids = vg === undefined ? [] : (report.pvUuids.get(vg.uuid) ?? []);
+        const said = groupWarnings(vgName, pvUuids, report.stderr);
+        unusable.push({
+          vgName,
+          problem: error.problem,
+          detail: said === '' ? error.detail : said,
+        });
+      }
+    }
+    return unusable;
+  }
+
   async #pvUuidsOf(vgName: string): Promise<string[]> {
     const argv = ['pvs', ...REPORT_OPTIONS, '-o', 'pv_uuid', '-S', `vg_name="${vgName}"`];
     return parsePvUuids(await this.#lvm.report(argv));
@@ -257,6 +283,22 @@ export class VolumeGroups {
     const result = await this.#lvm.report(argv);
     return { groups: parseVgsReport(result.stdout, result.argv), stderr: result.stderr };
   }
+}
+
+/**
+ * lvm's warning lines (trimmed, joined with ` | `) that name the group
+ * `VG <vgName> ` or one of its PV uuids; '' when none does.
+ */
+export function groupWarnings(vgName: string, pvUuids: readonly string[], stderr: string): string {
+  return stderr
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(
+      (line) =>
+        line.includes(`VG ${vgName} `) ||
+        pvUuids.some((uuid) => uuid !== '' && line.includes(uuid)),
+    )
+    .join(' | ');
 }
 
 /**

@@ -454,7 +454,11 @@ describe('inputs that broke other LVM tools', () => {
     await expect(manager.listLogicalVolumes(SCOPE, ['lvstamp_"x'])).rejects.toThrow(
       /not a valid logical volume name/,
     );
-    expect(await manager.listLogicalVolumes(SCOPE, [])).toEqual({ volumes: [], snapshots: [] });
+    expect(await manager.listLogicalVolumes(SCOPE, [])).toEqual({
+      volumes: [],
+      snapshots: [],
+      unusableGroups: [],
+    });
     runner.assertDone();
   });
 

@@ -6,6 +6,7 @@
 import type { DataDeviceMap } from '../device/types.js';
 import type { MountInfoEntry } from '../fs/types.js';
 import type { LogicalVolume } from '../lvm/types.js';
+import type { UnusableGroup } from '../lvm/types.js';
 import { commonLvPrefix, parseSnapshotLvName } from '../naming.js';
 import { readHeaderSafely } from './header-reading.js';
 import { getVolume, toVolume, withCapacity } from './lookup.js';
@@ -18,6 +19,8 @@ import type { VgScope, Volume, VolumeStatus } from './types.js';
  * `lvstamp_new_<id>`, capacity null) and `snapshots` (`lvstamp_snap_<id>`,
  * active or not, whatever their tags: the GC judges them, DESIGN.md §6).
  * Other names with the prefix are left out. With `lvNames`, only those.
+ * `unusableGroups`: the groups of the report lvm refuses to change
+ * (VolumeGroups.unusableIn, from the same report: no further lvm process).
  * @throws InvalidArgumentError for a bad group or LV name; as
  *   LogicalVolumes.inGroups.
  */
@@ -25,12 +28,15 @@ export async function listLogicalVolumes(
   p: CoreParts,
   scope: VgScope,
   lvNames?: readonly string[],
-): Promise<{ volumes: Volume[]; snapshots: LogicalVolume[] }> {
-  if (lvNames !== undefined && lvNames.length === 0) return { volumes: [], snapshots: [] };
-  const { lvs } = await p.lvm.logicalVolumes.inGroups(
+): Promise<{ volumes: Volume[]; snapshots: LogicalVolume[]; unusableGroups: UnusableGroup[] }> {
+  if (lvNames !== undefined && lvNames.length === 0) {
+    return { volumes: [], snapshots: [], unusableGroups: [] };
+  }
+  const report = await p.lvm.logicalVolumes.inGroups(
     scope.vgNames,
     lvNames === undefined ? { prefix: commonLvPrefix(p.naming) } : { names: lvNames },
   );
+  const { lvs } = report;
   const volumes: Volume[] = [];
   const snapshots: LogicalVolume[] = [];
   for (const lv of lvs) {
@@ -38,7 +44,7 @@ export async function listLogicalVolumes(
     if (volume !== null) volumes.push(volume);
     else if (parseSnapshotLvName(lv.lvName, p.naming) !== null) snapshots.push(lv);
   }
-  return { volumes, snapshots };
+  return { volumes, snapshots, unusableGroups: await p.lvm.volumeGroups.unusableIn(report) };
 }
 
 /**
