@@ -826,17 +826,63 @@ s_helm_upgrade() {
   hm history lvstamp
 }
 
-# --- K8S_INSTALL=helm: helm uninstall as docs/install.md "Uninstall" says (claims first: s_cleanup) ---
-s_helm_uninstall() {
-  [ -z "$(kubectl get pv -o name)" ] || fail "PVs left before the uninstall: $(kubectl get pv -o name)" || return 1
-  hm uninstall lvstamp --wait --timeout 600s || fail "helm uninstall" || return 1
-  wait_for "the driver pod gone" 600 no_driver_pod || return 1
+# --- K8S_INSTALL=helm: uninstall as docs/uninstall.md says, each of its steps in its order ---
+# (s_cleanup deleted the test's claims first; this scenario leaves a Retain PV behind, as a user
+# may have one, and follows the page: find what outlives the driver, clean it with the CLI in the
+# driver pod, uninstall, check what is left on the node, delete the namespace)
+lvstamp_pvs() { kubectl get pv -o jsonpath='{range .items[?(@.spec.csi.driver=="lvstamp.io")]}{.metadata.name} {.status.phase} {.spec.claimRef.namespace}/{.spec.claimRef.name} {.spec.csi.volumeHandle} {.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}{"\n"}{end}'; }
+in_driver() { kubectl -n $NS exec ds/lvstamp-csi-node -c lvstamp-csi -- "$@"; }
+chart_objects_left() {
   local left
   left=$(kubectl get csidriver,storageclass,clusterrole,clusterrolebinding,volumesnapshotclass -l app.kubernetes.io/part-of=lvstamp -o name)
-  [ -z "$left" ] || fail "cluster-scoped objects left: $left" || return 1
-  left=$(kubectl -n $NS get all,configmap,serviceaccount,role,rolebinding -l app.kubernetes.io/part-of=lvstamp -o name)
-  [ -z "$left" ] || fail "objects left in $NS: $left" || return 1
-  [ "$(lv_count)" = 0 ] || fail "LVs left: $(lvs --noheadings -o lv_name lvstamp)"
+  left="$left$(kubectl get all,configmap,serviceaccount,role,rolebinding -A -l app.kubernetes.io/part-of=lvstamp -o name)"
+  [ -z "$left" ] || { log "  left: $(echo "$left" | tr '\n' ' ')"; return 1; }
+}
+s_helm_uninstall() {
+  local pv vol out
+  # a PV with reclaimPolicy Retain whose claim is gone: the page's case of a volume that outlives its claim
+  pvc keep lvstamp-ext4 32Mi && pod app-keep keep && wait_running app-keep 900 || return 1
+  vol=$(volume_of keep) pv=$(jp pvc/keep '{.spec.volumeName}')
+  kubectl patch pv "$pv" -p '{"spec":{"persistentVolumeReclaimPolicy":"Retain"}}' &&
+    kubectl delete pod app-keep --wait=true --timeout=600s && kubectl delete pvc keep --wait=true --timeout=300s || return 1
+  wait_for "PV $pv Released" 300 phase_is "pv/$pv" Released || return 1
+  # step 1: every PV of lvstamp.io with its phase, claim, volume and node (the page's command);
+  # none Bound: the claims are gone, and what is left is the Released Retain PV
+  out=$(lvstamp_pvs)
+  log "lvstamp.io PVs before the uninstall: $(echo "$out" | tr '\n' ';')"
+  [ "$out" = "$pv Released default/keep $vol $NODE" ] || fail "want only the Released PV $pv (default/keep, volume $vol, node $NODE), got: $out" || return 1
+  # step 2: what the node holds, with the CLI in the driver pod
+  out=$(in_driver lvstamp list --vg lvstamp) || { echo "$out"; fail "lvstamp list in the driver pod"; return 1; }
+  echo "$out"
+  echo "$out" | grep -q "$vol" || fail "lvstamp list does not show the Retain PV's volume $vol" || return 1
+  in_driver lvstamp quarantine list --vg lvstamp || fail "lvstamp quarantine list in the driver pod" || return 1
+  # step 3: the PV object deleted, then its volume with the CLI in the driver pod (no claim, no pod: not open)
+  kubectl delete pv "$pv" --wait=true --timeout=300s || return 1
+  wait_for "volume $vol unstaged (no mount names it)" 300 sh -c "! grep -q '$vol' /proc/mounts" || return 1
+  in_driver lvstamp delete "$pv" --vg lvstamp --wipe zero || fail "lvstamp delete $pv in the driver pod" || return 1
+  [ "$(lv_count "$vol")" = 0 ] || fail "an LV of $vol is left after lvstamp delete" || return 1
+  # step 4: the uninstall
+  hm uninstall lvstamp --wait --timeout 600s || fail "helm uninstall" || return 1
+  hm list
+  wait_for "the driver pod gone" 600 no_driver_pod || return 1
+  # every object of the chart, the GC's Jobs included (the garbage collector follows their owners)
+  wait_for "no object labelled app.kubernetes.io/part-of=lvstamp left" 300 chart_objects_left || return 1
+  wait_for "CSINode $NODE no longer lists lvstamp.io (the driver removed its registration socket)" 300 sh -c \
+    "! kubectl get csinode $NODE -o jsonpath='{.spec.drivers[*].name}' | grep -qw lvstamp.io" || return 1
+  # step 5: what stays on the node, as the page lists it
+  log "on the node after the uninstall: $(vgs --noheadings -o vg_name,lv_count,vg_size,vg_free --units b lvstamp | tr -s ' ');" \
+    "$(ls /etc/lvm/archive | grep -c '^lvstamp_') archive files of lvstamp;" \
+    "plugins/lvstamp.io: $(ls -A /var/lib/kubelet/plugins/lvstamp.io 2>&1 | tr '\n' ' ');" \
+    "plugins_registry: $(ls -A /var/lib/kubelet/plugins_registry 2>&1 | tr '\n' ' ');" \
+    "/run/lock/lvstamp: $(ls -A /run/lock/lvstamp 2>&1 | tr '\n' ' ')"
+  [ "$(vgs --noheadings -o lv_count lvstamp | tr -d ' ')" = 0 ] || fail "VG lvstamp is not there with 0 LVs" || return 1
+  ! dmsetup ls | grep -q '^lvstamp' || fail "device-mapper maps left: $(dmsetup ls)" || return 1
+  ! ls -A /var/lib/kubelet/plugins_registry | grep -q lvstamp || fail "a registration socket of lvstamp.io is left" || return 1
+  [ ! -S /var/lib/kubelet/plugins/lvstamp.io/csi.sock ] || fail "the driver's socket is left" || return 1
+  # step 6: the namespace (helm never deletes it); the snapshot CRDs and controller are the cluster's and stay
+  kubectl delete namespace $NS --wait=true --timeout=300s || fail "kubectl delete namespace $NS" || return 1
+  # step 7 (optional, the node's admin): the volume group, when no other use is planned for it
+  vgremove -qq lvstamp && pvremove -qq "$DISK" || fail "vgremove lvstamp, pvremove $DISK"
 }
 
 s_cleanup() {
@@ -881,5 +927,5 @@ check "kubelet restarted while a pod uses a volume: the pod keeps running with i
 check "the driver's /healthz and metrics answer on the pod's ports" s_probe_metrics
 check "cleanup: no LV, map or mount left on the node" s_cleanup
 if [ "$K8S_INSTALL" = helm ]; then
-  check "helm uninstall (claims deleted first): every object of the chart gone" s_helm_uninstall
+  check "uninstall as docs/uninstall.md says: a Retain PV's volume found and deleted with the CLI in the driver pod, helm uninstall, every object of the chart gone, the VG left empty, the namespace deleted" s_helm_uninstall
 fi
