@@ -1,6 +1,6 @@
 // merge-reports.mjs OUT PART...: one vitest JSON report from the shards' reports (counts summed,
 // test files concatenated), as one VM would have written it. A missing or unreadable part makes
-// the merged report unsuccessful and the exit code 1.
+// the merged report unsuccessful and the exit code 1, and so does a merge in which no test ran.
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const [out, ...parts] = process.argv.slice(2);
@@ -33,5 +33,11 @@ console.log(
 );
 if (merged.shards.some((s) => s.missing)) {
   console.log('run-e2e: a shard wrote no report');
+  process.exitCode = 1;
+}
+if (merged.numTotalTests === 0) {
+  console.log('run-e2e: no shard ran a test');
+  merged.success = false;
+  writeFileSync(out, JSON.stringify(merged));
   process.exitCode = 1;
 }
