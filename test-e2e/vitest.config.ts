@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import DurationSequencer from './src/harness/sequencer';
 
 // End-to-end suite: real lvm2, device-mapper, loop devices. It runs as root on
 // a host with device-mapper, or inside the test VM (scripts/run-e2e.sh).
@@ -8,6 +9,8 @@ export default defineConfig({
   test: {
     include: ['src/**/*.e2e.test.ts'],
     fileParallelism: false,
+    // --shard=i/n splits by recorded durations (e2e-durations.json; README "Shards").
+    sequence: { sequencer: DurationSequencer },
     globalSetup: ['src/harness/global-setup.ts'],
     testTimeout: 600_000,
     hookTimeout: 300_000,

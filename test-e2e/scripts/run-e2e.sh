@@ -2,9 +2,14 @@
 # run-e2e.sh [vitest args...]: the e2e suite (the test:e2e script of @lvstamp/test-e2e).
 # Runs vitest directly when this host has device-mapper and we are root; otherwise runs the suite
 # inside the test VM (test-e2e/vm/run-in-vm.sh): split over LVSTAMP_E2E_SHARDS VMs at once (default
-# 2 on 2 or more cores; 1 when test files are named, unless LVSTAMP_E2E_SHARDS is set). A missing prerequisite is a failure
-# (exit != 0), never a skip. Exit code = the suite's exit code. A JSON report lands in
+# 2 on 2 or more cores; 1 when test files are named, unless LVSTAMP_E2E_SHARDS is set), by the
+# files' recorded durations (e2e-durations.json, src/harness/sequencer.ts). A missing prerequisite
+# is a failure (exit != 0), never a skip. Exit code = the suite's exit code. A JSON report lands in
 # test-e2e/results/e2e.json (the VM writes it back through a read-write share).
+# Env: LVSTAMP_E2E_SHARD=I/N runs only shard I of N, in one VM, into results/e2e-I.json (no merged
+#      report: the caller runs the other shards and scripts/merge-reports.mjs; scripts/test.sh);
+#      LVSTAMP_E2E_AFTER_SECONDS=S1,...,SN: what each shard's caller runs after it, in seconds, so the
+#      split evens out the whole lanes (src/harness/shards.ts).
 set -uo pipefail
 PKG=$(cd "$(dirname "$0")/.." && pwd)
 cd "$PKG"
@@ -14,7 +19,14 @@ for tool in node lvm dmsetup losetup blkid mkfs.ext4 mkfs.xfs mount; do
   command -v "$tool" >/dev/null || fail "'$tool' is missing (scripts/bootstrap.sh installs lvm2 e2fsprogs xfsprogs util-linux)"
 done
 [ -x node_modules/.bin/vitest ] || fail "vitest is not installed (pnpm install)"
-mkdir -p results && rm -f results/e2e.json results/e2e-*.json
+ONLY=${LVSTAMP_E2E_SHARD:-}
+if [ -n "$ONLY" ]; then
+  [[ $ONLY =~ ^([1-9][0-9]*)/([1-9][0-9]*)$ ]] && [ "${BASH_REMATCH[1]}" -le "${BASH_REMATCH[2]}" ] ||
+    fail "LVSTAMP_E2E_SHARD must be I/N with 1 <= I <= N, got '$ONLY'"
+  mkdir -p results && rm -f "results/e2e-${ONLY%/*}.json"
+else
+  mkdir -p results && rm -f results/e2e.json results/e2e-*.json
+fi
 VITEST=(node_modules/.bin/vitest run --reporter=default --reporter=json --outputFile.json=results/e2e.json "$@")
 
 host_has_dm() {
@@ -24,14 +36,17 @@ host_has_dm() {
 
 start=$(date +%s)
 if [ "${LVSTAMP_E2E_FORCE_VM:-0}" != 1 ] && host_has_dm; then
-  echo "run-e2e: host has device-mapper and root: running the e2e suite directly"
-  "${VITEST[@]}"
+  if [ -n "$ONLY" ]; then
+    echo "run-e2e: host has device-mapper and root: running shard $ONLY of the e2e suite directly"
+    node_modules/.bin/vitest run --reporter=default --reporter=json --passWithNoTests \
+      "--outputFile.json=results/e2e-${ONLY%/*}.json" "--shard=$ONLY" "$@"
+  else
+    echo "run-e2e: host has device-mapper and root: running the e2e suite directly"
+    "${VITEST[@]}"
+  fi
   rc=$?
 else
   command -v qemu-system-x86_64 >/dev/null || fail "qemu-system-x86_64 is missing (apt-get install qemu-system-x86)"
-  # The whole suite in SHARDS VMs at once, each with its share of the CPUs and of the test files
-  # (vitest --shard): one emulated VM keeps about one core busy (lvm's processes run one after
-  # another), so on 2 cores two VMs take about half the time. Named files: one VM.
   SHARDS=${LVSTAMP_E2E_SHARDS:-$(($(nproc) >= 2 ? 2 : 1))}
   [ $# -gt 0 ] && [ -z "${LVSTAMP_E2E_SHARDS:-}" ] && SHARDS=1
   in_vm() { # in_vm VITEST_ARGS...: the command the VM runs
@@ -39,24 +54,37 @@ else
     printf -v cmd '%q ' "$@"
     echo "set -o pipefail; echo \"run-e2e: in the VM: kernel \$(uname -r), \$(lvm version | head -1 | tr -s ' ')\"; $cmd"
   }
-  if [ "$SHARDS" = 1 ]; then
+  # run_shard I N CPUS [vitest args...]: shard I of N in one VM, lines prefixed [e2e I/N]. A shard
+  # may get no file (few files named, a long lane after it): it passes; the merged report fails
+  # when no shard ran a test (scripts/merge-reports.mjs).
+  run_shard() {
+    local i=$1 n=$2 cpus=$3
+    shift 3
+    VM_RW="$PKG/results" VM_ENV="CI LVSTAMP_E2E_AFTER_SECONDS" VM_MEM=${VM_MEM:-4G} \
+      VM_TIMEOUT=${VM_TIMEOUT:-3000} VM_CPUS=$cpus \
+      "$PKG/vm/run-in-vm.sh" "$(in_vm node_modules/.bin/vitest run --reporter=default --reporter=json \
+        --passWithNoTests "--outputFile.json=results/e2e-$i.json" "--shard=$i/$n" "$@")" 2>&1 |
+      sed -u "s|^|[e2e $i/$n] |"
+    return "${PIPESTATUS[0]}"
+  }
+  if [ -n "$ONLY" ]; then
+    echo "run-e2e: host has no device-mapper (or not root): shard $ONLY of the suite in one test VM, output prefixed [e2e $ONLY]"
+    run_shard "${ONLY%/*}" "${ONLY#*/}" 1 "$@"
+    rc=$?
+  elif [ "$SHARDS" = 1 ]; then
     echo "run-e2e: host has no device-mapper (or not root): booting the test VM once, running the suite inside"
     VM_RW="$PKG/results" VM_ENV="CI" VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-3000} \
       "$PKG/vm/run-in-vm.sh" "$(in_vm "${VITEST[@]}")"
     rc=$?
   else
+    # The whole suite in SHARDS VMs at once, each with its share of the CPUs and of the test
+    # files: one emulated VM keeps about one core busy (lvm's processes run one after another),
+    # so on 2 cores two VMs take about half the time.
     echo "run-e2e: host has no device-mapper (or not root): the suite in $SHARDS test VMs at once (vitest --shard), output prefixed [e2e i/$SHARDS]"
     "$PKG/vm/build-assets.sh" >&2 || fail "test VM asset build failed"
     pids=()
     for i in $(seq 1 "$SHARDS"); do
-      (
-        VM_RW="$PKG/results" VM_ENV="CI" VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-3000} \
-          VM_CPUS=$(($(nproc) / SHARDS > 0 ? $(nproc) / SHARDS : 1)) \
-          "$PKG/vm/run-in-vm.sh" "$(in_vm node_modules/.bin/vitest run --reporter=default --reporter=json \
-            "--outputFile.json=results/e2e-$i.json" "--shard=$i/$SHARDS" "$@")" 2>&1 |
-          sed -u "s|^|[e2e $i/$SHARDS] |"
-        exit "${PIPESTATUS[0]}"
-      ) &
+      run_shard "$i" "$SHARDS" $(($(nproc) / SHARDS > 0 ? $(nproc) / SHARDS : 1)) "$@" &
       pids+=($!)
     done
     rc=0
@@ -67,22 +95,8 @@ else
       [ "$r" = 0 ] || rc=$r
     done
     # one report, as with one VM: the shards' counts summed, their test files concatenated
-    node -e '
-      const fs = require("fs");
-      const [out, ...parts] = process.argv.slice(1);
-      const merged = { numTotalTests: 0, numPassedTests: 0, numFailedTests: 0, numPendingTests: 0, numTodoTests: 0, success: true, testResults: [], shards: [] };
-      for (const file of parts) {
-        let r;
-        try { r = JSON.parse(fs.readFileSync(file, "utf8")); } catch { merged.success = false; merged.shards.push({ file, missing: true }); continue; }
-        for (const k of ["numTotalTests", "numPassedTests", "numFailedTests", "numPendingTests", "numTodoTests"]) merged[k] += r[k] ?? 0;
-        merged.success &&= r.success === true;
-        merged.testResults.push(...(r.testResults ?? []));
-        merged.shards.push({ file, passed: r.numPassedTests, failed: r.numFailedTests });
-      }
-      fs.writeFileSync(out, JSON.stringify(merged));
-      console.log(`run-e2e: ${merged.numPassedTests} passed, ${merged.numFailedTests} failed over ${parts.length} shards`);
-      if (merged.shards.some((s) => s.missing)) { console.log("run-e2e: a shard wrote no report"); process.exitCode = 1; }
-    ' results/e2e.json $(for i in $(seq 1 "$SHARDS"); do echo "results/e2e-$i.json"; done) || rc=1
+    node scripts/merge-reports.mjs results/e2e.json \
+      $(for i in $(seq 1 "$SHARDS"); do echo "results/e2e-$i.json"; done) || rc=1
   fi
 fi
 echo "run-e2e: exit $rc after $(($(date +%s) - start)) s"
