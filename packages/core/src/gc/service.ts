@@ -257,6 +257,7 @@ export class GcService {
       readonly olderThanMs: number;
       readonly nowMs: number;
       readonly dryRun: boolean;
+      readonly wipe?: WipePolicy;
     },
   ): GcPlan {
     const base = planGc(
