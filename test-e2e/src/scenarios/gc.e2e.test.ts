@@ -177,7 +177,7 @@ describe('gc on real volumes', () => {
     const refused = await cli(gc('--min-age', MIN_AGE, '--apply'), 1);
     expect(refused.stdout).toBe('');
     expect(refused.stderr).toMatch(
-      /\nlvstamp: the live set is empty while \d+ stamped volume\(s\) exist; refusing to plan removals \(an empty list is more often a failed one\); allow it explicitly if nothing is really in use$/,
+      /\nlvstamp: the live set is empty while \d+ stamped volume\(s\) exist; refusing to plan removals \(an empty list is more often a failed one\); allow it with --allow-empty-live-set if nothing is really in use$/,
     );
     const stamped = Number(/while (\d+) stamped/.exec(refused.stderr)?.[1]);
     expect(stamped).toBeGreaterThanOrEqual(5); // live, two orphans, foreign, open
