@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DecodeResult } from '../header/types.js';
-import type { LogicalVolume } from '../lvm/types.js';
-import type { UnusableGroup } from '../lvm/types.js';
+import type { LogicalVolume, UnusableGroup } from '../lvm/types.js';
 import type { Volume } from '../volumes/types.js';
 import {
   DEFAULT_NAMING,
@@ -18,7 +17,7 @@ import type { GcExecutorPorts } from './ports.js';
 import { GcService } from './service.js';
 import { planGc } from './planner.js';
 import { quarantinedToActivate } from './quarantine.js';
-import type { GcOutcome, GcPolicy, Inventory, InventoryQuarantined } from './types.js';
+import type { GcOutcome, GcPlan, GcPolicy, Inventory, InventoryQuarantined } from './types.js';
 
 // The quarantine steps against a stateful fake node that can "die" before
 // any change (DESIGN.md §6 "Quarantine", §2.2): for each kill point, the
@@ -304,6 +303,11 @@ async function run(n: FakeNode, nowMs: number): Promise<readonly GcOutcome[]> {
   const gc = new GcService({ ports: n.ports(), clock: () => nowMs });
   // The snapshot rests inactive; the fake activates nothing for it, so it is judged active here.
   for (const l of n.lvs) if (parseSnapshotLvName(l.lvName) !== null) l.active = true;
+  return gc.apply(await planAt(gc, nowMs));
+}
+
+/** The plan of one run at `nowMs`: F is live (volume and snapshot), the test policy. */
+async function planAt(gc: GcService, nowMs: number): Promise<GcPlan> {
   const { plan } = await gc.plan({
     liveSet: new Set([F]),
     allowEmptyLiveSet: false,
@@ -311,7 +315,7 @@ async function run(n: FakeNode, nowMs: number): Promise<readonly GcOutcome[]> {
     policy,
     nowMs,
   });
-  return gc.apply(plan);
+  return plan;
 }
 
 describe('GC quarantine: executor kill points (DESIGN.md §6 "Quarantine")', () => {
@@ -667,13 +671,7 @@ describe('a volume group lvm refuses to change (DESIGN.md §6 rule 1)', () => {
     const n = node();
     n.unusable = [missing];
     const gc = new GcService({ ports: n.ports(), clock: () => NOW });
-    const { plan } = await gc.plan({
-      liveSet: new Set([F]),
-      allowEmptyLiveSet: false,
-      snapshotLiveSet: new Set([F]),
-      policy,
-      nowMs: NOW,
-    });
+    const plan = await planAt(gc, NOW);
     expect(plan.entries.map((e) => [e.device, e.action, e.rule, e.severity])).toEqual([
       [`lvstamp-${A}`, 'keep', 1, 'warn'],
       [`vg0/${lvNameFor(A)}`, 'keep', 1, 'warn'],
@@ -701,13 +699,7 @@ describe('a volume group lvm refuses to change (DESIGN.md §6 rule 1)', () => {
     const n = node();
     for (const l of n.lvs) if (parseSnapshotLvName(l.lvName) !== null) l.active = true;
     const gc = new GcService({ ports: n.ports(), clock: () => NOW });
-    const { plan } = await gc.plan({
-      liveSet: new Set([F]),
-      allowEmptyLiveSet: false,
-      snapshotLiveSet: new Set([F]),
-      policy,
-      nowMs: NOW,
-    });
+    const plan = await planAt(gc, NOW);
     n.unusable = [missing];
     const stepsBefore = n.steps.length;
     const outcomes = await gc.apply(plan);

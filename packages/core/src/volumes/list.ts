@@ -5,8 +5,7 @@
  */
 import type { DataDeviceMap } from '../device/types.js';
 import type { MountInfoEntry } from '../fs/types.js';
-import type { LogicalVolume } from '../lvm/types.js';
-import type { UnusableGroup } from '../lvm/types.js';
+import type { LogicalVolume, UnusableGroup } from '../lvm/types.js';
 import { commonLvPrefix, parseSnapshotLvName } from '../naming.js';
 import { readHeaderSafely } from './header-reading.js';
 import { getVolume, toVolume, withCapacity } from './lookup.js';
