@@ -75,6 +75,9 @@ let orphansCreatedAtMs = 0;
 
 const lv = (key: Key) => `lvstamp_${idOf(names[key])}`;
 const device = (key: Key) => `${vg.vgName}/${lv(key)}`;
+/** The LV's device-mapper path (dmsetup(8) names: each '-' in a name doubled). */
+const dmPath = (key: Key) =>
+  `/dev/mapper/${vg.vgName.replaceAll('-', '--')}-${lv(key).replaceAll('-', '--')}`;
 
 /** `lvstamp-gc node ...` with this run's kubeconfig, owner, grace period (whole seconds), no quarantine and host lock. */
 const gcNode = (minAgeMs: number, ...extra: string[]) => [
@@ -264,9 +267,12 @@ describe('lvstamp-gc node against a real API server, on real LVM', () => {
       skipped: 0,
       errors: 0,
     });
-    const removed = [device('orphanA'), device('orphanB')].sort();
+    // the default wipe (discard) runs before each removal (DESIGN.md §5 "Wipe")
+    const removed = (['orphanA', 'orphanB'] as const)
+      .map((key) => [device(key), dmPath(key)] as const)
+      .sort(([a], [b]) => (a < b ? -1 : 1));
     expect(report.outcomes.map((o) => [o.entry.device, o.outcome, o.detail])).toEqual(
-      removed.map((d) => [d, 'removed', `removed LV ${d}`]),
+      removed.map(([d, path]) => [d, 'removed', `wiped ${path} (discard), removed LV ${d}`]),
     );
     expect(report.eventErrors).toEqual([]);
     expect(await lvNames(vg.vgName)).toEqual(
@@ -280,9 +286,11 @@ describe('lvstamp-gc node against a real API server, on real LVM', () => {
       ['LeakedVolumeRemoved', 'Normal', 'Node', NODE_NAME],
       ['LeakedVolumeRemoved', 'Normal', 'Node', NODE_NAME],
     ]);
-    expect(events.map((e) => e.message.split(' ')[0]).sort()).toEqual(removed);
+    expect(events.map((e) => e.message.split(' ')[0]).sort()).toEqual(removed.map(([d]) => d));
     for (const e of events)
-      expect(e.message).toMatch(/^\S+ on node e2e-node: removed LV \S+ \(orphan: valid header/);
+      expect(e.message).toMatch(
+        /^\S+ on node e2e-node: wiped \/dev\/mapper\/\S+ \(discard\), removed LV \S+ \(orphan: valid header/,
+      );
   });
 
   it('a second run removes nothing, also while two PVs are being deleted (held by their finalizer)', async () => {
