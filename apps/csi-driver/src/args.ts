@@ -7,10 +7,11 @@ import type { NodePaths, PathKind } from './ports.js';
  * Checks a string field against the CSI spec's general size limit ("Size
  * Limits": a string field SHALL NOT exceed 128 bytes unless its description
  * says otherwise), counted in bytes of UTF-8, not characters. Applies to
- * the IDs and tokens a request carries (volume_id, snapshot_id,
- * source_volume_id, starting_token); not to the paths, whose descriptions
- * lift the limit, nor to map entries (a map has its own 4 KiB limit).
- * Names are checked by the core's validateVolumeName, with the same limit.
+ * the IDs a request carries (volume_id, snapshot_id, source_volume_id);
+ * not to the paths, whose descriptions lift the limit, nor to map entries
+ * (a map has its own 4 KiB limit), nor to starting_token, whose RPCs name
+ * ABORTED for any invalid token. Names are checked by the core's
+ * validateVolumeName, with the same limit.
  * @throws CsiError INVALID_ARGUMENT `<field> must be at most 128 bytes of
  *   UTF-8, the CSI limit on a string field, got N`.
  */

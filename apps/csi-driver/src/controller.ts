@@ -32,7 +32,7 @@ import type {
   VolumeCapabilityMsg,
   VolumeMsg,
 } from './csi-types.js';
-import { requireCsiStringLimit, requireVolumeIdArg } from './args.js';
+import { requireVolumeIdArg } from './args.js';
 import { CsiError, invalidArgument } from './errors.js';
 import type { DriverCore } from './ports.js';
 import { readCapacityRange, writeBytes } from './sizes.js';
@@ -350,14 +350,13 @@ export function createControllerService(deps: ControllerDeps) {
      * ordered by volume ID, one look-up, then a header read for the
      * capacity of each volume of the page only. `next_token` is the last ID returned; a page
      * starts after it, so deletions between pages skip nothing. A token
-     * that is not a volume ID → ABORTED (spec); negative max_entries, or a
-     * token over 128 bytes (CSI "Size Limits") → INVALID_ARGUMENT.
+     * that is not a volume ID, an over-long one too → ABORTED (the RPC's own
+     * code for an invalid token); negative max_entries → INVALID_ARGUMENT.
      */
     ListVolumes: async (request: ListVolumesRequest) => {
       requireControllerCapability('LIST_VOLUMES');
       if (request.max_entries < 0) throw invalidArgument('max_entries must not be negative');
       const token = request.starting_token;
-      requireCsiStringLimit(token, 'starting_token');
       if (token !== '' && !isHexId(token)) {
         throw new CsiError(
           GrpcStatus.ABORTED,

@@ -152,14 +152,14 @@ export function createSnapshotHandlers(deps: SnapshotDeps) {
      * or unknown one gives an empty list) and `source_volume_id`.
      * `next_token` is the last ID returned and a page starts after it, so a
      * deletion between pages skips nothing; a token that is not an ID →
-     * ABORTED; negative max_entries, or a token or filter over 128 bytes
-     * (CSI "Size Limits") → INVALID_ARGUMENT.
+     * ABORTED (an over-long one too: the RPC's own code for an invalid
+     * token); negative max_entries, or a filter over 128 bytes (CSI "Size
+     * Limits") → INVALID_ARGUMENT.
      */
     ListSnapshots: async (request: ListSnapshotsRequest) => {
       requireControllerCapability('LIST_SNAPSHOTS', offered);
       if (request.max_entries < 0) throw invalidArgument('max_entries must not be negative');
       const token = request.starting_token;
-      requireCsiStringLimit(token, 'starting_token');
       requireCsiStringLimit(request.snapshot_id, 'snapshot_id');
       requireCsiStringLimit(request.source_volume_id, 'source_volume_id');
       if (token !== '' && !isHexId(token)) {
