@@ -24,10 +24,14 @@ import type { HeaderFields } from '../header/types.js';
 import { readHeaderSafely, type HeaderReading } from './header-reading.js';
 import { capacityOf } from './size.js';
 import { failedHeaderCheck, failedTagCheck, notOwned, requireOwnerTags } from './ownership.js';
+import { refuseOpenLv } from './lookup.js';
 import { withDefaults, type ResolvedServiceParts, type ServiceParts } from './parts.js';
 
 /** What QuarantineService runs on: the volume services' parts, without maps and filesystems. */
-export type QuarantineServiceOptions = ServiceParts<unknown, unknown>;
+export type QuarantineServiceOptions = ServiceParts<unknown, unknown> & {
+  /** Where `sys/` and `proc/` are read to name the holders of an open LV; default `/`. */
+  readonly hostRoot?: string;
+};
 
 /** One quarantined LV as `lvstamp list --quarantined` shows it. */
 export interface QuarantinedLv {
@@ -84,9 +88,11 @@ export interface RestoredLv {
  */
 export class QuarantineService {
   readonly #p: ResolvedServiceParts<unknown, unknown>;
+  readonly #hostRoot: string | undefined;
 
   constructor(options: QuarantineServiceOptions) {
     this.#p = withDefaults(options);
+    this.#hostRoot = options.hostRoot;
   }
 
   /**
@@ -278,7 +284,8 @@ export class QuarantineService {
    * an `ok` header of this owner with the name's ID (a snapshot: its
    * `lvstamp.source`); then one `lvchange` deletes the quarantine tag (a
    * volume stays active, a snapshot is deactivated: it rests inactive) and
-   * `lvrename` gives back its name. A crash between the two leaves an
+   * `lvrename` gives back its name. An LV that lvm reports open
+   * (refuseOpenLv) is refused before anything changes. A crash between the two leaves an
    * untagged `lvstamp_q_<id>` that the GC never expires and a second
    * restore finishes. A refused restore deactivates what it activated.
    *
@@ -291,7 +298,8 @@ export class QuarantineService {
    *   again next to the quarantined one (the message names both and what to
    *   run), or exists without being provably the restored LV.
    * @throws NotOwnedError (tags, header); FailedPreconditionError (several
-   *   LVs of that name); CommandFailedError, LockTimeoutError.
+   *   LVs of that name, or the quarantined LV is open); CommandFailedError,
+   *   LockTimeoutError.
    */
   async restore(kind: QuarantinedKind, id: string, scope: VolumeScope): Promise<RestoredLv> {
     const ownerId = parseOwnerId(scope.ownerId);
@@ -320,6 +328,8 @@ export class QuarantineService {
         );
       }
       requireOwnerTags(lv, ownerId, naming, 'restore');
+      // Another process may have activated and opened it: a rename under a user is refused.
+      await refuseOpenLv(lv, this.#hostRoot, 'not restored, nothing was changed: close it first');
       const expectedId =
         kind === 'volume' ? id : (parseSnapshotTags(lv.tags, naming)?.sourceVolumeId ?? null);
       if (expectedId === null) {
