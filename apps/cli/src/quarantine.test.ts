@@ -6,6 +6,7 @@ import {
   snapshotIdForName,
   volumeIdForName,
   type ProbeResult,
+  type QuarantinedLv,
   type RestoredLv,
 } from '@lvstamp/core';
 import { describe, expect, it, vi } from 'vitest';
@@ -85,24 +86,24 @@ function printedPv(stdout: string): {
   return parseYaml(stdout.slice(start)) as ReturnType<typeof printedPv>;
 }
 
+/** One quarantined thick volume LV of `sizeBytes`, quarantined at `atMs`. */
+const quarantinedLv = (sizeBytes: number, atMs: number): QuarantinedLv => ({
+  kind: 'volume',
+  id: ID,
+  vgName: 'vg0',
+  lvName: `lvstamp_q_${ID}`,
+  sizeBytes,
+  thin: false,
+  quarantinedAtMs: atMs,
+  owned: true,
+  sourceVolumeId: null,
+  active: false,
+  tags: [],
+});
+
 /** A quarantine listing of one volume LV of `sizeBytes`, quarantined at `atMs`. */
 const listOf = (sizeBytes: number, atMs: number) =>
-  vi.fn(() =>
-    Promise.resolve([
-      {
-        kind: 'volume',
-        id: ID,
-        vgName: 'vg0',
-        lvName: `lvstamp_q_${ID}`,
-        sizeBytes,
-        quarantinedAtMs: atMs,
-        owned: true,
-        sourceVolumeId: null,
-        active: false,
-        tags: [],
-      },
-    ]),
-  );
+  vi.fn(() => Promise.resolve([quarantinedLv(sizeBytes, atMs)]));
 
 describe('lvstamp quarantine restore', () => {
   it('maps a PV name to its ID, restores in the scope and prints the PersistentVolume: exit 0', async () => {
@@ -355,6 +356,34 @@ describe('lvstamp quarantine purge and gc --quarantine', () => {
     expect(h.stdout()).toContain(`lvstamp_q_${ID}`);
     expect(h.stdout()).toContain('2023-11-03T08:26:40.000Z');
     expect(h.stdout()).toMatch(/\n1 quarantined, 1 GiB held\n$/);
+  });
+
+  it('list --quarantined labels a thin LV virtual and never adds it to the bytes held', async () => {
+    const thick = quarantinedLv(1 << 30, 1_699_000_000_000);
+    const thin = (id: string, gib: number, kind: 'volume' | 'snapshot') => ({
+      ...thick,
+      kind,
+      id,
+      lvName: `${kind === 'volume' ? 'lvstamp_q_' : 'lvstamp_qs_'}${id}`,
+      sizeBytes: gib * 2 ** 30,
+      thin: true,
+    });
+    const list = vi.fn(() =>
+      Promise.resolve([
+        thick,
+        thin('c'.repeat(32), 100, 'volume'),
+        thin('d'.repeat(32), 100, 'snapshot'),
+      ]),
+    );
+    const h = harness({ volumes, quarantine: { list } as unknown as CliServices['quarantine'] });
+    expect(await h.run('list', '--quarantined')).toBe(0);
+    const rows = h.stdout().trim().split('\n');
+    expect(rows[1]).toMatch(/ 1 GiB +2023-/);
+    expect(rows[2]).toMatch(/ 100 GiB virtual +2023-/);
+    expect(rows[3]).toMatch(/ 100 GiB virtual +2023-/);
+    expect(rows.at(-1)).toBe(
+      "3 quarantined, 1 GiB held by 1 thick LV; 2 thin LVs of 200 GiB virtual size (not counted as held: the pool chunks they hold are in the thin pool's data use)",
+    );
   });
 
   it('list --quarantined prints a quarantine time no Date can hold (a hand-edited tag) as ms: exit 0', async () => {

@@ -63,6 +63,12 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
     .command('list')
     .description('list quarantined volumes and snapshots (same as lvstamp list --quarantined)')
     .option('--vg <vg>', VG_HELP)
+    .addHelpText(
+      'after',
+      "\nA thick LV's size is the space it holds. A thin LV (every snapshot) shows its size as\n" +
+        '`virtual`: it holds only the pool chunks it wrote, which lvm does not report while it is\n' +
+        'inactive; the total counts only thick LVs as held and sums the thin ones apart.',
+    )
     .action(async (opts: { vg?: string }) => {
       await listQuarantined(ctx, opts.vg);
     });
@@ -275,14 +281,32 @@ export async function listQuarantined(ctx: CommandContext, vg: string | undefine
         q.id,
         q.vgName,
         q.lvName,
-        formatBytes(q.sizeBytes),
+        q.thin ? `${formatBytes(q.sizeBytes)} virtual` : formatBytes(q.sizeBytes),
         q.quarantinedAtMs === null ? '-' : isoTime(q.quarantinedAtMs),
         q.owned ? 'yes' : 'no',
       ]),
     ),
   );
-  const bytes = list.reduce((sum, q) => sum + q.sizeBytes, 0);
-  io.stdout.write(`${list.length} quarantined, ${formatBytes(bytes)} held\n`);
+  io.stdout.write(`${quarantineTotal(list)}\n`);
+}
+
+/**
+ * The summary line of a quarantine listing. Only thick LVs add to the
+ * bytes held: a thin LV holds the pool chunks it wrote, which lvm does not
+ * report for an inactive LV, so its virtual size is summed apart and never
+ * called held (the pool's own data use counts its chunks).
+ */
+export function quarantineTotal(list: readonly QuarantinedLv[]): string {
+  const sum = (lvs: readonly QuarantinedLv[]) => lvs.reduce((n, q) => n + q.sizeBytes, 0);
+  const thick = list.filter((q) => !q.thin);
+  const thin = list.filter((q) => q.thin);
+  const held = `${list.length} quarantined, ${formatBytes(sum(thick))} held`;
+  if (thin.length === 0) return held;
+  return (
+    `${held} by ${thick.length} thick LV${thick.length === 1 ? '' : 's'}; ` +
+    `${thin.length} thin LV${thin.length === 1 ? '' : 's'} of ${formatBytes(sum(thin))} virtual size ` +
+    `(not counted as held: the pool chunks they hold are in the thin pool's data use)`
+  );
 }
 
 /** A volume ID, or the ID a volume (snapshot) name maps to (DESIGN.md §3). */

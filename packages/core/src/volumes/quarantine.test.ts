@@ -157,6 +157,21 @@ class FakeLvm {
   }
 }
 
+describe('QuarantineService.list', () => {
+  it('marks a thin LV (lv_attr V) thin and a thick one not, with the LV size of each', async () => {
+    const fake = new FakeLvm();
+    fake.add(quarantinedLvNameFor('volume', ID), [...OWN_TAGS, Q_TAG], okHeader(ID));
+    fake.add(quarantinedLvNameFor('volume', SRC), [...OWN_TAGS, Q_TAG], okHeader(SRC));
+    const thin = fake.lvs[1] as LogicalVolume;
+    fake.lvs[1] = { ...thin, attr: 'Vwi---tz--', sizeBytes: 1 << 30 };
+    const listed = await fake.service().list(SCOPE);
+    expect(listed.map((q) => [q.id, q.thin, q.sizeBytes])).toEqual([
+      [ID, false, 12 << 20],
+      [SRC, true, 1 << 30],
+    ]);
+  });
+});
+
 describe('QuarantineService.restore', () => {
   it('restores a quarantined volume: tag gone, name back, active, with its device, LV size and capacity', async () => {
     const fake = new FakeLvm();

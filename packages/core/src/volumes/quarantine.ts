@@ -40,8 +40,14 @@ export interface QuarantinedLv {
   readonly id: string;
   readonly vgName: string;
   readonly lvName: string;
-  /** LV size in bytes: the space the quarantine holds. */
+  /**
+   * LV size in bytes. For a thick LV the extents it holds; for a thin LV
+   * (`thin`) its virtual size: it holds only the pool chunks written, which
+   * lvm does not report while it is inactive, as a quarantined LV is.
+   */
   readonly sizeBytes: number;
+  /** True for a thin LV (`lv_attr` char 1 `V`, lvs(8)); every snapshot is one. */
+  readonly thin: boolean;
   /** From `lvstamp.quarantined=<s>`, Unix ms; null when missing or malformed. */
   readonly quarantinedAtMs: number | null;
   /** True when it carries `lvstamp` and this owner's tag. */
@@ -504,6 +510,7 @@ function describe(
     vgName: lv.vgName,
     lvName: lv.lvName,
     sizeBytes: lv.sizeBytes,
+    thin: lv.attr.startsWith('V'),
     quarantinedAtMs: at === null ? null : at * 1000,
     owned,
     sourceVolumeId:
