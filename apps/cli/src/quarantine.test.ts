@@ -1,5 +1,6 @@
 import {
   AlreadyExistsError,
+  InvalidArgumentError,
   NotFoundError,
   NotOwnedError,
   STANDALONE_OWNER_ID,
@@ -392,6 +393,39 @@ describe('lvstamp quarantine purge and gc --quarantine', () => {
     expect(await h.run('list', '--quarantined')).toBe(0);
     expect(h.stdout()).toContain('99999999999999000 ms');
     expect(h.stderr()).not.toContain('error');
+  });
+});
+
+describe('an ambiguous name (quarantined in several volume groups) is bad usage in every quarantine command', () => {
+  const QLV = `lvstamp_q_${ID}`;
+  const ambiguous = () =>
+    Promise.reject(
+      new InvalidArgumentError(`${QLV} is in several volume groups (vg0, vg1); name one with --vg`),
+    );
+  it.each([
+    ['restore', ['quarantine', 'restore', 'pvc-1234'], { quarantine: { restore: ambiguous } }],
+    ['inspect', ['quarantine', 'inspect', 'pvc-1234'], { quarantine: { inspect: ambiguous } }],
+    [
+      'purge',
+      ['quarantine', 'purge', QLV],
+      {
+        gc: {
+          planPurge: () =>
+            Promise.reject(
+              new InvalidArgumentError(
+                `${QLV} is in several volume groups (vg0, vg1); name it as <vg>/${QLV}`,
+              ),
+            ),
+        },
+      },
+    ],
+  ])('%s: exit 2, the one line naming the groups, nothing on stdout', async (_c, argv, over) => {
+    const h = harness({ volumes, ...(over as unknown as Partial<CliServices>) });
+    expect(await h.run(...argv)).toBe(2);
+    expect(h.stdout()).toBe('');
+    expect(h.stderr().trim().split('\n').at(-1)).toMatch(
+      new RegExp(`^lvstamp: ${QLV} is in several volume groups \\(vg0, vg1\\); name `),
+    );
   });
 });
 

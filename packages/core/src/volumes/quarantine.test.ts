@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import {
   AlreadyExistsError,
   FailedPreconditionError,
+  InvalidArgumentError,
   NotFoundError,
   NotOwnedError,
 } from '../errors.js';
@@ -290,6 +291,29 @@ describe('QuarantineService.restore', () => {
       await rm(root, { recursive: true, force: true });
     }
   });
+
+  it.each(['restore', 'inspect'] as const)(
+    '%s of an ID quarantined in two groups is InvalidArgumentError (a usage error), changing nothing',
+    async (act) => {
+      const fake = new FakeLvm();
+      const qName = quarantinedLvNameFor('volume', ID);
+      fake.add(qName, [...OWN_TAGS, Q_TAG], okHeader(ID));
+      fake.add(qName, [...OWN_TAGS, Q_TAG], okHeader(ID));
+      fake.lvs[1] = { ...(fake.lvs[1] as LogicalVolume), vgName: 'vg1' };
+      const scope = { vgNames: ['vg0', 'vg1'], ownerId: OWNER };
+      const service = fake.service();
+      const run =
+        act === 'restore'
+          ? service.restore('volume', ID, scope)
+          : service.inspect('volume', ID, scope);
+      const error = await run.catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidArgumentError);
+      expect((error as Error).message).toBe(
+        `${qName} is in several volume groups (vg0, vg1); name one with --vg`,
+      );
+      expect(fake.changes).toEqual([]);
+    },
+  );
 
   it('is NotFoundError when neither a quarantined nor a live LV of the ID is in the scope', async () => {
     await expect(new FakeLvm().service().restore('volume', ID, SCOPE)).rejects.toThrow(

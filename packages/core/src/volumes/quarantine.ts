@@ -3,7 +3,12 @@
  * quarantine port (list, mark, rename, activate for the expiry's header
  * read), the listing for `lvstamp list --quarantined`, and restore.
  */
-import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from '../errors.js';
+import {
+  AlreadyExistsError,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+} from '../errors.js';
 import type { LogicalVolume } from '../lvm/types.js';
 import type { VgScope, VolumeScope } from './types.js';
 import {
@@ -252,7 +257,7 @@ export class QuarantineService {
    * the host lock for the read and deactivated again; one without them is
    * not activated, and its header is `unreadable`.
    * @throws NotFoundError when no such quarantined LV is in the scope;
-   *   FailedPreconditionError when several are.
+   *   InvalidArgumentError when several groups hold one (oneOf).
    */
   async inspect(
     kind: QuarantinedKind,
@@ -303,9 +308,9 @@ export class QuarantineService {
    * @throws AlreadyExistsError when a volume (snapshot) with that ID exists
    *   again next to the quarantined one (the message names both and what to
    *   run), or exists without being provably the restored LV.
-   * @throws NotOwnedError (tags, header); FailedPreconditionError (several
-   *   LVs of that name, or the quarantined LV is open); CommandFailedError,
-   *   LockTimeoutError.
+   * @throws InvalidArgumentError when several groups hold the quarantined
+   *   name (oneOf); NotOwnedError (tags, header); FailedPreconditionError
+   *   (the quarantined LV is open); CommandFailedError, LockTimeoutError.
    */
   async restore(kind: QuarantinedKind, id: string, scope: VolumeScope): Promise<RestoredLv> {
     const ownerId = parseOwnerId(scope.ownerId);
@@ -522,8 +527,10 @@ function describe(
 
 /**
  * The one LV of `found` (the quarantined `qName` looked up in `scope`).
- * @throws NotFoundError when there is none; FailedPreconditionError when
- *   several groups hold one.
+ * @throws NotFoundError when there is none; InvalidArgumentError when
+ *   several groups hold one: the ref is ambiguous, a usage error the
+ *   person fixes with `--vg` (CLI exit 2, as purge's `lv` in several
+ *   groups), before anything is changed.
  */
 function oneOf(
   found: readonly LogicalVolume[],
@@ -539,7 +546,7 @@ function oneOf(
     );
   }
   if (more.length > 0) {
-    throw new FailedPreconditionError(
+    throw new InvalidArgumentError(
       `${qName} is in several volume groups (${found.map((l) => l.vgName).join(', ')}); name one with --vg`,
     );
   }
