@@ -104,7 +104,9 @@ const quarantinedLv = (sizeBytes: number, atMs: number): QuarantinedLv => ({
 
 /** A quarantine listing of one volume LV of `sizeBytes`, quarantined at `atMs`. */
 const listOf = (sizeBytes: number, atMs: number) =>
-  vi.fn(() => Promise.resolve([quarantinedLv(sizeBytes, atMs)]));
+  vi.fn(() =>
+    Promise.resolve({ quarantined: [quarantinedLv(sizeBytes, atMs)], unusableGroups: [] }),
+  );
 
 describe('lvstamp quarantine restore', () => {
   it('maps a PV name to its ID, restores in the scope and prints the PersistentVolume: exit 0', async () => {
@@ -370,11 +372,14 @@ describe('lvstamp quarantine purge and gc --quarantine', () => {
       thin: true,
     });
     const list = vi.fn(() =>
-      Promise.resolve([
-        thick,
-        thin('c'.repeat(32), 100, 'volume'),
-        thin('d'.repeat(32), 100, 'snapshot'),
-      ]),
+      Promise.resolve({
+        quarantined: [
+          thick,
+          thin('c'.repeat(32), 100, 'volume'),
+          thin('d'.repeat(32), 100, 'snapshot'),
+        ],
+        unusableGroups: [],
+      }),
     );
     const h = harness({ volumes, quarantine: { list } as unknown as CliServices['quarantine'] });
     expect(await h.run('list', '--quarantined')).toBe(0);
@@ -385,6 +390,32 @@ describe('lvstamp quarantine purge and gc --quarantine', () => {
     expect(rows.at(-1)).toBe(
       "3 quarantined, 1 GiB held by 1 thick LV; 2 thin LVs of 200 GiB virtual size (not counted as held: the pool chunks they hold are in the thin pool's data use)",
     );
+  });
+
+  it('list --quarantined warns on stderr about each volume group lvm refuses to change, and lists the rest', async () => {
+    const list = vi.fn(() =>
+      Promise.resolve({
+        quarantined: [quarantinedLv(1 << 30, 1_699_000_000_000)],
+        unusableGroups: [
+          {
+            vgName: 'vg1',
+            problem: 'missing-pv',
+            detail: "WARNING: Couldn't find device with uuid x.",
+          },
+        ],
+      }),
+    );
+    const h = harness({ volumes, quarantine: { list } as unknown as CliServices['quarantine'] });
+    expect(await h.run('list', '--quarantined')).toBe(0);
+    expect(
+      h
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes('warning')),
+    ).toEqual([
+      "lvstamp: warning: volume group vg1 cannot be changed (missing-pv): WARNING: Couldn't find device with uuid x.; nothing in it is changed until lvm can change it again",
+    ]);
+    expect(h.stdout()).toMatch(/\n1 quarantined, 1 GiB held\n$/);
   });
 
   it('list --quarantined prints a quarantine time no Date can hold (a hand-edited tag) as ms: exit 0', async () => {
@@ -435,7 +466,9 @@ describe('volume commands on an ID held in quarantine', () => {
     `volume pvc-1234 is not live: it is in quarantine as vg0/${QLV}; ` +
     `lvstamp quarantine restore ${ID} brings it back, lvstamp quarantine purge vg0/${QLV} --apply removes it`;
   const setup = (over: Record<string, unknown>, held = true) => {
-    const list = held ? listOf(8 << 20, 1_699_000_000_000) : vi.fn(() => Promise.resolve([]));
+    const list = held
+      ? listOf(8 << 20, 1_699_000_000_000)
+      : vi.fn(() => Promise.resolve({ quarantined: [], unusableGroups: [] }));
     const notFound = () => Promise.reject(new NotFoundError(`volume ${ID} does not exist`));
     return harness({
       volumes: {

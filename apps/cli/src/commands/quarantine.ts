@@ -16,10 +16,11 @@ import {
   type QuarantinedLv,
   type RestoredLv,
   type WipePolicy,
+  unusableGroupText,
 } from '@lvstamp/core';
 import { Option, type Command } from 'commander';
 import { wipeOption } from './wipe-option.js';
-import { progress, writeJson } from '../output.js';
+import { progress, warningLine, writeJson } from '../output.js';
 import type { CommandContext } from '../context.js';
 import { commandScope, describeScope } from '../scope.js';
 import { formatBytes, parseDuration } from '../quantity.js';
@@ -266,11 +267,13 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
 export async function listQuarantined(ctx: CommandContext, vg: string | undefined): Promise<void> {
   const { io } = ctx.deps;
   const scope = await commandScope(io, ctx.services().volumes, vg);
-  const list = await ctx
+  const { quarantined: list, unusableGroups } = await ctx
     .services()
     .quarantine.list({ vgNames: scope.vgNames, ownerId: ctx.globals().ownerId });
+  // A group lvm refuses to change: nothing in it can be restored or purged now (DESIGN.md §6 rule 1).
+  for (const group of unusableGroups) io.stderr.write(warningLine(unusableGroupText(group)));
   if (ctx.globals().json) {
-    writeJson(io, { volumeGroups: scope.vgNames, quarantined: list });
+    writeJson(io, { volumeGroups: scope.vgNames, quarantined: list, unusableGroups });
     return;
   }
   io.stdout.write(

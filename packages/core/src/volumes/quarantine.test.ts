@@ -89,6 +89,7 @@ class FakeLvm {
   }
 
   readonly lvm = {
+    volumeGroups: { unusableIn: () => Promise.resolve([]) },
     logicalVolumes: {
       inGroups: (
         vgNames: readonly string[],
@@ -165,7 +166,7 @@ describe('QuarantineService.list', () => {
     fake.add(quarantinedLvNameFor('volume', SRC), [...OWN_TAGS, Q_TAG], okHeader(SRC));
     const thin = fake.lvs[1] as LogicalVolume;
     fake.lvs[1] = { ...thin, attr: 'Vwi---tz--', sizeBytes: 1 << 30 };
-    const listed = await fake.service().list(SCOPE);
+    const { quarantined: listed } = await fake.service().list(SCOPE);
     expect(listed.map((q) => [q.id, q.thin, q.sizeBytes])).toEqual([
       [ID, false, 12 << 20],
       [SRC, true, 1 << 30],

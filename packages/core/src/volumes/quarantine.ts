@@ -9,7 +9,7 @@ import {
   InvalidArgumentError,
   NotFoundError,
 } from '../errors.js';
-import type { LogicalVolume } from '../lvm/types.js';
+import type { LogicalVolume, UnusableGroup } from '../lvm/types.js';
 import type { VgScope, VolumeScope } from './types.js';
 import {
   lvNameFor,
@@ -37,6 +37,13 @@ export type QuarantineServiceOptions = ServiceParts<unknown, unknown> & {
   /** Where `sys/` and `proc/` are read to name the holders of an open LV; default `/`. */
   readonly hostRoot?: string;
 };
+
+/** One look-up of quarantined LVs (QuarantineService.listQuarantined). */
+export interface QuarantinedLook {
+  readonly lvs: LogicalVolume[];
+  /** The looked-up groups lvm refuses to change, from the same report. */
+  readonly unusableGroups: UnusableGroup[];
+}
 
 /** One quarantined LV as `lvstamp list --quarantined` shows it. */
 export interface QuarantinedLv {
@@ -109,26 +116,35 @@ export class QuarantineService {
   /**
    * `lvstamp_q_<id>` and `lvstamp_qs_<id>` LVs of the scope's volume groups
    * (one look-up of the prefix `lvstamp_q`), whatever their tags; with
-   * `lvNames`, only those names.
+   * `lvNames`, only those names. `unusableGroups`: the groups of that
+   * look-up lvm refuses to change (VolumeGroups.unusableIn, from the same
+   * report), whose LVs nothing may change (DESIGN.md §6 rule 1).
    * @throws as LogicalVolumes.inGroups: a failure is never an empty list.
    */
-  async listQuarantined(scope: VgScope, lvNames?: readonly string[]): Promise<LogicalVolume[]> {
-    if (lvNames !== undefined && lvNames.length === 0) return [];
+  async listQuarantined(scope: VgScope, lvNames?: readonly string[]): Promise<QuarantinedLook> {
+    if (lvNames !== undefined && lvNames.length === 0) return { lvs: [], unusableGroups: [] };
     const prefix = quarantinedLvNameFor('volume', '', this.#p.naming).slice(0, -1);
-    const { lvs } = await this.#p.lvm.logicalVolumes.inGroups(
+    const report = await this.#p.lvm.logicalVolumes.inGroups(
       scope.vgNames,
       lvNames === undefined ? { prefix } : { names: lvNames },
     );
-    return lvs.filter((lv) => parseQuarantinedLvName(lv.lvName, this.#p.naming) !== null);
+    return {
+      lvs: report.lvs.filter((lv) => parseQuarantinedLvName(lv.lvName, this.#p.naming) !== null),
+      unusableGroups: await this.#p.lvm.volumeGroups.unusableIn(report),
+    };
   }
 
   /**
-   * The quarantined LVs of the scope, sorted by kind then ID, for people.
+   * The quarantined LVs of the scope, sorted by kind then ID, for people,
+   * and the groups lvm refuses to change (listQuarantined).
    * @throws as listQuarantined.
    */
-  async list(scope: VolumeScope): Promise<QuarantinedLv[]> {
+  async list(
+    scope: VolumeScope,
+  ): Promise<{ readonly quarantined: QuarantinedLv[]; readonly unusableGroups: UnusableGroup[] }> {
     const naming = this.#p.naming;
-    return (await this.listQuarantined(scope))
+    const { lvs, unusableGroups } = await this.listQuarantined(scope);
+    const quarantined = lvs
       .flatMap((lv): QuarantinedLv[] => {
         const parsed = parseQuarantinedLvName(lv.lvName, naming);
         if (parsed === null) return [];
@@ -136,6 +152,7 @@ export class QuarantineService {
         return [describe(lv, parsed.kind, parsed.id, owned, naming)];
       })
       .sort((a, b) => a.kind.localeCompare(b.kind) || a.id.localeCompare(b.id));
+    return { quarantined, unusableGroups };
   }
 
   /**
@@ -194,7 +211,7 @@ export class QuarantineService {
         throw new FailedPreconditionError(`${lv.vgName}/${lv.lvName} is active again; not renamed`);
       }
       const to = quarantinedLvNameFor(ref.kind, ref.id, this.#p.naming);
-      const taken = await this.listQuarantined({ vgNames: [lv.vgName] }, [to]);
+      const { lvs: taken } = await this.listQuarantined({ vgNames: [lv.vgName] }, [to]);
       if (taken.length > 0) {
         throw new FailedPreconditionError(
           `${lv.vgName}/${to} exists already; ${lv.vgName}/${lv.lvName} stays tagged and inactive until a person looks`,
@@ -219,7 +236,7 @@ export class QuarantineService {
     const ownerId = parseOwnerId(scope.ownerId);
     return this.#p.hostLock.withLock('activate quarantined lvstamp LVs', async () => {
       const activated: string[] = [];
-      for (const lv of await this.listQuarantined(scope, lvNames)) {
+      for (const lv of (await this.listQuarantined(scope, lvNames)).lvs) {
         if (lv.active || failedTagCheck(lv, ownerId, this.#p.naming) !== null) continue;
         await this.#activate(lv);
         activated.push(`${lv.vgName}/${lv.lvName}`);
@@ -284,7 +301,7 @@ export class QuarantineService {
   /** The one quarantined LV of `kind` and `id` in the scope. */
   async #findOne(kind: QuarantinedKind, id: string, scope: VgScope): Promise<LogicalVolume> {
     const qName = quarantinedLvNameFor(kind, id, this.#p.naming);
-    return oneOf(await this.listQuarantined(scope, [qName]), kind, id, qName, scope);
+    return oneOf((await this.listQuarantined(scope, [qName])).lvs, kind, id, qName, scope);
   }
 
   /**
@@ -321,7 +338,7 @@ export class QuarantineService {
         ? [lvNameFor(id, naming), newLvNameFor(id, naming)]
         : [snapshotLvNameFor(id, naming)];
     return this.#p.hostLock.withLock(`restore ${qName}`, async () => {
-      const found = await this.listQuarantined(scope, [qName]);
+      const { lvs: found } = await this.listQuarantined(scope, [qName]);
       const { lvs: again } = await this.#p.lvm.logicalVolumes.inGroups(scope.vgNames, {
         names: liveNames,
       });
