@@ -259,6 +259,15 @@ describe('lvstamp quarantine restore', () => {
       ownerId: STANDALONE_OWNER_ID,
     });
     expect(h.stdout()).not.toContain('PersistentVolume');
+    expect(h.stdout()).toBe(
+      `restored snapshot ${snapshotIdForName('nightly')} as vg0/lvstamp_${ID} (name "pvc-1234", 1 GiB)\n` +
+        '\n' +
+        '# Bind it again before the next GC run (Kubernetes "pre-provisioned snapshot"): create a\n' +
+        '# VolumeSnapshotContent with spec.driver "lvstamp.io", spec.deletionPolicy "Retain",\n' +
+        `# spec.source.snapshotHandle "${snapshotIdForName('nightly')}" and spec.volumeSnapshotRef naming the VolumeSnapshot\n` +
+        '# (name, namespace), then that VolumeSnapshot with spec.source.volumeSnapshotContentName set to it.\n' +
+        '# Until a VolumeSnapshotContent names it, the GC treats it as an orphan again.\n',
+    );
   });
 
   it.each([

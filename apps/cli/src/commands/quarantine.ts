@@ -27,6 +27,7 @@ import { formatBytes, parseDuration } from '../quantity.js';
 import {
   chooseVolumeMode,
   pvRecipe,
+  snapshotBindHint,
   type DataAreaProbe,
   type VolumeModeChoice,
 } from './pv-recipe.js';
@@ -187,6 +188,7 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
             : `restored ${what}\n`,
         );
         if (mode !== null) io.stdout.write(recipeOrWhyNot(restored, mode, opts));
+        if (kind === 'snapshot') io.stdout.write(snapshotBindHint(restored.id));
       },
     );
 
