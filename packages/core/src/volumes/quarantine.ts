@@ -9,6 +9,7 @@ import {
   InvalidArgumentError,
   NotFoundError,
 } from '../errors.js';
+import { isThinLv } from '../lvm/thin-snapshots.js';
 import type { LogicalVolume, UnusableGroup } from '../lvm/types.js';
 import type { VgScope, VolumeScope } from './types.js';
 import {
@@ -532,7 +533,7 @@ function describe(
     vgName: lv.vgName,
     lvName: lv.lvName,
     sizeBytes: lv.sizeBytes,
-    thin: lv.attr.startsWith('V'),
+    thin: isThinLv(lv),
     quarantinedAtMs: at === null ? null : at * 1000,
     owned,
     sourceVolumeId:
