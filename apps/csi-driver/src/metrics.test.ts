@@ -47,10 +47,13 @@ it('counts the quarantined LVs and the bytes they hold per device class (DESIGN.
   const quarantine = {
     listQuarantined: (scope: { vgNames: readonly string[] }) => {
       scopes.push(scope.vgNames);
-      return Promise.resolve([
-        lv('vg0', `lvstamp_q_${'a'.repeat(32)}`, GIB),
-        lv('vg0', `lvstamp_qs_${'b'.repeat(32)}`, 2 * GIB),
-      ]);
+      return Promise.resolve({
+        lvs: [
+          lv('vg0', `lvstamp_q_${'a'.repeat(32)}`, GIB),
+          lv('vg0', `lvstamp_qs_${'b'.repeat(32)}`, 2 * GIB),
+        ],
+        unusableGroups: [],
+      });
     },
   };
   const metrics = new DriverMetrics({

@@ -194,7 +194,7 @@ export class DriverMetrics {
         registers: [this.registry],
         async collect() {
           if (quarantine === undefined) return;
-          const lvs = await quarantine.listQuarantined({ vgNames: groups });
+          const { lvs } = await quarantine.listQuarantined({ vgNames: groups });
           for (const deviceClass of deps.config.deviceClasses.values()) {
             const own = lvs.filter((lv) => lv.vgName === deviceClass.volumeGroup);
             this.set({ device_class: deviceClass.name }, figure(own));
