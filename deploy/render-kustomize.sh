@@ -3,9 +3,10 @@
 # deploy/helm/lvstamp, the one source of lvstamp's Kubernetes objects (docs/install.md "One source:
 # the chart"). Each template templates/X becomes deploy/kubernetes/X:
 #   - the driver's base and the GC's (gc/), the monitoring component's objects: the chart's
-#     defaults with namespace.create=true, monitoring.enabled=true and ownerId=unset (the
+#     defaults with namespace.create=true, monitoring.enabled=true, ownerId=unset (the
 #     placeholder the driver and the GC refuse, so that the kustomize path fails loudly until an
-#     overlay sets an owner ID), in lvstamp-system;
+#     overlay sets an owner ID) and rollOnConfigChange=false (a checksum of the chart's defaults
+#     would not follow an overlay's patch), in lvstamp-system;
 #   - the snapshots component's objects: the same with snapshots.enabled=true.
 # The kustomization.yaml files and the components' patches are written by hand; deploy/src tests
 # check them against the chart. deploy/src/chart.test.ts fails when the checked-in files differ
@@ -24,7 +25,7 @@ fi
 [ -x "$HELM" ] || { echo "render-kustomize.sh: no helm at $HELM" >&2; exit 1; }
 CHART=$HERE/helm/lvstamp
 COMMON=(--namespace lvstamp-system --set namespace.create=true --set monitoring.enabled=true
-  --set ownerId=unset)
+  --set ownerId=unset --set rollOnConfigChange=false)
 
 # split: helm template's stream ("---", "# Source: lvstamp/templates/X", the document) into
 # OUT/X, documents of one template joined by "---" (in helm's install order of kinds), each file

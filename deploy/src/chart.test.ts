@@ -28,6 +28,8 @@ const KUSTOMIZE_VALUES = [
   'monitoring.enabled=true',
   '--set',
   'ownerId=unset',
+  '--set',
+  'rollOnConfigChange=false',
 ];
 const OWNER_ID = '0123456789abcdef0123456789abcdef';
 
@@ -246,7 +248,10 @@ describe('the chart', () => {
 
   it('kubeletDir moves every path of the kubelet, as components/kubelet-dir does', async () => {
     const dir = '/var/snap/microk8s/common/var/lib/kubelet';
-    const chart = find(await template('--set', `kubeletDir=${dir}`), 'DaemonSet/lvstamp-csi-node');
+    const chart = find(
+      await template('--set', `kubeletDir=${dir}`, '--set', 'rollOnConfigChange=false'),
+      'DaemonSet/lvstamp-csi-node',
+    );
     new DaemonSet(chart).validate();
     const text = JSON.stringify(chart);
     expect(text).not.toContain('"/var/lib/kubelet');
@@ -318,6 +323,31 @@ describe('the chart', () => {
       envValue(gc(await template('--set', 'lvmMetadata=emptyDir')), 'LVSTAMP_GC_LVM_METADATA'),
     ).toBe('emptyDir');
     expect(envValue(gc(await template()), 'LVSTAMP_GC_LVM_METADATA')).toBeUndefined();
+  });
+
+  it('rollOnConfigChange: a changed device class, default capacity or lvm.conf changes the pod template; other values do not', async () => {
+    const annotations = async (...args: string[]) =>
+      (
+        find(await template(...args), 'DaemonSet/lvstamp-csi-node') as unknown as {
+          spec: { template: { metadata: { annotations?: Record<string, string> } } };
+        }
+      ).spec.template.metadata.annotations;
+    const defaults = await annotations();
+    expect(Object.keys(defaults ?? {}).sort()).toEqual(['checksum/config', 'checksum/lvm-conf']);
+    for (const sum of Object.values(defaults ?? {})) expect(sum).toMatch(/^[0-9a-f]{64}$/);
+    // the same values render the same checksums: an upgrade without changes rolls nothing
+    expect(await annotations()).toEqual(defaults);
+    expect(await annotations('--set', 'logLevel=debug', '--set', 'ownerId=' + OWNER_ID)).toEqual(
+      defaults,
+    );
+    const classes = await annotations('--set', 'deviceClasses.default.wipe=zero');
+    expect(classes?.['checksum/config']).not.toBe(defaults?.['checksum/config']);
+    expect(classes?.['checksum/lvm-conf']).toBe(defaults?.['checksum/lvm-conf']);
+    const capacity = await annotations('--set', 'defaultCapacityBytes=2147483648');
+    expect(capacity?.['checksum/config']).not.toBe(defaults?.['checksum/config']);
+    // the kustomize render: no checksum (an overlay's ConfigMap patch would not change it)
+    expect(await annotations('--set', 'rollOnConfigChange=false')).toBeUndefined();
+    expect(await templateFails('--set', 'rollOnConfigChange=yes')).toContain('rollOnConfigChange');
   });
 
   it('every other value reaches the objects it names', async () => {
