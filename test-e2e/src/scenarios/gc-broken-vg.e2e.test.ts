@@ -1,8 +1,11 @@
 // The GC on a volume group lvm refuses to change (DESIGN.md §6 rule 1): one of
 // its two PVs detached, a leaked volume is kept with the reason and nothing
 // changes on disk (no map removed, no tag written, the metadata sequence
-// number unchanged); once the PV is back, the next run quarantines it. The
-// volumes carry a random owner ID, so these runs touch only this file's.
+// number unchanged); once the PV is back, the next run quarantines it. Then a
+// restore with the PV missing again, and a gc and a purge with the PV seen
+// twice, are refused or keep everything, activating nothing; with the group
+// whole the restore brings the volume back. The volumes carry a random owner
+// ID, so these runs touch only this file's.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -37,7 +40,8 @@ let secondFile: string;
 let secondLoop: string;
 
 const lvstamp = (...args: string[]) => ['--owner-id', owner, ...args];
-const gc = () =>
+/** `lvstamp gc` of this file's group and live set, with a quarantine `window`, applied unless `dry`. */
+const gc = (window = '1h', dry = false) =>
   lvstamp(
     'gc',
     '--vg',
@@ -47,8 +51,8 @@ const gc = () =>
     '--min-age',
     '0s',
     '--quarantine',
-    '1h',
-    '--apply',
+    window,
+    ...(dry ? [] : ['--apply']),
   );
 
 /** What a change of the group would show: its metadata sequence number and the leaked LV. */
@@ -114,6 +118,48 @@ describe('gc on a volume group with a missing PV', () => {
       [`${vg.vgName}/lvstamp_${leaked}`, 'quarantined'],
     ]);
     expect((await lvRow(vg.vgName, `lvstamp_q_${leaked}`)).lv_tags).toContain(
+      'lvstamp.quarantined=',
+    );
+  });
+
+  it('restore with the PV missing, gc and purge with a PV seen twice: refused or kept, nothing changed; restored once the group is whole', async () => {
+    const quarantined = `lvstamp_q_${leaked}`;
+    const restore = lvstamp('quarantine', 'restore', names.leaked, '--vg', vg.vgName);
+    // lvm would commit the restore's tag change and refuse only its rename: refused before both
+    await shOk(['losetup', '-d', secondLoop]);
+    const before = await groupState();
+    expect(before).toContain(quarantined);
+    const missing = await cli(restore, 1);
+    expect(missing.stderr).toContain(`volume group ${vg.vgName} is unusable (missing-pv)`);
+    expect(await groupState()).toBe(before);
+    secondLoop = (await shOk(['losetup', '-f', '--show', secondFile])).stdout.trim();
+
+    // the first PV attached twice: lvm refuses any activation there, so the GC and purge must
+    // plan without one (the quarantined LV rests inactive) and keep its entries with the reason
+    const twice = (await shOk(['losetup', '-f', '--show', vg.file])).stdout.trim();
+    try {
+      const whole = await groupState();
+      const report = await cliJson<GcJson>(gc('1s', true));
+      const entry = report.plan.entries.find((e) => e.device === `${vg.vgName}/${quarantined}`);
+      expect(entry).toMatchObject({ action: 'keep', rule: 1, severity: 'warn' });
+      expect(entry?.reason).toContain(`volume group ${vg.vgName} cannot be changed (duplicate-pv)`);
+      const purge = await cli(
+        lvstamp('quarantine', 'purge', '--older-than', '0s', '--apply', '--vg', vg.vgName),
+        0,
+      );
+      expect(`${purge.stdout}${purge.stderr}`).toContain(
+        `volume group ${vg.vgName} cannot be changed (duplicate-pv)`,
+      );
+      const refused = await cli(restore, 1);
+      expect(refused.stderr).toContain(`volume group ${vg.vgName} is unusable (duplicate-pv)`);
+      expect(await groupState()).toBe(whole);
+    } finally {
+      await shOk(['losetup', '-d', twice]);
+    }
+
+    const restored = await cli(restore, 0);
+    expect(restored.stdout).toContain(`as ${vg.vgName}/lvstamp_${leaked}`);
+    expect((await lvRow(vg.vgName, `lvstamp_${leaked}`)).lv_tags).not.toContain(
       'lvstamp.quarantined=',
     );
   });

@@ -742,7 +742,7 @@ describe('a volume group lvm refuses to change (DESIGN.md §6 rule 1)', () => {
     expect(quarantineLook.mock.calls).toEqual([[{ vgNames: ['vg0'] }, [qB]]]);
   });
 
-  it("purge keeps the group's quarantined LVs with the reason", async () => {
+  it("purge keeps the group's quarantined LVs with the reason, activating none of them", async () => {
     const n = node();
     n.unusable = [missing];
     const { plan } = await new GcService({ ports: n.ports(), clock: () => NOW }).planPurge({
@@ -755,6 +755,8 @@ describe('a volume group lvm refuses to change (DESIGN.md §6 rule 1)', () => {
     expect(plan.entries.map((e) => [e.device, e.action, e.reason.startsWith(why)])).toEqual([
       [`vg0/${quarantinedLvNameFor('volume', B)}`, 'keep', true],
     ]);
+    // lvm refuses an activation there (duplicate PVs): trying would end the purge for every group
+    expect(n.steps).toEqual([]);
     expect(n.lvs.find((l) => l.lvName === quarantinedLvNameFor('volume', B))?.active).toBe(false);
   });
 });

@@ -101,6 +101,73 @@ describe('GcService.plan: scope and activation (DESIGN.md §2.3, §6)', () => {
     expect(result.activated).toEqual(['vg-a/lvstamp_x']);
   });
 
+  describe('a group lvm refuses to change (DESIGN.md §6 rule 1)', () => {
+    const DUPLICATE = {
+      vgName: 'vg-b',
+      problem: 'duplicate-pv' as const,
+      detail: 'WARNING: PV abc on /dev/loop2 was already found on /dev/loop1.',
+    };
+    const inactiveIn = (vgName: string, digit: string) => ({
+      vgName,
+      lvName: `lvstamp_${digit.repeat(32)}`,
+      lvUuid: `u-${vgName}`,
+      sizeBytes: 8 * 1048576,
+      attr: '-wi-------',
+      active: false,
+      open: false,
+      kernelMajor: null,
+      kernelMinor: null,
+      dmPath: null,
+      createdAtMs: 0,
+      tags: ['lvstamp', `lvstamp.owner=${OWNER}`],
+      volumeId: digit.repeat(32),
+      creating: false,
+      capacityBytes: null,
+    });
+    function withGroups(calls: string[], volumes: ReturnType<typeof inactiveIn>[]) {
+      const base = ports(calls);
+      return new GcService({
+        ports: {
+          ...base,
+          volumes: {
+            ...base.volumes,
+            listLogicalVolumes: (scope: VgScope) => {
+              calls.push(`listLogicalVolumes ${scope.vgNames.join(',')}`);
+              return Promise.resolve({ volumes, snapshots: [], unusableGroups: [DUPLICATE] });
+            },
+          },
+        },
+      });
+    }
+
+    it('activates only in the usable groups; the broken one is kept with its warning', async () => {
+      const calls: string[] = [];
+      const { plan } = await withGroups(calls, [
+        inactiveIn('vg-a', 'c'),
+        inactiveIn('vg-b', 'd'),
+      ]).plan({ ...request, allowEmptyLiveSet: true, vgNames: ['vg-a', 'vg-b'] });
+      expect(calls).toEqual([
+        'listLogicalVolumes vg-a,vg-b',
+        `activateOwnedVolumes vg-a ${OWNER}`,
+        'listLogicalVolumes vg-a,vg-b',
+      ]);
+      const broken = plan.entries.filter((e) => e.device.startsWith('vg-b/'));
+      expect(broken.map((e) => [e.device, e.action])).toEqual([
+        [`vg-b/lvstamp_${'d'.repeat(32)}`, 'keep'],
+      ]);
+    });
+
+    it('nothing to activate outside it: no lvchange at all, one listing', async () => {
+      const calls: string[] = [];
+      await withGroups(calls, [inactiveIn('vg-b', 'd')]).plan({
+        ...request,
+        allowEmptyLiveSet: true,
+        vgNames: ['vg-a', 'vg-b'],
+      });
+      expect(calls).toEqual(['listLogicalVolumes vg-a,vg-b']);
+    });
+  });
+
   it('without volume groups, discovers them (never every volume group)', async () => {
     const calls: string[] = [];
     const result = await new GcService({ ports: ports(calls) }).plan(request);

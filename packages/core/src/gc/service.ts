@@ -108,12 +108,20 @@ export class GcService {
     let inventory = await takeInventory(this.#ports, { vgNames }, this.#naming, this.#clock);
     // Only when the inventory shows an inactive LV with this owner's tags: activate (one lvchange
     // each, the volumes re-listed under the host lock) and take the inventory again.
-    const inactiveOwned = (lvs: readonly { kernel: unknown; tags: readonly string[] }[]) =>
+    // Nothing is activated in a group lvm refuses to change (a PV missing or seen twice...):
+    // there the planner keeps every entry with the group's warning (DESIGN.md §6 rule 1), and an
+    // activation that lvm refuses would end the run for every other group too.
+    const scope = usableScope(inventory, { vgNames, ownerId: request.policy.ownerId });
+    const inactiveOwned = (
+      lvs: readonly { vgName: string; kernel: unknown; tags: readonly string[] }[],
+    ) =>
+      scope.vgNames.length > 0 &&
       lvs.some(
         (v) =>
-          v.kernel === null && failedTagCheck(v, request.policy.ownerId, this.#naming) === null,
+          v.kernel === null &&
+          scope.vgNames.includes(v.vgName) &&
+          failedTagCheck(v, request.policy.ownerId, this.#naming) === null,
       );
-    const scope = { vgNames, ownerId: request.policy.ownerId };
     const volumesActivated = inactiveOwned(inventory.volumes)
       ? await this.#ports.volumes.activateOwnedVolumes(scope)
       : [];
@@ -235,8 +243,13 @@ export class GcService {
     };
     let inventory = await inventoryOf();
     // A dry run activates as apply does (and rests them after), so that both read the same
-    // sector 0 and plan the same (DESIGN.md §6 "Quarantine", purge).
-    const activated = await this.#activateQuarantined(inventory, scope, request.olderThanMs);
+    // sector 0 and plan the same (DESIGN.md §6 "Quarantine", purge); never in a group lvm
+    // refuses to change, whose entries the plan keeps (rule 1).
+    const activated = await this.#activateQuarantined(
+      inventory,
+      usableScope(inventory, scope),
+      request.olderThanMs,
+    );
     let plan: GcPlan;
     try {
       if (activated.length > 0) inventory = await inventoryOf();
@@ -308,11 +321,10 @@ export class GcService {
   ): Promise<readonly string[]> {
     const port = this.#ports.quarantine;
     if (port === undefined) return [];
-    const wanted = quarantinedToActivate(inventory.quarantined ?? [], {
-      ownerId: scope.ownerId,
-      naming: this.#naming,
-      windowMs,
-    });
+    const wanted = quarantinedToActivate(
+      (inventory.quarantined ?? []).filter((q) => scope.vgNames.includes(q.vgName)),
+      { ownerId: scope.ownerId, naming: this.#naming, windowMs },
+    );
     if (wanted.length === 0) return [];
     return port.activateQuarantined(
       scope,
@@ -438,4 +450,18 @@ export function refuseEmptyLiveSet(
 function allowText(request: Pick<GcPlanRequest, 'allowEmptyLiveSetWith'>): string {
   const setting = request.allowEmptyLiveSetWith;
   return setting === undefined ? 'allow it explicitly' : `allow it with ${setting}`;
+}
+
+/**
+ * `scope` without the groups the inventory found unusable (a PV missing or
+ * seen twice...: VolumeGroups.unusableIn), in which nothing may be activated
+ * or changed (DESIGN.md §6 rule 1).
+ */
+function usableScope<S extends { readonly vgNames: readonly string[] }>(
+  inventory: Inventory,
+  scope: S,
+): S {
+  const unusable = new Set((inventory.unusableGroups ?? []).map((g) => g.vgName));
+  if (unusable.size === 0) return scope;
+  return { ...scope, vgNames: scope.vgNames.filter((name) => !unusable.has(name)) };
 }

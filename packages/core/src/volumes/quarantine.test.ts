@@ -8,6 +8,7 @@ import {
   InvalidArgumentError,
   NotFoundError,
   NotOwnedError,
+  VolumeGroupUnusableError,
 } from '../errors.js';
 import type { DecodeResult } from '../header/types.js';
 import { NoopHostLock } from '../lock/host-lock.js';
@@ -315,6 +316,36 @@ describe('QuarantineService.restore', () => {
       expect(fake.changes).toEqual([]);
     },
   );
+
+  // Found in the test VM (lvm2 2.03.16): with a PV missing, `lvchange --deltag` still commits
+  // (vg_seqno +1, the missing PV now flagged in the metadata) and only `lvrename` exits 5, so a
+  // restore that does not check the group first leaves an untagged lvstamp_q_<id>, active, and
+  // loses the quarantine time. DESIGN.md §6 rule 1: nothing in such a group is changed.
+  it('refuses a quarantined LV in a group lvm cannot change (PV missing), changing nothing', async () => {
+    const fake = new FakeLvm();
+    const qName = quarantinedLvNameFor('volume', ID);
+    fake.add(qName, [...OWN_TAGS, Q_TAG], okHeader(ID));
+    (fake.lvm.volumeGroups as { unusableIn: () => Promise<unknown[]> }).unusableIn = () =>
+      Promise.resolve([
+        {
+          vgName: 'vg0',
+          problem: 'missing-pv',
+          detail: 'VG vg0 is missing PV abc (last written to /dev/loop1)',
+        },
+      ]);
+    const error = await fake
+      .service()
+      .restore('volume', ID, SCOPE)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(VolumeGroupUnusableError);
+    expect((error as Error).message).toBe(
+      'volume group vg0 is unusable (missing-pv): VG vg0 is missing PV abc (last written to /dev/loop1)',
+    );
+    expect(fake.changes).toEqual([]);
+    expect(fake.lvs.map((l) => [l.lvName, l.tags, l.active])).toEqual([
+      [qName, [...OWN_TAGS, Q_TAG], false],
+    ]);
+  });
 
   it('is NotFoundError when neither a quarantined nor a live LV of the ID is in the scope', async () => {
     await expect(new FakeLvm().service().restore('volume', ID, SCOPE)).rejects.toThrow(

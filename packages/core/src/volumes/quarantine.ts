@@ -8,6 +8,7 @@ import {
   FailedPreconditionError,
   InvalidArgumentError,
   NotFoundError,
+  VolumeGroupUnusableError,
 } from '../errors.js';
 import { isThinLv } from '../lvm/thin-snapshots.js';
 import type { LogicalVolume, UnusableGroup } from '../lvm/types.js';
@@ -327,8 +328,10 @@ export class QuarantineService {
    *   again next to the quarantined one (the message names both and what to
    *   run), or exists without being provably the restored LV.
    * @throws InvalidArgumentError when several groups hold the quarantined
-   *   name (oneOf); NotOwnedError (tags, header); FailedPreconditionError
-   *   (the quarantined LV is open); CommandFailedError, LockTimeoutError.
+   *   name (oneOf); VolumeGroupUnusableError (its group has a missing or
+   *   duplicate PV...: checked before anything changes); NotOwnedError
+   *   (tags, header); FailedPreconditionError (the quarantined LV is open);
+   *   CommandFailedError, LockTimeoutError.
    */
   async restore(kind: QuarantinedKind, id: string, scope: VolumeScope): Promise<RestoredLv> {
     const ownerId = parseOwnerId(scope.ownerId);
@@ -339,7 +342,7 @@ export class QuarantineService {
         ? [lvNameFor(id, naming), newLvNameFor(id, naming)]
         : [snapshotLvNameFor(id, naming)];
     return this.#p.hostLock.withLock(`restore ${qName}`, async () => {
-      const { lvs: found } = await this.listQuarantined(scope, [qName]);
+      const { lvs: found, unusableGroups } = await this.listQuarantined(scope, [qName]);
       const { lvs: again } = await this.#p.lvm.logicalVolumes.inGroups(scope.vgNames, {
         names: liveNames,
       });
@@ -355,6 +358,13 @@ export class QuarantineService {
             `lvstamp quarantine purge ${here} --apply. To bring the quarantined copy back instead, first ` +
             `delete the live one (lvstamp ${kind === 'volume' ? 'delete' : 'snapshot delete'} ${id}), then restore again`,
         );
+      }
+      // A group lvm refuses to change (a PV missing or seen twice...) is refused before any
+      // change: there `lvchange --deltag` can commit and only `lvrename` fail, which would leave
+      // the LV untagged, its quarantine time lost (DESIGN.md §6 rule 1).
+      const broken = unusableGroups.find((g) => g.vgName === lv.vgName);
+      if (broken !== undefined) {
+        throw new VolumeGroupUnusableError(broken.vgName, broken.problem, broken.detail);
       }
       requireOwnerTags(lv, ownerId, naming, 'restore');
       // Another process may have activated and opened it: a rename under a user is refused.
