@@ -260,7 +260,7 @@ describe('lvstamp quarantine restore', () => {
     });
     expect(h.stdout()).not.toContain('PersistentVolume');
     expect(h.stdout()).toBe(
-      `restored snapshot ${snapshotIdForName('nightly')} as vg0/lvstamp_${ID} (name "pvc-1234", 1 GiB)\n` +
+      `restored snapshot ${snapshotIdForName('nightly')} as vg0/lvstamp_${ID} (of volume "pvc-1234", 1 GiB)\n` +
         '\n' +
         '# Bind it again before the next GC run (Kubernetes "pre-provisioned snapshot"): create a\n' +
         '# VolumeSnapshotContent with spec.driver "lvstamp.io", spec.deletionPolicy "Retain",\n' +
@@ -286,7 +286,18 @@ describe('lvstamp quarantine restore', () => {
     expect(await h.run('quarantine', 'restore', ID)).toBe(1);
     expect(h.stdout()).toBe('');
     const lines = h.stderr().trim().split('\n');
-    expect(lines.at(-1)).toBe(`lvstamp: ${error.message}`);
+    expect(lines.at(-1)).toBe(
+      error instanceof NotFoundError
+        ? `lvstamp: ${error.message}; for a snapshot, add --snapshot`
+        : `lvstamp: ${error.message}`,
+    );
+  });
+
+  it('a snapshot not found is not told to add --snapshot', async () => {
+    const restore = vi.fn(() => Promise.reject(new NotFoundError(`no quarantined snapshot ${ID}`)));
+    const h = harness({ volumes, quarantine: { restore } as unknown as CliServices['quarantine'] });
+    expect(await h.run('quarantine', 'restore', ID, '--snapshot')).toBe(1);
+    expect(h.stderr().trim().split('\n').at(-1)).toBe(`lvstamp: no quarantined snapshot ${ID}`);
   });
 });
 

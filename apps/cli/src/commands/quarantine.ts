@@ -8,6 +8,7 @@ import {
 import {
   FS_TYPES,
   isHexId,
+  NotFoundError,
   planTable,
   snapshotIdForName,
   volumeIdForName,
@@ -172,7 +173,14 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
         const scope = await commandScope(io, ctx.services().volumes, opts.vg);
         const restored = await ctx
           .services()
-          .quarantine.restore(kind, id, { vgNames: scope.vgNames, ownerId: ctx.globals().ownerId });
+          .quarantine.restore(kind, id, { vgNames: scope.vgNames, ownerId: ctx.globals().ownerId })
+          .catch((error: unknown) => {
+            // a snapshot's name maps to another ID than a volume's (DESIGN.md §3)
+            if (error instanceof NotFoundError && kind === 'volume') {
+              throw new NotFoundError(`${error.message}; for a snapshot, add --snapshot`);
+            }
+            throw error;
+          });
         const mode =
           kind === 'volume' ? chooseVolumeMode(await probeDataArea(ctx, restored), opts) : null;
         if (ctx.globals().json) {
@@ -181,7 +189,9 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
         }
         const what =
           `${kind} ${restored.id} as ${restored.vgName}/${restored.lvName}` +
-          ` (name "${restored.header.name}"${restored.capacityBytes === null ? '' : `, ${formatBytes(restored.capacityBytes)}`})`;
+          // a snapshot's header is its source volume's: say whose name it is
+          ` (${kind === 'snapshot' ? 'of volume ' : 'name '}"${restored.header.name}"` +
+          `${restored.capacityBytes === null ? '' : `, ${formatBytes(restored.capacityBytes)}`})`;
         io.stdout.write(
           restored.alreadyRestored
             ? `already restored: ${what}; nothing was changed\n`
