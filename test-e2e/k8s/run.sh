@@ -14,9 +14,14 @@
 #      K8S_ONLY (scenario functions to run, for debugging: the rest are skipped and the run
 #      fails; test-e2e/k8s/README.md), K8S_INSTALL (kustomize, the default: `kubectl apply -k` of
 #      the overlays; helm: `helm install` of deploy/helm/lvstamp with the same settings as values,
-#      plus the helm scenarios: upgrade under a running pod, uninstall; docs/install.md).
+#      plus the helm scenarios: upgrade under a running pod, uninstall; docs/install.md),
+#      K8S_PREPARE=1 (only what needs no build of this repository, then exit: the parts, the base,
+#      pause, busybox and sidecar images, and the node's image store; scripts/test.sh runs it in
+#      the background from its start, so that a cold machine builds them beside the unit tests and
+#      the e2e suite).
 set -uo pipefail
 K8S_INSTALL=${K8S_INSTALL:-kustomize}
+K8S_PREPARE=${K8S_PREPARE:-}
 case $K8S_INSTALL in kustomize | helm) ;; *) echo "k8s: K8S_INSTALL must be kustomize or helm, not '$K8S_INSTALL'" >&2; exit 2 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -41,7 +46,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     die "apt-get install ${missing[*]} failed"
 fi
 # the driver's bundle goes into its image; the CLI's runs on the node (the quarantine scenario)
-for f in apps/csi-driver/dist/lvstamp-csi.mjs apps/cli/dist/lvstamp.mjs; do
+[ -n "$K8S_PREPARE" ] || for f in apps/csi-driver/dist/lvstamp-csi.mjs apps/cli/dist/lvstamp.mjs; do
   [ -f $f ] || die "build first (pnpm build): $f is missing"
 done
 
@@ -68,8 +73,59 @@ if [ "$K8S_INSTALL" = helm ]; then
   NODE_PATH=$NODE_PATH:$HELM_DIR
   step "helm $("$HELM_DIR/helm" version --short)"
 fi
-ARCHIVES=$(timed bash "$HERE/build-images.sh" base pause busybox sidecars driver gc) || die "image build failed"
+OURS=(driver gc)
+[ -z "$K8S_PREPARE" ] || OURS=()
+ARCHIVES=$(timed bash "$HERE/build-images.sh" base pause busybox sidecars "${OURS[@]}") || die "image build failed"
 ALL_IMAGES=$(echo "$ARCHIVES" | awk '$1 != "base" {print $2}' | tr '\n' ' ')
+
+# The node's image store (vm/store.sh): a containerd store on a disk image, made once in its own VM
+# boot and keyed by the images that rarely change (base, pause, busybox, sidecars) and containerd's
+# version; each test run attaches it with its writes discarded and imports only the blobs it lacks
+# (a changed driver or gc image: its top layers), instead of every image over 9p.
+blobs_of() { tar -tf "$1" | sed -n 's|^blobs/sha256/||p' | grep .; }
+STORE_KEY=$({
+  echo store-v2 "$CONTAINERD_VERSION"
+  for a in $(echo "$ARCHIVES" | awk '$1 ~ /^(base|pause|busybox|csi-|snapshot-controller)/ {print $2}'); do tar -xOf "$a" index.json; done
+} | sha256sum | cut -c1-16)
+STORE=$K8S_CACHE/store/containerd-$STORE_KEY.raw
+# thin HAVE ARCHIVE...: prints the archives to import, each without the blobs listed in the file
+# HAVE or in an archive before it (copies under $RUN; none for an archive with nothing new)
+thin() {
+  local have=$RUN/have.blobs a t missing drop
+  cp "$1" "$have"; shift
+  for a in "$@"; do
+    missing=$(blobs_of "$a" | grep -vxFf "$have")
+    [ -z "$missing" ] && continue
+    t=$RUN/thin-$(basename "$a")
+    drop=$(blobs_of "$a" | grep -xFf "$have" | sed 's|^|blobs/sha256/|')
+    if [ -z "$drop" ]; then t=$a; else cp "$a" "$t" && tar --delete -f "$t" $drop || die "cannot thin $a"; fi
+    echo "$missing" >>"$have"
+    echo "$t"
+  done
+}
+# ensure_store: makes $STORE from $ALL_IMAGES when it is missing (logs in $LOGS)
+ensure_store() {
+  [ -s "$STORE" ] && [ -s "$STORE.blobs" ] && return 0
+  local s=$SECONDS
+  mkdir -p "$K8S_CACHE/store" && rm -f "$K8S_CACHE"/store/containerd-* && truncate -s 6G "$STORE.tmp" || die "cannot make $STORE.tmp"
+  : >$RUN/none.blobs
+  IMAGES=$(thin $RUN/none.blobs $ALL_IMAGES | tr '\n' ' ') STORE_DISK=/dev/vda
+  step "making the image store $STORE (one VM boot; imports $(du -chL $IMAGES | tail -1 | cut -f1))"
+  export IMAGES LOGS STORE_DISK NODE_PATH
+  VM_ENV="IMAGES LOGS STORE_DISK NODE_PATH" VM_IMAGES="rw:$STORE.tmp" VM_RW="$LOGS" VM_MEM=2G VM_TIMEOUT=${VM_TIMEOUT:-3600} \
+    bash test-e2e/vm/run-in-vm.sh "bash test-e2e/k8s/vm/store.sh" 2>&1 | tee "$LOGS/store.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || { rm -f "$STORE.tmp"; die "making the image store failed (log: $LOGS/store.log)"; }
+  for a in $ALL_IMAGES; do blobs_of "$a"; done | sort -u >"$STORE.blobs.tmp" && mv "$STORE.tmp" "$STORE" &&
+    mv "$STORE.blobs.tmp" "$STORE.blobs" || die "cannot keep $STORE"
+  step "image store made: $((SECONDS - s)) s"
+}
+if [ -n "$K8S_PREPARE" ]; then
+  RUN=$(mktemp -d "$K8S_CACHE/run.XXXXXX") LOGS=$REPO/test-e2e/results/k8s-prepare
+  trap 'rm -rf "$RUN"' EXIT
+  rm -rf "$LOGS" && mkdir -p "$LOGS" && ensure_store
+  step "prepared: parts, images and the image store in $((SECONDS - T0)) s"
+  exit 0
+fi
 
 # PKI for the test cluster (local-test only: self-signed CA, static admin token)
 # (pki-host: the API server's certificate names the host side of the VM's NIC, 10.99.0.254)
@@ -222,45 +278,7 @@ grep -q "image: $t\$" $SNAP_OVERLAY.yaml || die "the snapshot overlay does not r
 LOGS=$REPO/test-e2e/results/k8s
 rm -rf "$LOGS" && mkdir -p "$LOGS"
 
-# The node's image store (vm/store.sh): a containerd store on a disk image, made once in its own VM
-# boot and keyed by the images that rarely change (base, pause, busybox, sidecars) and containerd's
-# version; each test run attaches it with its writes discarded and imports only the blobs it lacks
-# (a changed driver or gc image: its top layers), instead of every image over 9p.
-blobs_of() { tar -tf "$1" | sed -n 's|^blobs/sha256/||p' | grep .; }
-STORE_KEY=$({
-  echo store-v2 "$CONTAINERD_VERSION"
-  for a in $(echo "$ARCHIVES" | awk '$1 ~ /^(base|pause|busybox|csi-|snapshot-controller)/ {print $2}'); do tar -xOf "$a" index.json; done
-} | sha256sum | cut -c1-16)
-STORE=$K8S_CACHE/store/containerd-$STORE_KEY.raw
-# thin HAVE ARCHIVE...: prints the archives to import, each without the blobs listed in the file
-# HAVE or in an archive before it (copies under $RUN; none for an archive with nothing new)
-thin() {
-  local have=$RUN/have.blobs a t missing drop
-  cp "$1" "$have"; shift
-  for a in "$@"; do
-    missing=$(blobs_of "$a" | grep -vxFf "$have")
-    [ -z "$missing" ] && continue
-    t=$RUN/thin-$(basename "$a")
-    drop=$(blobs_of "$a" | grep -xFf "$have" | sed 's|^|blobs/sha256/|')
-    if [ -z "$drop" ]; then t=$a; else cp "$a" "$t" && tar --delete -f "$t" $drop || die "cannot thin $a"; fi
-    echo "$missing" >>"$have"
-    echo "$t"
-  done
-}
-if [ ! -s "$STORE" ] || [ ! -s "$STORE.blobs" ]; then
-  s=$SECONDS
-  mkdir -p "$K8S_CACHE/store" && rm -f "$K8S_CACHE"/store/containerd-* && truncate -s 6G "$STORE.tmp" || die "cannot make $STORE.tmp"
-  : >$RUN/none.blobs
-  IMAGES=$(thin $RUN/none.blobs $ALL_IMAGES | tr '\n' ' ') STORE_DISK=/dev/vda
-  step "making the image store $STORE (one VM boot; imports $(du -chL $IMAGES | tail -1 | cut -f1))"
-  export IMAGES LOGS STORE_DISK NODE_PATH
-  VM_ENV="IMAGES LOGS STORE_DISK NODE_PATH" VM_IMAGES="rw:$STORE.tmp" VM_RW="$LOGS" VM_MEM=2G VM_TIMEOUT=${VM_TIMEOUT:-3600} \
-    bash test-e2e/vm/run-in-vm.sh "bash test-e2e/k8s/vm/store.sh" 2>&1 | tee "$LOGS/store.log"
-  [ "${PIPESTATUS[0]}" = 0 ] || { rm -f "$STORE.tmp"; die "making the image store failed (log: $LOGS/store.log)"; }
-  for a in $ALL_IMAGES; do blobs_of "$a"; done | sort -u >"$STORE.blobs.tmp" && mv "$STORE.tmp" "$STORE" &&
-    mv "$STORE.blobs.tmp" "$STORE.blobs" || die "cannot keep $STORE"
-  step "image store made: $((SECONDS - s)) s"
-fi
+ensure_store
 IMAGES=$(thin "$STORE.blobs" $ALL_IMAGES | tr '\n' ' ')
 step "images to import on top of the store:${IMAGES:- none}"
 DISK=/dev/vda STORE_DISK=/dev/vdb

@@ -96,6 +96,9 @@ describe('resize', () => {
   });
 });
 
+/** 43 three-byte characters: 129 bytes of UTF-8, one over the CSI limit on a string field. */
+const LONG_REF = '€'.repeat(43);
+
 describe('usage errors exit 2 with a one-line message and touch nothing', () => {
   it.each([
     [['create', 'x']], // missing --size
@@ -137,6 +140,18 @@ describe('usage errors exit 2 with a one-line message and touch nothing', () => 
     [['create', 'v'.repeat(129), '--size', '1Gi'], 'volume name'],
     [['create', 'v'.repeat(129), '--from-snapshot', 'nightly'], 'volume name'],
     [['snapshot', 'create', 's'.repeat(129), '--from', 'data'], 'snapshot name'],
+    // a volume or snapshot ref (name or ID): 43 three-byte characters, 129 bytes of UTF-8
+    [['attach', LONG_REF], 'volume name'],
+    [['detach', LONG_REF], 'volume name'],
+    [['resize', LONG_REF, '--size', '2Gi'], 'volume name'],
+    [['delete', LONG_REF], 'volume name'],
+    [['create', 'copy', '--from-snapshot', LONG_REF], 'snapshot name'],
+    [['create', 'copy', '--from-volume', LONG_REF], 'volume name'],
+    [['snapshot', 'create', 'nightly', '--from', LONG_REF], 'volume name'],
+    [['snapshot', 'list', '--source', LONG_REF], 'volume name'],
+    [['snapshot', 'delete', LONG_REF], 'snapshot name'],
+    [['quarantine', 'inspect', LONG_REF], 'volume name'],
+    [['quarantine', 'restore', '--snapshot', LONG_REF], 'snapshot name'],
   ])(
     'a name over 128 bytes (CSI "Size Limits"): %j exits 2 with one line, nothing built',
     async (argv, what) => {

@@ -1,16 +1,39 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import { controlCharacterIn, isHexId } from '@lvstamp/core';
+import { controlCharacterIn, isHexId, MAX_NAME_BYTES } from '@lvstamp/core';
 import { CsiError, invalidArgument } from './errors.js';
 import type { NodePaths, PathKind } from './ports.js';
 
 /**
- * Checks a volume ID argument: present and free of control characters
- * (INVALID_ARGUMENT, as the CLI refuses such names). Its shape is checked
- * by requireVolumeIdShape, after the other arguments.
+ * Checks a string field against the CSI spec's general size limit ("Size
+ * Limits": a string field SHALL NOT exceed 128 bytes unless its description
+ * says otherwise), counted in bytes of UTF-8, not characters. Applies to
+ * the IDs a request carries (volume_id, snapshot_id, source_volume_id);
+ * not to the paths, whose descriptions lift the limit, nor to map entries
+ * (a map has its own 4 KiB limit), nor to starting_token, whose RPCs name
+ * ABORTED for any invalid token. Names are checked by the core's
+ * validateVolumeName, with the same limit.
+ * @throws CsiError INVALID_ARGUMENT `<field> must be at most 128 bytes of
+ *   UTF-8, the CSI limit on a string field, got N`.
+ */
+export function requireCsiStringLimit(value: string, field: string): void {
+  const bytes = Buffer.byteLength(value, 'utf8');
+  if (bytes > MAX_NAME_BYTES) {
+    throw invalidArgument(
+      `${field} must be at most ${MAX_NAME_BYTES} bytes of UTF-8, the CSI limit on a string field, got ${bytes}`,
+    );
+  }
+}
+
+/**
+ * Checks a volume ID argument: present, within the CSI string limit
+ * (requireCsiStringLimit) and free of control characters (INVALID_ARGUMENT,
+ * as the CLI refuses such names). Its shape is checked by
+ * requireVolumeIdShape, after the other arguments.
  * @throws CsiError INVALID_ARGUMENT.
  */
 export function requireVolumeIdArg(value: string, field = 'volume_id'): void {
   if (value === '') throw invalidArgument(`${field} is required`);
+  requireCsiStringLimit(value, field);
   const control = controlCharacterIn(value);
   if (control !== null) {
     throw invalidArgument(`${field} must not contain control characters (found ${control})`);

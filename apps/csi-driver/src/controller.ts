@@ -287,7 +287,8 @@ export function createControllerService(deps: ControllerDeps) {
 
     /**
      * CSI spec DeleteVolume: an unknown (also a malformed) volume ID is
-     * success; one with control characters → INVALID_ARGUMENT. The blocks are wiped with the policy of the volume group's
+     * success; one over 128 bytes (CSI "Size Limits") or with control
+     * characters → INVALID_ARGUMENT, before any look-up. The blocks are wiped with the policy of the volume group's
      * device class (config.wipePolicyFor); when all classes share one policy
      * it is used without looking the volume up first (one lvs fewer; the
      * core's delete finds the LV itself). Only the configured volume groups
@@ -349,8 +350,8 @@ export function createControllerService(deps: ControllerDeps) {
      * ordered by volume ID, one look-up, then a header read for the
      * capacity of each volume of the page only. `next_token` is the last ID returned; a page
      * starts after it, so deletions between pages skip nothing. A token
-     * that is not a volume ID → ABORTED (spec); negative max_entries →
-     * INVALID_ARGUMENT.
+     * that is not a volume ID, an over-long one too → ABORTED (the RPC's own
+     * code for an invalid token); negative max_entries → INVALID_ARGUMENT.
      */
     ListVolumes: async (request: ListVolumesRequest) => {
       requireControllerCapability('LIST_VOLUMES');

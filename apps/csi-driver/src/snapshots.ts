@@ -17,6 +17,7 @@ import type {
   SnapshotMsg,
   VolumeContentSourceMsg,
 } from './csi-types.js';
+import { requireCsiStringLimit } from './args.js';
 import { CsiError, invalidArgument } from './errors.js';
 import type { DriverCore } from './ports.js';
 import { writeBytes } from './sizes.js';
@@ -48,20 +49,21 @@ export function toSnapshotMsg(snapshot: Snapshot): SnapshotMsg {
 
 /**
  * Reads CreateVolume's `volume_content_source`: null when none is set.
- * @throws CsiError INVALID_ARGUMENT for a source without an ID.
+ * @throws CsiError INVALID_ARGUMENT for a source without an ID, or with one
+ *   over 128 bytes (CSI "Size Limits").
  */
 export function readContentSource(
   source: VolumeContentSourceMsg | null | undefined,
 ): ContentSource | null {
   if (source === null || source === undefined || source.type === undefined) return null;
-  if (source.type === 'snapshot') {
-    const id = source.snapshot?.snapshot_id ?? '';
-    if (id === '') throw invalidArgument('volume_content_source.snapshot.snapshot_id is required');
-    return { kind: 'snapshot', id };
-  }
-  const id = source.volume?.volume_id ?? '';
-  if (id === '') throw invalidArgument('volume_content_source.volume.volume_id is required');
-  return { kind: 'volume', id };
+  const [kind, id] =
+    source.type === 'snapshot'
+      ? (['snapshot', source.snapshot?.snapshot_id ?? ''] as const)
+      : (['volume', source.volume?.volume_id ?? ''] as const);
+  const field = `volume_content_source.${kind}.${kind}_id`;
+  if (id === '') throw invalidArgument(`${field} is required`);
+  requireCsiStringLimit(id, field);
+  return { kind, id };
 }
 
 /**
@@ -108,8 +110,8 @@ export function createSnapshotHandlers(deps: SnapshotDeps) {
     /**
      * CSI spec CreateSnapshot: a read-only thin snapshot of the source
      * (docs/DESIGN.md §5 "Snapshots"), ready at once. Missing name or
-     * source ID, a name over 128 bytes (CSI "Size Limits") or with control
-     * characters, a thick source (naming its class) → INVALID_ARGUMENT, the
+     * source ID, a name or source ID over 128 bytes (CSI "Size Limits") or
+     * with control characters, a thick source (naming its class) → INVALID_ARGUMENT, the
      * argument errors before any lvm command; unknown source → NOT_FOUND; the same name
      * for another source → ALREADY_EXISTS; a full pool → RESOURCE_EXHAUSTED.
      * The same name and source again → the same snapshot.
@@ -119,6 +121,7 @@ export function createSnapshotHandlers(deps: SnapshotDeps) {
       if (request.name === '') throw invalidArgument('name is required');
       if (request.source_volume_id === '') throw invalidArgument('source_volume_id is required');
       validateVolumeName(request.name, 'name');
+      requireCsiStringLimit(request.source_volume_id, 'source_volume_id');
       requireNoControlCharacters(request.name, 'name');
       requireNoControlCharacters(request.source_volume_id, 'source_volume_id');
       const snapshot = await core.snapshots
@@ -130,13 +133,14 @@ export function createSnapshotHandlers(deps: SnapshotDeps) {
     },
 
     /**
-     * CSI spec DeleteSnapshot: missing ID → INVALID_ARGUMENT; an unknown or
-     * malformed ID is success. A snapshot failing an ownership check →
+     * CSI spec DeleteSnapshot: missing ID, or one over 128 bytes (CSI "Size
+     * Limits") → INVALID_ARGUMENT; an unknown or malformed ID is success. A snapshot failing an ownership check →
      * FAILED_PRECONDITION naming the LV and the check, left untouched.
      */
     DeleteSnapshot: async (request: DeleteSnapshotRequest) => {
       requireControllerCapability('CREATE_DELETE_SNAPSHOT', offered);
       if (request.snapshot_id === '') throw invalidArgument('snapshot_id is required');
+      requireCsiStringLimit(request.snapshot_id, 'snapshot_id');
       if (!isHexId(request.snapshot_id)) return {};
       await core.snapshots.deleteSnapshot(request.snapshot_id, scope);
       return {};
@@ -148,12 +152,16 @@ export function createSnapshotHandlers(deps: SnapshotDeps) {
      * or unknown one gives an empty list) and `source_volume_id`.
      * `next_token` is the last ID returned and a page starts after it, so a
      * deletion between pages skips nothing; a token that is not an ID →
-     * ABORTED; negative max_entries → INVALID_ARGUMENT.
+     * ABORTED (an over-long one too: the RPC's own code for an invalid
+     * token); negative max_entries, or a filter over 128 bytes (CSI "Size
+     * Limits") → INVALID_ARGUMENT.
      */
     ListSnapshots: async (request: ListSnapshotsRequest) => {
       requireControllerCapability('LIST_SNAPSHOTS', offered);
       if (request.max_entries < 0) throw invalidArgument('max_entries must not be negative');
       const token = request.starting_token;
+      requireCsiStringLimit(request.snapshot_id, 'snapshot_id');
+      requireCsiStringLimit(request.source_volume_id, 'source_volume_id');
       if (token !== '' && !isHexId(token)) {
         throw new CsiError(
           GrpcStatus.ABORTED,

@@ -783,7 +783,24 @@ s_probe_metrics() {
   # the driver's own /healthz (--health-address), which the kubelet's liveness probe calls
   [ "$(curl -sf --max-time 60 "http://$ip:9808/healthz")" = ok ] || fail "driver /healthz http://$ip:9808/healthz" || return 1
   curl -sf --max-time 60 "http://$ip:9809/metrics" >$LOGS/metrics.txt || fail "metrics http://$ip:9809/metrics" || return 1
-  grep -m3 '^lvstamp_' $LOGS/metrics.txt || fail "no lvstamp_ metric on :9809"
+  grep -m3 '^lvstamp_' $LOGS/metrics.txt || fail "no lvstamp_ metric on :9809" || return 1
+  # as Prometheus finds them (docs/metrics.md "Finding them"): the monitoring component's headless
+  # Service (its PodMonitor needs the operator's CRDs, which this cluster lacks), whose endpoints
+  # list the driver pod; scraped through the API server's service proxy, every family of
+  # docs/metrics.md's table is there
+  local svc=$REPO/deploy/kubernetes/components/monitoring/service.yaml families missing=
+  kubectl apply -f "$svc" || fail "kubectl apply -f $svc" || return 1
+  wait_for "Service lvstamp-csi-metrics: its EndpointSlice lists the driver pod $ip" 120 sh -c \
+    "kubectl -n $NS get endpointslices -l kubernetes.io/service-name=lvstamp-csi-metrics -o jsonpath='{.items[*].endpoints[*].addresses[*]}' | grep -qw '$ip'" ||
+    fail "no endpoint $ip for Service lvstamp-csi-metrics" || return 1
+  kubectl get --raw "/api/v1/namespaces/$NS/services/lvstamp-csi-metrics:metrics/proxy/metrics" >$LOGS/metrics-service.txt ||
+    fail "scrape through Service lvstamp-csi-metrics (port metrics)" || return 1
+  families=$(grep -o '^| `lvstamp_[a-z_]*`' "$REPO/docs/metrics.md" | tr -d '|` ')
+  [ "$(echo "$families" | wc -w)" -ge 10 ] || fail "docs/metrics.md lists too few families: $families" || return 1
+  for f in $families; do grep -q "^# TYPE $f " $LOGS/metrics-service.txt || missing="$missing $f"; done
+  [ -z "$missing" ] || fail "families of docs/metrics.md missing from the scrape:$missing" || return 1
+  log "through Service lvstamp-csi-metrics: $(echo "$families" | wc -w) families of docs/metrics.md, all present; $(grep -c '^lvstamp_' $LOGS/metrics-service.txt) lvstamp_ samples"
+  kubectl delete -f "$svc" --wait=true --timeout=120s
 }
 
 owner_id() { kubectl -n $NS get configmap lvstamp-csi-config -o jsonpath="{.data['owner-id']}"; }
@@ -924,7 +941,7 @@ check "ReadWriteOncePod: a second pod on the claim stays Pending with the schedu
 check "fsGroup: a non-root pod writes into its ext4 and xfs volumes (fsGroupPolicy File)" s_fsgroup
 check "unsatisfiable resize (more than the VG): the claim's NodeResizeError carries the driver's OUT_OF_RANGE, the pod keeps its data; lowering the request recovers, the volume grows and is usable" s_resize_unsatisfiable
 check "kubelet restarted while a pod uses a volume: the pod keeps running with its data, the volume stays mounted" s_kubelet_restart
-check "the driver's /healthz and metrics answer on the pod's ports" s_probe_metrics
+check "the driver's /healthz and metrics answer on the pod's ports, and through the monitoring Service with every documented family" s_probe_metrics
 check "cleanup: no LV, map or mount left on the node" s_cleanup
 if [ "$K8S_INSTALL" = helm ]; then
   check "uninstall as docs/uninstall.md says: a Retain PV's volume found and deleted with the CLI in the driver pod, helm uninstall, every object of the chart gone, the VG left empty, the namespace deleted" s_helm_uninstall

@@ -10,6 +10,7 @@ import type { Command } from 'commander';
 import type { CommandContext } from '../context.js';
 import { absentLine, progress, writeJson } from '../output.js';
 import { formatBytes } from '../quantity.js';
+import { checkRef } from '../refs.js';
 import { commandScope } from '../scope.js';
 
 const VG_HELP =
@@ -39,6 +40,7 @@ export function registerSnapshotCommands(program: Command, ctx: CommandContext):
     .action(async (name: string, opts: { from: string; vg?: string }) => {
       validateVolumeName(name, 'snapshot name');
       requireNoControlCharacters(name, 'snapshot name');
+      checkRef(opts.from, 'volume');
       const { volumes, snapshots } = ctx.services();
       const scope = await commandScope(io, volumes, opts.vg);
       const sourceVolumeId = await volumes.resolve(opts.from, scope);
@@ -62,6 +64,7 @@ export function registerSnapshotCommands(program: Command, ctx: CommandContext):
     .option('--source <volume>', 'only the snapshots of this volume (name or ID)')
     .option('--vg <vg>', VG_HELP)
     .action(async (opts: { source?: string; vg?: string }) => {
+      if (opts.source !== undefined) checkRef(opts.source, 'volume');
       const { volumes, snapshots } = ctx.services();
       const scope = await commandScope(io, volumes, opts.vg);
       const source =
@@ -100,6 +103,7 @@ export function registerSnapshotCommands(program: Command, ctx: CommandContext):
       false,
     )
     .action(async (ref: string, opts: { vg?: string; forceUnowned: boolean }) => {
+      checkRef(ref, 'snapshot');
       const { volumes, snapshots } = ctx.services();
       const scope = {
         ...(await commandScope(io, volumes, opts.vg)),

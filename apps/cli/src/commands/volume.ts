@@ -17,6 +17,7 @@ import { wipeOption } from './wipe-option.js';
 import { absentLine, progress, writeJson } from '../output.js';
 import type { CommandContext } from '../context.js';
 import { formatBytes, formatCapacity, parseSize } from '../quantity.js';
+import { checkRef } from '../refs.js';
 import { commandScope } from '../scope.js';
 import { orQuarantined, refuseDeleteOfQuarantined } from '../quarantined.js';
 
@@ -71,6 +72,8 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
         }
         const requiredBytes = opts.size === undefined ? 0 : parseSize(opts.size);
         checkNewVolumeName(name);
+        if (opts.fromSnapshot !== undefined) checkRef(opts.fromSnapshot, 'snapshot');
+        if (opts.fromVolume !== undefined) checkRef(opts.fromVolume, 'volume');
         const services = ctx.services();
         const volumes = services.volumes;
         if (from !== undefined) {
@@ -192,6 +195,7 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
     .argument('<volume>', 'volume name or ID')
     .option('--vg <vg>', VG_HELP)
     .action(async (ref: string, opts: { vg?: string }) => {
+      checkRef(ref, 'volume');
       const volumes = ctx.services().volumes;
       const scope = await commandScope(io, volumes, opts.vg);
       const id = await volumes.resolve(ref, scope);
@@ -210,6 +214,7 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
     .argument('<volume>', 'volume name or ID')
     .option('--vg <vg>', VG_HELP)
     .action(async (ref: string, opts: { vg?: string }) => {
+      checkRef(ref, 'volume');
       const volumes = ctx.services().volumes;
       const scope = await commandScope(io, volumes, opts.vg);
       const id = await volumes.resolve(ref, scope);
@@ -229,6 +234,7 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
     .option('--vg <vg>', VG_HELP)
     .action(async (ref: string, opts: { size: string; vg?: string }) => {
       const requiredBytes = parseSize(opts.size);
+      checkRef(ref, 'volume');
       const volumes = ctx.services().volumes;
       const scope = await commandScope(io, volumes, opts.vg);
       const id = await volumes.resolve(ref, scope);
@@ -278,6 +284,7 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
         '`lvstamp quarantine purge` (attach, resize and inspect name it too).',
     )
     .action(async (ref: string, opts: { wipe: WipePolicy; vg?: string; forceUnowned: boolean }) => {
+      checkRef(ref, 'volume');
       const volumes = ctx.services().volumes;
       const scope = await commandScope(io, volumes, opts.vg);
       const id = await volumes.resolve(ref, scope);

@@ -454,9 +454,9 @@ export class LogSink extends Writable {
 
 type Client = grpc.Client & Record<string, unknown>;
 
-/** A running driver with fake core, and clients for its three services. */
-export interface Harness {
-  readonly core: FakeCore;
+/** A running driver with its core (by default a FakeCore), and clients for its three services. */
+export interface Harness<C extends DriverCore = FakeCore> {
+  readonly core: C;
   readonly paths: FakePaths;
   readonly logs: LogSink;
   readonly server: DriverServer;
@@ -469,15 +469,17 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(
+export async function startHarness<C extends DriverCore = FakeCore>(
   options: {
     endpoint?: string;
-    core?: FakeCore;
+    /** The core the driver calls: a FakeCore, or the real one over a ReplayRunner. */
+    core?: C;
     config?: DriverConfig;
     metrics?: DriverMetrics;
   } = {},
-): Promise<Harness> {
-  const core = options.core ?? new FakeCore();
+): Promise<Harness<C>> {
+  // without a core the type parameter is its default, FakeCore
+  const core = options.core ?? (new FakeCore() as DriverCore as C);
   const paths = new FakePaths();
   const logs = new LogSink();
   const server = createServer({

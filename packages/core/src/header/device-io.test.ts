@@ -1,8 +1,10 @@
 import { execFileSync } from 'node:child_process';
+import { EventEmitter } from 'node:events';
 import { open as openCb, writeFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidArgumentError, IoTimeoutError } from '../errors.js';
 import { readHeader, writeHeaderBlock } from './block-io.js';
@@ -166,6 +168,46 @@ describe('DeviceIo', () => {
       device: hung,
     });
     openCb(hung, 'r', () => undefined);
+  });
+
+  /**
+   * A stand-in I/O thread that starts running `startMs` after it is made (or
+   * exits with `exitCode` instead) and then answers every read with one
+   * byte; like a real thread, it answers what was posted before only once it runs.
+   */
+  function slowThread(startMs: number, exitCode?: number): () => Worker {
+    return () => {
+      const thread = new EventEmitter();
+      let running = false;
+      let waiting = 0;
+      const answer = () => thread.emit('message', { kind: 'file', bytes: Buffer.from('x') });
+      setTimeout(() => {
+        if (exitCode !== undefined) return void thread.emit('exit', exitCode);
+        running = true;
+        thread.emit('online');
+        for (; waiting > 0; waiting--) setTimeout(answer, 1);
+      }, startMs);
+      return Object.assign(thread, {
+        postMessage: () => (running ? setTimeout(answer, 1) : (waiting += 1)),
+        unref: () => undefined,
+        terminate: () => Promise.resolve(0),
+      }) as unknown as Worker;
+    };
+  }
+
+  it("starts a new thread's deadline once the thread runs: a slow start is not a device that does not answer", async () => {
+    const io = new DeviceIo({ timeoutMs: 1_000, startThread: slowThread(1_500) });
+    const started = Date.now();
+    const read = await io.read('/dev/slow-start', 0, 1);
+    expect(read).toEqual({ kind: 'file', bytes: Buffer.from('x') });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_450);
+  });
+
+  it('fails the operation, naming the exit code, when a new thread ends before it runs', async () => {
+    const io = new DeviceIo({ timeoutMs: 1_000, startThread: slowThread(10, 3) });
+    await expect(io.read('/dev/never', 0, 1)).rejects.toThrow(
+      'the I/O thread exited with code 3 before it ran',
+    );
   });
 
   it('rejects a timeout that is not a positive integer', () => {

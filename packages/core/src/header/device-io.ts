@@ -42,6 +42,11 @@ export interface DeviceIoOptions {
    * thousand threads, whose start-up alone outlasted the deadline.
    */
   readonly maxConcurrent?: number;
+  /**
+   * How an I/O thread is started (tests only: a thread that is slow to
+   * start). Default: a Worker running the operations below.
+   */
+  readonly startThread?: () => Worker;
 }
 
 /**
@@ -57,7 +62,11 @@ export interface DeviceIoOptions {
  * further operations on it fail at once instead of stranding more threads;
  * beyond `maxStuckThreads` all I/O fails at once. At most `maxConcurrent`
  * operations run at once (a thread stuck past its deadline no longer
- * counts); the others wait in line, their deadline not yet started.
+ * counts); the others wait in line, their deadline not yet started. A new
+ * thread's deadline starts once it runs (its `online` event): on a starved
+ * node (a pod with a small CPU share, an emulated VM) starting a thread can
+ * take longer than a device takes to answer, and that is not the device's
+ * fault.
  *
  * Idle threads are kept for reuse (at most `maxConcurrent`) and never keep
  * the process alive.
@@ -70,11 +79,13 @@ export class DeviceIo {
   readonly #stuck = new Map<string, { readonly operation: string; readonly since: number }>();
   #stuckThreads = 0;
   readonly #limit: pLimit.Limit;
+  readonly #startThread: () => Worker;
 
   /** @throws InvalidArgumentError for a timeout or limit that is not a positive integer. */
   constructor(options: DeviceIoOptions = {}) {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_IO_TIMEOUT_MS;
     this.#maxStuck = options.maxStuckThreads ?? DEFAULT_MAX_STUCK_THREADS;
+    this.#startThread = options.startThread ?? spawnWorker;
     const maxConcurrent = options.maxConcurrent ?? DEFAULT_MAX_CONCURRENT;
     for (const [field, value] of [
       ['timeoutMs', this.#timeoutMs],
@@ -144,7 +155,7 @@ export class DeviceIo {
         `${this.#stuckThreads} I/O threads are stuck on devices that do not answer (${[...this.#stuck.keys()].join(', ')}); refusing more I/O`,
       );
     }
-    const worker = this.#idle.pop() ?? this.#spawn();
+    const worker = this.#idle.pop() ?? (await this.#spawn());
     const started = Date.now();
     return new Promise<WireReply>((resolve, reject) => {
       let settled = false;
@@ -185,14 +196,38 @@ export class DeviceIo {
     });
   }
 
-  /** A new I/O thread; one that ends while idle leaves the pool. */
-  #spawn(): Worker {
-    const worker = spawnWorker();
+  /**
+   * A new I/O thread, once it runs; one that ends while idle leaves the pool.
+   * @throws the thread's error, or an Error naming its exit code, when it ends before it runs.
+   */
+  async #spawn(): Promise<Worker> {
+    const worker = this.#startThread();
     // An 'error' with no listener would end the process; a call in flight has its own listener.
     worker.on('error', () => undefined);
     worker.once('exit', () => {
       const at = this.#idle.indexOf(worker);
       if (at !== -1) this.#idle.splice(at, 1);
+    });
+    await new Promise<void>((resolve, reject) => {
+      const settle = (error?: Error) => {
+        worker.off('online', onOnline);
+        worker.off('error', onError);
+        worker.off('exit', onExit);
+        if (error === undefined) resolve();
+        else reject(error);
+      };
+      const onOnline = () => {
+        settle();
+      };
+      const onError = (error: Error) => {
+        settle(error);
+      };
+      const onExit = (code: number) => {
+        settle(new Error(`the I/O thread exited with code ${code} before it ran`));
+      };
+      worker.once('online', onOnline);
+      worker.once('error', onError);
+      worker.once('exit', onExit);
     });
     return worker;
   }

@@ -1,4 +1,9 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { InvalidArgumentError } from '../errors.js';
+import { BlockHeaderIo } from '../header/block-io.js';
 import { decodeHeader, encodeHeader } from '../header/codec.js';
 import type { DecodeResult } from '../header/types.js';
 import type { Volume } from './types.js';
@@ -50,6 +55,23 @@ describe('InspectService.inspect: a path or a volume', () => {
     expect(report.devicePath).toBe(`vg0/lvstamp_${ID}`);
   });
 
+  it('refuses a name over 128 bytes (CSI "Size Limits") before any volume group is looked up', async () => {
+    const { inspector, calls } = service(null);
+    let scoped = false;
+    const scopeOf = () => {
+      scoped = true;
+      return scope();
+    };
+    // 43 three-byte characters: 129 bytes of UTF-8
+    await expect(inspector.inspect('€'.repeat(43), scopeOf)).rejects.toThrow(
+      new InvalidArgumentError(
+        'volume name must be 1–128 bytes of UTF-8, the CSI limit on a string field, got 129',
+      ),
+    );
+    expect(scoped).toBe(false);
+    expect(calls).toEqual([]);
+  });
+
   it('takes an existing regular file, and anything with a /, as a path', async () => {
     const { inspector, calls } = service(null);
     await inspector.inspect('package.json', scope);
@@ -81,4 +103,29 @@ describe('InspectService.inspect: the header version read', () => {
       );
     });
   }
+
+  it.each([1, 2] as const)(
+    'an image file holding a v%i header, read from disk by BlockHeaderIo, is reported as that version',
+    async (version) => {
+      const dir = await mkdtemp(join(tmpdir(), 'lvstamp-inspect-'));
+      try {
+        const image = join(dir, 'disk.img');
+        const header = encodeHeader(fields, version);
+        await writeFile(image, Buffer.concat([header, Buffer.alloc(1048576 - header.length)]));
+        // the codec's version field: bytes 8–9, little-endian (DESIGN.md §4)
+        expect([header[8], header[9]]).toEqual([version, 0]);
+        const inspector = new InspectService({
+          volumes: {} as never,
+          headers: new BlockHeaderIo(),
+        });
+        const report = await inspector.inspect(image, scope);
+        expect(report.decode).toEqual({ status: 'ok', version, header: fields });
+        expect(report.explanation).toBe(
+          `a valid lvstamp v${version} header: this device is an lvstamp volume`,
+        );
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -1,5 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { NotFoundError } from '../errors.js';
+import { validateVolumeName } from '../naming.js';
 import { describeDecode } from '../header/codec.js';
 import type { VgScope } from './types.js';
 import type { HeaderIo } from './header-io.js';
@@ -39,6 +40,8 @@ export class InspectService {
    *   working directory does not count), else a volume ID or name, looked up
    *   in the volume groups `scopeOf` returns (called only for a volume, so
    *   that a file needs no lvm).
+   * @throws InvalidArgumentError when it is no path and over 128 bytes (no
+   *   volume has such a name: validateVolumeName), before `scopeOf` is called.
    * @throws NotFoundError when it is neither an existing path nor a volume.
    */
   async inspect(target: string, scopeOf: () => Promise<VgScope>): Promise<InspectReport> {
@@ -51,6 +54,8 @@ export class InspectService {
       const decode = await this.#headers.readHeader(target);
       return { target, devicePath: target, decode, explanation: explain(decode, null) };
     }
+    // a name or ID: refused before any volume group is looked up when it cannot be one
+    validateVolumeName(target);
     const scope = await scopeOf();
     const volumeId = await this.#volumes.resolve(target, scope);
     const volume = await this.#volumes.findVolume(volumeId, scope);
