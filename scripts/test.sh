@@ -60,9 +60,7 @@ e2e_shard() { # e2e_shard I: shard I of 2 of the e2e suite (results/e2e-I.json)
 # it. Warm, each is found cached in seconds.
 PREFETCH_LOCK=$LOGS/prefetch.lock
 prefetch() {
-  bash test-e2e/parts/build.sh kubernetes etcd helm &&
-    bash test-e2e/parts/build.sh containerd runc snapshot-controller external-resizer \
-      external-provisioner csi-snapshotter csi-sanity &&
+  bash test-e2e/parts/build.sh kubernetes etcd helm && bash test-e2e/parts/build.sh all &&
     K8S_PREPARE=1 bash test-e2e/k8s/run.sh
 }
 e2e_then_k8s() {

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { checkHostCanActivate, createNodeServices } from '@lvstamp/core';
+import { checkHostCanActivate, createNodeServices, OncePerRunWarnLogger } from '@lvstamp/core';
 import type { CliDeps } from './context.js';
 import { warningLine } from './output.js';
 import type { CliServices, GlobalOptions } from './services.js';
@@ -19,13 +19,17 @@ export async function productionDeps(): Promise<CliDeps> {
   };
 }
 
+/**
+ * The warnings of this command on stderr, each stderr line of lvm once
+ * (OncePerRunWarnLogger: a missing PV makes lvm repeat its warning in every
+ * command); main.ts writes the count of the rest at the end.
+ */
+export const cliWarnings = new OncePerRunWarnLogger({
+  warn: (message, fields) => process.stderr.write(warningLine(message, fields)),
+});
+
 function productionServices(options: GlobalOptions): CliServices {
-  const node = createNodeServices({
-    lockFile: options.lockFile,
-    logger: {
-      warn: (message, fields) => process.stderr.write(warningLine(message, fields)),
-    },
-  });
+  const node = createNodeServices({ lockFile: options.lockFile, logger: cliWarnings });
   return {
     volumes: node.volumes,
     snapshots: node.snapshots,

@@ -41,7 +41,7 @@ export function buildProgram(deps: CliDeps): Command {
     .option('--json', 'print machine-readable JSON instead of tables', false)
     .addHelpText(
       'after',
-      `\n${SIZE_HELP}\nDurations: ${DURATION_SYNTAX}.\nExit codes: 0 ok, 1 failed, 2 bad usage.`,
+      `\n${SIZE_HELP}\nDurations: ${DURATION_SYNTAX}.\nExit codes: 0 ok, 1 failed, 2 bad usage (an ambiguous name included: name its volume group).`,
     )
     .showSuggestionAfterError()
     .exitOverride()

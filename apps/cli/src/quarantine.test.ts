@@ -1,11 +1,13 @@
 import {
   AlreadyExistsError,
+  InvalidArgumentError,
   NotFoundError,
   NotOwnedError,
   STANDALONE_OWNER_ID,
   snapshotIdForName,
   volumeIdForName,
   type ProbeResult,
+  type QuarantinedLv,
   type RestoredLv,
 } from '@lvstamp/core';
 import { describe, expect, it, vi } from 'vitest';
@@ -85,23 +87,25 @@ function printedPv(stdout: string): {
   return parseYaml(stdout.slice(start)) as ReturnType<typeof printedPv>;
 }
 
+/** One quarantined thick volume LV of `sizeBytes`, quarantined at `atMs`. */
+const quarantinedLv = (sizeBytes: number, atMs: number): QuarantinedLv => ({
+  kind: 'volume',
+  id: ID,
+  vgName: 'vg0',
+  lvName: `lvstamp_q_${ID}`,
+  sizeBytes,
+  thin: false,
+  quarantinedAtMs: atMs,
+  owned: true,
+  sourceVolumeId: null,
+  active: false,
+  tags: [],
+});
+
 /** A quarantine listing of one volume LV of `sizeBytes`, quarantined at `atMs`. */
 const listOf = (sizeBytes: number, atMs: number) =>
   vi.fn(() =>
-    Promise.resolve([
-      {
-        kind: 'volume',
-        id: ID,
-        vgName: 'vg0',
-        lvName: `lvstamp_q_${ID}`,
-        sizeBytes,
-        quarantinedAtMs: atMs,
-        owned: true,
-        sourceVolumeId: null,
-        active: false,
-        tags: [],
-      },
-    ]),
+    Promise.resolve({ quarantined: [quarantinedLv(sizeBytes, atMs)], unusableGroups: [] }),
   );
 
 describe('lvstamp quarantine restore', () => {
@@ -255,6 +259,15 @@ describe('lvstamp quarantine restore', () => {
       ownerId: STANDALONE_OWNER_ID,
     });
     expect(h.stdout()).not.toContain('PersistentVolume');
+    expect(h.stdout()).toBe(
+      `restored snapshot ${snapshotIdForName('nightly')} as vg0/lvstamp_${ID} (name "pvc-1234", 1 GiB)\n` +
+        '\n' +
+        '# Bind it again before the next GC run (Kubernetes "pre-provisioned snapshot"): create a\n' +
+        '# VolumeSnapshotContent with spec.driver "lvstamp.io", spec.deletionPolicy "Retain",\n' +
+        `# spec.source.snapshotHandle "${snapshotIdForName('nightly')}" and spec.volumeSnapshotRef naming the VolumeSnapshot\n` +
+        '# (name, namespace), then that VolumeSnapshot with spec.source.volumeSnapshotContentName set to it.\n' +
+        '# Until a VolumeSnapshotContent names it, the GC treats it as an orphan again.\n',
+    );
   });
 
   it.each([
@@ -357,6 +370,63 @@ describe('lvstamp quarantine purge and gc --quarantine', () => {
     expect(h.stdout()).toMatch(/\n1 quarantined, 1 GiB held\n$/);
   });
 
+  it('list --quarantined labels a thin LV virtual and never adds it to the bytes held', async () => {
+    const thick = quarantinedLv(1 << 30, 1_699_000_000_000);
+    const thin = (id: string, gib: number, kind: 'volume' | 'snapshot') => ({
+      ...thick,
+      kind,
+      id,
+      lvName: `${kind === 'volume' ? 'lvstamp_q_' : 'lvstamp_qs_'}${id}`,
+      sizeBytes: gib * 2 ** 30,
+      thin: true,
+    });
+    const list = vi.fn(() =>
+      Promise.resolve({
+        quarantined: [
+          thick,
+          thin('c'.repeat(32), 100, 'volume'),
+          thin('d'.repeat(32), 100, 'snapshot'),
+        ],
+        unusableGroups: [],
+      }),
+    );
+    const h = harness({ volumes, quarantine: { list } as unknown as CliServices['quarantine'] });
+    expect(await h.run('list', '--quarantined')).toBe(0);
+    const rows = h.stdout().trim().split('\n');
+    expect(rows[1]).toMatch(/ 1 GiB +2023-/);
+    expect(rows[2]).toMatch(/ 100 GiB virtual +2023-/);
+    expect(rows[3]).toMatch(/ 100 GiB virtual +2023-/);
+    expect(rows.at(-1)).toBe(
+      "3 quarantined, 1 GiB held by 1 thick LV; 2 thin LVs of 200 GiB virtual size (not counted as held: the pool chunks they hold are in the thin pool's data use)",
+    );
+  });
+
+  it('list --quarantined warns on stderr about each volume group lvm refuses to change, and lists the rest', async () => {
+    const list = vi.fn(() =>
+      Promise.resolve({
+        quarantined: [quarantinedLv(1 << 30, 1_699_000_000_000)],
+        unusableGroups: [
+          {
+            vgName: 'vg1',
+            problem: 'missing-pv',
+            detail: "WARNING: Couldn't find device with uuid x.",
+          },
+        ],
+      }),
+    );
+    const h = harness({ volumes, quarantine: { list } as unknown as CliServices['quarantine'] });
+    expect(await h.run('list', '--quarantined')).toBe(0);
+    expect(
+      h
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes('warning')),
+    ).toEqual([
+      "lvstamp: warning: volume group vg1 cannot be changed (missing-pv): WARNING: Couldn't find device with uuid x.; nothing in it is changed until lvm can change it again",
+    ]);
+    expect(h.stdout()).toMatch(/\n1 quarantined, 1 GiB held\n$/);
+  });
+
   it('list --quarantined prints a quarantine time no Date can hold (a hand-edited tag) as ms: exit 0', async () => {
     const list = listOf(4 << 20, 99_999_999_999_999_000);
     const h = harness({ volumes, quarantine: { list } as unknown as CliServices['quarantine'] });
@@ -366,13 +436,48 @@ describe('lvstamp quarantine purge and gc --quarantine', () => {
   });
 });
 
+describe('an ambiguous name (quarantined in several volume groups) is bad usage in every quarantine command', () => {
+  const QLV = `lvstamp_q_${ID}`;
+  const ambiguous = () =>
+    Promise.reject(
+      new InvalidArgumentError(`${QLV} is in several volume groups (vg0, vg1); name one with --vg`),
+    );
+  it.each([
+    ['restore', ['quarantine', 'restore', 'pvc-1234'], { quarantine: { restore: ambiguous } }],
+    ['inspect', ['quarantine', 'inspect', 'pvc-1234'], { quarantine: { inspect: ambiguous } }],
+    [
+      'purge',
+      ['quarantine', 'purge', QLV],
+      {
+        gc: {
+          planPurge: () =>
+            Promise.reject(
+              new InvalidArgumentError(
+                `${QLV} is in several volume groups (vg0, vg1); name it as <vg>/${QLV}`,
+              ),
+            ),
+        },
+      },
+    ],
+  ])('%s: exit 2, the one line naming the groups, nothing on stdout', async (_c, argv, over) => {
+    const h = harness({ volumes, ...(over as unknown as Partial<CliServices>) });
+    expect(await h.run(...argv)).toBe(2);
+    expect(h.stdout()).toBe('');
+    expect(h.stderr().trim().split('\n').at(-1)).toMatch(
+      new RegExp(`^lvstamp: ${QLV} is in several volume groups \\(vg0, vg1\\); name `),
+    );
+  });
+});
+
 describe('volume commands on an ID held in quarantine', () => {
   const QLV = `lvstamp_q_${ID}`;
   const hint =
     `volume pvc-1234 is not live: it is in quarantine as vg0/${QLV}; ` +
     `lvstamp quarantine restore ${ID} brings it back, lvstamp quarantine purge vg0/${QLV} --apply removes it`;
   const setup = (over: Record<string, unknown>, held = true) => {
-    const list = held ? listOf(8 << 20, 1_699_000_000_000) : vi.fn(() => Promise.resolve([]));
+    const list = held
+      ? listOf(8 << 20, 1_699_000_000_000)
+      : vi.fn(() => Promise.resolve({ quarantined: [], unusableGroups: [] }));
     const notFound = () => Promise.reject(new NotFoundError(`volume ${ID} does not exist`));
     return harness({
       volumes: {

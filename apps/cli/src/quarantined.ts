@@ -38,8 +38,10 @@ export async function quarantinedLine(
   if (ids.length === 0) return null;
   let held: QuarantinedLv[];
   try {
-    const all = await ctx.services().quarantine.list({ vgNames, ownerId: ctx.globals().ownerId });
-    held = all.filter((q) => q.kind === 'volume' && ids.includes(q.id));
+    const { quarantined } = await ctx
+      .services()
+      .quarantine.list({ vgNames, ownerId: ctx.globals().ownerId });
+    held = quarantined.filter((q) => q.kind === 'volume' && ids.includes(q.id));
   } catch {
     return null;
   }

@@ -30,12 +30,12 @@ it('serves RPC counts, volume group bytes and volumes per class on /metrics', as
 it('counts the quarantined LVs and the bytes they hold per device class (DESIGN.md §6 "Quarantine")', async () => {
   const core = new FakeCore();
   const scopes: (readonly string[])[] = [];
-  const lv = (vgName: string, lvName: string, sizeBytes: number) => ({
+  const lv = (vgName: string, lvName: string, sizeBytes: number, attr = '-wi-------') => ({
     vgName,
     lvName,
     lvUuid: `u-${lvName}`,
     sizeBytes,
-    attr: '-wi-------',
+    attr,
     active: false,
     open: false,
     kernelMajor: null,
@@ -47,10 +47,16 @@ it('counts the quarantined LVs and the bytes they hold per device class (DESIGN.
   const quarantine = {
     listQuarantined: (scope: { vgNames: readonly string[] }) => {
       scopes.push(scope.vgNames);
-      return Promise.resolve([
-        lv('vg0', `lvstamp_q_${'a'.repeat(32)}`, GIB),
-        lv('vg0', `lvstamp_qs_${'b'.repeat(32)}`, 2 * GIB),
-      ]);
+      return Promise.resolve({
+        lvs: [
+          lv('vg0', `lvstamp_q_${'a'.repeat(32)}`, GIB),
+          // thin (every snapshot is): a virtual size, never counted as bytes held
+          lv('vg0', `lvstamp_qs_${'b'.repeat(32)}`, 2 * GIB, 'Vwi---tz--'),
+          lv('vg0', `lvstamp_q_${'c'.repeat(32)}`, 5 * GIB, 'Vwi---tz--'),
+          lv('vg0', `lvstamp_q_${'d'.repeat(32)}`, 2 * GIB),
+        ],
+        unusableGroups: [],
+      });
     },
   };
   const metrics = new DriverMetrics({
@@ -58,7 +64,7 @@ it('counts the quarantined LVs and the bytes they hold per device class (DESIGN.
     core: { volumes: core.volumes, quarantine },
   });
   const body = await metrics.registry.metrics();
-  expect(body).toContain('lvstamp_quarantined{device_class="fast"} 2');
+  expect(body).toContain('lvstamp_quarantined{device_class="fast"} 4');
   expect(body).toContain('lvstamp_quarantined{device_class="secure"} 0');
   expect(body).toContain(`lvstamp_quarantined_bytes{device_class="fast"} ${3 * GIB}`);
   expect(body).toContain('lvstamp_quarantined_bytes{device_class="secure"} 0');

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { ThinPoolCapacity, VolumeGroupProblem } from '@lvstamp/core';
+import { isThinLv, type ThinPoolCapacity, type VolumeGroupProblem } from '@lvstamp/core';
 import type { DriverConfig } from './config.js';
 import { configuredVolumeGroups } from './config.js';
 import { parseHttpAddress, serveHttp, type HttpRoute } from './http.js';
@@ -185,7 +185,7 @@ export class DriverMetrics {
     const quarantineGauge = (
       name: string,
       help: string,
-      figure: (lvs: readonly { readonly sizeBytes: number }[]) => number,
+      figure: (lvs: readonly { readonly sizeBytes: number; readonly attr: string }[]) => number,
     ) =>
       new Gauge({
         name,
@@ -194,7 +194,7 @@ export class DriverMetrics {
         registers: [this.registry],
         async collect() {
           if (quarantine === undefined) return;
-          const lvs = await quarantine.listQuarantined({ vgNames: groups });
+          const { lvs } = await quarantine.listQuarantined({ vgNames: groups });
           for (const deviceClass of deps.config.deviceClasses.values()) {
             const own = lvs.filter((lv) => lv.vgName === deviceClass.volumeGroup);
             this.set({ device_class: deviceClass.name }, figure(own));
@@ -206,10 +206,12 @@ export class DriverMetrics {
       'Quarantined LVs (lvstamp_q_<id> volumes, lvstamp_qs_<id> snapshots) per device class (by the class volume group)',
       (lvs) => lvs.length,
     );
+    // A thin LV's size is virtual: it holds only the pool chunks it wrote, which the pool's own
+    // gauges count, so adding it would report space the group never lost.
     quarantineGauge(
       'lvstamp_quarantined_bytes',
-      'Bytes held by quarantined LVs (their LV sizes) per device class',
-      (lvs) => lvs.reduce((sum, lv) => sum + lv.sizeBytes, 0),
+      'Bytes held by quarantined thick LVs (their LV sizes) per device class; thin LVs hold pool chunks, not counted',
+      (lvs) => lvs.reduce((sum, lv) => sum + (isThinLv(lv) ? 0 : lv.sizeBytes), 0),
     );
   }
 

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createNodeServices } from '@lvstamp/core';
+import { createNodeServices, OncePerRunWarnLogger } from '@lvstamp/core';
 import { createKubeApi, loadKubeConfig } from './kube/client.js';
 import { createLogger } from './log.js';
 import type { GcJobDeps } from './program.js';
@@ -20,11 +20,12 @@ export async function productionDeps(): Promise<GcJobDeps> {
     createGc: ({ lockFile, logger }) =>
       createNodeServices({
         lockFile,
-        logger: {
-          warn: (message: string) => {
-            logger.warn(message);
+        // Each stderr line of lvm once per run: a missing PV repeats its warning in every command.
+        logger: new OncePerRunWarnLogger({
+          warn: (message, fields) => {
+            logger.warn(fields ?? {}, message);
           },
-        },
+        }),
       }).gc,
     createLogger,
     now: Date.now,

@@ -29,6 +29,7 @@ export {
   dmUuidFor,
   fromTagFor,
   isHexId,
+  lvDmName,
   lvNameFor,
   MAX_NAME_BYTES,
   newLvNameFor,

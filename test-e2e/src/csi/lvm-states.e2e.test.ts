@@ -35,6 +35,7 @@ import {
   type RunningDriver,
   type VolumeMsg,
 } from './support.js';
+import { cli } from '../scenarios/support.js';
 
 installCleanupHooks();
 
@@ -237,7 +238,7 @@ describe('a broken volume group', () => {
     await csi.ok('Controller', 'DeleteVolume', { volume_id: v.volume_id });
   });
 
-  it('the same loop file attached twice: capacity 0, CreateVolume and DeleteVolume RESOURCE_EXHAUSTED before any act, Probe ready', async () => {
+  it('the same loop file attached twice: capacity 0, CreateVolume and DeleteVolume RESOURCE_EXHAUSTED and resize refused before any act, Probe ready', async () => {
     const kept = await create(unique('kept-on-duplicate'));
     const healthy = await capacityBytes();
     const keptLv = `${vg.vgName}/lvstamp_${kept.volume_id}`;
@@ -252,6 +253,21 @@ describe('a broken volume group', () => {
       expect((await shOk(['lvs', '--noheadings', '-o', 'lv_active', keptLv])).stdout.trim()).toBe(
         'active',
       );
+      // Expansion too (lvstamp expands on the node: the CLI's resize runs the same core call as
+      // NodeExpandVolume): the group first, so the LV keeps its size.
+      const lvSize = async (): Promise<string> =>
+        (
+          await shOk(['lvs', '--noheadings', '--units', 'b', '-o', 'lv_size', keptLv])
+        ).stdout.trim();
+      const sizeBefore = await lvSize();
+      const lock = ['--owner-id', OWNER_ID, '--lock-file', join(dir, 'host.lock')];
+      const resize = await cli(
+        [...lock, 'resize', kept.volume_id, '--size', '128Mi', '--vg', vg.vgName],
+        1,
+      );
+      expect(resize.stderr).toContain(`volume group ${vg.vgName} is unusable (duplicate-pv)`);
+      expect(resize.stderr).toMatch(/Not using device \S+ for PV/);
+      expect(await lvSize()).toBe(sizeBefore);
       expect(await capacityBytes()).toBe('0');
       const failure = await csi.fails(status.RESOURCE_EXHAUSTED, 'Controller', 'CreateVolume', {
         name: unique('on-duplicate'),

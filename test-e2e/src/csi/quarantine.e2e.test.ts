@@ -5,9 +5,10 @@
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createLoopVg, installCleanupHooks } from '../harness/index.js';
-import { cli, lvNames } from '../scenarios/support.js';
+import { createLoopVg, installCleanupHooks, shOk } from '../harness/index.js';
+import { cli, lvNames, lvRow } from '../scenarios/support.js';
 import {
   DEVICE_CLASS,
   MiB,
@@ -107,6 +108,59 @@ describe('a quarantined volume through the CSI driver', () => {
     await lvstamp(['quarantine', 'purge', `${vgName}/lvstamp_q_${id}`, '--apply', '--vg', vgName]);
     expect(await lvNames(vgName)).toEqual([`lvstamp_${id}`]);
     expect(await capacity()).toBe(withVolume);
+    await csi.ok('Controller', 'DeleteVolume', { volume_id: id });
+    expect(await lvNames(vgName)).toEqual([]);
+  });
+
+  it('restore refuses while another process holds the quarantined LV open, and changes nothing', async () => {
+    const name = unique('pvc-held');
+    const id = idOf(name);
+    await create(name);
+    const live = join(dir, 'live-held');
+    await writeFile(live, `${unique('pvc-other')}\n`);
+    await lvstamp([
+      'gc',
+      '--vg',
+      vgName,
+      '--live',
+      live,
+      '--min-age',
+      '0s',
+      '--quarantine',
+      '1h',
+      '--apply',
+    ]);
+    const qName = `lvstamp_q_${id}`;
+    expect(await lvNames(vgName)).toEqual([qName]);
+    // Someone activates it and keeps its device open (a look at the data, a stray mount).
+    await shOk(['lvchange', '-ay', `${vgName}/${qName}`]);
+    const before = await lvRow(vgName, qName);
+    const holder = execa('sh', ['-c', `exec 3<${before.lv_dm_path}; sleep 120`], { reject: false });
+    try {
+      let row = before;
+      for (let i = 0; i < 50 && row.lv_attr[5] !== 'o'; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        row = await lvRow(vgName, qName);
+      }
+      expect(row.lv_attr[5]).toBe('o');
+      const refused = await lvstamp(['quarantine', 'restore', name, '--vg', vgName], 1);
+      expect(refused.stdout).toBe('');
+      const lines = refused.stderr.trim().split('\n');
+      expect(lines.at(-1)).toMatch(
+        new RegExp(
+          `^lvstamp: ${vgName}/${qName} is open \\(.*\\); not restored, nothing was changed: close it first$`,
+        ),
+      );
+      const after = await lvRow(vgName, qName);
+      expect([after.lv_uuid, after.lv_tags]).toEqual([before.lv_uuid, before.lv_tags]);
+      expect(after.lv_tags).toContain('lvstamp.quarantined=');
+    } finally {
+      holder.kill('SIGKILL');
+      await holder;
+    }
+    // Closed again, the same restore goes ahead.
+    await lvstamp(['quarantine', 'restore', name, '--vg', vgName]);
+    expect(await lvNames(vgName)).toEqual([`lvstamp_${id}`]);
     await csi.ok('Controller', 'DeleteVolume', { volume_id: id });
     expect(await lvNames(vgName)).toEqual([]);
   });

@@ -305,3 +305,39 @@ it('a snapshot left inactive after vgchange -an (as after a reboot) is deleted: 
   );
   await csi.ok('Controller', 'DeleteVolume', { volume_id: origin.volume_id });
 });
+
+it('a DeleteSnapshot refused after its lvchange -ay -K (sector 0 of another volume than lvstamp.source) puts the snapshot back to rest', async () => {
+  const origin = await createVolume(unique('refused-origin'), 'ext4');
+  const snap = await snapshot(unique('refused'), origin.volume_id);
+  const lv = `${thinVg}/lvstamp_snap_${snap.snapshot_id}`;
+  const other = randomBytes(16).toString('hex');
+  await shOk([
+    'lvchange',
+    '--deltag',
+    `lvstamp.source=${origin.volume_id}`,
+    '--addtag',
+    `lvstamp.source=${other}`,
+    lv,
+  ]);
+  const attr = async (): Promise<string | undefined> =>
+    (await lvsOf(thinVg)).find((row) => `${thinVg}/${row.lv_name}` === lv)?.lv_attr;
+  expect(await attr()).toBe('Vri---tz-k');
+  const refused = await csi.fails(status.FAILED_PRECONDITION, 'Controller', 'DeleteSnapshot', {
+    snapshot_id: snap.snapshot_id,
+  });
+  expect(refused.details).toBe(
+    `${lv} is not provably this installation's volume: refusing to delete: its header belongs to volume ${origin.volume_id}, not ${other}; left untouched`,
+  );
+  // Snapshots rest inactive (docs/DESIGN.md §3): the refused delete deactivated what it activated.
+  expect(await attr()).toBe('Vri---tz-k');
+  await shOk([
+    'lvchange',
+    '--deltag',
+    `lvstamp.source=${other}`,
+    '--addtag',
+    `lvstamp.source=${origin.volume_id}`,
+    lv,
+  ]);
+  await csi.ok('Controller', 'DeleteSnapshot', { snapshot_id: snap.snapshot_id });
+  await csi.ok('Controller', 'DeleteVolume', { volume_id: origin.volume_id });
+});

@@ -6,6 +6,7 @@
 // removes a live or in-flight one. Every volume carries this file's random owner ID, so the GC
 // can only ever remove this file's volumes (DESIGN.md §2.3, §6).
 import { join } from 'node:path';
+import { lvDmName } from '@lvstamp/core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createLoopVg, createTempDir, installCleanupHooks, type LoopVg } from '../harness/index.js';
 import {
@@ -75,9 +76,7 @@ let orphansCreatedAtMs = 0;
 
 const lv = (key: Key) => `lvstamp_${idOf(names[key])}`;
 const device = (key: Key) => `${vg.vgName}/${lv(key)}`;
-/** The LV's device-mapper path (dmsetup(8) names: each '-' in a name doubled). */
-const dmPath = (key: Key) =>
-  `/dev/mapper/${vg.vgName.replaceAll('-', '--')}-${lv(key).replaceAll('-', '--')}`;
+const dmPath = (key: Key) => `/dev/mapper/${lvDmName(vg.vgName, lv(key))}`;
 
 /** `lvstamp-gc node ...` with this run's kubeconfig, owner, grace period (whole seconds), no quarantine and host lock. */
 const gcNode = (minAgeMs: number, ...extra: string[]) => [

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, open, readFile, readdir, stat, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
+import { lvDmName } from '@lvstamp/core';
 import { execa, type ResultPromise } from 'execa';
 import { expect } from 'vitest';
 import { CLI_MAIN, runCli, shOk, sh, type CliOptions, type CliResult } from '../harness/index.js';
@@ -381,7 +382,7 @@ export async function killCreateAfterLvcreate(options: {
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
     const name = `${options.namePrefix}-${suffix()}`;
     const id = idOf(name);
-    const newNode = `/dev/mapper/${options.vgName.replaceAll('-', '--')}-lvstamp_new_${id}`;
+    const newNode = `/dev/mapper/${lvDmName(options.vgName, `lvstamp_new_${id}`)}`;
     const child = startCli([...options.globalArgs, 'create', name, ...options.createArgs]);
     const state = { exited: false };
     const done = child.then((result) => {

@@ -143,3 +143,23 @@ export function pvRecipe(
     '',
   ].join('\n');
 }
+
+/**
+ * How to bind a restored snapshot again (README "quarantine"; Kubernetes
+ * "pre-provisioned snapshot", snapshot.storage.k8s.io/v1): a
+ * VolumeSnapshotContent of the driver with `snapshotHandle` = the snapshot
+ * ID (the CSI snapshot_id) and `deletionPolicy: Retain`, and a
+ * VolumeSnapshot bound to it. The names and namespace are the user's, so
+ * it is a recipe in comments, not a document to apply.
+ */
+export function snapshotBindHint(id: string): string {
+  return [
+    '',
+    '# Bind it again before the next GC run (Kubernetes "pre-provisioned snapshot"): create a',
+    '# VolumeSnapshotContent with spec.driver "lvstamp.io", spec.deletionPolicy "Retain",',
+    `# spec.source.snapshotHandle ${quoted(id)} and spec.volumeSnapshotRef naming the VolumeSnapshot`,
+    '# (name, namespace), then that VolumeSnapshot with spec.source.volumeSnapshotContentName set to it.',
+    '# Until a VolumeSnapshotContent names it, the GC treats it as an orphan again.',
+    '',
+  ].join('\n');
+}

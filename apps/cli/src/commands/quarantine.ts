@@ -16,16 +16,18 @@ import {
   type QuarantinedLv,
   type RestoredLv,
   type WipePolicy,
+  unusableGroupText,
 } from '@lvstamp/core';
 import { Option, type Command } from 'commander';
 import { wipeOption } from './wipe-option.js';
-import { progress, writeJson } from '../output.js';
+import { progress, warningLine, writeJson } from '../output.js';
 import type { CommandContext } from '../context.js';
 import { commandScope, describeScope } from '../scope.js';
 import { formatBytes, parseDuration } from '../quantity.js';
 import {
   chooseVolumeMode,
   pvRecipe,
+  snapshotBindHint,
   type DataAreaProbe,
   type VolumeModeChoice,
 } from './pv-recipe.js';
@@ -63,6 +65,12 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
     .command('list')
     .description('list quarantined volumes and snapshots (same as lvstamp list --quarantined)')
     .option('--vg <vg>', VG_HELP)
+    .addHelpText(
+      'after',
+      "\nA thick LV's size is the space it holds. A thin LV (every snapshot) shows its size as\n" +
+        '`virtual`: it holds only the pool chunks it wrote, which lvm does not report while it is\n' +
+        'inactive; the total counts only thick LVs as held and sums the thin ones apart.',
+    )
     .action(async (opts: { vg?: string }) => {
       await listQuarantined(ctx, opts.vg);
     });
@@ -180,6 +188,7 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
             : `restored ${what}\n`,
         );
         if (mode !== null) io.stdout.write(recipeOrWhyNot(restored, mode, opts));
+        if (kind === 'snapshot') io.stdout.write(snapshotBindHint(restored.id));
       },
     );
 
@@ -260,11 +269,13 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
 export async function listQuarantined(ctx: CommandContext, vg: string | undefined): Promise<void> {
   const { io } = ctx.deps;
   const scope = await commandScope(io, ctx.services().volumes, vg);
-  const list = await ctx
+  const { quarantined: list, unusableGroups } = await ctx
     .services()
     .quarantine.list({ vgNames: scope.vgNames, ownerId: ctx.globals().ownerId });
+  // A group lvm refuses to change: nothing in it can be restored or purged now (DESIGN.md §6 rule 1).
+  for (const group of unusableGroups) io.stderr.write(warningLine(unusableGroupText(group)));
   if (ctx.globals().json) {
-    writeJson(io, { volumeGroups: scope.vgNames, quarantined: list });
+    writeJson(io, { volumeGroups: scope.vgNames, quarantined: list, unusableGroups });
     return;
   }
   io.stdout.write(
@@ -275,14 +286,32 @@ export async function listQuarantined(ctx: CommandContext, vg: string | undefine
         q.id,
         q.vgName,
         q.lvName,
-        formatBytes(q.sizeBytes),
+        q.thin ? `${formatBytes(q.sizeBytes)} virtual` : formatBytes(q.sizeBytes),
         q.quarantinedAtMs === null ? '-' : isoTime(q.quarantinedAtMs),
         q.owned ? 'yes' : 'no',
       ]),
     ),
   );
-  const bytes = list.reduce((sum, q) => sum + q.sizeBytes, 0);
-  io.stdout.write(`${list.length} quarantined, ${formatBytes(bytes)} held\n`);
+  io.stdout.write(`${quarantineTotal(list)}\n`);
+}
+
+/**
+ * The summary line of a quarantine listing. Only thick LVs add to the
+ * bytes held: a thin LV holds the pool chunks it wrote, which lvm does not
+ * report for an inactive LV, so its virtual size is summed apart and never
+ * called held (the pool's own data use counts its chunks).
+ */
+export function quarantineTotal(list: readonly QuarantinedLv[]): string {
+  const sum = (lvs: readonly QuarantinedLv[]) => lvs.reduce((n, q) => n + q.sizeBytes, 0);
+  const thick = list.filter((q) => !q.thin);
+  const thin = list.filter((q) => q.thin);
+  const held = `${list.length} quarantined, ${formatBytes(sum(thick))} held`;
+  if (thin.length === 0) return held;
+  return (
+    `${held} by ${thick.length} thick LV${thick.length === 1 ? '' : 's'}; ` +
+    `${thin.length} thin LV${thin.length === 1 ? '' : 's'} of ${formatBytes(sum(thin))} virtual size ` +
+    `(not counted as held: the pool chunks they hold are in the thin pool's data use)`
+  );
 }
 
 /** A volume ID, or the ID a volume (snapshot) name maps to (DESIGN.md §3). */

@@ -119,7 +119,11 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
     .command('list')
     .description('list lvstamp volumes, including interrupted creates')
     .option('--vg <vg>', VG_HELP)
-    .option('--quarantined', 'list the quarantined volumes and snapshots instead', false)
+    .option(
+      '--quarantined',
+      "list the quarantined volumes and snapshots instead (a thin LV's size is virtual, never counted as held)",
+      false,
+    )
     .action(async (opts: { vg?: string; quarantined: boolean }) => {
       if (opts.quarantined) return listQuarantined(ctx, opts.vg);
       const volumes = ctx.services().volumes;

@@ -269,11 +269,11 @@ export class FakeNode {
       },
       quarantine: {
         listQuarantined: (scope, lvNames) =>
-          Promise.resolve(
-            this.quarantined.filter(
+          Promise.resolve({
+            lvs: this.quarantined.filter(
               (lv) => scope.vgNames.includes(lv.vgName) && (lvNames?.includes(lv.lvName) ?? true),
             ),
-          ),
+          }),
         markQuarantined: (ref: QuarantineRef, atSeconds: number) => {
           const { list, index, lv } = this.#locked('markQuarantined', ref);
           const tagged = lv.tags.some((tag) =>

@@ -2,3 +2,4 @@
 export type { CommandResult, CommandRunner } from './runner.js';
 export { ExecaRunner } from './execa-runner.js';
 export { ObservingRunner, type CommandEvent } from './observing-runner.js';
+export { OncePerRunWarnLogger } from './once-warn-logger.js';

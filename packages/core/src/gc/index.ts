@@ -9,4 +9,5 @@ export type {
 } from './types.js';
 export { GcService, type GcPlanRequest, type LiveSetSource } from './service.js';
 export { planTable } from './plan-table.js';
+export { unusableGroupText } from './plan-groups.js';
 export { DEFAULT_GC_WIPE } from './planner.js';

@@ -62,17 +62,20 @@ export async function takeInventory(
     }),
   );
 
-  const quarantined =
-    ports.quarantine === undefined
-      ? undefined
-      : await Promise.all(
-          (await ports.quarantine.listQuarantined(scope)).flatMap((lv) => {
-            const parsed = parseQuarantinedLvName(lv.lvName, naming);
-            return parsed === null
-              ? []
-              : [describeQuarantined(lv, parsed, ports.headers, dmByNumber)];
-          }),
-        );
+  let quarantined: InventoryQuarantined[] | undefined;
+  if (ports.quarantine !== undefined) {
+    const look = await ports.quarantine.listQuarantined(scope);
+    // A group its own look-up finds unusable is one too (the first look-up may have raced it).
+    for (const group of look.unusableGroups ?? []) {
+      if (!unusableGroups.some((g) => g.vgName === group.vgName)) unusableGroups.push(group);
+    }
+    quarantined = await Promise.all(
+      look.lvs.flatMap((lv) => {
+        const parsed = parseQuarantinedLvName(lv.lvName, naming);
+        return parsed === null ? [] : [describeQuarantined(lv, parsed, ports.headers, dmByNumber)];
+      }),
+    );
+  }
 
   return {
     takenAtMs,

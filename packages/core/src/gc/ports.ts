@@ -106,9 +106,17 @@ export interface GcQuarantinePort {
   /**
    * The LVs named `lvstamp_q_<id>` or `lvstamp_qs_<id>` in the scope's
    * volume groups (one look-up), active or not, whatever their tags; with
-   * `lvNames`, only those names. Throws as GcVolumesPort.listLogicalVolumes.
+   * `lvNames`, only those names; `unusableGroups` as in
+   * GcVolumesPort.listLogicalVolumes, from the same look-up. Throws as
+   * GcVolumesPort.listLogicalVolumes.
    */
-  listQuarantined(scope: VgScope, lvNames?: readonly string[]): Promise<LogicalVolume[]>;
+  listQuarantined(
+    scope: VgScope,
+    lvNames?: readonly string[],
+  ): Promise<{
+    readonly lvs: readonly LogicalVolume[];
+    readonly unusableGroups?: readonly UnusableGroup[];
+  }>;
   /**
    * Quarantine step 2: after a re-check by `lv_uuid` of name, volume group
    * and tags, one `lvchange --addtag lvstamp.quarantined=<atSeconds>

@@ -116,16 +116,11 @@ export async function removeQuarantined(
   ports: GcExecutorPorts,
 ): Promise<Step> {
   const port = portOf(ports);
-  // The group's state: one look-up of the group (quarantined names are not in its lists).
-  const { unusableGroups } = await ports.volumes.listLogicalVolumes({ vgNames: [entry.vgName] }, [
-    entry.lvName,
-  ]);
-  const unusable = unusableGroupStep(entry.vgName, unusableGroups);
+  // The LV and its group's state from one look-up of the group.
+  const found = await port.listQuarantined({ vgNames: [entry.vgName] }, [entry.lvName]);
+  const unusable = unusableGroupStep(entry.vgName, found.unusableGroups);
   if (unusable !== null) return unusable;
-  const same = samePlannedLv(
-    entry,
-    await port.listQuarantined({ vgNames: [entry.vgName] }, [entry.lvName]),
-  );
+  const same = samePlannedLv(entry, found.lvs);
   if ('outcome' in same) return same;
   const { lv } = same;
   const tags = failedTagCheck(lv, plan.ownerId, plan.naming);

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { DecodeResult } from '../header/types.js';
 import type { LogicalVolume, UnusableGroup } from '../lvm/types.js';
 import type { Volume } from '../volumes/types.js';
@@ -155,11 +155,12 @@ class FakeNode {
       },
       quarantine: {
         listQuarantined: async (_scope, names) =>
-          Promise.resolve(
-            named(names)
+          Promise.resolve({
+            lvs: named(names)
               .filter((l) => parseQuarantinedLvName(l.lvName) !== null)
               .map((l) => this.#lvOf(l)),
-          ),
+            unusableGroups: [...this.unusable],
+          }),
         markQuarantined: async (ref, atSeconds) => {
           const lv = byUuid(ref.lvUuid);
           if (lv?.lvName !== ref.lvName) throw new Error('re-check failed');
@@ -714,6 +715,31 @@ describe('a volume group lvm refuses to change (DESIGN.md §6 rule 1)', () => {
       `dmsetup remove lvstamp-${A}`,
       `lvchange -an ${quarantinedLvNameFor('volume', B)}`,
     ]);
+  });
+
+  it('an expiry re-checks the LV and its group with one look-up of the quarantined name', async () => {
+    const n = node();
+    const ports = n.ports();
+    const volumesLook = vi.spyOn(ports.volumes, 'listLogicalVolumes');
+    if (ports.quarantine === undefined) throw new Error('the fake node has a quarantine port');
+    const quarantineLook = vi.spyOn(ports.quarantine, 'listQuarantined');
+    const gc = new GcService({ ports, clock: () => NOW });
+    const { plan } = await gc.planPurge({
+      ownerId: OWNER,
+      olderThanMs: 0,
+      nowMs: NOW,
+      dryRun: false,
+      vgNames: ['vg0'],
+    });
+    volumesLook.mockClear();
+    quarantineLook.mockClear();
+    n.unusable = [missing];
+    const qB = quarantinedLvNameFor('volume', B);
+    expect((await gc.apply(plan)).map((o) => [o.entry.device, o.outcome, o.detail])).toEqual([
+      [`vg0/${qB}`, 'skipped', why],
+    ]);
+    expect(volumesLook).not.toHaveBeenCalled();
+    expect(quarantineLook.mock.calls).toEqual([[{ vgNames: ['vg0'] }, [qB]]]);
   });
 
   it("purge keeps the group's quarantined LVs with the reason", async () => {

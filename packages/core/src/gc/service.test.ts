@@ -174,7 +174,7 @@ describe('GcService: snapshots it activated rest inactive again (DESIGN.md §3, 
       // Quarantine steps 2 and 3 as lvm does them: the lvchange deactivates, the rename moves
       // the LV out of the snapshot listing.
       quarantine: {
-        listQuarantined: () => Promise.resolve([]),
+        listQuarantined: () => Promise.resolve({ lvs: [] }),
         markQuarantined: (ref) => {
           calls.push(`markQuarantined ${ref.lvName}`);
           active.delete(ref.lvName);

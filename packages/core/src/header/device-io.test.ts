@@ -175,9 +175,10 @@ describe('DeviceIo', () => {
    * exits with `exitCode` instead) and then answers every read with one
    * byte; like a real thread, it answers what was posted before only once it runs.
    */
-  function slowThread(startMs: number, exitCode?: number): () => Worker {
+  function slowThread(startMs: number, exitCode?: number, refs: string[] = []): () => Worker {
     return () => {
       const thread = new EventEmitter();
+      thread.on('online', () => refs.push('online'));
       let running = false;
       let waiting = 0;
       const answer = () => thread.emit('message', { kind: 'file', bytes: Buffer.from('x') });
@@ -189,18 +190,22 @@ describe('DeviceIo', () => {
       }, startMs);
       return Object.assign(thread, {
         postMessage: () => (running ? setTimeout(answer, 1) : (waiting += 1)),
-        unref: () => undefined,
+        ref: () => refs.push('ref'),
+        unref: () => refs.push('unref'),
         terminate: () => Promise.resolve(0),
       }) as unknown as Worker;
     };
   }
 
   it("starts a new thread's deadline once the thread runs: a slow start is not a device that does not answer", async () => {
-    const io = new DeviceIo({ timeoutMs: 1_000, startThread: slowThread(1_500) });
+    const refs: string[] = [];
+    const io = new DeviceIo({ timeoutMs: 1_000, startThread: slowThread(1_500, undefined, refs) });
     const started = Date.now();
     const read = await io.read('/dev/slow-start', 0, 1);
     expect(read).toEqual({ kind: 'file', bytes: Buffer.from('x') });
     expect(Date.now() - started).toBeGreaterThanOrEqual(1_450);
+    // while it starts, the thread keeps the process alive (a CLI has nothing else pending then)
+    expect(refs).toEqual(['ref', 'online', 'unref']);
   });
 
   it('fails the operation, naming the exit code, when a new thread ends before it runs', async () => {

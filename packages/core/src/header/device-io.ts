@@ -208,8 +208,12 @@ export class DeviceIo {
       const at = this.#idle.indexOf(worker);
       if (at !== -1) this.#idle.splice(at, 1);
     });
+    // Until it runs, only the wait for it keeps the process alive: an unref'd thread alone would
+    // let a CLI's event loop empty and Node end the process (exit 13, an unsettled await).
+    worker.ref();
     await new Promise<void>((resolve, reject) => {
       const settle = (error?: Error) => {
+        worker.unref();
         worker.off('online', onOnline);
         worker.off('error', onError);
         worker.off('exit', onExit);

@@ -371,6 +371,25 @@ describe('the look-up (one lvm fullreport, recorded) classifies a broken group a
     }
   });
 
+  it('attach of an inactive volume there is refused the same way before its lvchange (an active one still attaches: no lvm change)', async () => {
+    const rec = fullReport('fullreport-duplicate-pv');
+    // the recorded row of lvstamp_<ID> as after a reboot without auto-activation
+    const inactive = rec.stdout.replace(
+      /("lv_name":"lvstamp_[0-9a-f]{32}", [^}]*"lv_attr":")-wi-a-----(", "lv_kernel_major":")254(", "lv_kernel_minor":")0"/,
+      '$1-wi-------$2-1$3-1"',
+    );
+    expect(inactive).not.toBe(rec.stdout);
+    const lookup: ReplayStep = { argv: FULLREPORT, ...rec, stdout: inactive };
+    // the look-up, the look-up again under the host lock, and no lvchange
+    const { runner, manager } = setup([lookup, lookup]);
+    const error = await caught(manager.attach(ID, { vgNames: [VG], ownerId: OWNER }));
+    runner.assertDone();
+    expect(error).toBeInstanceOf(VolumeGroupUnusableError);
+    expect((error as Error).message).toBe(
+      `volume group ${VG} is unusable (duplicate-pv): ${lvmMessage(rec.stderr)}`,
+    );
+  });
+
   it("another group's PV on two devices leaves this group usable", async () => {
     const { replay, lvm, found } = await lookUp('fullreport-other-duplicate-pv');
     expect(await lvm.volumeGroups.usable(VG, found)).toMatchObject({ name: VG });

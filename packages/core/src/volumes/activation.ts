@@ -3,11 +3,18 @@
  * owner's (DESIGN.md §2.3), and snapshots put back to rest (DESIGN.md §3).
  * Every `lvchange` names exactly one LV; never a group-wide activation.
  */
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, NotFoundError } from '../errors.js';
 import type { LogicalVolume } from '../lvm/types.js';
 import { parseOwnerId, parseSnapshotLvName } from '../naming.js';
 import { listLogicalVolumes } from './list.js';
-import { activateOwned, getVolume, validateVgNames } from './lookup.js';
+import {
+  activateOwned,
+  getVolume,
+  lookupVolume,
+  requireUsableGroups,
+  single,
+  validateVgNames,
+} from './lookup.js';
 import { failedTagCheck, isActive } from './ownership.js';
 import type { CoreParts } from './parts.js';
 import type { Volume, VolumeScope } from './types.js';
@@ -15,10 +22,13 @@ import type { Volume, VolumeScope } from './types.js';
 /**
  * The finished volume, active: an inactive LV is activated (`lvchange
  * --activate y <vg>/<lv>`, lvchange(8)) under the host lock after a second
- * look-up, once its tags prove it this owner's. The header is the caller's
- * to check.
- * @throws NotFoundError; NotOwnedError when an inactive LV lacks the tags;
- *   as findVolume; CommandFailedError, LockTimeoutError.
+ * look-up, once its group is usable and its tags prove it this owner's.
+ * An active LV is returned as it is (no lvm change, so a broken group does
+ * not stop a volume that still serves I/O). The header is the caller's to
+ * check.
+ * @throws NotFoundError; VolumeGroupUnusableError (a missing or duplicate
+ *   PV…) before an activation; NotOwnedError when an inactive LV lacks the
+ *   tags; as findVolume; CommandFailedError, LockTimeoutError.
  */
 export async function activateVolume(
   p: CoreParts,
@@ -28,9 +38,13 @@ export async function activateVolume(
   const volume = await getVolume(p, volumeId, scope);
   if (isActive(volume)) return volume;
   const ownerId = parseOwnerId(scope.ownerId);
-  return p.hostLock.withLock(`activate ${volumeId}`, async () =>
-    activateOwned(p, await getVolume(p, volumeId, scope), ownerId),
-  );
+  return p.hostLock.withLock(`activate ${volumeId}`, async () => {
+    const found = await lookupVolume(p, volumeId, scope.vgNames);
+    const again = single(found.finished, `volume ${volumeId}`);
+    if (again === null) throw new NotFoundError(`volume ${volumeId} does not exist`);
+    await requireUsableGroups(p, [again], found.groups);
+    return activateOwned(p, again, ownerId);
+  });
 }
 
 /**

@@ -8,7 +8,6 @@
 import { withFrozen } from '../fs/freeze.js';
 import {
   AlreadyExistsError,
-  FailedPreconditionError,
   InvalidArgumentError,
   NotFoundError,
   OutOfRangeError,
@@ -34,7 +33,7 @@ import { activateOwned, mountPointOf, single, toVolume, validateVgNames } from '
 import { failedTagCheck, requireOwnerTags } from './ownership.js';
 import type { SnapshotParts } from './parts.js';
 import { CAPACITY_BLOCK_BYTES, volumeSize } from './size.js';
-import { sourceHeader, sourceHeaderProblem, ThickVolumeError } from './source.js';
+import { requireSourceHeader, sourceHeader, ThickVolumeError } from './source.js';
 import { measureThinPool, requireThinAdmits, thinPoolCapacity } from './thin-capacity.js';
 import type { CreatedVolume, CreateVolumeFromRequest, Volume } from './types.js';
 
@@ -53,8 +52,10 @@ import type { CreatedVolume, CreateVolumeFromRequest, Volume } from './types.js'
  * @throws NotFoundError when the source is malformed, absent or not this
  *   owner's; OutOfRangeError when the capacity asked is below the source's
  *   or the range cannot be met; AlreadyExistsError when the volume exists
- *   with another name, owner, size or source; FailedPreconditionError when
- *   the copy's sector 0 is not the source's header (the copy is removed).
+ *   with another name, owner, size or source; NotOwnedError when the
+ *   source's or the copy's sector 0 is not the source's header of this
+ *   owner (a copy made is removed first); VolumeGroupUnusableError (the
+ *   group's state, checked before anything is activated or made).
  * @throws ThinPoolUnusableError, OutOfSpaceError; CommandFailedError,
  *   CommandTimeoutError, UnparseableOutputError, LockTimeoutError.
  */
@@ -85,6 +86,8 @@ export async function createVolumeFrom(
     };
     if (origin === null || failedTagCheck(origin, ownerId, p.naming) !== null) return gone();
     if (!isThinLv(origin)) throw new ThickVolumeError(`${source.kind} ${source.id}`, origin);
+    // A broken group (a PV seen twice…) is refused before anything is activated or made.
+    const vg = await p.lvm.volumeGroups.usable(origin.vgName, found);
     // The source's volume ID (its header's) and capacity.
     let sourceVolumeId = source.id;
     let sourceCapacity: number;
@@ -95,7 +98,8 @@ export async function createVolumeFrom(
       sourceCapacity = tags.sizeBytes;
     } else {
       const active = await activateOwned(p, origin, ownerId);
-      sourceCapacity = (await sourceHeader(p, active, source.id, ownerId)).capacityBytes;
+      const expected = { volumeId: source.id, ownerId };
+      sourceCapacity = (await sourceHeader(p, active, expected, 'copy')).capacityBytes;
     }
     if (origin.vgName !== request.vgName) {
       throw new InvalidArgumentError(
@@ -105,7 +109,6 @@ export async function createVolumeFrom(
     const capacityBytes = copyCapacity(request, sourceCapacity);
     const existing = single(lvs.filter((lv) => lv.lvName === finalLv));
     if (existing !== null) return adoptCopy(p, existing, request, volumeId, ownerId, capacityBytes);
-    const vg = await p.lvm.volumeGroups.usable(request.vgName, found);
     const pending = lvs.flatMap((lv) => (lv.lvName === newLv ? [toVolume(lv, p.naming)] : []));
     await prepareNewLv(
       p,
@@ -126,12 +129,12 @@ export async function createVolumeFrom(
     const frozenAt = source.kind === 'volume' ? await mountPointOf(p, source.id) : null;
     await withFrozen(p.runner, p.logger, frozenAt, create);
     const decoded = await p.headers.readHeader(newLvPath(vg.name, newLv));
-    const problem = sourceHeaderProblem(decoded, sourceVolumeId, ownerId);
-    if (problem !== null) {
+    try {
+      const readFrom = ` (read from its copy ${vg.name}/${newLv}, removed)`;
+      requireSourceHeader(decoded, origin, { volumeId: sourceVolumeId, ownerId }, 'copy', readFrom);
+    } catch (error) {
       await lvm.remove(vg.name, newLv);
-      throw new FailedPreconditionError(
-        `${source.kind} ${source.id} is not an lvstamp volume of this installation (${problem}); the copy was removed`,
-      );
+      throw error;
     }
     if (lvSizeBytes > origin.sizeBytes) await lvm.extend(vg.name, newLv, lvSizeBytes);
     const header = newHeader(p, { volumeId, ownerId, name: request.name, capacityBytes });
@@ -207,7 +210,7 @@ async function adoptCopy(
     throw new AlreadyExistsError(`volume ${volumeId} exists in ${existing.vgName}`);
   }
   const active = await activateOwned(p, existing, ownerId);
-  const header = await sourceHeader(p, active, volumeId, ownerId);
+  const header = await sourceHeader(p, active, { volumeId, ownerId }, 'reuse');
   if (header.name !== request.name || header.capacityBytes !== capacityBytes) {
     throw new AlreadyExistsError(
       `volume "${request.name}" (${volumeId}) exists as "${header.name}" with capacity ${header.capacityBytes}, not ${capacityBytes}`,

@@ -11,7 +11,7 @@ import { refuseTargetOutside } from './attach.js';
 import {
   activateOwned,
   lookupVolume,
-  openText,
+  refuseOpenLv,
   refuseIfMounted,
   requireUsableGroups,
   single,
@@ -99,13 +99,7 @@ async function deleteLvs(
   // activated, unmapped or removed, as create refuses it (VolumeGroupUnusableError).
   await requireUsableGroups(p, [...finished, ...pending], found.groups);
   const refuseOpen = async (lvs: readonly Volume[]): Promise<void> => {
-    for (const lv of lvs) {
-      if (lv.open) {
-        throw new FailedPreconditionError(
-          `${await openText(lv, p.hostRoot)}; unmount and detach it first`,
-        );
-      }
-    }
+    for (const lv of lvs) await refuseOpenLv(lv, p.hostRoot, 'unmount and detach it first');
   };
   if (map === null) await refuseOpen([...finished, ...pending]);
   if (!how.force)
@@ -181,7 +175,7 @@ export async function removeLogicalVolume(p: VolumeParts, ref: RemovableLv): Pro
       `LV ${ref.lvUuid} is now ${lv.vgName}/${lv.lvName}, not ${ref.vgName}/${ref.lvName}; left alone`,
     );
   }
-  if (lv.open) throw new FailedPreconditionError(`${await openText(lv, p.hostRoot)}; left alone`);
+  await refuseOpenLv(lv, p.hostRoot, 'left alone');
   requireOwnerTags(lv, ownerId, p.naming, 'remove');
   await lvs.remove(lv.vgName, lv.lvName);
 }

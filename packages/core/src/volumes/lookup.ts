@@ -189,6 +189,21 @@ export async function ownedCapacity(
   };
 }
 
+/**
+ * Refuses an open LV: lvm reports its device open (`lv_attr` char 6 `o`,
+ * lvs(8): a holder, a mount or a process has it open). The one check of an
+ * open LV for delete, the GC's remover and restore.
+ * @throws FailedPreconditionError, one line: `<vg>/<lv> is open (<its
+ *   holders and mounts>); <then>`.
+ */
+export async function refuseOpenLv(
+  lv: LogicalVolume,
+  hostRoot: string | undefined,
+  then: string,
+): Promise<void> {
+  if (lv.open) throw new FailedPreconditionError(`${await openText(lv, hostRoot)}; ${then}`);
+}
+
 /** `<vg>/<lv> is open (<its holders and mounts>)`, for the refusals of an open LV. */
 export async function openText(lv: LogicalVolume, hostRoot: string | undefined): Promise<string> {
   const users =

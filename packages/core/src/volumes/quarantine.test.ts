@@ -1,5 +1,14 @@
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AlreadyExistsError, NotFoundError, NotOwnedError } from '../errors.js';
+import {
+  AlreadyExistsError,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  NotOwnedError,
+} from '../errors.js';
 import type { DecodeResult } from '../header/types.js';
 import { NoopHostLock } from '../lock/host-lock.js';
 import type { Lvm } from '../lvm/lvm.js';
@@ -38,9 +47,15 @@ class FakeLvm {
   readonly changes: string[] = [];
   #uuid = 0;
 
-  add(lvName: string, tags: readonly string[], header: DecodeResult, active = false): void {
+  add(
+    lvName: string,
+    tags: readonly string[],
+    header: DecodeResult,
+    active = false,
+    open = false,
+  ): void {
     this.#uuid += 1;
-    this.lvs.push(this.#state({ lvName, tags, active, lvUuid: `uuid-${this.#uuid}` }));
+    this.lvs.push(this.#state({ lvName, tags, active, open, lvUuid: `uuid-${this.#uuid}` }));
     this.headers.set(`uuid-${this.#uuid}`, header);
   }
 
@@ -48,6 +63,7 @@ class FakeLvm {
     lvName: string;
     tags: readonly string[];
     active: boolean;
+    open?: boolean;
     lvUuid: string;
   }): LogicalVolume {
     return {
@@ -55,9 +71,9 @@ class FakeLvm {
       lvName: lv.lvName,
       lvUuid: lv.lvUuid,
       sizeBytes: 12 << 20,
-      attr: lv.active ? '-wi-a-----' : '-wi-------',
+      attr: lv.active ? (lv.open === true ? '-wi-ao----' : '-wi-a-----') : '-wi-------',
       active: lv.active,
-      open: false,
+      open: lv.open === true,
       kernelMajor: lv.active ? 253 : null,
       kernelMinor: lv.active ? 7 : null,
       dmPath: `/dev/mapper/vg0-${lv.lvName}`,
@@ -73,6 +89,7 @@ class FakeLvm {
   }
 
   readonly lvm = {
+    volumeGroups: { unusableIn: () => Promise.resolve([]) },
     logicalVolumes: {
       inGroups: (
         vgNames: readonly string[],
@@ -121,8 +138,9 @@ class FakeLvm {
     },
   };
 
-  service(): QuarantineService {
+  service(hostRoot?: string): QuarantineService {
     return new QuarantineService({
+      ...(hostRoot === undefined ? {} : { hostRoot }),
       lvm: this.lvm as unknown as Lvm,
       runner: { run: () => Promise.reject(new Error('no commands here')) },
       hostLock: new NoopHostLock(),
@@ -140,6 +158,21 @@ class FakeLvm {
     });
   }
 }
+
+describe('QuarantineService.list', () => {
+  it('marks a thin LV (lv_attr V) thin and a thick one not, with the LV size of each', async () => {
+    const fake = new FakeLvm();
+    fake.add(quarantinedLvNameFor('volume', ID), [...OWN_TAGS, Q_TAG], okHeader(ID));
+    fake.add(quarantinedLvNameFor('volume', SRC), [...OWN_TAGS, Q_TAG], okHeader(SRC));
+    const thin = fake.lvs[1] as LogicalVolume;
+    fake.lvs[1] = { ...thin, attr: 'Vwi---tz--', sizeBytes: 1 << 30 };
+    const { quarantined: listed } = await fake.service().list(SCOPE);
+    expect(listed.map((q) => [q.id, q.thin, q.sizeBytes])).toEqual([
+      [ID, false, 12 << 20],
+      [SRC, true, 1 << 30],
+    ]);
+  });
+});
 
 describe('QuarantineService.restore', () => {
   it('restores a quarantined volume: tag gone, name back, active, with its device, LV size and capacity', async () => {
@@ -231,6 +264,57 @@ describe('QuarantineService.restore', () => {
     );
     expect(fake.changes).toEqual([]);
   });
+
+  it('refuses a quarantined LV that another process holds open, in one line naming its users, changing nothing', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'lvstamp-restore-open-'));
+    try {
+      await mkdir(join(root, 'sys/dev/block'), { recursive: true });
+      await mkdir(join(root, 'proc/self'), { recursive: true });
+      await symlink('../../devices/virtual/block/dm-7', join(root, 'sys/dev/block/253:7'));
+      await writeFile(
+        join(root, 'proc/self/mountinfo'),
+        '36 35 253:7 / /mnt/peek rw,relatime shared:1 - ext4 /dev/mapper/x rw\n',
+      );
+      const fake = new FakeLvm();
+      const qName = quarantinedLvNameFor('volume', ID);
+      fake.add(qName, [...OWN_TAGS, Q_TAG], okHeader(ID), true, true);
+      const error = await fake
+        .service(root)
+        .restore('volume', ID, SCOPE)
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(FailedPreconditionError);
+      expect((error as Error).message).toBe(
+        `vg0/${qName} is open (mounted: dm-7 on /mnt/peek (ext4)); not restored, nothing was changed: close it first`,
+      );
+      expect(fake.changes).toEqual([]);
+      expect(fake.lvs.map((l) => [l.lvName, l.tags])).toEqual([[qName, [...OWN_TAGS, Q_TAG]]]);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  it.each(['restore', 'inspect'] as const)(
+    '%s of an ID quarantined in two groups is InvalidArgumentError (a usage error), changing nothing',
+    async (act) => {
+      const fake = new FakeLvm();
+      const qName = quarantinedLvNameFor('volume', ID);
+      fake.add(qName, [...OWN_TAGS, Q_TAG], okHeader(ID));
+      fake.add(qName, [...OWN_TAGS, Q_TAG], okHeader(ID));
+      fake.lvs[1] = { ...(fake.lvs[1] as LogicalVolume), vgName: 'vg1' };
+      const scope = { vgNames: ['vg0', 'vg1'], ownerId: OWNER };
+      const service = fake.service();
+      const run =
+        act === 'restore'
+          ? service.restore('volume', ID, scope)
+          : service.inspect('volume', ID, scope);
+      const error = await run.catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidArgumentError);
+      expect((error as Error).message).toBe(
+        `${qName} is in several volume groups (vg0, vg1); name one with --vg`,
+      );
+      expect(fake.changes).toEqual([]);
+    },
+  );
 
   it('is NotFoundError when neither a quarantined nor a live LV of the ID is in the scope', async () => {
     await expect(new FakeLvm().service().restore('volume', ID, SCOPE)).rejects.toThrow(

@@ -3,8 +3,14 @@
  * quarantine port (list, mark, rename, activate for the expiry's header
  * read), the listing for `lvstamp list --quarantined`, and restore.
  */
-import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from '../errors.js';
-import type { LogicalVolume } from '../lvm/types.js';
+import {
+  AlreadyExistsError,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+} from '../errors.js';
+import { isThinLv } from '../lvm/thin-snapshots.js';
+import type { LogicalVolume, UnusableGroup } from '../lvm/types.js';
 import type { VgScope, VolumeScope } from './types.js';
 import {
   lvNameFor,
@@ -24,10 +30,21 @@ import type { HeaderFields } from '../header/types.js';
 import { readHeaderSafely, type HeaderReading } from './header-reading.js';
 import { capacityOf } from './size.js';
 import { failedHeaderCheck, failedTagCheck, notOwned, requireOwnerTags } from './ownership.js';
+import { refuseOpenLv } from './lookup.js';
 import { withDefaults, type ResolvedServiceParts, type ServiceParts } from './parts.js';
 
 /** What QuarantineService runs on: the volume services' parts, without maps and filesystems. */
-export type QuarantineServiceOptions = ServiceParts<unknown, unknown>;
+export type QuarantineServiceOptions = ServiceParts<unknown, unknown> & {
+  /** Where `sys/` and `proc/` are read to name the holders of an open LV; default `/`. */
+  readonly hostRoot?: string;
+};
+
+/** One look-up of quarantined LVs (QuarantineService.listQuarantined). */
+export interface QuarantinedLook {
+  readonly lvs: LogicalVolume[];
+  /** The looked-up groups lvm refuses to change, from the same report. */
+  readonly unusableGroups: UnusableGroup[];
+}
 
 /** One quarantined LV as `lvstamp list --quarantined` shows it. */
 export interface QuarantinedLv {
@@ -36,8 +53,14 @@ export interface QuarantinedLv {
   readonly id: string;
   readonly vgName: string;
   readonly lvName: string;
-  /** LV size in bytes: the space the quarantine holds. */
+  /**
+   * LV size in bytes. For a thick LV the extents it holds; for a thin LV
+   * (`thin`) its virtual size: it holds only the pool chunks written, which
+   * lvm does not report while it is inactive, as a quarantined LV is.
+   */
   readonly sizeBytes: number;
+  /** True for a thin LV (`lv_attr` char 1 `V`, lvs(8)); every snapshot is one. */
+  readonly thin: boolean;
   /** From `lvstamp.quarantined=<s>`, Unix ms; null when missing or malformed. */
   readonly quarantinedAtMs: number | null;
   /** True when it carries `lvstamp` and this owner's tag. */
@@ -84,34 +107,45 @@ export interface RestoredLv {
  */
 export class QuarantineService {
   readonly #p: ResolvedServiceParts<unknown, unknown>;
+  readonly #hostRoot: string | undefined;
 
   constructor(options: QuarantineServiceOptions) {
     this.#p = withDefaults(options);
+    this.#hostRoot = options.hostRoot;
   }
 
   /**
    * `lvstamp_q_<id>` and `lvstamp_qs_<id>` LVs of the scope's volume groups
    * (one look-up of the prefix `lvstamp_q`), whatever their tags; with
-   * `lvNames`, only those names.
+   * `lvNames`, only those names. `unusableGroups`: the groups of that
+   * look-up lvm refuses to change (VolumeGroups.unusableIn, from the same
+   * report), whose LVs nothing may change (DESIGN.md §6 rule 1).
    * @throws as LogicalVolumes.inGroups: a failure is never an empty list.
    */
-  async listQuarantined(scope: VgScope, lvNames?: readonly string[]): Promise<LogicalVolume[]> {
-    if (lvNames !== undefined && lvNames.length === 0) return [];
+  async listQuarantined(scope: VgScope, lvNames?: readonly string[]): Promise<QuarantinedLook> {
+    if (lvNames !== undefined && lvNames.length === 0) return { lvs: [], unusableGroups: [] };
     const prefix = quarantinedLvNameFor('volume', '', this.#p.naming).slice(0, -1);
-    const { lvs } = await this.#p.lvm.logicalVolumes.inGroups(
+    const report = await this.#p.lvm.logicalVolumes.inGroups(
       scope.vgNames,
       lvNames === undefined ? { prefix } : { names: lvNames },
     );
-    return lvs.filter((lv) => parseQuarantinedLvName(lv.lvName, this.#p.naming) !== null);
+    return {
+      lvs: report.lvs.filter((lv) => parseQuarantinedLvName(lv.lvName, this.#p.naming) !== null),
+      unusableGroups: await this.#p.lvm.volumeGroups.unusableIn(report),
+    };
   }
 
   /**
-   * The quarantined LVs of the scope, sorted by kind then ID, for people.
+   * The quarantined LVs of the scope, sorted by kind then ID, for people,
+   * and the groups lvm refuses to change (listQuarantined).
    * @throws as listQuarantined.
    */
-  async list(scope: VolumeScope): Promise<QuarantinedLv[]> {
+  async list(
+    scope: VolumeScope,
+  ): Promise<{ readonly quarantined: QuarantinedLv[]; readonly unusableGroups: UnusableGroup[] }> {
     const naming = this.#p.naming;
-    return (await this.listQuarantined(scope))
+    const { lvs, unusableGroups } = await this.listQuarantined(scope);
+    const quarantined = lvs
       .flatMap((lv): QuarantinedLv[] => {
         const parsed = parseQuarantinedLvName(lv.lvName, naming);
         if (parsed === null) return [];
@@ -119,6 +153,7 @@ export class QuarantineService {
         return [describe(lv, parsed.kind, parsed.id, owned, naming)];
       })
       .sort((a, b) => a.kind.localeCompare(b.kind) || a.id.localeCompare(b.id));
+    return { quarantined, unusableGroups };
   }
 
   /**
@@ -177,7 +212,7 @@ export class QuarantineService {
         throw new FailedPreconditionError(`${lv.vgName}/${lv.lvName} is active again; not renamed`);
       }
       const to = quarantinedLvNameFor(ref.kind, ref.id, this.#p.naming);
-      const taken = await this.listQuarantined({ vgNames: [lv.vgName] }, [to]);
+      const { lvs: taken } = await this.listQuarantined({ vgNames: [lv.vgName] }, [to]);
       if (taken.length > 0) {
         throw new FailedPreconditionError(
           `${lv.vgName}/${to} exists already; ${lv.vgName}/${lv.lvName} stays tagged and inactive until a person looks`,
@@ -202,7 +237,7 @@ export class QuarantineService {
     const ownerId = parseOwnerId(scope.ownerId);
     return this.#p.hostLock.withLock('activate quarantined lvstamp LVs', async () => {
       const activated: string[] = [];
-      for (const lv of await this.listQuarantined(scope, lvNames)) {
+      for (const lv of (await this.listQuarantined(scope, lvNames)).lvs) {
         if (lv.active || failedTagCheck(lv, ownerId, this.#p.naming) !== null) continue;
         await this.#activate(lv);
         activated.push(`${lv.vgName}/${lv.lvName}`);
@@ -240,7 +275,7 @@ export class QuarantineService {
    * the host lock for the read and deactivated again; one without them is
    * not activated, and its header is `unreadable`.
    * @throws NotFoundError when no such quarantined LV is in the scope;
-   *   FailedPreconditionError when several are.
+   *   InvalidArgumentError when several groups hold one (oneOf).
    */
   async inspect(
     kind: QuarantinedKind,
@@ -267,7 +302,7 @@ export class QuarantineService {
   /** The one quarantined LV of `kind` and `id` in the scope. */
   async #findOne(kind: QuarantinedKind, id: string, scope: VgScope): Promise<LogicalVolume> {
     const qName = quarantinedLvNameFor(kind, id, this.#p.naming);
-    return oneOf(await this.listQuarantined(scope, [qName]), kind, id, qName, scope);
+    return oneOf((await this.listQuarantined(scope, [qName])).lvs, kind, id, qName, scope);
   }
 
   /**
@@ -278,7 +313,8 @@ export class QuarantineService {
    * an `ok` header of this owner with the name's ID (a snapshot: its
    * `lvstamp.source`); then one `lvchange` deletes the quarantine tag (a
    * volume stays active, a snapshot is deactivated: it rests inactive) and
-   * `lvrename` gives back its name. A crash between the two leaves an
+   * `lvrename` gives back its name. An LV that lvm reports open
+   * (refuseOpenLv) is refused before anything changes. A crash between the two leaves an
    * untagged `lvstamp_q_<id>` that the GC never expires and a second
    * restore finishes. A refused restore deactivates what it activated.
    *
@@ -290,8 +326,9 @@ export class QuarantineService {
    * @throws AlreadyExistsError when a volume (snapshot) with that ID exists
    *   again next to the quarantined one (the message names both and what to
    *   run), or exists without being provably the restored LV.
-   * @throws NotOwnedError (tags, header); FailedPreconditionError (several
-   *   LVs of that name); CommandFailedError, LockTimeoutError.
+   * @throws InvalidArgumentError when several groups hold the quarantined
+   *   name (oneOf); NotOwnedError (tags, header); FailedPreconditionError
+   *   (the quarantined LV is open); CommandFailedError, LockTimeoutError.
    */
   async restore(kind: QuarantinedKind, id: string, scope: VolumeScope): Promise<RestoredLv> {
     const ownerId = parseOwnerId(scope.ownerId);
@@ -302,7 +339,7 @@ export class QuarantineService {
         ? [lvNameFor(id, naming), newLvNameFor(id, naming)]
         : [snapshotLvNameFor(id, naming)];
     return this.#p.hostLock.withLock(`restore ${qName}`, async () => {
-      const found = await this.listQuarantined(scope, [qName]);
+      const { lvs: found } = await this.listQuarantined(scope, [qName]);
       const { lvs: again } = await this.#p.lvm.logicalVolumes.inGroups(scope.vgNames, {
         names: liveNames,
       });
@@ -320,6 +357,8 @@ export class QuarantineService {
         );
       }
       requireOwnerTags(lv, ownerId, naming, 'restore');
+      // Another process may have activated and opened it: a rename under a user is refused.
+      await refuseOpenLv(lv, this.#hostRoot, 'not restored, nothing was changed: close it first');
       const expectedId =
         kind === 'volume' ? id : (parseSnapshotTags(lv.tags, naming)?.sourceVolumeId ?? null);
       if (expectedId === null) {
@@ -494,6 +533,7 @@ function describe(
     vgName: lv.vgName,
     lvName: lv.lvName,
     sizeBytes: lv.sizeBytes,
+    thin: isThinLv(lv),
     quarantinedAtMs: at === null ? null : at * 1000,
     owned,
     sourceVolumeId:
@@ -505,8 +545,10 @@ function describe(
 
 /**
  * The one LV of `found` (the quarantined `qName` looked up in `scope`).
- * @throws NotFoundError when there is none; FailedPreconditionError when
- *   several groups hold one.
+ * @throws NotFoundError when there is none; InvalidArgumentError when
+ *   several groups hold one: the ref is ambiguous, a usage error the
+ *   person fixes with `--vg` (CLI exit 2, as purge's `lv` in several
+ *   groups), before anything is changed.
  */
 function oneOf(
   found: readonly LogicalVolume[],
@@ -522,7 +564,7 @@ function oneOf(
     );
   }
   if (more.length > 0) {
-    throw new FailedPreconditionError(
+    throw new InvalidArgumentError(
       `${qName} is in several volume groups (${found.map((l) => l.vgName).join(', ')}); name one with --vg`,
     );
   }

@@ -7,6 +7,7 @@ import {
   NotOwnedError,
   OutOfRangeError,
   OutOfSpaceError,
+  VolumeGroupUnusableError,
 } from '../errors.js';
 import type { DecodeResult, HeaderFields } from '../header/types.js';
 import { NoopHostLock } from '../lock/host-lock.js';
@@ -144,6 +145,14 @@ const lvsStep = (names: readonly string[], ...rows: Row[]): ReplayStep => ({
   argv: lookupArgv(names.map((n) => `lv_name="${n}"`).join(' || ')),
   stdout: fullReport(...rows),
 });
+// lvm's warnings when the group's one PV (pv-1 in fullReport) is seen on two devices, as recorded
+// in fixtures/lvm/recorded/fullreport-duplicate-pv.stderr, and the refusal create answers with.
+const DUPLICATE_PV =
+  '  WARNING: Not using device /dev/loop3 for PV pv-1.\n' +
+  '  WARNING: PV pv-1 prefers device /dev/loop0 because device is used by LV.\n';
+const DUPLICATE_PV_REFUSAL =
+  `volume group ${VG} is unusable (duplicate-pv): WARNING: Not using device /dev/loop3 for PV pv-1. | ` +
+  'WARNING: PV pv-1 prefers device /dev/loop0 because device is used by LV.';
 const readBackStep = (...rows: Row[]): ReplayStep => ({
   argv: [...LVS, '-S', `lv_name="${rows[0]?.name ?? ''}"`, VG],
   stdout: lvsJson(...rows),
@@ -354,14 +363,32 @@ describe('createSnapshot', () => {
     expect((error as Error).message).toMatch(/thick logical volume lvsthin\/lvstamp_9a1c/);
   });
 
-  it("a source whose header is another volume's is FAILED_PRECONDITION, nothing created", async () => {
+  it("a source whose header is another volume's is NotOwnedError('header-id') as in attach, expand and delete; nothing created", async () => {
     const { runner, headers, service } = setup([lvsStep([SNAP_LV, SOURCE_LV], source)]);
     headers.headers.set(SOURCE_PATH, header('c'.repeat(32), 'other'));
     const error = await caught(
       service.createSnapshot({ name: SNAP_NAME, sourceVolumeId: VID, scope: SCOPE }),
     );
     runner.assertDone();
-    expect(error).toBeInstanceOf(FailedPreconditionError);
+    expect(error).toBeInstanceOf(NotOwnedError);
+    expect(error).toMatchObject({ check: 'header-id', lv: `${VG}/${SOURCE_LV}` });
+    expect((error as Error).message).toBe(
+      `${VG}/${SOURCE_LV} is not provably this installation's volume: refusing to snapshot: its header belongs to volume ${'c'.repeat(32)}, not ${VID}; left untouched`,
+    );
+  });
+
+  it('on a group whose PV lvm sees twice: VolumeGroupUnusableError naming the devices, after the look-up only (no activation, no lvcreate)', async () => {
+    const inactive = { ...source, attr: 'Vwi---tz--' };
+    const { runner, headers, service } = setup([
+      { ...lvsStep([SNAP_LV, SOURCE_LV], inactive), stderr: DUPLICATE_PV },
+    ]);
+    const error = await caught(
+      service.createSnapshot({ name: SNAP_NAME, sourceVolumeId: VID, scope: SCOPE }),
+    );
+    runner.assertDone();
+    expect(headers.calls).toEqual([]);
+    expect(error).toBeInstanceOf(VolumeGroupUnusableError);
+    expect((error as Error).message).toBe(DUPLICATE_PV_REFUSAL);
   });
 
   it('an inactive source is activated (this LV only) to read its header', async () => {
@@ -445,6 +472,19 @@ describe('deleteSnapshot', () => {
 
   // Snapshots rest inactive (docs/DESIGN.md §3): what a refused or failed delete activated goes back.
   const deactivate: ReplayStep = { argv: ['lvchange', '--activate', 'n', `${VG}/${SNAP_LV}`] };
+
+  it('on a group whose PV lvm sees twice: VolumeGroupUnusableError naming the devices, after the look-up only (no lvchange, no lvremove), --force-unowned too', async () => {
+    for (const options of [{}, { forceUnowned: true }]) {
+      const { runner, headers, service } = setup([
+        { ...lvsStep([SNAP_LV], snapInactive), stderr: DUPLICATE_PV },
+      ]);
+      const error = await caught(service.deleteSnapshot(SID, SCOPE, options));
+      runner.assertDone();
+      expect(headers.calls).toEqual([]);
+      expect(error).toBeInstanceOf(VolumeGroupUnusableError);
+      expect((error as Error).message).toBe(DUPLICATE_PV_REFUSAL);
+    }
+  });
 
   it('refused after it activated the snapshot: deactivated again with lvchange --activate n, nothing removed', async () => {
     for (const [decoded, check] of [
@@ -690,15 +730,45 @@ describe('createVolumeFrom', () => {
     small.runner.assertDone();
   });
 
-  it("a copy whose sector 0 is not the source's header is removed and refused", async () => {
-    const { runner, service } = setup([
-      lvsStep([SNAP_LV, FINAL_LV, NEW_LV], snapInactive),
-      { argv: copyArgv(SNAP_LV, FROM_SNAPSHOT) },
-      { argv: ['lvremove', '--yes', `${VG}/${NEW_LV}`] },
+  it("a copy whose sector 0 is not the source's header is removed and refused: NotOwnedError naming the source, as every operation", async () => {
+    for (const [decoded, check, detail] of [
+      [undefined, 'header', 'its header is not-stamped'],
+      [
+        header('c'.repeat(32), 'x'),
+        'header-id',
+        `its header belongs to volume ${'c'.repeat(32)}, not ${VID}`,
+      ],
+      [
+        header(VID, 'x', CAPACITY, OTHER_OWNER),
+        'header-owner',
+        `its header names owner ${OTHER_OWNER}, not ${OWNER}`,
+      ],
+    ] as const) {
+      const { runner, headers, service } = setup([
+        lvsStep([SNAP_LV, FINAL_LV, NEW_LV], snapInactive),
+        { argv: copyArgv(SNAP_LV, FROM_SNAPSHOT) },
+        { argv: ['lvremove', '--yes', `${VG}/${NEW_LV}`] },
+      ]);
+      if (decoded !== undefined) headers.headers.set(NEW_PATH, decoded);
+      const error = await caught(service.createVolumeFrom(request()));
+      runner.assertDone();
+      expect(error).toBeInstanceOf(NotOwnedError);
+      expect(error).toMatchObject({ check, lv: `${VG}/${SNAP_LV}` });
+      expect((error as Error).message).toBe(
+        `${VG}/${SNAP_LV} is not provably this installation's volume: refusing to copy: ${detail} (read from its copy ${VG}/${NEW_LV}, removed); left untouched`,
+      );
+    }
+  });
+
+  it('on a group whose PV lvm sees twice: VolumeGroupUnusableError naming the devices, after the look-up only (no lvcreate)', async () => {
+    const { runner, headers, service } = setup([
+      { ...lvsStep([SNAP_LV, FINAL_LV, NEW_LV], snapInactive), stderr: DUPLICATE_PV },
     ]);
     const error = await caught(service.createVolumeFrom(request()));
     runner.assertDone();
-    expect(error).toBeInstanceOf(FailedPreconditionError);
+    expect(headers.calls).toEqual([]);
+    expect(error).toBeInstanceOf(VolumeGroupUnusableError);
+    expect((error as Error).message).toBe(DUPLICATE_PV_REFUSAL);
   });
 
   it('an interrupted restore (lvstamp_new_ with the source header and lvstamp.from) is removed by the retry, then made again', async () => {

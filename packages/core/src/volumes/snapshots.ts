@@ -26,7 +26,13 @@ import {
   type Naming,
 } from '../naming.js';
 import { restInactive } from './activation.js';
-import { activateOwned, mountPointOf, single, validateVgNames } from './lookup.js';
+import {
+  activateOwned,
+  mountPointOf,
+  requireUsableGroups,
+  single,
+  validateVgNames,
+} from './lookup.js';
 import { failedTagCheck, isActive, requireOwnerHeader, requireOwnerTags } from './ownership.js';
 import type { SnapshotParts } from './parts.js';
 import { sourceHeader, ThickVolumeError } from './source.js';
@@ -44,7 +50,9 @@ import type { Snapshot, VolumeScope } from './types.js';
  * @throws NotFoundError when the source is malformed, absent, or lacks this
  *   owner's tags; AlreadyExistsError when the snapshot exists for another
  *   source; NotOwnedError (the snapshot's or the source's header);
- *   FailedPreconditionError when an LV exists in several groups.
+ *   FailedPreconditionError when an LV exists in several groups;
+ *   VolumeGroupUnusableError (a missing or duplicate PV…: checked before
+ *   the source is activated or the snapshot made).
  * @throws OutOfSpaceError (the pool is full); CommandFailedError,
  *   CommandTimeoutError, UnparseableOutputError, LockTimeoutError.
  */
@@ -60,9 +68,10 @@ export async function createSnapshot(
   const snapLv = snapshotLvNameFor(snapshotId, p.naming);
   const sourceLv = lvNameFor(vid, p.naming);
   return p.hostLock.withLock(`snapshot ${snapshotId}`, async () => {
-    const { lvs } = await p.lvm.logicalVolumes.inGroups(request.scope.vgNames, {
+    const found = await p.lvm.logicalVolumes.inGroups(request.scope.vgNames, {
       names: [snapLv, sourceLv],
     });
+    const { lvs } = found;
     const existing = single(lvs.filter((lv) => lv.lvName === snapLv));
     if (existing !== null) {
       const snapshot = ownSnapshot(existing, ownerId, 'reuse', p.naming);
@@ -78,8 +87,11 @@ export async function createSnapshot(
       throw new NotFoundError(`volume ${vid} does not exist`);
     }
     if (!isThinLv(source)) throw new ThickVolumeError(`volume ${vid}`, source);
+    // A broken group (a PV seen twice…) is refused before anything is activated or made.
+    await requireUsableGroups(p, [source], found);
     const active = await activateOwned(p, source, ownerId);
-    const { capacityBytes } = await sourceHeader(p, active, vid, ownerId);
+    const expected = { volumeId: vid, ownerId };
+    const { capacityBytes } = await sourceHeader(p, active, expected, 'snapshot');
     const createdMs = p.clock();
     await withFrozen(p.runner, p.logger, await mountPointOf(p, vid), () =>
       p.lvm.thinSnapshots.createSnapshot({
@@ -167,9 +179,9 @@ export async function findSnapshot(
  * `lvstamp.source` tag. An open snapshot is refused. One this call
  * activated and did not remove is put back to rest.
  * @param options.forceUnowned skips the tag and header checks (never the
- *   scope, the name or the open check).
+ *   scope, the name, the group state or the open check).
  * @throws InvalidArgumentError for a malformed ID, group or owner ID;
- *   NotOwnedError; FailedPreconditionError when the LV is open, exists in
+ *   VolumeGroupUnusableError before anything is activated; NotOwnedError; FailedPreconditionError when the LV is open, exists in
  *   several groups, or has no kernel device after `-K` activation;
  *   CommandFailedError, CommandTimeoutError, UnparseableOutputError,
  *   LockTimeoutError.
@@ -186,8 +198,11 @@ export async function deleteSnapshot(
   const snapLv = snapshotLvNameFor(snapshotId, p.naming);
   return p.hostLock.withLock(`delete snapshot ${snapshotId}`, async () => {
     const lvs = p.lvm.logicalVolumes;
-    const found = single((await lvs.inGroups(scope.vgNames, { names: [snapLv] })).lvs);
+    const report = await lvs.inGroups(scope.vgNames, { names: [snapLv] });
+    const found = single(report.lvs);
     if (found === null) return { existed: false };
+    // A broken group is refused before anything is activated or removed, as create refuses it.
+    await requireUsableGroups(p, [found], report);
     let lv = found;
     const activation = { done: false };
     try {

@@ -8,7 +8,13 @@ import { FailedPreconditionError, InvalidArgumentError } from '../errors.js';
 import { DATA_OFFSET_BYTES } from '../header/constants.js';
 import type { DecodeResult } from '../header/types.js';
 import type { LogicalVolume } from '../lvm/types.js';
-import { failedHeaderCheck, ownedHeaderOf, requireCapacity } from './ownership.js';
+import {
+  failedHeaderCheck,
+  notOwned,
+  ownedHeaderOf,
+  requireCapacity,
+  type OwnedHeader,
+} from './ownership.js';
 import type { CoreParts } from './parts.js';
 
 /**
@@ -30,39 +36,48 @@ export class ThickVolumeError extends InvalidArgumentError {
 }
 
 /**
- * Why a decoded sector 0 is not `volumeId`'s header of `ownerId` with
- * lvstamp's data offset (the header check of ownership.ts, then the
- * offset); null when it is.
+ * Requires a decoded sector 0 to be `volumeId`'s header of `ownerId` (the
+ * header check of ownership.ts) with lvstamp's data offset, before `act`.
+ * `lv` is the LV the refusal names; `readFrom` says where sector 0 was read
+ * when that is another LV (a copy of `lv`).
+ * @returns the header, its version and the capacity it gives `lv`.
+ * @throws NotOwnedError ('header', 'header-id', 'header-owner'), the same
+ *   refusal as attach, expand and delete; FailedPreconditionError for
+ *   another data offset.
  */
-export function sourceHeaderProblem(
+export function requireSourceHeader(
   decoded: DecodeResult,
-  volumeId: string,
-  ownerId: string,
-): string | null {
-  const failed = failedHeaderCheck(decoded, volumeId, ownerId);
-  if (failed !== null) return failed.detail;
-  if (decoded.status === 'ok' && decoded.header.dataOffsetBytes !== DATA_OFFSET_BYTES)
-    return `its data offset is ${decoded.header.dataOffsetBytes}, not ${DATA_OFFSET_BYTES}`;
-  return null;
+  lv: LogicalVolume,
+  expected: { readonly volumeId: string; readonly ownerId: string },
+  act: string,
+  readFrom = '',
+): OwnedHeader {
+  const failed = failedHeaderCheck(decoded, expected.volumeId, expected.ownerId);
+  if (failed !== null || decoded.status !== 'ok') {
+    const { check, detail } = failed ?? { check: 'header' as const, detail: 'no header' };
+    throw notOwned(lv, { check, detail: `${detail}${readFrom}` }, act);
+  }
+  if (decoded.header.dataOffsetBytes !== DATA_OFFSET_BYTES) {
+    throw new FailedPreconditionError(
+      `${lv.vgName}/${lv.lvName}: its data offset is ${decoded.header.dataOffsetBytes}, not ${DATA_OFFSET_BYTES}${readFrom}; refusing to ${act}`,
+    );
+  }
+  return ownedHeaderOf(decoded, lv.sizeBytes);
 }
 
 /**
- * The header of an active source LV (sourceHeaderProblem) and the capacity
+ * The header of an active source LV (requireSourceHeader) and the capacity
  * it gives.
- * @throws FailedPreconditionError naming the LV and the problem, or when
- *   the header does not fit the LV.
+ * @throws as requireSourceHeader; FailedPreconditionError when the header
+ *   does not fit the LV (requireCapacity).
  */
 export async function sourceHeader(
   p: CoreParts,
   lv: LogicalVolume,
-  volumeId: string,
-  ownerId: string,
+  expected: { readonly volumeId: string; readonly ownerId: string },
+  act: string,
 ): Promise<{ name: string; capacityBytes: number }> {
   const decoded = await p.headers.readHeader(lv.dmPath ?? '');
-  const problem = sourceHeaderProblem(decoded, volumeId, ownerId);
-  if (problem !== null || decoded.status !== 'ok') {
-    throw new FailedPreconditionError(`${lv.vgName}/${lv.lvName}: ${problem ?? 'header not ok'}`);
-  }
-  const capacityBytes = requireCapacity(ownedHeaderOf(decoded, lv.sizeBytes), lv);
-  return { name: decoded.header.name, capacityBytes };
+  const owned = requireSourceHeader(decoded, lv, expected, act);
+  return { name: owned.header.name, capacityBytes: requireCapacity(owned, lv) };
 }
