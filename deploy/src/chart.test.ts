@@ -2,7 +2,8 @@
 // source: the chart"), rendered by the pinned helm (the `helm` part of test-e2e/parts): it lints
 // clean; deploy/kubernetes is exactly what deploy/render-kustomize.sh renders from it; its defaults
 // are the objects kustomize renders from the bases and components; every value reaches the
-// objects it names; values.schema.json refuses bad values with a message naming the value.
+// objects it names; values.schema.json refuses bad values with a message naming the value; its
+// kubeVersion refuses a Kubernetes older than the oldest minor that ran.
 import { execFile } from 'node:child_process';
 import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -495,6 +496,15 @@ describe('the GC\'s wipe (docs/DESIGN.md §5 "Wipe")', () => {
     expect(await gcWipe('--set', 'gc.wipe=none')).toBe('none');
     expect(await templateFails('--set', 'gc.wipe=shred')).toContain(
       "at '/gc/wipe': value must be one of 'none', 'discard', 'zero'",
+    );
+  });
+});
+
+describe('kubeVersion (README "Supported Kubernetes versions")', () => {
+  it('installs on 1.34.0, the oldest minor the real-node tier ran, and refuses 1.33', async () => {
+    expect((await template('--kube-version', 'v1.34.0')).length).toBeGreaterThan(0);
+    expect(await templateFails('--kube-version', 'v1.33.12')).toContain(
+      'chart requires kubeVersion: >=1.34.0-0 which is incompatible with Kubernetes v1.33.12',
     );
   });
 });

@@ -283,6 +283,10 @@ IMAGES=$(thin "$STORE.blobs" $ALL_IMAGES | tr '\n' ' ')
 step "images to import on top of the store:${IMAGES:- none}"
 DISK=/dev/vda STORE_DISK=/dev/vdb
 export REPO NODE_PATH PKI IMAGES LOGS SNAP_OVERLAY OVERLAY GC_OVERLAY DISK STORE_DISK K8S_INSTALL HELM_VALUES
+# The VM's kernel and initramfs (test-e2e/vm/build-assets.sh) while the network is there: inside
+# the namespace apt-get cannot download them, and with the image store cached no VM has booted
+# out here yet (a new worktree, or Debian's new kernel: "Temporary failure resolving").
+bash test-e2e/vm/build-assets.sh >&2 || die "test-e2e/vm/build-assets.sh failed (network? apt-get update?)"
 netns_up || die "cannot set up the network namespace $NETNS"
 s=$SECONDS
 step "control plane on the host, in the network namespace $NETNS (log: $LOGS/control-plane.log)"
