@@ -360,6 +360,50 @@ describe('lvstamp quarantine purge and gc --quarantine', () => {
     });
   });
 
+  it('purge of a named LV that the plan keeps exits 1, dry or applied; unnamed keeps exit 0', async () => {
+    const kept = {
+      target: 'quarantined',
+      kind: 'volume',
+      id: ID,
+      device: `vg0/lvstamp_q_${ID}`,
+      action: 'keep',
+      rule: 1,
+      severity: 'warn',
+      reason: 'its header is of another owner',
+      vgName: 'vg0',
+      lvName: `lvstamp_q_${ID}`,
+      lvUuid: 'u-1',
+      sizeBytes: 1048576,
+      quarantinedAtMs: null,
+      expiresAtMs: null,
+      headerVolumeId: null,
+    };
+    const planPurge = vi.fn((request: { dryRun: boolean }) =>
+      Promise.resolve({
+        plan: { dryRun: request.dryRun, capped: false, entries: [kept], plannedAtMs: 0 },
+        vgNames: ['vg0'],
+        activated: [],
+      }),
+    );
+    const apply = vi.fn();
+    const run = async (...argv: string[]) => {
+      const h = harness({ volumes, gc: { planPurge, apply } as unknown as CliServices['gc'] });
+      return { code: await h.run('quarantine', 'purge', ...argv), h };
+    };
+    const dry = await run(`vg0/lvstamp_q_${ID}`);
+    expect(dry.code).toBe(1);
+    expect(dry.h.stderr().trim().split('\n').at(-1)).toBe(
+      'lvstamp: 1 of the named LVs would be kept, not removed; see the reasons above',
+    );
+    const applied = await run(`vg0/lvstamp_q_${ID}`, '--apply');
+    expect(applied.code).toBe(1);
+    expect(applied.h.stderr().trim().split('\n').at(-1)).toBe(
+      'lvstamp: 1 of the named LVs were kept, not removed; see the reasons above',
+    );
+    expect(apply).not.toHaveBeenCalled();
+    expect((await run('--apply')).code).toBe(0);
+  });
+
   it('gc --quarantine 0 asks for direct removal; a bad duration is exit 2', async () => {
     const plan = vi.fn(emptyGcPlanAnswer);
     const h = harness({ gc: { plan } as unknown as CliServices['gc'] });

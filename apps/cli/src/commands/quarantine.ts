@@ -219,7 +219,8 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
         "header is this owner's with the name's ID (a snapshot: its source's), and that are not open.\n" +
         'Everything else is kept, with the reason printed. Naming an LV picks exactly that one, e.g. the\n' +
         'quarantined copy of an ID that exists again (which restore refuses): lvstamp quarantine purge\n' +
-        'vg0/lvstamp_q_<id> --apply. A name that is no quarantined LV in the scope removes nothing (exit 1).\n' +
+        'vg0/lvstamp_q_<id> --apply. A name that is no quarantined LV in the scope removes nothing (exit 1);\n' +
+        'a named LV that is kept (the reason printed) exits 1 too, in a dry run as when applied.\n' +
         `Durations: ${DURATION_SYNTAX}.`,
     )
     .action(
@@ -270,6 +271,13 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
         if (failed > 0)
           throw new ReportedFailure(
             `${failed} of the planned removals failed; see the table above`,
+          );
+        // Named LVs are the ones asked for: one kept (not provably ours, open, its group
+        // broken...) is a failure a script must see, not a quiet exit 0.
+        const kept = lvs.length === 0 ? 0 : plan.entries.filter((e) => e.action === 'keep').length;
+        if (kept > 0)
+          throw new ReportedFailure(
+            `${kept} of the named LVs ${plan.dryRun ? 'would be' : 'were'} kept, not removed; see the reasons above`,
           );
       },
     );
