@@ -62,6 +62,27 @@ async function listedIds(): Promise<string[]> {
   return listed.entries.map((e) => e.volume.volume_id);
 }
 
+/**
+ * `lvstamp gc --apply` with a 1 h quarantine window and a live set (file `liveFile` in the run's
+ * directory) that names another volume only: every volume of ours is quarantined.
+ */
+async function quarantineAll(liveFile: string): Promise<void> {
+  const live = join(dir, liveFile);
+  await writeFile(live, `${unique('pvc-other')}\n`);
+  await lvstamp([
+    'gc',
+    '--vg',
+    vgName,
+    '--live',
+    live,
+    '--min-age',
+    '0s',
+    '--quarantine',
+    '1h',
+    '--apply',
+  ]);
+}
+
 describe('a quarantined volume through the CSI driver', () => {
   it('is not listed, not deleted, not in the way of a new volume of its name, and its space is never offered until it is purged', async () => {
     const name = unique('pvc-quarantined');
@@ -72,20 +93,7 @@ describe('a quarantined volume through the CSI driver', () => {
     const withVolume = await capacity();
 
     // The GC quarantines it (its PV is gone: the live set names another volume only).
-    const live = join(dir, 'live');
-    await writeFile(live, `${unique('pvc-other')}\n`);
-    await lvstamp([
-      'gc',
-      '--vg',
-      vgName,
-      '--live',
-      live,
-      '--min-age',
-      '0s',
-      '--quarantine',
-      '1h',
-      '--apply',
-    ]);
+    await quarantineAll('live');
     expect(await lvNames(vgName)).toEqual([`lvstamp_q_${id}`]);
     expect(await listedIds()).not.toContain(id);
     // Quarantine frees nothing: the LV keeps its extents, so GetCapacity offers no more.
@@ -116,20 +124,7 @@ describe('a quarantined volume through the CSI driver', () => {
     const name = unique('pvc-held');
     const id = idOf(name);
     await create(name);
-    const live = join(dir, 'live-held');
-    await writeFile(live, `${unique('pvc-other')}\n`);
-    await lvstamp([
-      'gc',
-      '--vg',
-      vgName,
-      '--live',
-      live,
-      '--min-age',
-      '0s',
-      '--quarantine',
-      '1h',
-      '--apply',
-    ]);
+    await quarantineAll('live-held');
     const qName = `lvstamp_q_${id}`;
     expect(await lvNames(vgName)).toEqual([qName]);
     // Someone activates it and keeps its device open (a look at the data, a stray mount).

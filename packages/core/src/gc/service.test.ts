@@ -49,6 +49,25 @@ const request = {
   nowMs: 0,
 };
 
+/** An inactive volume LV `lvstamp_<digit × 32>` in `vgName` with this owner's tags. */
+const inactiveIn = (vgName: string, digit: string) => ({
+  vgName,
+  lvName: `lvstamp_${digit.repeat(32)}`,
+  lvUuid: `u-${vgName}`,
+  sizeBytes: 8 * 1048576,
+  attr: '-wi-------',
+  active: false,
+  open: false,
+  kernelMajor: null,
+  kernelMinor: null,
+  dmPath: null,
+  createdAtMs: 0,
+  tags: ['lvstamp', `lvstamp.owner=${OWNER}`],
+  volumeId: digit.repeat(32),
+  creating: false,
+  capacityBytes: null,
+});
+
 describe('GcService.plan: scope and activation (DESIGN.md §2.3, §6)', () => {
   it('scans the named volume groups only; nothing inactive: one listing, no activation', async () => {
     const calls: string[] = [];
@@ -63,23 +82,7 @@ describe('GcService.plan: scope and activation (DESIGN.md §2.3, §6)', () => {
 
   it("an inactive LV with this owner's tags: activates there, then takes the inventory again", async () => {
     const calls: string[] = [];
-    const inactive = {
-      vgName: 'vg-a',
-      lvName: `lvstamp_${'c'.repeat(32)}`,
-      lvUuid: 'u-1',
-      sizeBytes: 8 * 1048576,
-      attr: '-wi-------',
-      active: false,
-      open: false,
-      kernelMajor: null,
-      kernelMinor: null,
-      dmPath: null,
-      createdAtMs: 0,
-      tags: ['lvstamp', `lvstamp.owner=${OWNER}`],
-      volumeId: 'c'.repeat(32),
-      creating: false,
-      capacityBytes: null,
-    };
+    const inactive = inactiveIn('vg-a', 'c');
     const withInactive = ports(calls);
     const result = await new GcService({
       ports: {
@@ -107,23 +110,6 @@ describe('GcService.plan: scope and activation (DESIGN.md §2.3, §6)', () => {
       problem: 'duplicate-pv' as const,
       detail: 'WARNING: PV abc on /dev/loop2 was already found on /dev/loop1.',
     };
-    const inactiveIn = (vgName: string, digit: string) => ({
-      vgName,
-      lvName: `lvstamp_${digit.repeat(32)}`,
-      lvUuid: `u-${vgName}`,
-      sizeBytes: 8 * 1048576,
-      attr: '-wi-------',
-      active: false,
-      open: false,
-      kernelMajor: null,
-      kernelMinor: null,
-      dmPath: null,
-      createdAtMs: 0,
-      tags: ['lvstamp', `lvstamp.owner=${OWNER}`],
-      volumeId: digit.repeat(32),
-      creating: false,
-      capacityBytes: null,
-    });
     function withGroups(calls: string[], volumes: ReturnType<typeof inactiveIn>[]) {
       const base = ports(calls);
       return new GcService({
