@@ -478,7 +478,7 @@ describe('DataDeviceManager.remove', () => {
     const { manager } = setup([info(ourMap(3, 1))]);
     await expect(manager.remove(ID)).rejects.toThrow(
       new FailedPreconditionError(
-        `data device ${NAME} is open (1 holder: no holder or mount of 253:3 found in sysfs or mountinfo); unmount or detach it first`,
+        `data device ${NAME} is open (1 holder: no holder or mount of 253:3 found in sysfs or mountinfo: a process may hold it open (fuser -v on its device)); unmount or detach it first`,
       ),
     );
   });

@@ -89,7 +89,15 @@ describe('findDeviceUsers', () => {
     const users = await findDeviceUsers({ major: 253, minor: 77 }, { hostRoot: root });
     expect(users).toEqual({ device: '253:77', kernelName: null, holders: [], mounts: [] });
     expect(describeDeviceUsers(users)).toBe(
-      'no holder or mount of 253:77 found in sysfs or mountinfo',
+      'no holder or mount of 253:77 found in sysfs or mountinfo: a process may hold it open (fuser -v on its device)',
+    );
+  });
+
+  it('a known device with no holder or mount: names the fuser command that finds the process', () => {
+    expect(
+      describeDeviceUsers({ device: '253:7', kernelName: 'dm-7', holders: [], mounts: [] }),
+    ).toBe(
+      'no holder or mount of dm-7 found in sysfs or mountinfo: a process may hold it open (fuser -v /dev/dm-7)',
     );
   });
 

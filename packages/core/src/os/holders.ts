@@ -108,7 +108,8 @@ export async function findDeviceUsers(
 /**
  * One line for an error message, e.g.
  * `held by dm-5 (lvstamp-<id>); mounted: dm-5 on /mnt/a (ext4)`, or
- * `no holder or mount of 253:3 found in sysfs or mountinfo`.
+ * `no holder or mount of dm-3 found in sysfs or mountinfo: a process may hold
+ * it open (fuser -v /dev/dm-3)`.
  */
 export function describeDeviceUsers(users: DeviceUsers): string {
   const parts: string[] = [];
@@ -124,7 +125,10 @@ export function describeDeviceUsers(users: DeviceUsers): string {
     parts.push(`mounted: ${mounted.join(', ')}`);
   }
   if (parts.length === 0) {
-    return `no holder or mount of ${users.kernelName ?? users.device} found in sysfs or mountinfo`;
+    // what is left is a process with the device open, which only /proc/*/fd shows
+    const who =
+      users.kernelName === null ? 'fuser -v on its device' : `fuser -v /dev/${users.kernelName}`;
+    return `no holder or mount of ${users.kernelName ?? users.device} found in sysfs or mountinfo: a process may hold it open (${who})`;
   }
   return parts.join('; ');
 }

@@ -1461,7 +1461,7 @@ describe('VolumeService: removeLogicalVolume (the GC remover)', () => {
     const { runner, manager } = setup([byUuid('lvs-del-open.json')]);
     await expect(manager.removeLogicalVolume(ref)).rejects.toThrow(
       new FailedPreconditionError(
-        `vg-data/lvstamp_${ID_DEL} is open (no holder or mount of 253:9 found in sysfs or mountinfo); left alone`,
+        `vg-data/lvstamp_${ID_DEL} is open (no holder or mount of 253:9 found in sysfs or mountinfo: a process may hold it open (fuser -v on its device)); left alone`,
       ),
     );
     runner.assertDone();
