@@ -425,6 +425,21 @@ describe('lvstamp quarantine purge and gc --quarantine', () => {
     expect(h.stdout()).toMatch(/\n1 quarantined, 1 GiB held\n$/);
   });
 
+  it("list --quarantined counts the LVs that are not this owner's apart", async () => {
+    const own = quarantinedLv(1 << 30, 1_699_000_000_000);
+    const list = vi.fn(() =>
+      Promise.resolve({
+        quarantined: [own, { ...own, id: 'e'.repeat(32), owned: false }],
+        unusableGroups: [],
+      }),
+    );
+    const h = harness({ volumes, quarantine: { list } as unknown as CliServices['quarantine'] });
+    expect(await h.run('list', '--quarantined')).toBe(0);
+    expect(h.stdout().trim().split('\n').at(-1)).toBe(
+      "2 quarantined (1 not this owner's: never purged or expired by it), 2 GiB held",
+    );
+  });
+
   it('list --quarantined labels a thin LV virtual and never adds it to the bytes held', async () => {
     const thick = quarantinedLv(1 << 30, 1_699_000_000_000);
     const thin = (id: string, gib: number, kind: 'volume' | 'snapshot') => ({

@@ -317,13 +317,21 @@ export async function listQuarantined(ctx: CommandContext, vg: string | undefine
  * The summary line of a quarantine listing. Only thick LVs add to the
  * bytes held: a thin LV holds the pool chunks it wrote, which lvm does not
  * report for an inactive LV, so its virtual size is summed apart and never
- * called held (the pool's own data use counts its chunks).
+ * called held (the pool's own data use counts its chunks). LVs that are not
+ * this owner's are counted and named as such.
  */
 export function quarantineTotal(list: readonly QuarantinedLv[]): string {
   const sum = (lvs: readonly QuarantinedLv[]) => lvs.reduce((n, q) => n + q.sizeBytes, 0);
   const thick = list.filter((q) => !q.thin);
   const thin = list.filter((q) => q.thin);
-  const held = `${list.length} quarantined, ${formatBytes(sum(thick))} held`;
+  // look-alikes (no tags of this owner, another owner's) hold space too, but no purge or GC
+  // of this owner ever removes them: say how many there are
+  const foreign = list.filter((q) => !q.owned).length;
+  const count =
+    foreign === 0
+      ? `${list.length} quarantined`
+      : `${list.length} quarantined (${foreign} not this owner's: never purged or expired by it)`;
+  const held = `${count}, ${formatBytes(sum(thick))} held`;
   if (thin.length === 0) return held;
   return (
     `${held} by ${thick.length} thick LV${thick.length === 1 ? '' : 's'}; ` +
