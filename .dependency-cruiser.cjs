@@ -4,7 +4,7 @@
 const TEST = '(\\.test\\.ts$|/src/testing/|^test-e2e/)';
 const CORE = '^packages/core/src/';
 /** The core's foundation: no lvm, no volume life cycle, no GC. */
-const FOUNDATION = `${CORE}(errors|naming)\\.ts$|${CORE}(exec|lock|os|header|device|fs)/`;
+const FOUNDATION = `${CORE}(errors|naming|name-limits|control-characters)\\.ts$|${CORE}(exec|lock|os|header|device|fs)/`;
 /** What of the lvm module other core code may import: its facade, its types and its validators. */
 const LVM_SURFACE = `${CORE}lvm/(lvm|types|volume-groups|logical-volumes|thin-snapshots|device-filter|index)\\.ts$`;
 

@@ -22,7 +22,6 @@ export {
   boundText,
 } from './errors.js';
 export {
-  controlCharacterIn,
   DEFAULT_HOST_LOCK_PATH,
   DEFAULT_NAMING,
   dmNameFor,
@@ -42,17 +41,16 @@ export {
   parseQuarantineTag,
   quarantinedLvNameFor,
   type QuarantinedKind,
-  requireNoControlCharacters,
   snapshotIdForName,
   snapshotLvNameFor,
   snapshotTagsFor,
   type SnapshotTags,
   STANDALONE_OWNER_ID,
-  thinPoolNameProblem,
   validateVolumeName,
-  vgNameProblem,
   volumeIdForName,
 } from './naming.js';
+export { controlCharacterIn, requireNoControlCharacters } from './control-characters.js';
+export { thinPoolNameProblem, vgNameProblem } from './name-limits.js';
 export type * from './lvm/types.js';
 export {
   THICK,

@@ -12,7 +12,8 @@ import type { HostLock } from '../lock/host-lock.js';
 import type { Lvm } from '../lvm/lvm.js';
 import type { VolumeGroup } from '../lvm/types.js';
 import { validateVgName } from '../lvm/volume-groups.js';
-import { DEFAULT_NAMING, requireVgNameFitsDm, type Naming } from '../naming.js';
+import { requireVgNameFitsDm } from '../name-limits.js';
+import { DEFAULT_NAMING, type Naming } from '../naming.js';
 
 /** Options of VolumeGroupAdmin. */
 export interface VolumeGroupAdminOptions {
@@ -84,7 +85,7 @@ export class VolumeGroupAdmin {
    * `lvstamp` on it. Undoes what it did when a later step fails.
    * @param sizeBytes at least 16 MiB.
    * @throws InvalidArgumentError (bad name or size; a name too long for
-   *   lvstamp's LV names, naming.ts vgNameProblem), AlreadyExistsError (the
+   *   lvstamp's LV names, name-limits.ts vgNameProblem), AlreadyExistsError (the
    *   VG exists), FailedPreconditionError (FILE exists: never overwritten;
    *   the kernel has no device-mapper driver), CommandFailedError.
    */
@@ -141,7 +142,7 @@ export class VolumeGroupAdmin {
    * refuses a device that holds a signature (stdin is closed, so its "Wipe
    * it?" prompt is answered no); nothing is wiped.
    * @throws InvalidArgumentError (also a name too long for lvstamp's LV
-   *   names, naming.ts vgNameProblem), AlreadyExistsError,
+   *   names, name-limits.ts vgNameProblem), AlreadyExistsError,
    *   FailedPreconditionError (no device-mapper driver), CommandFailedError.
    */
   async create(request: { name: string; devices: readonly string[] }): Promise<VolumeGroup> {
