@@ -13,3 +13,6 @@ export type * from './header-io.js';
 export * from './size.js';
 export * from './thin-capacity.js';
 export * from './quarantine.js';
+export type { QuarantinedLook } from './quarantine-lookup.js';
+export type { QuarantinedLv } from './quarantine-list.js';
+export type { RestoredLv } from './quarantine-restore.js';

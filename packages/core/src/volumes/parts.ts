@@ -78,3 +78,9 @@ export type SnapshotParts = ResolvedServiceParts<
   Pick<DataDeviceManager, 'find' | 'list'>,
   Pick<FilesystemManager, 'mounts'>
 >;
+
+/** What the quarantine runs on (QuarantineServiceOptions with defaults). */
+export interface QuarantineParts extends CoreParts {
+  /** Where `sys/` and `proc/` are read to name the holders of an open LV; undefined: `/`. */
+  readonly hostRoot: string | undefined;
+}
