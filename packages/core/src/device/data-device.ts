@@ -1,9 +1,4 @@
-import {
-  FailedPreconditionError,
-  InvalidArgumentError,
-  NotFoundError,
-  UnparseableOutputError,
-} from '../errors.js';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../errors.js';
 import type { CommandRunner } from '../exec/runner.js';
 import { DATA_OFFSET_BYTES } from '../header/constants.js';
 import {
@@ -16,16 +11,8 @@ import {
 } from '../naming.js';
 import { blockDeviceNumber, formatDeviceNumber, sameDevice } from '../os/devnum.js';
 import { deviceUsersText } from '../os/holders.js';
-import {
-  formatLinearTable,
-  isOneLinear,
-  linearTableFor,
-  linearTableOfSegments,
-  parseConciseTables,
-  parseDmInfo,
-  parseLinearTable,
-  sameTable,
-} from './dm-tables.js';
+import { linearTablesOf, listDmMaps } from './dm-listing.js';
+import { formatLinearTable, linearTableFor, parseLinearTable, sameTable } from './dm-tables.js';
 import { blockDevicePresent, sysfsMaps } from './sysfs.js';
 import type {
   DataDevice,
@@ -34,45 +21,11 @@ import type {
   DataDeviceSource,
   DeviceNumber,
   DmMap,
-  DmTableEntry,
   LinearTable,
 } from './types.js';
 
 /** Where `dmsetup mknodes` puts device nodes (libdevmapper's dm dir). */
 export const MAPPER_DIR = '/dev/mapper';
-
-/**
- * Field list of the one `dmsetup info` query behind listAll/list; the
- * separator `|` never occurs in lvstamp names, UUIDs or numbers.
- */
-const INFO_ARGV = [
-  'dmsetup',
-  'info',
-  '-c',
-  '--noheadings',
-  '--separator',
-  '|',
-  '-o',
-  'name,uuid,major,minor,open',
-] as const;
-
-/**
- * The one command behind `tables()`: the live table of every map on the
- * host. dmsetup(8), `table`: "With --concise, the output is presented
- * concisely on a single line. Commas then separate the name, uuid, minor
- * device number, flags ('ro' or 'rw') and the table (if present).
- * Semi-colons separate devices. Backslashes escape any commas, semi-colons
- * or backslashes." Chosen over plain `dmsetup table`, whose
- * `<name>: <segment>` lines are ambiguous (a map may be named
- * `lvstamp-<id>: 0 8 linear 7:0 0`; recorded in
- * fixtures/device/recorded/mixed-table.stdout) and carry no UUID.
- * `-S/--select` is a general option of dmsetup(8) but not in `table`'s
- * synopsis; the recorded `table -S 'uuid=~^LVSTAMP-'` does filter, but it
- * would have to quote the configurable UUID prefix as a regex and saves
- * only parsing. `--target linear` would hide the very segments that make a
- * map unusable. So neither is used.
- */
-const TABLES_ARGV = ['dmsetup', 'table', '--concise'] as const;
 
 export interface DataDeviceManagerOptions {
   readonly runner: CommandRunner;
@@ -240,7 +193,7 @@ export class DataDeviceManager {
    * @throws UnparseableOutputError for any line that is not five well-formed fields.
    */
   async listAll(): Promise<DmMap[]> {
-    return parseDmInfo(await this.#runner.run(INFO_ARGV));
+    return listDmMaps(this.#runner);
   }
 
   /**
@@ -311,30 +264,7 @@ export class DataDeviceManager {
   async tables(volumeIds: readonly string[]): Promise<Map<string, LinearTable | null>> {
     const byUuid = new Map<string, string>();
     for (const id of volumeIds) byUuid.set(dmUuidFor(requireVolumeId(id), this.#naming), id);
-    const tables = new Map<string, LinearTable | null>();
-    if (byUuid.size === 0) return tables;
-    const result = await this.#runner.run(TABLES_ARGV);
-    const found = new Map<string, DmTableEntry>();
-    for (const entry of parseConciseTables(result)) {
-      if (!byUuid.has(entry.uuid)) continue;
-      if (found.has(entry.uuid)) {
-        throw new UnparseableOutputError(result, `two maps carry UUID ${entry.uuid}`);
-      }
-      found.set(entry.uuid, entry);
-    }
-    for (const [uuid, id] of byUuid) {
-      const entry = found.get(uuid);
-      // A map that is not one linear segment (an error or zero target after `dmsetup
-      // wipe_table`, several segments) is not the layout of a data device: null, which the GC
-      // keeps with a warning (DESIGN.md §6 rule 1) instead of stopping at the first such map.
-      tables.set(
-        id,
-        entry === undefined || entry.segments.length === 0 || !isOneLinear(entry.segments)
-          ? null
-          : linearTableOfSegments(result, entry.segments),
-      );
-    }
-    return tables;
+    return linearTablesOf(this.#runner, byUuid);
   }
 
   /**

@@ -7,7 +7,8 @@ export type {
   GcQuarantinedEntry,
   GcSnapshotEntry,
 } from './types.js';
-export { GcService, type GcPlanRequest, type LiveSetSource } from './service.js';
+export { GcService, type GcPlanRequest } from './service.js';
+export type { LiveSetSource } from './live-set.js';
 export { planTable } from './plan-table.js';
 export { unusableGroupText } from './plan-groups.js';
 export { DEFAULT_GC_WIPE } from './planner.js';

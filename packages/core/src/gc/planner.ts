@@ -1,13 +1,11 @@
 import { InvalidArgumentError } from '../errors.js';
-import { dmNameFor, isHexId, ownerTagFor, quarantineTagsOf } from '../naming.js';
-import { CAPPED_ACTIONS } from './types.js';
+import { isHexId, ownerTagFor, quarantineTagsOf } from '../naming.js';
 import { WIPE_POLICIES } from '../volumes/wipe.js';
 import type { WipePolicy } from '../volumes/types.js';
 import { decideQuarantined } from './quarantine.js';
 import type {
   GcQuarantinedEntry,
   InventoryQuarantined,
-  GcMapEntry,
   GcPlan,
   GcPlanEntry,
   GcPlanSummary,
@@ -15,7 +13,6 @@ import type {
   GcRule,
   GcVolumeEntry,
   Inventory,
-  InventoryMap,
   InventoryVolume,
 } from './types.js';
 import {
@@ -24,12 +21,13 @@ import {
   openReasonOf,
   ownershipOf,
   quarantineOn,
-  type Ownership,
   type PlanContext,
 } from './plan-context.js';
+import { capEntries } from './plan-cap.js';
+import { decideMap } from './plan-map.js';
 import { decideSnapshot } from './plan-snapshot.js';
 import { holdInUnusableGroup } from './plan-groups.js';
-import { compareText, formatDuration, numberKey } from './util.js';
+import { compareText, formatDuration } from './util.js';
 
 /** The GC's wipe when the policy names none (DESIGN.md §5 "Wipe"): the promise holds by default. */
 export const DEFAULT_GC_WIPE: WipePolicy = 'discard';
@@ -94,36 +92,7 @@ export function planGc(
     .map((entry) => holdInUnusableGroup(entry, inventory))
     .sort(compareEntries);
 
-  const ownStamped = [...inventory.volumes, ...(inventory.snapshots ?? [])].filter(
-    (v) => v.header.status === 'ok' && v.header.header.ownerId === policy.ownerId,
-  ).length;
-  const caps = deletionCaps(policy, ownStamped);
-  let acts = 0;
-  let shared = 0;
-  let capped = false;
-  const entries = decided.map((entry): GcPlanEntry => {
-    if (!CAPPED_ACTIONS.has(entry.action)) return entry;
-    // An expiry is capped per run only (DESIGN.md §6 "Cap"); every other act by both caps.
-    const expiry = entry.action === 'remove-quarantined';
-    const hit =
-      acts >= caps.perRun.limit
-        ? caps.perRun
-        : !expiry && caps.share !== null && shared >= caps.share.limit
-          ? caps.share
-          : null;
-    if (hit === null) {
-      acts += 1;
-      if (!expiry) shared += 1;
-      return entry;
-    }
-    capped = true;
-    return {
-      ...entry,
-      action: 'keep',
-      severity: 'warn',
-      reason: `deletion cap of ${hit.limit} reached (${hit.why}); would otherwise remove: ${entry.reason}`,
-    };
-  });
+  const { entries, capped, deletionCap } = capEntries(decided, inventory, policy);
 
   return {
     plannedAtMs: nowMs,
@@ -132,10 +101,7 @@ export function planGc(
     ownerId: policy.ownerId,
     dryRun: policy.dryRun,
     wipe: policy.wipe ?? DEFAULT_GC_WIPE,
-    deletionCap:
-      quarantineOn(policy) || caps.share === null
-        ? caps.perRun.limit
-        : Math.min(caps.perRun.limit, caps.share.limit),
+    deletionCap,
     capped,
     entries,
     summary: summarize(
@@ -281,98 +247,6 @@ function judgeQuarantined(q: InventoryQuarantined, context: PlanContext): GcQuar
     };
   }
   return entry;
-}
-
-function decideMap(m: InventoryMap, context: PlanContext): GcMapEntry {
-  const keep = (rule: GcRule, severity: 'info' | 'warn', reason: string): GcMapEntry => ({
-    target: 'map',
-    volumeId: m.volumeId,
-    device: m.name,
-    action: 'keep',
-    rule,
-    severity,
-    reason,
-  });
-
-  if (m.volumeId === null)
-    return keep(1, 'warn', `UUID ${m.uuid} carries no volume ID; not an lvstamp data device`);
-  const expectedName = dmNameFor(m.volumeId, context.inventory.naming);
-  if (m.name !== expectedName) {
-    return keep(1, 'warn', `map name does not match its UUID ${m.uuid} (expected ${expectedName})`);
-  }
-  if (m.target === null)
-    return keep(1, 'warn', 'no single linear table; not the layout of an lvstamp data device');
-
-  if (m.lv === null && m.targetElsewhere === true) {
-    return keep(
-      1,
-      'warn',
-      `its table targets ${numberKey(m.target)}, a device outside the volume groups scanned; judged only by a run over that device's volume group`,
-    );
-  }
-  const lv = m.lv === null ? undefined : context.volumeByDevice.get(m.lv);
-  let owner: (Ownership & { proved: true }) | null = null;
-  if (lv !== undefined) {
-    if (lv.volumeId !== m.volumeId) {
-      return keep(1, 'warn', `targets ${lv.device}, which belongs to volume ${lv.volumeId}`);
-    }
-    const lvOwner = ownershipOf(lv, context);
-    if (!lvOwner.proved)
-      return keep(1, 'warn', `its LV ${lv.device} is not provably lvstamp's: ${lvOwner.reason}`);
-    owner = lvOwner;
-  }
-
-  const live = context.liveSet.has(m.volumeId);
-  if (m.openCount > 0) {
-    const open = `open (${m.openCount}): mounted or in use`;
-    return live
-      ? keep(2, 'info', `in the live set; ${open}`)
-      : keep(1, 'warn', `${open}, but not in the live set`);
-  }
-  if (live) return keep(2, 'info', 'in the live set');
-
-  if (owner !== null) {
-    const young = ageCheck(owner, context);
-    if (young !== null) return keep(3, young.severity, young.reason);
-  }
-
-  const why =
-    lv === undefined
-      ? `stale: its table targets ${numberKey(m.target)}, which is no lvstamp LV`
-      : `data device of ${lv.device}, whose volume is not in the live set`;
-  return {
-    target: 'map',
-    volumeId: m.volumeId,
-    device: m.name,
-    action: 'remove-map',
-    rule: 4,
-    severity: 'info',
-    reason: `${why}; removing the map leaves the data untouched`,
-  };
-}
-
-interface Cap {
-  readonly limit: number;
-  readonly why: string;
-}
-
-/**
- * The deletion caps of DESIGN.md §6 "Cap": `perRun` (maxDeletions) bounds
- * every act; `share` (null without a percentage) bounds every act but an
- * expiry: floor(percent × own stamped LVs / 100), and with a quarantine
- * window at least 1 (a quarantine is reversible and announced).
- */
-function deletionCaps(
-  policy: GcPolicy,
-  ownStamped: number,
-): { readonly perRun: Cap; readonly share: Cap | null } {
-  const perRun = { limit: policy.maxDeletions, why: `at most ${policy.maxDeletions} per run` };
-  const percent = policy.maxDeletionPercent;
-  if (percent === undefined) return { perRun, share: null };
-  const floor = Math.floor((percent * ownStamped) / 100);
-  const atLeastOne = quarantineOn(policy) && floor < 1;
-  const why = `at most ${percent}% of ${ownStamped} own stamped volume(s)${atLeastOne ? ', at least 1 with a quarantine window' : ''}`;
-  return { perRun, share: { limit: atLeastOne ? 1 : floor, why } };
 }
 
 function compareEntries(a: GcPlanEntry, b: GcPlanEntry): number {

@@ -1,60 +1,16 @@
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../errors.js';
-import { DEFAULT_NAMING, ownerTagFor, type Naming } from '../naming.js';
+import { DEFAULT_NAMING, type Naming } from '../naming.js';
 import { applyGcPlan, type GcApplyOptions } from './executor.js';
 import { failedTagCheck } from '../volumes/ownership.js';
 import { takeInventory } from './inventory.js';
 import { planGc } from './planner.js';
 import type { GcExecutorPorts } from './ports.js';
-import type { GcOutcome, GcPlan, GcPolicy, Inventory, InventoryQuarantined } from './types.js';
-import { decideQuarantined, quarantinedToActivate } from './quarantine.js';
-import { holdInUnusableGroup } from './plan-groups.js';
-import { formatDuration } from './util.js';
-import type { WipePolicy } from '../volumes/types.js';
+import type { GcOutcome, GcPlan, GcPolicy, Inventory } from './types.js';
+import { quarantinedToActivate } from './quarantine.js';
+import { refuseEmptyLiveSet, refuseEmptySnapshotLiveSet, type GcLiveSets } from './live-set.js';
+import { namedQuarantined, purgePlan, type PurgeRequest } from './purge.js';
 
-/** What a live set was read from, for the empty-live-set refusal. */
-export interface LiveSetSource {
-  /** e.g. `the list of PersistentVolumes of driver lvstamp.io`. */
-  readonly what: string;
-  readonly count: number;
-}
-
-/** A GC run's input (DESIGN.md §6). */
-export interface GcPlanRequest {
-  /** Volume IDs (32 hex digits) that something still references. */
-  readonly liveSet: ReadonlySet<string>;
-  /**
-   * Accept an empty live set while stamped volumes exist. Without it such a
-   * run is refused: an empty list is far more often a failed or partial
-   * list than a real "nothing is live" (DESIGN.md §2.4).
-   */
-  readonly allowEmptyLiveSet: boolean;
-  /**
-   * The setting that sets `allowEmptyLiveSet`, as the caller's user types
-   * it (e.g. `--allow-empty-live-set`), named in the refusal; default: the
-   * refusal says "allow it explicitly".
-   */
-  readonly allowEmptyLiveSetWith?: string;
-  /**
-   * The records whose absence counts as "empty", when the live set also holds
-   * IDs that do not prove the list worked: `count` records of `what` (the
-   * CronJob: PersistentVolumes of its driver, since claims of any driver fill
-   * the set even when a wrong driver name matches no volume). Default: the
-   * live set itself.
-   */
-  readonly liveSetSource?: LiveSetSource;
-  /**
-   * Snapshot IDs (32 hex digits) that something still references, separate
-   * from the volume IDs (DESIGN.md §6 "Snapshots"). Without it every
-   * snapshot LV is kept with a warning.
-   */
-  readonly snapshotLiveSet?: ReadonlySet<string>;
-  /**
-   * Set when the snapshot live set could not be read at all (the CronJob:
-   * the VolumeSnapshotContent CRD is not installed), with why: the run
-   * aborts when the inventory holds a snapshot LV of this owner, whatever
-   * `allowEmptyLiveSet` says; otherwise the empty `snapshotLiveSet` stands.
-   */
-  readonly snapshotLiveSetUnavailable?: string;
+/** A GC run's input (DESIGN.md §6): its live sets, the policy, the time and the scope. */
+export interface GcPlanRequest extends GcLiveSets {
   readonly policy: GcPolicy;
   /** Unix milliseconds. */
   readonly nowMs: number;
@@ -220,16 +176,12 @@ export class GcService {
    *   several groups hold; NotFoundError for an `lvs` entry that names no
    *   quarantined LV in the scope; any inventory failure.
    */
-  async planPurge(request: {
-    readonly ownerId: string;
-    readonly olderThanMs: number;
-    readonly nowMs: number;
-    readonly dryRun: boolean;
-    /** The wipe of a thick quarantined volume before its removal; absent: `discard`. */
-    readonly wipe?: WipePolicy;
-    readonly vgNames?: readonly string[];
-    readonly lvs?: readonly string[];
-  }): Promise<{ plan: GcPlan; vgNames: readonly string[]; activated: readonly string[] }> {
+  async planPurge(
+    request: PurgeRequest & {
+      readonly vgNames?: readonly string[];
+      readonly lvs?: readonly string[];
+    },
+  ): Promise<{ plan: GcPlan; vgNames: readonly string[]; activated: readonly string[] }> {
     const vgNames = request.vgNames ?? (await this.#ports.volumes.discoverVolumeGroups());
     const scope = { vgNames, ownerId: request.ownerId };
     const inventoryOf = async (): Promise<Inventory> => {
@@ -253,64 +205,13 @@ export class GcService {
     let plan: GcPlan;
     try {
       if (activated.length > 0) inventory = await inventoryOf();
-      plan = this.#purgePlan(inventory, request);
+      plan = purgePlan(inventory, request, this.#naming);
     } catch (error) {
       await this.#restQuarantined(activated);
       throw error;
     }
     await this.#holdExpiring(plan, activated);
     return { plan, vgNames, activated };
-  }
-
-  /** The purge plan of `inventory` (planPurge): rule 7's checks without live set or cap. */
-  #purgePlan(
-    inventory: Inventory,
-    request: {
-      readonly ownerId: string;
-      readonly olderThanMs: number;
-      readonly nowMs: number;
-      readonly dryRun: boolean;
-      readonly wipe?: WipePolicy;
-    },
-  ): GcPlan {
-    const base = planGc(
-      { ...inventory, volumes: [], maps: [], snapshots: [] },
-      new Set(),
-      {
-        ownerId: request.ownerId,
-        minAgeMs: 0,
-        maxDeletions: 0,
-        dryRun: request.dryRun,
-        ...(request.wipe === undefined ? {} : { wipe: request.wipe }),
-      },
-      request.nowMs,
-    );
-    const entries = (inventory.quarantined ?? []).map((q) =>
-      holdInUnusableGroup(
-        decideQuarantined(q, {
-          ownerId: request.ownerId,
-          naming: this.#naming,
-          nowMs: request.nowMs,
-          windowMs: request.olderThanMs,
-          liveSet: null,
-          windowName: `purge age ${formatDuration(request.olderThanMs)}`,
-        }),
-        inventory,
-      ),
-    );
-    return {
-      ...base,
-      deletionCap: entries.length,
-      entries,
-      summary: {
-        ...base.summary,
-        quarantined: entries.length,
-        quarantine: 0,
-        removeQuarantined: entries.filter((e) => e.action === 'remove-quarantined').length,
-        keep: entries.filter((e) => e.action === 'keep').length,
-        warnings: entries.filter((e) => e.severity === 'warn').length,
-      },
-    };
   }
 
   /** Activates the inactive, owned, quarantine-tagged LVs (quarantinedToActivate; none: no call). */
@@ -358,98 +259,10 @@ export class GcService {
   }
 }
 
-/**
- * The quarantined LVs that `refs` name, in the order of `quarantined`: a ref
- * `vg/lv` names that device, a ref `lv` the one LV of that name in any group.
- * @throws NotFoundError for a ref that names none; InvalidArgumentError for
- *   an `lv` that several groups hold.
- */
-function namedQuarantined(
-  quarantined: readonly InventoryQuarantined[],
-  refs: readonly string[],
-  vgNames: readonly string[],
-): InventoryQuarantined[] {
-  const chosen = new Set<InventoryQuarantined>();
-  for (const ref of refs) {
-    const hits = quarantined.filter((q) => (ref.includes('/') ? q.device : q.lvName) === ref);
-    if (hits.length === 0) {
-      throw new NotFoundError(
-        `no quarantined LV ${ref} in ${vgNames.join(', ') || 'no volume group'} (lvstamp quarantine list shows them)`,
-      );
-    }
-    if (hits.length > 1) {
-      throw new InvalidArgumentError(
-        `${ref} is in several volume groups (${hits.map((q) => q.vgName).join(', ')}); name it as <vg>/${ref}`,
-      );
-    }
-    for (const q of hits) chosen.add(q);
-  }
-  return quarantined.filter((q) => chosen.has(q));
-}
-
 /** The quarantine window of a policy, or null when quarantine is off (DESIGN.md §6 "Quarantine"). */
 function windowOf(policy: GcPolicy): number | null {
   const window = policy.quarantineMs ?? 0;
   return window > 0 ? window : null;
-}
-
-/**
- * The snapshot side of refuseEmptyLiveSet (DESIGN.md §6 "Snapshots"): an
- * empty snapshot live set while snapshot LVs tagged for this owner exist is
- * refused unless `allowEmptyLiveSet`. No snapshot live set at all is not
- * refused (every snapshot is kept then). A snapshot live set that could not
- * be read (`snapshotLiveSetUnavailable`) is refused whenever such LVs exist.
- * @throws FailedPreconditionError.
- */
-export function refuseEmptySnapshotLiveSet(
-  request: Pick<
-    GcPlanRequest,
-    'snapshotLiveSet' | 'allowEmptyLiveSet' | 'allowEmptyLiveSetWith' | 'snapshotLiveSetUnavailable'
-  >,
-  inventory: Inventory,
-  ownerId: string,
-): void {
-  const ownerTag = ownerTagFor(ownerId, inventory.naming);
-  const own = (inventory.snapshots ?? []).filter((s) => s.tags.includes(ownerTag)).length;
-  if (request.snapshotLiveSetUnavailable !== undefined && own > 0) {
-    throw new FailedPreconditionError(
-      `${own} snapshot LV(s) of this owner exist but ${request.snapshotLiveSetUnavailable}; refusing to plan`,
-    );
-  }
-  if (request.snapshotLiveSet === undefined || request.snapshotLiveSet.size > 0) return;
-  if (request.allowEmptyLiveSet) return;
-  if (own === 0) return;
-  throw new FailedPreconditionError(
-    `the snapshot live set is empty while ${own} snapshot LV(s) of this owner exist; refusing to plan ` +
-      `(an empty list is more often a failed one); ${allowText(request)} if no snapshot is really in use`,
-  );
-}
-
-/**
- * Refuse rather than guess (DESIGN.md §2.4): an empty live set (or an empty
- * `liveSetSource`) while `stamped` volumes with a valid header exist is far
- * more often a failed or partial list than "nothing is live".
- * @throws FailedPreconditionError unless `allowEmptyLiveSet`.
- */
-export function refuseEmptyLiveSet(
-  request: Pick<
-    GcPlanRequest,
-    'liveSet' | 'allowEmptyLiveSet' | 'allowEmptyLiveSetWith' | 'liveSetSource'
-  >,
-  stamped: number,
-): void {
-  const source = request.liveSetSource ?? { what: 'the live set', count: request.liveSet.size };
-  if (source.count > 0 || stamped === 0 || request.allowEmptyLiveSet) return;
-  throw new FailedPreconditionError(
-    `${source.what} is empty while ${stamped} stamped volume(s) exist; refusing to plan removals ` +
-      `(an empty list is more often a failed one); ${allowText(request)} if nothing is really in use`,
-  );
-}
-
-/** How the refusals tell a person to allow an empty live set. */
-function allowText(request: Pick<GcPlanRequest, 'allowEmptyLiveSetWith'>): string {
-  const setting = request.allowEmptyLiveSetWith;
-  return setting === undefined ? 'allow it explicitly' : `allow it with ${setting}`;
 }
 
 /**
