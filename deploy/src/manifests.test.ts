@@ -154,7 +154,7 @@ describe('deploy/kubernetes', () => {
       expect(c.provisioner).toBe('lvstamp.io');
       expect(c.volumeBindingMode).toBe('WaitForFirstConsumer');
       expect(c.allowVolumeExpansion).toBe(true);
-      // only parameters the driver knows (apps/csi-driver/src/controller.ts readParameters)
+      // only parameters the driver knows (apps/csi-driver/src/parameters.ts readParameters)
       for (const key of Object.keys(c.parameters)) {
         expect(['deviceClass', 'wipe', 'csi.storage.k8s.io/fstype']).toContain(key);
       }

@@ -1,5 +1,6 @@
 // Public surface of @lvstamp/csi-driver: what tests and test-e2e build on.
 export * from './capabilities.js';
+export type { ThinPoolState, VolumeGroupState } from './capacity.js';
 export * from './config.js';
 export * from './controller.js';
 export type * from './csi-types.js';
@@ -9,6 +10,7 @@ export * from './lock.js';
 export * from './log.js';
 export * from './metrics.js';
 export * from './node.js';
+export { PARAM_DEVICE_CLASS, PARAM_WIPE, readParameters } from './parameters.js';
 export * from './paths.js';
 export type * from './ports.js';
 export * from './program.js';

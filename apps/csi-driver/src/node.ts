@@ -1,13 +1,8 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import {
-  formatDeviceNumber,
-  mountsAt,
   NotFoundError,
   OutOfSpaceError,
-  sameDevice,
-  VolumeGroupUnusableError,
   type ThinClassPool,
-  type Volume,
   type VolumeScope,
   type VolumeStatus,
 } from '@lvstamp/core';
@@ -37,6 +32,8 @@ import {
 import type { DriverCore, NodePaths } from './ports.js';
 import { readCapacityRange, writeBytes } from './sizes.js';
 import { nodeTopology } from './topology.js';
+import { volumeCondition } from './volume-condition.js';
+import { volumePathChecks } from './volume-paths.js';
 
 /** What the Node service needs. */
 export interface NodeDeps {
@@ -63,9 +60,6 @@ async function statusOf(
   }
 }
 
-/** How a verified volume_path shows the volume. */
-type VolumePathKind = 'filesystem' | 'block' | 'unreadable-filesystem';
-
 /**
  * The CSI Node service (CSI spec "Node Service RPC"). State comes only from
  * LVM, device-mapper and mountinfo (through the core), so a restarted driver
@@ -76,81 +70,7 @@ export function createNodeService(deps: NodeDeps) {
   const { core, paths, scope } = deps;
   const thinPools = deps.thinPools ?? [];
 
-  /** The data device is mounted (by major:minor, from mountinfo) at `path`. */
-  const isStagedAt = async (status: VolumeStatus, path: string): Promise<boolean> => {
-    const device = status.dataDevice;
-    if (device === null) return false;
-    const top = mountsAt(await core.filesystems.mounts(), await paths.canonical(path)).at(-1);
-    return top !== undefined && sameDevice(top, device);
-  };
-
-  /**
-   * CSI spec NodePublishVolume, second table (the plugin offers
-   * SINGLE_NODE_MULTI_WRITER): a SINGLE_NODE_SINGLE_WRITER volume already
-   * published at another target path → FAILED_PRECONDITION. Its publications
-   * are the mounts of its data device (major:minor in mountinfo) other than
-   * `stagingPath` and `targetPath` (publishing there again stays idempotent).
-   * @throws CsiError FAILED_PRECONDITION naming the other target.
-   */
-  const requireNoOtherTarget = async (
-    status: VolumeStatus,
-    stagingPath: string,
-    targetPath: string,
-  ): Promise<void> => {
-    const device = status.dataDevice;
-    if (device === null) return;
-    const own = new Set([await paths.canonical(stagingPath), await paths.canonical(targetPath)]);
-    const other = (await core.filesystems.mounts()).find(
-      (entry) => sameDevice(entry, device) && !own.has(entry.mountPoint),
-    );
-    if (other !== undefined) {
-      throw new CsiError(
-        GrpcStatus.FAILED_PRECONDITION,
-        `volume ${status.volume.volumeId} has access mode SINGLE_NODE_SINGLE_WRITER and is already published at ${other.mountPoint}`,
-      );
-    }
-  };
-
-  /**
-   * What `path` (a volume_path of NodeGetVolumeStats or NodeExpandVolume)
-   * is for this volume: a mount of its data device (the top mount at the
-   * path in mountinfo has the data device's major:minor; never stat device
-   * numbers, which cannot tell bind mounts apart), or its data device node
-   * as published for raw block (st_rdev). Anything else, also a path of
-   * another volume or an unmounted directory, is NOT_FOUND (CSI spec
-   * NodeGetVolumeStats / NodeExpandVolume errors: "volume does not exist at
-   * the specified volume_path").
-   */
-  const volumePathKind = async (status: VolumeStatus, path: string): Promise<VolumePathKind> => {
-    const id = status.volume.volumeId;
-    const kind = await paths.kind(path);
-    const notFound = (why: string): CsiError =>
-      new CsiError(GrpcStatus.NOT_FOUND, `${path} is not a volume path of volume ${id}: ${why}`);
-    if (kind === 'missing') throw notFound('it does not exist');
-    const device = status.dataDevice;
-    if (device === null) throw notFound('the volume is not staged on this node (no data device)');
-    const own = formatDeviceNumber(device);
-    if (kind === 'directory' || kind === 'unreadable') {
-      const top = mountsAt(await core.filesystems.mounts(), await paths.canonical(path)).at(-1);
-      if (top === undefined) throw notFound('nothing is mounted there');
-      if (!sameDevice(top, device)) {
-        throw notFound(
-          `${top.source} (${formatDeviceNumber(top)}) is mounted there, not its data device (${own})`,
-        );
-      }
-      return kind === 'directory' ? 'filesystem' : 'unreadable-filesystem';
-    }
-    if (kind === 'block-device') {
-      const rdev = await paths.blockDeviceNumber(path);
-      if (rdev === null || !sameDevice(rdev, device)) {
-        throw notFound(
-          `it is block device ${rdev === null ? '?' : formatDeviceNumber(rdev)}, not its data device (${own})`,
-        );
-      }
-      return 'block';
-    }
-    throw notFound(`it is a ${kind === 'file' ? 'regular file' : 'special file'}`);
-  };
+  const { isStagedAt, requireNoOtherTarget, volumePathKind } = volumePathChecks(core, paths);
 
   return {
     /**
@@ -298,7 +218,7 @@ export function createNodeService(deps: NodeDeps) {
     /**
      * CSI spec NodeGetVolumeStats: bytes and inodes (statfs) of the
      * volume's mounted filesystem, total bytes of its published block
-     * device. volume_path must be one of those (see volumePathKind): an
+     * device. volume_path must be one of those (volume-paths.ts volumePathKind): an
      * unmounted path, another volume's path or an unknown volume →
      * NOT_FOUND, never another filesystem's numbers. A mount of the volume
      * that cannot be read (a corrupted mount) → no usage, condition abnormal;
@@ -313,14 +233,7 @@ export function createNodeService(deps: NodeDeps) {
         requirePathArg(request.staging_target_path, 'staging_target_path');
       const status = await statusOf(core, request.volume_id, scope);
       const kind = await volumePathKind(status, request.volume_path);
-      const broken =
-        (await volumeGroupProblem(core, status.volume.vgName)) ??
-        (await thinPoolProblem(core, status.volume, thinPools));
-      const condition = !status.volume.active
-        ? { abnormal: true, message: `the logical volume of ${request.volume_id} is not active` }
-        : broken !== null
-          ? { abnormal: true, message: broken }
-          : { abnormal: false, message: 'ok' };
+      const condition = await volumeCondition(core, status, request.volume_id, thinPools);
       if (kind === 'unreadable-filesystem') {
         return {
           usage: [],
@@ -366,7 +279,7 @@ export function createNodeService(deps: NodeDeps) {
      * the capacity (core volumeSize; without required_bytes the current
      * one, so a repeated call still reloads and grows). An unknown volume, or a
      * volume_path that is not the volume's mount or published block device
-     * (volumePathKind) → NOT_FOUND before anything grows; a limit below the
+     * (volume-paths.ts volumePathKind) → NOT_FOUND before anything grows; a limit below the
      * capacity → OUT_OF_RANGE. Too few free extents in the volume group, or
      * too little budget in the thin pool (core OutOfSpaceError) → OUT_OF_RANGE
      * "cannot grow here: …" with the free and needed bytes ("Unsupported
@@ -413,44 +326,4 @@ export function createNodeService(deps: NodeDeps) {
         accessible_topology: nodeTopology(deps.nodeId),
       }),
   };
-}
-
-/**
- * Why the volume group cannot be changed (a PV missing or seen twice,
- * read-only, shared: docs/LVM-CONFIG.md), or null when it can: the volume
- * still serves I/O, but cannot be expanded or deleted until it is repaired.
- */
-async function volumeGroupProblem(
-  core: Pick<DriverCore, 'volumes'>,
-  vgName: string,
-): Promise<string | null> {
-  try {
-    await core.volumes.capacity(vgName);
-    return null;
-  } catch (error) {
-    if (error instanceof VolumeGroupUnusableError) return error.message;
-    throw error;
-  }
-}
-
-/**
- * Why the thin pool of a thin volume cannot take writes, or null: the pool
- * out of data space, its metadata at or above 80 % or read-only, or
- * unhealthy (DESIGN.md §4 "Thin capacity"). A thick volume, or a thin one in
- * a pool no class names, has no pool problem to report.
- */
-async function thinPoolProblem(
-  core: DriverCore,
-  volume: Volume,
-  thinPools: readonly ThinClassPool[],
-): Promise<string | null> {
-  if (!volume.attr.startsWith('V')) return null;
-  for (const { vgName, thin } of thinPools) {
-    if (vgName !== volume.vgName) continue;
-    const pool = await core.volumes.thinPoolCapacity(vgName, thin);
-    if (!pool.thinLvNames.includes(volume.lvName)) continue;
-    const full = ['data-full', 'metadata-full', 'failed'].includes(pool.condition);
-    return full ? (pool.detail ?? pool.condition) : null;
-  }
-  return null;
 }

@@ -1,7 +1,7 @@
 /**
  * The PersistentVolume `lvstamp quarantine restore` prints for a restored
- * volume (Kubernetes static provisioning of a CSI volume), and the volume
- * mode it gets. The mode is never a default: a raw-block volume bound as
+ * volume (Kubernetes static provisioning of a CSI volume), or why it prints
+ * none, and the volume mode it gets. The mode is never a default: a raw-block volume bound as
  * `Filesystem` goes through NodeStageVolume, which formats a data area that
  * blkid calls blank (kubernetes/mount-utils "safe format"), and raw tenant
  * data carries no signature. So the data area is probed (blkid -p --offset
@@ -162,4 +162,46 @@ export function snapshotBindHint(id: string): string {
     '# Until a VolumeSnapshotContent names it, the GC treats it as an orphan again.',
     '',
   ].join('\n');
+}
+
+/**
+ * The volume mode line and the PersistentVolume, or why none is printed:
+ * it needs --storage-class and --node (no default can be right: a
+ * placeholder class is rejected by the API server, and the node's
+ * Kubernetes name is the driver's --node-id, which this host cannot know)
+ * and a volume mode (chooseVolumeMode).
+ */
+export function recipeOrWhyNot(
+  restored: RestoredLv,
+  mode: VolumeModeChoice,
+  opts: { readonly storageClass?: string; readonly node?: string },
+): string {
+  const missing = [
+    ...(opts.storageClass === undefined
+      ? ['--storage-class <the StorageClass of the old claim>']
+      : []),
+    ...(opts.node === undefined
+      ? ["--node <this node's Kubernetes name, the driver's --node-id>"]
+      : []),
+  ];
+  const modeLine =
+    mode.mode === null
+      ? `volumeMode: cannot choose: ${mode.why}\n`
+      : `volumeMode: ${mode.mode}${mode.mode === 'Filesystem' ? ` (fsType ${mode.fsType})` : ''}: ${mode.why}\n`;
+  if (mode.mode === null || missing.length > 0) {
+    return (
+      modeLine +
+      `no PersistentVolume printed: run lvstamp quarantine restore ${restored.id} again` +
+      (missing.length > 0 ? ` with ${missing.join(' and ')}` : ' with the option named above') +
+      ' (a restore of a restored volume changes nothing and prints it)\n'
+    );
+  }
+  return (
+    modeLine +
+    pvRecipe(restored, {
+      storageClass: opts.storageClass ?? '',
+      node: opts.node ?? '',
+      mode,
+    })
+  );
 }

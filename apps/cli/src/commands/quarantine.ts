@@ -14,32 +14,22 @@ import {
   volumeIdForName,
   type GcOutcome,
   type QuarantinedKind,
-  type QuarantinedLv,
   type RestoredLv,
   type WipePolicy,
-  unusableGroupText,
 } from '@lvstamp/core';
 import { Option, type Command } from 'commander';
 import { wipeOption } from './wipe-option.js';
-import { progress, warningLine, writeJson } from '../output.js';
+import { progress, writeJson } from '../output.js';
 import type { CommandContext } from '../context.js';
 import { commandScope, describeScope } from '../scope.js';
 import { formatBytes, parseDuration } from '../quantity.js';
 import {
   chooseVolumeMode,
-  pvRecipe,
+  recipeOrWhyNot,
   snapshotBindHint,
   type DataAreaProbe,
-  type VolumeModeChoice,
 } from './pv-recipe.js';
-
-/**
- * An ISO 8601 time for a Unix time in milliseconds, or `<ms> ms` for one no
- * Date can hold (a hand-edited quarantine tag): a listing never fails on one LV.
- */
-function isoTime(ms: number): string {
-  return Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : `${ms} ms`;
-}
+import { isoTime, listQuarantined } from './quarantine-list.js';
 
 const VG_HELP = 'volume group (default: those tagged lvstamp or holding lvstamp volumes)';
 
@@ -283,63 +273,6 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
     );
 }
 
-/** `lvstamp list --quarantined` and `lvstamp quarantine list`. */
-export async function listQuarantined(ctx: CommandContext, vg: string | undefined): Promise<void> {
-  const { io } = ctx.deps;
-  const scope = await commandScope(io, ctx.services().volumes, vg);
-  const { quarantined: list, unusableGroups } = await ctx
-    .services()
-    .quarantine.list({ vgNames: scope.vgNames, ownerId: ctx.globals().ownerId });
-  // A group lvm refuses to change: nothing in it can be restored or purged now (DESIGN.md §6 rule 1).
-  for (const group of unusableGroups) io.stderr.write(warningLine(unusableGroupText(group)));
-  if (ctx.globals().json) {
-    writeJson(io, { volumeGroups: scope.vgNames, quarantined: list, unusableGroups });
-    return;
-  }
-  io.stdout.write(
-    renderTable(
-      ['kind', 'id', 'vg', 'lv', 'size', 'quarantined', 'owned'],
-      list.map((q: QuarantinedLv) => [
-        q.kind,
-        q.id,
-        q.vgName,
-        q.lvName,
-        q.thin ? `${formatBytes(q.sizeBytes)} virtual` : formatBytes(q.sizeBytes),
-        q.quarantinedAtMs === null ? '-' : isoTime(q.quarantinedAtMs),
-        q.owned ? 'yes' : 'no',
-      ]),
-    ),
-  );
-  io.stdout.write(`${quarantineTotal(list)}\n`);
-}
-
-/**
- * The summary line of a quarantine listing. Only thick LVs add to the
- * bytes held: a thin LV holds the pool chunks it wrote, which lvm does not
- * report for an inactive LV, so its virtual size is summed apart and never
- * called held (the pool's own data use counts its chunks). LVs that are not
- * this owner's are counted and named as such.
- */
-export function quarantineTotal(list: readonly QuarantinedLv[]): string {
-  const sum = (lvs: readonly QuarantinedLv[]) => lvs.reduce((n, q) => n + q.sizeBytes, 0);
-  const thick = list.filter((q) => !q.thin);
-  const thin = list.filter((q) => q.thin);
-  // look-alikes (no tags of this owner, another owner's) hold space too, but no purge or GC
-  // of this owner ever removes them: say how many there are
-  const foreign = list.filter((q) => !q.owned).length;
-  const count =
-    foreign === 0
-      ? `${list.length} quarantined`
-      : `${list.length} quarantined (${foreign} not this owner's: never purged or expired by it)`;
-  const held = `${count}, ${formatBytes(sum(thick))} held`;
-  if (thin.length === 0) return held;
-  return (
-    `${held} by ${thick.length} thick LV${thick.length === 1 ? '' : 's'}; ` +
-    `${thin.length} thin LV${thin.length === 1 ? '' : 's'} of ${formatBytes(sum(thin))} virtual size ` +
-    `(not counted as held: the pool chunks they hold are in the thin pool's data use)`
-  );
-}
-
 /** A volume ID, or the ID a volume (snapshot) name maps to (DESIGN.md §3). */
 function idOf(ref: string, kind: QuarantinedKind): string {
   const lower = ref.toLowerCase();
@@ -361,46 +294,4 @@ async function probeDataArea(ctx: CommandContext, restored: RestoredLv): Promise
   } catch (error) {
     return { kind: 'unknown', reason: messageOf(error) };
   }
-}
-
-/**
- * The volume mode line and the PersistentVolume, or why none is printed:
- * it needs --storage-class and --node (no default can be right: a
- * placeholder class is rejected by the API server, and the node's
- * Kubernetes name is the driver's --node-id, which this host cannot know)
- * and a volume mode (chooseVolumeMode).
- */
-function recipeOrWhyNot(
-  restored: RestoredLv,
-  mode: VolumeModeChoice,
-  opts: { readonly storageClass?: string; readonly node?: string },
-): string {
-  const missing = [
-    ...(opts.storageClass === undefined
-      ? ['--storage-class <the StorageClass of the old claim>']
-      : []),
-    ...(opts.node === undefined
-      ? ["--node <this node's Kubernetes name, the driver's --node-id>"]
-      : []),
-  ];
-  const modeLine =
-    mode.mode === null
-      ? `volumeMode: cannot choose: ${mode.why}\n`
-      : `volumeMode: ${mode.mode}${mode.mode === 'Filesystem' ? ` (fsType ${mode.fsType})` : ''}: ${mode.why}\n`;
-  if (mode.mode === null || missing.length > 0) {
-    return (
-      modeLine +
-      `no PersistentVolume printed: run lvstamp quarantine restore ${restored.id} again` +
-      (missing.length > 0 ? ` with ${missing.join(' and ')}` : ' with the option named above') +
-      ' (a restore of a restored volume changes nothing and prints it)\n'
-    );
-  }
-  return (
-    modeLine +
-    pvRecipe(restored, {
-      storageClass: opts.storageClass ?? '',
-      node: opts.node ?? '',
-      mode,
-    })
-  );
 }

@@ -1,4 +1,4 @@
-import { listQuarantined } from './quarantine.js';
+import { listQuarantined } from './quarantine-list.js';
 import { renderTable } from '@lvstamp/app-kit';
 import {
   FailedPreconditionError,
