@@ -59,28 +59,29 @@ describe('refuseEmptyLiveSet (DESIGN.md §2.4)', () => {
   });
 });
 
-describe('refuseEmptySnapshotLiveSet', () => {
-  const OWNER_TAG = `lvstamp.owner=${OWNER}`;
-  const inventory = (tags: string[][]): Inventory => ({
-    takenAtMs: 0,
-    naming: DEFAULT_NAMING,
-    volumes: [],
-    maps: [],
-    snapshots: tags.map((t, i) => ({
-      snapshotId: String(i).repeat(32),
-      vgName: 'vg0',
-      lvName: `lvstamp_snap_${String(i).repeat(32)}`,
-      lvUuid: `u${i}`,
-      device: `vg0/lvstamp_snap_${String(i).repeat(32)}`,
-      sizeBytes: 1,
-      lvCreatedAtMs: 0,
-      tags: t,
-      kernel: null,
-      header: { status: 'unreadable', reason: 'LV is inactive' },
-      openCount: 0,
-    })),
-  });
+// An inventory of inactive snapshot LVs, one per tag list (their headers unread).
+const OWNER_TAG = `lvstamp.owner=${OWNER}`;
+const inventory = (tags: string[][]): Inventory => ({
+  takenAtMs: 0,
+  naming: DEFAULT_NAMING,
+  volumes: [],
+  maps: [],
+  snapshots: tags.map((t, i) => ({
+    snapshotId: String(i).repeat(32),
+    vgName: 'vg0',
+    lvName: `lvstamp_snap_${String(i).repeat(32)}`,
+    lvUuid: `u${i}`,
+    device: `vg0/lvstamp_snap_${String(i).repeat(32)}`,
+    sizeBytes: 1,
+    lvCreatedAtMs: 0,
+    tags: t,
+    kernel: null,
+    header: { status: 'unreadable', reason: 'LV is inactive' },
+    openCount: 0,
+  })),
+});
 
+describe('refuseEmptySnapshotLiveSet', () => {
   it('refuses an empty snapshot live set while snapshots of this owner exist', () => {
     expect(() => {
       refuseEmptySnapshotLiveSet(
@@ -115,26 +116,6 @@ describe('refuseEmptySnapshotLiveSet', () => {
 });
 
 describe('refuseEmptySnapshotLiveSet with the snapshot live set unavailable', () => {
-  const OWNER_TAG = `lvstamp.owner=${OWNER}`;
-  const inventory = (tags: string[][]): Inventory => ({
-    takenAtMs: 0,
-    naming: DEFAULT_NAMING,
-    volumes: [],
-    maps: [],
-    snapshots: tags.map((t, i) => ({
-      snapshotId: String(i).repeat(32),
-      vgName: 'vg0',
-      lvName: `lvstamp_snap_${String(i).repeat(32)}`,
-      lvUuid: `u${i}`,
-      device: `vg0/lvstamp_snap_${String(i).repeat(32)}`,
-      sizeBytes: 1,
-      lvCreatedAtMs: 0,
-      tags: t,
-      kernel: null,
-      header: { status: 'unreadable', reason: 'LV is inactive' },
-      openCount: 0,
-    })),
-  });
   const unavailable = {
     snapshotLiveSet: new Set<string>(),
     allowEmptyLiveSet: true,
