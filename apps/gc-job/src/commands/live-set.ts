@@ -55,18 +55,9 @@ export function registerLiveSetCommand(
 }
 
 async function liveSetAction(raw: Partial<RawCommonOptions>, deps: GcJobDeps): Promise<number> {
-  const config = resolveLiveSetConfig(
-    withEnvironment<RawCommonOptions>({ json: false, ...raw }, deps.env),
-    deps.env,
-  );
-  const kube = deps.createKubeApi(config.credentials, config.requestTimeoutMs);
+  const { config, kube } = liveSetClient(raw, deps);
   const live = await buildLiveSet(kube, config);
-  deps.stdout.write(
-    [...live.ids]
-      .sort()
-      .map((id) => `${id}\n`)
-      .join(''),
-  );
+  writeIds(deps, live.ids);
   deps.stderr.write(
     `live set: ${live.ids.size} volume IDs from ${live.driverPvCount} PV(s) of ${config.driverName} and ${live.pvcCount} PVC(s), ${live.pages} page(s)\n`,
   );
@@ -77,25 +68,35 @@ async function snapshotLiveSetAction(
   raw: Partial<RawCommonOptions>,
   deps: GcJobDeps,
 ): Promise<number> {
-  const config = resolveLiveSetConfig(
-    withEnvironment<RawCommonOptions>({ json: false, ...raw }, deps.env),
-    deps.env,
-  );
-  const kube = deps.createKubeApi(config.credentials, config.requestTimeoutMs);
+  const { config, kube } = liveSetClient(raw, deps);
   const live = await buildSnapshotLiveSet(kube, config);
   if (live.unavailable !== null) {
     throw new ReportedFailure(
       `${live.unavailable}; without a snapshot live set \`lvstamp gc\` keeps every snapshot`,
     );
   }
-  deps.stdout.write(
-    [...live.ids]
-      .sort()
-      .map((id) => `${id}\n`)
-      .join(''),
-  );
+  writeIds(deps, live.ids);
   deps.stderr.write(
     `snapshot live set: ${live.ids.size} snapshot IDs from ${live.contentCount} VolumeSnapshotContent(s) of ${config.driverName}, ${live.pages} page(s)\n`,
   );
   return EXIT_OK;
+}
+
+/** The config of a live-set command (flags over environment) and its Kubernetes client. */
+function liveSetClient(raw: Partial<RawCommonOptions>, deps: GcJobDeps) {
+  const config = resolveLiveSetConfig(
+    withEnvironment<RawCommonOptions>({ json: false, ...raw }, deps.env),
+    deps.env,
+  );
+  return { config, kube: deps.createKubeApi(config.credentials, config.requestTimeoutMs) };
+}
+
+/** One ID a line on stdout, sorted: the file format of `lvstamp gc --live` and `--live-snapshots`. */
+function writeIds(deps: GcJobDeps, ids: ReadonlySet<string>): void {
+  deps.stdout.write(
+    [...ids]
+      .sort()
+      .map((id) => `${id}\n`)
+      .join(''),
+  );
 }
