@@ -25,8 +25,9 @@
 # Every binary: -trimpath, stripped (-s -w), the program's own version stamped in through -X
 # where it prints one, CGO_ENABLED=0 except runc. A part is built into a temporary directory
 # beside its cache entry and renamed into place when complete, so an interrupted build leaves no
-# half part; a lock per part lets two callers share one build. Each part directory holds
-# BUILD-INFO (version, Go version, wall and CPU seconds of the build, the load average then).
+# half part; one lock (.lock-build) runs one build at a time, and a caller that waited finds the
+# part built by the other. Each part directory holds BUILD-INFO (version, Go version, wall and CPU
+# seconds of the build, the load average then). Go runs with GODEBUG=goindex=0 (see setup_go).
 #
 # Kubernetes and every other module are built through a small build module generated in the
 # temporary directory: it requires the part's module at its version and carries over that
@@ -100,6 +101,12 @@ setup_go() {
   [ "$GO_READY" = 1 ] && return
   command -v go >/dev/null || die "go is missing (these parts need Go 1.26; /usr/local/go/bin on PATH)"
   export GOMODCACHE=$CACHE/go/mod GOCACHE=$CACHE/go/build GOTOOLCHAIN=local
+  # goindex=0: the go command does not read its index of module-cache folders from GOCACHE. That
+  # index is keyed by the folder's path alone and trusted forever; one entry written while the
+  # folder was missing or incomplete makes every later build look for "latest" instead (seen
+  # here: helm's build picking sigs.k8s.io/kustomize/kyaml v0.21.3, which needs Go 1.27, and
+  # failing in 2 s on every run). Reading the few hundred folders directly costs seconds.
+  export GODEBUG=${GODEBUG:+$GODEBUG,}goindex=0
   # -mod=mod: the generated build modules get their go.sum filled from the checksum database.
   export GOFLAGS="-mod=mod -buildvcs=false"
   mkdir -p "$GOMODCACHE" "$GOCACHE"
@@ -249,7 +256,11 @@ ensure() {
       exit 3
     fi
     mkdir -p "$CACHE"
-    exec {lock}>"$CACHE/.lock-$part-$version"
+    # One Go build at a time on the machine (the lock of every part): each one keeps every core
+    # busy already, and a build after another reuses the packages it compiled at the same
+    # versions from GOCACHE (helm after kubernetes: the k8s.io libraries at v0.37.2), which two
+    # builds at once cannot.
+    exec {lock}>"$CACHE/.lock-build"
     flock "$lock"
     if [ ! -d "$dir" ]; then # not built by another caller while we waited
       setup_go
