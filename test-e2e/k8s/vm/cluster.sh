@@ -182,10 +182,11 @@ APISERVER_TRIMS=(--enable-priority-and-fairness=false --runtime-config=autoscali
 # the CSIStorageCapacity objects), DaemonSet, Deployment/ReplicaSet (snapshot-controller), Job and
 # CronJob (the GC), StatefulSet, the PV binder and expander, attach/detach, PVC and PV protection,
 # generic ephemeral volumes, kube-root-ca.crt (projected service account volumes), ServiceCIDRs,
-# and the node lifecycle controller: it removes the not-ready taint the TaintNodesByCondition
-# admission plugin puts on a new node (without it no pod without that toleration is scheduled).
-# Its grace periods are long (test-only): the emulated node's status updates can come late.
-KCM_CONTROLLERS=serviceaccount-token-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,daemonset-controller,deployment-controller,replicaset-controller,job-controller,cronjob-controller,statefulset-controller,persistentvolume-binder-controller,persistentvolume-expander-controller,persistentvolume-attach-detach-controller,persistentvolumeclaim-protection-controller,persistentvolume-protection-controller,ephemeral-volume-controller,root-ca-certificate-publisher-controller,service-cidr-controller,node-lifecycle-controller,endpoints-controller,endpointslice-controller
+# the node lifecycle controller: it removes the not-ready taint the TaintNodesByCondition
+# admission plugin puts on a new node (without it no pod without that toleration is scheduled),
+# and the pod garbage collector (a deleted node's pods, docs/node-retirement.md step 6).
+# The node lifecycle controller's grace periods are long (test-only): the emulated node's status updates can come late.
+KCM_CONTROLLERS=serviceaccount-token-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,daemonset-controller,deployment-controller,replicaset-controller,job-controller,cronjob-controller,statefulset-controller,persistentvolume-binder-controller,persistentvolume-expander-controller,persistentvolume-attach-detach-controller,persistentvolumeclaim-protection-controller,persistentvolume-protection-controller,ephemeral-volume-controller,root-ca-certificate-publisher-controller,service-cidr-controller,node-lifecycle-controller,endpoints-controller,endpointslice-controller,pod-garbage-collector-controller
 KCM_NODE_GRACE=(--node-monitor-grace-period=300s --node-startup-grace-period=600s)
 
 # kubeconfig FILE SERVER: the admin token's kubeconfig for the API server at SERVER

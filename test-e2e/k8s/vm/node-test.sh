@@ -902,6 +902,102 @@ s_helm_uninstall() {
   vgremove -qq lvstamp && pvremove -qq "$DISK" || fail "vgremove lvstamp, pvremove $DISK"
 }
 
+# --- K8S_INSTALL=kustomize: retire the node as docs/node-retirement.md says, each step in its order ---
+# (after s_cleanup: the node's work is then a StatefulSet replica on its claim, reclaim policy
+# Delete, and a Retain PV whose claim is gone; the tier has no other node, so what the page sends
+# elsewhere stays Pending here)
+node_pvs() { lvstamp_pvs | awk -v n=$NODE '$5 == n'; }
+# the page's step 5 command: the node's driver pod, by field selector
+node_driver_pod() { kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node --field-selector spec.nodeName=$NODE -o jsonpath='{.items[0].metadata.name}' 2>/dev/null; }
+on_node() { kubectl -n $NS exec "$(node_driver_pod)" -c lvstamp-csi -- "$@"; }
+# node_capacities: the CSIStorageCapacity objects that carry the node's topology, one name a line
+node_capacities() {
+  kubectl -n $NS get csistoragecapacities -o jsonpath='{range .items[*]}{.metadata.name} {.nodeTopology.matchLabels}{"\n"}{end}' |
+    grep -F "\"topology.lvstamp.io/node\":\"$NODE\"" | cut -d' ' -f1
+}
+db_ready() { [ "$(jp statefulset/db '{.status.readyReplicas}')" = 1 ]; }
+gone() { ! kubectl get "$1" >/dev/null 2>&1; } # gone OBJECT
+s_retire_node() {
+  local keep_pv keep_vol db_pv db_vol out n caps
+  kubectl apply -f - <<STS || return 1
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: db}}
+  serviceName: db
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+$(pod_spec "[sh, -c, 'echo db > /data/who; sync; exec sleep 36000']" "volumeMounts: [{name: data, mountPath: /data}]" | sed 's/^/    /')
+  volumeClaimTemplates:
+    - metadata: {name: data}
+      spec:
+        accessModes: [ReadWriteOnce]
+        storageClassName: lvstamp-ext4
+        resources: {requests: {storage: 32Mi}}
+STS
+  pvc keep lvstamp-ext4 32Mi && pod app-keep keep && wait_running app-keep 900 || return 1
+  wait_for "StatefulSet db: 1/1 ready" 900 db_ready || { kubectl describe pod db-0 | tail -20; return 1; }
+  keep_vol=$(volume_of keep) keep_pv=$(jp pvc/keep '{.spec.volumeName}')
+  db_vol=$(volume_of data-db-0) db_pv=$(jp pvc/data-db-0 '{.spec.volumeName}')
+  kubectl patch pv "$keep_pv" -p '{"spec":{"persistentVolumeReclaimPolicy":"Retain"}}' &&
+    kubectl delete pod app-keep --wait=true --timeout=600s && kubectl delete pvc keep --wait=true --timeout=300s || return 1
+  wait_for "PV $keep_pv Released" 300 phase_is "pv/$keep_pv" Released || return 1
+  # step 1: the node's volumes (the page's listing with its node filter)
+  out=$(node_pvs)
+  log "step 1, the PVs of node $NODE: $(echo "$out" | tr '\n' ';')"
+  [ "$(echo "$out" | sort)" = "$(printf '%s\n' "$db_pv Bound default/data-db-0 $db_vol $NODE" "$keep_pv Released default/keep $keep_vol $NODE" | sort)" ] ||
+    fail "want the Bound PV $db_pv (default/data-db-0) and the Released PV $keep_pv (default/keep), got: $out" || return 1
+  # step 2: cordon; the driver keeps running
+  kubectl cordon $NODE || return 1
+  # step 4: drain; the StatefulSet's pod is evicted and stays Pending (no other node)
+  kubectl drain $NODE --ignore-daemonsets --delete-emptydir-data --timeout=600s || fail "kubectl drain" || return 1
+  wait_for "db-0 evicted and Pending (node cordoned)" 600 phase_is pod/db-0 Pending || return 1
+  wait_for "db-0's volume unstaged (no mount names $db_vol)" 600 sh -c "! grep -q '$db_vol' /proc/mounts" || return 1
+  [ -n "$(node_driver_pod)" ] || fail "the drain took the driver pod (it must stay until step 6)" || return 1
+  # the StatefulSet's claim: delete the claim, then the Pending pod; the driver deletes the volume
+  kubectl delete pvc data-db-0 --wait=false && kubectl delete pod db-0 --wait=true --timeout=300s || return 1
+  wait_for "PV $db_pv gone (the node's driver deleted volume $db_vol)" 600 gone "pv/$db_pv" || return 1
+  [ "$(lv_count "$db_vol")" = 0 ] || fail "LV of $db_vol left after its claim was deleted" || return 1
+  # the StatefulSet made a new pod and a new, empty claim: Pending here, as no node can take them
+  wait_for "a new claim data-db-0, Pending" 300 phase_is pvc/data-db-0 Pending || return 1
+  log "the new db-0: $(jp pod/db-0 '{.status.phase}'); $(events_of Pod db-0 | grep FailedScheduling | tail -1)"
+  kubectl delete statefulset db --wait=true --timeout=300s && kubectl delete pvc data-db-0 --wait=true --timeout=300s || return 1
+  out=$(node_pvs)
+  [ "$out" = "$keep_pv Released default/keep $keep_vol $NODE" ] || fail "after step 4 want only the Released PV $keep_pv, got: $out" || return 1
+  # step 5: what is left, with the CLI in the node's driver pod
+  out=$(on_node lvstamp list --vg lvstamp) || { echo "$out"; fail "lvstamp list in $(node_driver_pod)"; return 1; }
+  echo "$out"
+  echo "$out" | grep -q "$keep_vol" || fail "lvstamp list does not show the Retain PV's volume $keep_vol" || return 1
+  on_node lvstamp quarantine list --vg lvstamp || fail "lvstamp quarantine list" || return 1
+  kubectl delete pv "$keep_pv" --wait=true --timeout=300s || return 1
+  on_node lvstamp delete "$keep_pv" --vg lvstamp --wipe zero || fail "lvstamp delete $keep_pv" || return 1
+  on_node lvstamp quarantine purge --vg lvstamp --apply || fail "lvstamp quarantine purge --apply" || return 1
+  [ -z "$(node_pvs)" ] || fail "PVs of node $NODE left: $(node_pvs)" || return 1
+  [ "$(lv_count)" = 0 ] || fail "LVs left in VG lvstamp: $(lvs --noheadings -o lv_name lvstamp)" || return 1
+  # step 6: the node object; its driver pod (pod garbage collector), its CSINode (owner reference)
+  caps=$(node_capacities)
+  log "CSIStorageCapacity objects of node $NODE before its removal: $(echo "$caps" | tr '\n' ' ')"
+  [ -n "$caps" ] || fail "no CSIStorageCapacity carries the node's topology before its removal" || return 1
+  kubectl delete node $NODE --wait=true --timeout=300s || fail "kubectl delete node $NODE" || return 1
+  wait_for "the node's driver pod gone" 600 no_driver_pod || return 1
+  wait_for "CSINode $NODE gone" 300 gone "csinode/$NODE" || return 1
+  wait_for "the driver stopped: its registration socket gone from the node" 300 sh -c \
+    "! ls -A /var/lib/kubelet/plugins_registry | grep -q lvstamp" || return 1
+  [ -z "$(lvstamp_pvs | grep " $NODE\$")" ] || fail "a PV still names node $NODE: $(lvstamp_pvs)" || return 1
+  # the capacities stay (owned by the DaemonSet, not by the pod): the page deletes them by name
+  kubectl -n $NS get csistoragecapacities -o custom-columns=NAME:.metadata.name,CLASS:.storageClassName,NODE:.nodeTopology.matchLabels
+  n=$(node_capacities | wc -l)
+  log "CSIStorageCapacity objects of node $NODE after its removal: $n"
+  [ "$n" = 0 ] || kubectl -n $NS delete csistoragecapacities $(node_capacities) || return 1
+  [ -z "$(node_capacities)" ] || fail "CSIStorageCapacity objects of node $NODE left" || return 1
+  # step 7: on the machine, the volume group
+  [ "$(vgs --noheadings -o lv_count lvstamp | tr -d ' ')" = 0 ] || fail "VG lvstamp is not empty" || return 1
+  vgremove -qq lvstamp && pvremove -qq "$DISK" || fail "vgremove lvstamp, pvremove $DISK"
+}
+
 s_cleanup() {
   s_second_node_down || return 1
   kubectl delete pod --all --wait=true --timeout=600s && kubectl delete pvc --all --wait=true --timeout=300s || return 1
@@ -943,6 +1039,9 @@ check "unsatisfiable resize (more than the VG): the claim's NodeResizeError carr
 check "kubelet restarted while a pod uses a volume: the pod keeps running with its data, the volume stays mounted" s_kubelet_restart
 check "the driver's /healthz and metrics answer on the pod's ports, and through the monitoring Service with every documented family" s_probe_metrics
 check "cleanup: no LV, map or mount left on the node" s_cleanup
+if [ "$K8S_INSTALL" = kustomize ]; then
+  check "retire the node as docs/node-retirement.md says: its PVs listed, cordon, drain, the StatefulSet's claim deleted (the driver deletes its volume), a Retain PV's volume deleted with the CLI in the node's driver pod, the node deleted (its driver pod and CSINode go), its capacities deleted, the VG removed" s_retire_node
+fi
 if [ "$K8S_INSTALL" = helm ]; then
   check "uninstall as docs/uninstall.md says: a Retain PV's volume found and deleted with the CLI in the driver pod, helm uninstall, every object of the chart gone, the VG left empty, the namespace deleted" s_helm_uninstall
 fi
