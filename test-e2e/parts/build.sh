@@ -256,7 +256,7 @@ ensure() {
       exit 3
     fi
     mkdir -p "$CACHE"
-    # One Go build at a time on the machine (the lock of every part): each one keeps every core
+    # One Go build at a time for this cache (one lock for every part): each one keeps every core
     # busy already, and a build after another reuses the packages it compiled at the same
     # versions from GOCACHE (helm after kubernetes: the k8s.io libraries at v0.37.2), which two
     # builds at once cannot.
