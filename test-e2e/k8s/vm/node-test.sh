@@ -585,22 +585,22 @@ sts_scale() { # sts_scale N: scale the StatefulSet web and wait until exactly N 
 web_check() { # web_check I: pod web-I reads back its own name from its own claim
   [ "$(kubectl exec "web-$1" -- cat /data/who)" = "web-$1" ] || fail "web-$1 does not read its own name from data-web-$1"
 }
-s_statefulset() {
-  local i vols
-  kubectl apply -f - <<STS || return 1
+# sts_apply NAME REPLICAS COMMAND: applies a StatefulSet NAME (label app=NAME) of busybox pods that
+# run COMMAND (a YAML list) with their claim data-NAME-I (lvstamp-ext4, 32Mi) at /data
+sts_apply() {
+  kubectl apply -f - <<STS
 apiVersion: apps/v1
 kind: StatefulSet
-metadata: {name: web}
+metadata: {name: $1}
 spec:
-  replicas: 3
+  replicas: $2
   podManagementPolicy: Parallel
-  selector: {matchLabels: {app: web}}
-  serviceName: web
+  selector: {matchLabels: {app: $1}}
+  serviceName: $1
   template:
-    metadata: {labels: {app: web}}
+    metadata: {labels: {app: $1}}
     spec:
-$(pod_spec "[sh, -c, 'cat /data/who 2>/dev/null || hostname > /data/who; sync; exec sleep 36000']" \
-    "volumeMounts: [{name: data, mountPath: /data}]" | sed 's/^/    /')
+$(pod_spec "$3" "volumeMounts: [{name: data, mountPath: /data}]" | sed 's/^/    /')
   volumeClaimTemplates:
     - metadata: {name: data}
       spec:
@@ -608,6 +608,10 @@ $(pod_spec "[sh, -c, 'cat /data/who 2>/dev/null || hostname > /data/who; sync; e
         storageClassName: lvstamp-ext4
         resources: {requests: {storage: 32Mi}}
 STS
+}
+s_statefulset() {
+  local i vols
+  sts_apply web 3 "[sh, -c, 'cat /data/who 2>/dev/null || hostname > /data/who; sync; exec sleep 36000']" || return 1
   sts_scale 3 || return 1
   for i in 0 1 2; do web_check $i || return 1; done
   sts_scale 5 || return 1
@@ -919,25 +923,7 @@ db_ready() { [ "$(jp statefulset/db '{.status.readyReplicas}')" = 1 ]; }
 gone() { ! kubectl get "$1" >/dev/null 2>&1; } # gone OBJECT
 s_retire_node() {
   local keep_pv keep_vol db_pv db_vol out n caps
-  kubectl apply -f - <<STS || return 1
-apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: db}}
-  serviceName: db
-  template:
-    metadata: {labels: {app: db}}
-    spec:
-$(pod_spec "[sh, -c, 'echo db > /data/who; sync; exec sleep 36000']" "volumeMounts: [{name: data, mountPath: /data}]" | sed 's/^/    /')
-  volumeClaimTemplates:
-    - metadata: {name: data}
-      spec:
-        accessModes: [ReadWriteOnce]
-        storageClassName: lvstamp-ext4
-        resources: {requests: {storage: 32Mi}}
-STS
+  sts_apply db 1 "[sh, -c, 'echo db > /data/who; sync; exec sleep 36000']" || return 1
   pvc keep lvstamp-ext4 32Mi && pod app-keep keep && wait_running app-keep 900 || return 1
   wait_for "StatefulSet db: 1/1 ready" 900 db_ready || { kubectl describe pod db-0 | tail -20; return 1; }
   keep_vol=$(volume_of keep) keep_pv=$(jp pvc/keep '{.spec.volumeName}')
