@@ -223,10 +223,31 @@ describe('DataDeviceManager.list', () => {
       {
         argv: INFO,
         exitCode: 1,
-        stderr: 'Failure to communicate with kernel device-mapper driver.\n',
+        // not root: libdevmapper says "Failure to communicate" for this too, but the driver is there
+        stderr:
+          '/dev/mapper/control: open failed: Permission denied\n' +
+          'Failure to communicate with kernel device-mapper driver.\nCommand failed.\n',
       },
     ]);
     await expect(manager.list()).rejects.toThrow(CommandFailedError);
+  });
+
+  it('says in one line that the kernel has no device-mapper driver (docs/FACTS.md)', async () => {
+    // dmsetup's stderr on the development host, whose kernel has no device-mapper
+    const stderr =
+      '/dev/mapper/control: open failed: No such device\n' +
+      'Failure to communicate with kernel device-mapper driver.\n' +
+      'Check that device-mapper is available in the kernel.\n' +
+      'Incompatible libdevmapper 1.02.185 (2022-05-18) and kernel driver (unknown version).\n' +
+      'Command failed.\n';
+    const { manager } = setup([{ argv: INFO, exitCode: 1, stderr }]);
+    const error = await manager.list().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FailedPreconditionError);
+    expect((error as Error).message).toBe(
+      "this host's kernel has no device-mapper driver (dmsetup info: /dev/mapper/control: open failed: No such device); " +
+        'lvstamp volumes cannot be activated or listed with their data devices here: load the driver (modprobe dm_mod) or run lvstamp on a node that has it',
+    );
+    expect((error as Error).cause).toBeInstanceOf(CommandFailedError);
   });
 });
 

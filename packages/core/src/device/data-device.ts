@@ -12,6 +12,7 @@ import {
 import { blockDeviceNumber, formatDeviceNumber, sameDevice } from '../os/devnum.js';
 import { deviceUsersText } from '../os/holders.js';
 import { linearTablesOf, listDmMaps } from './dm-listing.js';
+import { withDriverCheck } from './no-driver.js';
 import { formatLinearTable, linearTableFor, parseLinearTable, sameTable } from './dm-tables.js';
 import { blockDevicePresent, sysfsMaps } from './sysfs.js';
 import type {
@@ -51,7 +52,8 @@ export interface DataDeviceManagerOptions {
  * removed with `--noudevsync` and nodes kept right with `dmsetup mknodes`.
  * A node is trusted only after its rdev matches the map's major:minor.
  * Commands that fail throw CommandFailedError / CommandTimeoutError from the
- * runner.
+ * runner, except on a kernel without the device-mapper driver:
+ * FailedPreconditionError saying so (withDriverCheck).
  */
 export class DataDeviceManager {
   readonly #runner: CommandRunner;
@@ -61,7 +63,7 @@ export class DataDeviceManager {
 
   constructor(options: DataDeviceManagerOptions) {
     this.#hostRoot = options.hostRoot;
-    this.#runner = options.runner;
+    this.#runner = withDriverCheck(options.runner);
     this.#naming = options.naming ?? DEFAULT_NAMING;
     this.#deviceNumberOf = options.deviceNumberOf ?? blockDeviceNumber;
   }

@@ -1,4 +1,5 @@
 import { open, unlink } from 'node:fs/promises';
+import { noDeviceMapperError } from '../device/no-driver.js';
 import {
   AlreadyExistsError,
   CommandFailedError,
@@ -177,11 +178,9 @@ export class VolumeGroupAdmin {
       await this.#runner.run(['dmsetup', 'version']);
     } catch (error) {
       if (!(error instanceof CommandFailedError)) throw error;
-      const said = error.stderr.split('\n').find((line) => line.trim() !== '') ?? '';
-      throw new FailedPreconditionError(
-        `this host's kernel has no device-mapper driver (dmsetup version: ${said.trim() || `exit ${error.exitCode}`}); ` +
-          'lvstamp volumes could not be activated here, so no volume group is created',
-        { cause: error },
+      throw noDeviceMapperError(
+        error,
+        'lvstamp volumes could not be activated here, so no volume group is created',
       );
     }
   }
