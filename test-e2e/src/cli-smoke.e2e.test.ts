@@ -82,4 +82,21 @@ describe('lvstamp CLI on a loop-backed volume group', () => {
       'lvstamp: volume group lvse2e-no-such-vg does not exist',
     );
   });
+
+  it.each([
+    ['list'],
+    ['list', '--quarantined'],
+    ['quarantine', 'inspect', 'pvc-x'],
+    ['quarantine', 'restore', 'pvc-x'],
+    ['quarantine', 'purge', '--apply'],
+    ['gc', '--apply', '--allow-empty-live-set'],
+  ])(
+    '%s --vg of a group lvm does not see: exit 1, one line, nothing listed or changed',
+    async (...argv) => {
+      const result = await runCli(['--json', ...argv, '--vg', 'lvse2e-no-such-vg']);
+      expect(result.exitCode).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toBe('lvstamp: volume group lvse2e-no-such-vg does not exist');
+    },
+  );
 });

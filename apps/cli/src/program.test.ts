@@ -12,6 +12,7 @@ import {
 import { describe, expect, it, vi } from 'vitest';
 import { parseLiveSet, parseSnapshotLiveSet } from './commands/gc.js';
 import { FORCE_UNOWNED_SKIPS } from './commands/volume.js';
+import { buildProgram, type CliDeps } from './program.js';
 import type { CliServices } from './services.js';
 import { emptyGcPlanAnswer, harness } from './testing/harness.js';
 
@@ -24,7 +25,7 @@ describe('--owner-id', () => {
     const h = harness({ volumes: { list } as unknown as CliServices['volumes'] });
     expect(await h.run('--owner-id', 'not-hex', 'list', '--vg', 'vg0')).toBe(2);
     expect(h.stderr()).toBe(
-      `error: option '--owner-id <hex>' argument 'not-hex' is invalid. owner ID must be 32 hex digits, got "not-hex"\n`,
+      `lvstamp: option '--owner-id <hex>' argument 'not-hex' is invalid. owner ID must be 32 hex digits, got "not-hex"\n`,
     );
     expect(h.built).toEqual([]);
     expect(list).not.toHaveBeenCalled();
@@ -541,4 +542,49 @@ describe('inspect names the header version it read', () => {
       expect(h.stdout()).not.toContain(absent);
     },
   );
+});
+
+describe('usage errors and help, in one style', () => {
+  it.each([
+    [['--json', 'list', '--bogus'], "lvstamp: unknown option '--bogus'\n"],
+    [['lsit'], "lvstamp: unknown command 'lsit'\n(Did you mean list?)\n"],
+    [['quarantine', 'restore'], "lvstamp: missing required argument 'ref'\n"],
+  ])(
+    '%j: exit 2, "lvstamp: ..." on stderr, nothing on stdout (even with --json)',
+    async (argv, said) => {
+      const h = harness();
+      expect(await h.run(...argv)).toBe(2);
+      expect(h.stdout()).toBe('');
+      expect(h.stderr()).toBe(said);
+      expect(h.built).toEqual([]);
+    },
+  );
+
+  it('no option of any command states its default twice', () => {
+    const deps = { io: { stdout: { write: () => true }, stderr: { write: () => true } } };
+    const program = buildProgram({ ...deps, env: {}, version: 'test' } as unknown as CliDeps);
+    const doubled: string[] = [];
+    const walk = (command: typeof program, path: string) => {
+      // one chunk per option or argument entry of the help text
+      for (const entry of command.helpInformation().split(/\n(?= {2}\S)/)) {
+        if ((entry.match(/\(default:/g) ?? []).length > 1) doubled.push(`${path}: ${entry.trim()}`);
+      }
+      for (const sub of command.commands) walk(sub, `${path} ${sub.name()}`);
+    };
+    walk(program, 'lvstamp');
+    expect(doubled).toEqual([]);
+    const help = (...path: string[]) => {
+      let command = program;
+      for (const name of path) {
+        const sub = command.commands.find((c) => c.name() === name);
+        if (sub === undefined) throw new Error(`no command ${path.join(' ')}`);
+        command = sub;
+      }
+      return command.helpInformation().replace(/\s+/g, ' ');
+    };
+    expect(help('quarantine', 'purge')).toContain(
+      '--apply remove them (default: print the plan only)',
+    );
+    expect(help('gc')).toContain('--apply carry out the plan (default: print it only)');
+  });
 });

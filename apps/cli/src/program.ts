@@ -38,7 +38,12 @@ export function buildProgram(deps: CliDeps): Command {
         .env('LVSTAMP_LOCK_FILE')
         .default(DEFAULT_HOST_LOCK_PATH),
     )
-    .option('--json', 'print machine-readable JSON instead of tables', false)
+    .addOption(
+      new Option(
+        '--json',
+        'print machine-readable JSON on stdout instead of tables; errors stay one line on stderr',
+      ).default(false, 'tables'),
+    )
     .addHelpText(
       'after',
       `\n${SIZE_HELP}\nDurations: ${DURATION_SYNTAX}.\nExit codes: 0 ok, 1 failed, 2 bad usage (an ambiguous name included: name its volume group).`,
@@ -48,8 +53,10 @@ export function buildProgram(deps: CliDeps): Command {
     .configureOutput({
       writeOut: (text) => deps.io.stdout.write(text),
       writeErr: (text) => deps.io.stderr.write(text),
+      // commander's own parse errors ("error: unknown option ...") in the one style of every
+      // other failure: "lvstamp: <message>" on one line, exit 2 (runCli)
       outputError: (text, write) => {
-        write(text);
+        write(text.replace(/^error: /, 'lvstamp: '));
       },
     });
 

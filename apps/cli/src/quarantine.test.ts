@@ -593,3 +593,50 @@ describe('volume commands on an ID held in quarantine', () => {
     expect(h.stdout()).toBe('pvc-1234 did not exist (nothing to do)\n');
   });
 });
+
+describe('a --vg that names no volume group is an error, never an empty answer', () => {
+  const missing = vi.fn((vgNames: readonly string[]) =>
+    Promise.reject(new NotFoundError(`volume group ${vgNames.join(', ')} does not exist`)),
+  );
+  /** Services whose every look-up would answer "nothing": only the group check may refuse. */
+  const setup = () => {
+    const calls = {
+      list: vi.fn(() => Promise.resolve({ quarantined: [], unusableGroups: [] })),
+      inspect: vi.fn(),
+      restore: vi.fn(),
+      planPurge: vi.fn(emptyGcPlanAnswer),
+      plan: vi.fn(emptyGcPlanAnswer),
+      apply: vi.fn(),
+      volumesList: vi.fn(() => Promise.resolve([])),
+    };
+    const h = harness({
+      volumes: {
+        discoverVolumeGroups: () => Promise.resolve(['vg0']),
+        requireVolumeGroups: missing,
+        list: calls.volumesList,
+      } as unknown as CliServices['volumes'],
+      quarantine: calls as unknown as CliServices['quarantine'],
+      gc: calls as unknown as CliServices['gc'],
+    });
+    return { h, calls };
+  };
+
+  it.each([
+    ['list --quarantined', ['list', '--quarantined', '--vg', 'nosuchvg']],
+    ['quarantine list', ['quarantine', 'list', '--vg', 'nosuchvg']],
+    ['quarantine inspect', ['quarantine', 'inspect', 'pvc-1234', '--vg', 'nosuchvg']],
+    ['quarantine restore', ['quarantine', 'restore', 'pvc-1234', '--vg', 'nosuchvg']],
+    ['quarantine purge --apply', ['quarantine', 'purge', '--apply', '--vg', 'nosuchvg']],
+    ['gc --apply', ['gc', '--apply', '--allow-empty-live-set', '--vg', 'nosuchvg']],
+    ['list', ['list', '--vg', 'nosuchvg']],
+    ['--json list', ['--json', 'list', '--vg', 'nosuchvg']],
+  ])('%s: exit 1 with one line, before any look-up or change', async (_name, argv) => {
+    const { h, calls } = setup();
+    missing.mockClear();
+    expect(await h.run(...argv)).toBe(1);
+    expect(missing).toHaveBeenCalledWith(['nosuchvg']);
+    expect(h.stdout()).toBe('');
+    expect(h.stderr()).toBe('lvstamp: volume group nosuchvg does not exist\n');
+    for (const call of Object.values(calls)) expect(call).not.toHaveBeenCalled();
+  });
+});

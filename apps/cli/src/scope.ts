@@ -11,16 +11,19 @@ export interface CommandScope {
 }
 
 /**
- * The volume groups a command looks in: the one named with `--vg`, else those
+ * The volume groups a command looks in: the one named with `--vg`, which
+ * must exist (VolumeService.requireVolumeGroups, one `vgs`), else those
  * tagged `lvstamp` or holding lvstamp-tagged LVs (one `vgs` and one `lvs`).
  * Says which on stderr, so that stdout stays parseable; `--json` output
  * carries them as `volumeGroups`. Never every volume group on the node.
+ * @throws NotFoundError when the `--vg` group does not exist.
  */
 export async function commandScope(
   io: Io,
-  volumes: Pick<CliServices['volumes'], 'discoverVolumeGroups'>,
+  volumes: Pick<CliServices['volumes'], 'discoverVolumeGroups' | 'requireVolumeGroups'>,
   vg: string | undefined,
 ): Promise<CommandScope> {
+  if (vg !== undefined) await volumes.requireVolumeGroups([vg]);
   const scope: CommandScope =
     vg === undefined
       ? { vgNames: await volumes.discoverVolumeGroups(), source: 'discovered' }

@@ -30,6 +30,7 @@ export interface CliServices {
     | 'delete'
     | 'defaultVolumeGroup'
     | 'discoverVolumeGroups'
+    | 'requireVolumeGroups'
     | 'findVolume'
   >;
   readonly snapshots: Pick<

@@ -17,7 +17,7 @@ import {
   type GcPlan,
   type WipePolicy,
 } from '@lvstamp/core';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { wipeOption } from './wipe-option.js';
 import { progress, writeJson, type Io } from '../output.js';
 import type { CommandContext } from '../context.js';
@@ -51,7 +51,7 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
     )
     .option('--min-age <duration>', 'grace period: keep volumes younger than this', '1h')
     .option('--max-delete <n>', 'remove at most N devices in this run', '10')
-    .option('--apply', 'carry out the plan (default: print it only)', false)
+    .addOption(new Option('--apply', 'carry out the plan').default(false, 'print it only'))
     .option(
       '--quarantine <duration>',
       'quarantine orphans this long before removal (0: remove at once, as before quarantine existed)',
@@ -99,6 +99,7 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
         opts.liveSnapshots === undefined
           ? undefined
           : await readLiveSet(ctx, opts.liveSnapshots, 'snapshot');
+      if (opts.vg !== undefined) await ctx.services().volumes.requireVolumeGroups([opts.vg]);
       const gc = ctx.services().gc;
       progress(io, 'taking inventory of volumes and data devices');
       const { plan, vgNames, activated } = await gc.plan({

@@ -201,7 +201,7 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
     )
     .option('--older-than <duration>', 'only those quarantined at least this long ago', '0s')
     .addOption(wipeOption('before removing a thick quarantined volume'))
-    .option('--apply', 'remove them (default: print the plan only)', false)
+    .addOption(new Option('--apply', 'remove them').default(false, 'print the plan only'))
     .option('--vg <vg>', VG_HELP)
     .addHelpText(
       'after',
@@ -219,6 +219,7 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
         opts: { olderThan: string; wipe: WipePolicy; apply: boolean; vg?: string },
       ) => {
         const olderThanMs = parseDuration(opts.olderThan);
+        if (opts.vg !== undefined) await ctx.services().volumes.requireVolumeGroups([opts.vg]);
         const gc = ctx.services().gc;
         const { plan, vgNames } = await gc.planPurge({
           ownerId: ctx.globals().ownerId,

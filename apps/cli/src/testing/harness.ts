@@ -21,7 +21,9 @@ export function harness(
     env,
     services: (options) => {
       built.push(options);
-      return services as CliServices;
+      // every group a test names with --vg exists unless the test says otherwise
+      const volumes = { requireVolumeGroups: () => Promise.resolve(), ...services.volumes };
+      return { ...services, volumes } as CliServices;
     },
     readText: readText ?? (() => Promise.reject(new Error('ENOENT: no such file'))),
     now: () => 1_700_000_000_000,

@@ -86,6 +86,20 @@ export class VolumeGroups {
   }
 
   /**
+   * The names of `vgNames` that name no volume group lvm sees, shared
+   * groups counted as seen (one `vgs --shared -S`, whatever their state).
+   * @throws InvalidArgumentError for a name lvm cannot hold; as list.
+   */
+  async missing(vgNames: readonly string[]): Promise<string[]> {
+    for (const name of vgNames) validateVgName(name);
+    const names = [...new Set(vgNames)];
+    if (names.length === 0) return [];
+    const listed = await this.#vgs(vgSelection(names), ['--shared']);
+    const seen = new Set(listed.map((g) => g.name));
+    return names.filter((name) => !seen.has(name));
+  }
+
+  /**
    * The group named `vgName`, or null when the selection is empty.
    * @throws InvalidArgumentError, FailedPreconditionError when lvm lists two
    *   groups of that name; as list.
@@ -266,8 +280,8 @@ export class VolumeGroups {
     await this.#lvm.change(`vgremove ${vgName}`, ['vgremove', '--yes', vgName]);
   }
 
-  async #vgs(selection: string | null): Promise<VolumeGroup[]> {
-    const argv = ['vgs', ...REPORT_OPTIONS, '-o', VG_REPORT_FIELDS.join(',')];
+  async #vgs(selection: string | null, extra: readonly string[] = []): Promise<VolumeGroup[]> {
+    const argv = ['vgs', ...extra, ...REPORT_OPTIONS, '-o', VG_REPORT_FIELDS.join(',')];
     if (selection !== null) argv.push('-S', selection);
     const result = await this.#lvm.report(argv);
     return parseVgsReport(result.stdout, result.argv);

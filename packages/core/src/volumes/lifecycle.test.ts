@@ -747,6 +747,44 @@ describe('VolumeService: volume groups', () => {
   });
 });
 
+describe('VolumeService.requireVolumeGroups: a named group must exist', () => {
+  const sharedScope = (vgNames: readonly string[], file: string): ReplayStep => ({
+    argv: ['vgs', '--shared', ...VGS.slice(1), '-S', inScope(vgNames)],
+    stdoutFile: `lvm/${file}`,
+  });
+
+  it('asks one `vgs --shared` and names the group lvm does not list', async () => {
+    const { runner, manager } = setup([sharedScope(['vg0', 'nope'], 'vgs-one.json')]);
+    await expect(manager.requireVolumeGroups(['vg0', 'nope', 'vg0'])).rejects.toThrow(
+      new NotFoundError('volume group nope does not exist'),
+    );
+    runner.assertDone();
+  });
+
+  it('names every missing group at once', async () => {
+    const { runner, manager } = setup([sharedScope(['a', 'b'], 'vgs-empty.json')]);
+    await expect(manager.requireVolumeGroups(['a', 'b'])).rejects.toThrow(
+      new NotFoundError('volume groups a, b do not exist'),
+    );
+    runner.assertDone();
+  });
+
+  it('passes when lvm lists each', async () => {
+    const { runner, manager } = setup([sharedScope(SCOPE_VGS, 'vgs-two.json')]);
+    await manager.requireVolumeGroups(SCOPE_VGS);
+    runner.assertDone();
+  });
+
+  it('refuses a name lvm cannot hold, and runs nothing for no name', async () => {
+    const { runner, manager } = setup([]);
+    await expect(manager.requireVolumeGroups(['vg 0'])).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
+    await manager.requireVolumeGroups([]);
+    expect(runner.calls).toEqual([]);
+  });
+});
+
 describe('VolumeService: listing and look-up', () => {
   it('lists volumes of one VG, finished and in-progress, each with the capacity its header records', async () => {
     const { runner, manager, headerIo } = setup([scopeStep(), listStep('lvs-del-both.json')]);

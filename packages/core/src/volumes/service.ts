@@ -7,6 +7,7 @@
  */
 import type { PvStack } from '../device/stack.js';
 import type { DataDevice } from '../device/types.js';
+import { NotFoundError } from '../errors.js';
 import type { LogicalVolume, VolumeGroup } from '../lvm/types.js';
 import { validateVgName } from '../lvm/volume-groups.js';
 import type { ThinProvisioning } from '../provisioning.js';
@@ -84,6 +85,20 @@ export class VolumeService {
   /** VolumeGroupQueries.discover: the groups looked in when none is named. */
   discoverVolumeGroups(): Promise<string[]> {
     return this.#groups.discover();
+  }
+
+  /**
+   * Checks that every group a person named exists (VolumeGroups.missing),
+   * before a command looks in them: a misspelt `--vg` is an error, never
+   * an empty listing.
+   * @throws NotFoundError naming the missing groups; as VolumeGroups.missing.
+   */
+  async requireVolumeGroups(vgNames: readonly string[]): Promise<void> {
+    const missing = await this.#p.lvm.volumeGroups.missing(vgNames);
+    if (missing.length === 1) throw new NotFoundError(`volume group ${missing[0]} does not exist`);
+    if (missing.length > 1) {
+      throw new NotFoundError(`volume groups ${missing.join(', ')} do not exist`);
+    }
   }
 
   /** VolumeGroupQueries.nested: groups nested in a volume → why. */
