@@ -7,13 +7,17 @@ import type { Io } from '../output.js';
 import type { CommandContext } from '../context.js';
 import { formatBytes, formatCapacity } from '../quantity.js';
 import type { CliServices } from '../services.js';
+import { isoTime } from './quarantine-list.js';
 
 const MiB = 1024 * 1024;
 const GRACE_MS = 3_000;
+/** The quarantine window of `lvstamp gc` and the CronJob by default (DESIGN.md §6 "Quarantine"). */
+const QUARANTINE_MS = 7 * 86_400_000;
 
 /**
  * `lvstamp demo`: the whole life cycle on a throw-away loop-backed volume
- * group: create, stamp, attach, format, mount, grow, garbage-collect, delete.
+ * group: create, stamp, attach, format, mount, grow, garbage-collect (the
+ * leak quarantined, then purged), delete.
  */
 export function registerDemoCommand(program: Command, ctx: CommandContext): void {
   program
@@ -158,6 +162,7 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
     });
 
     const liveSet = new Set([a.volume.volumeId]);
+    const bId = b.volume.volumeId;
     const bCreatedAt = b.header.status === 'ok' ? b.header.header.createdAtMs : opts.now();
     const wait = Math.max(0, GRACE_MS - (opts.now() - bCreatedAt));
     await step(
@@ -171,11 +176,20 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
     );
 
     for (const apply of [false, true]) {
-      await step(`gc ${apply ? '--apply' : '(dry run)'} with live set {pvc-demo-a}`, async () => {
+      const title = apply
+        ? `gc --apply with live set {pvc-demo-a}: quarantine, ${formatDuration(QUARANTINE_MS)} (lvstamp gc's default)`
+        : 'gc (dry run) with live set {pvc-demo-a}';
+      await step(title, async () => {
         const { plan } = await s.gc.plan({
           liveSet,
           allowEmptyLiveSet: false,
-          policy: { ownerId: opts.ownerId, minAgeMs: GRACE_MS, maxDeletions: 10, dryRun: !apply },
+          policy: {
+            ownerId: opts.ownerId,
+            minAgeMs: GRACE_MS,
+            maxDeletions: 10,
+            quarantineMs: QUARANTINE_MS,
+            dryRun: !apply,
+          },
           nowMs: opts.now(),
           vgNames: scope.vgNames,
         });
@@ -184,19 +198,56 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
           const outcomes = await s.gc.apply(plan);
           for (const o of outcomes)
             say(`${o.entry.device}: ${o.outcome}${o.detail ? `: ${o.detail}` : ''}`);
-          if (
-            !outcomes.some(
-              (o) =>
-                o.outcome === 'removed' &&
-                o.entry.target === 'volume' &&
-                o.entry.volumeId === b.volume.volumeId,
-            )
-          ) {
-            throw new ReportedFailure('gc did not remove the leaked volume pvc-demo-b');
+          const quarantinedB = outcomes.some(
+            (o) =>
+              o.outcome === 'quarantined' &&
+              o.entry.target === 'volume' &&
+              o.entry.volumeId === bId,
+          );
+          if (!quarantinedB) {
+            throw new ReportedFailure('gc did not quarantine the leaked volume pvc-demo-b');
           }
         }
       });
     }
+    await step('list --quarantined: the leak, put aside with its data', async () => {
+      const { quarantined } = await s.quarantine.list({
+        vgNames: scope.vgNames,
+        ownerId: opts.ownerId,
+      });
+      for (const q of quarantined) {
+        say(
+          `${q.vgName}/${q.lvName}: ${q.kind} ${q.id}, ${formatBytes(q.sizeBytes)}, ` +
+            `quarantined ${q.quarantinedAtMs === null ? '(no time tag)' : isoTime(q.quarantinedAtMs)}`,
+        );
+      }
+      say(
+        `until ${formatDuration(QUARANTINE_MS)} have passed, "lvstamp quarantine restore pvc-demo-b" gives it back;\n` +
+          'a later gc run removes it after that; the demo purges it now',
+      );
+    });
+    await step('quarantine purge --apply: remove it now, under the same two checks', async () => {
+      const { plan } = await s.gc.planPurge({
+        ownerId: opts.ownerId,
+        olderThanMs: 0,
+        nowMs: opts.now(),
+        dryRun: false,
+        vgNames: scope.vgNames,
+      });
+      const outcomes = await s.gc.apply(plan);
+      for (const o of outcomes)
+        say(`${o.entry.device}: ${o.outcome}${o.detail ? `: ${o.detail}` : ''}`);
+      const removedB = outcomes.some(
+        (o) =>
+          o.outcome === 'removed' &&
+          o.entry.target === 'quarantined' &&
+          o.entry.kind === 'volume' &&
+          o.entry.id === bId,
+      );
+      if (!removedB) {
+        throw new ReportedFailure('quarantine purge did not remove pvc-demo-b');
+      }
+    });
     const remaining = await s.volumes.list(scope);
     say(`volumes left: ${remaining.map((v) => v.name ?? v.volume.lvName).join(', ')}`);
   } catch (error) {
