@@ -83,16 +83,18 @@ describe('lvstamp CLI on a loop-backed volume group', () => {
     );
   });
 
-  it.each([
-    ['list'],
-    ['list', '--quarantined'],
-    ['quarantine', 'inspect', 'pvc-x'],
-    ['quarantine', 'restore', 'pvc-x'],
-    ['quarantine', 'purge', '--apply'],
-    ['gc', '--apply', '--allow-empty-live-set'],
-  ])(
+  it.each(
+    [
+      ['list'],
+      ['list', '--quarantined'],
+      ['quarantine', 'inspect', 'pvc-x'],
+      ['quarantine', 'restore', 'pvc-x'],
+      ['quarantine', 'purge', '--apply'],
+      ['gc', '--apply', '--allow-empty-live-set'],
+    ].map((argv) => [argv.join(' '), argv]),
+  )(
     '%s --vg of a group lvm does not see: exit 1, one line, nothing listed or changed',
-    async (...argv) => {
+    async (_title, argv) => {
       const result = await runCli(['--json', ...argv, '--vg', 'lvse2e-no-such-vg']);
       expect(result.exitCode).toBe(1);
       expect(result.stdout).toBe('');
