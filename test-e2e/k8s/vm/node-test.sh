@@ -51,6 +51,7 @@ CONTAINERS='lvstamp-csi csi-provisioner csi-resizer csi-snapshotter'
 READY='true true true true'
 driver_ready() { [ "$(kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].status.containerStatuses[*].ready}')" = "$READY" ]; }
 driver_pod() { kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].metadata.name}' 2>/dev/null; }
+csinode_lists_driver() { kubectl get csinode $NODE -o jsonpath='{.spec.drivers[*].name}' 2>/dev/null | grep -qw lvstamp.io; }
 lv_count() { lvs --noheadings -o lv_name lvstamp 2>/dev/null | grep -c "${1:-.}"; }
 volume_of() { jp "pv/$(jp "pvc/$1" '{.spec.volumeName}')" '{.spec.csi.volumeHandle}'; }
 
@@ -206,8 +207,7 @@ s_deploy() {
     { kubectl -n kube-system describe pods -l app=snapshot-controller | tail -30; kubectl -n kube-system logs deployment/snapshot-controller --tail=20; return 1; }
   kubectl -n kube-system logs deployment/snapshot-controller | grep -m1 -i 'distributed' ||
     log "  (the snapshot-controller's log does not name distributed snapshotting)"
-  wait_for "CSINode $NODE lists lvstamp.io (the driver's registration socket -> kubelet -> NodeGetInfo)" 300 sh -c \
-    "kubectl get csinode $NODE -o jsonpath='{.spec.drivers[*].name}' | grep -qw lvstamp.io" ||
+  wait_for "CSINode $NODE lists lvstamp.io (the driver's registration socket -> kubelet -> NodeGetInfo)" 300 csinode_lists_driver ||
     { tails_driver; grep -i 'plugin\|csi' "$LOGS/kubelet.log" | tail -20; return 1; }
   log "CSINode: $(kubectl get csinode $NODE -o jsonpath='{.spec.drivers[0]}')"
   no_restarts
@@ -990,7 +990,6 @@ s_retire_node() {
 # the owner ID, read and deleted with the CLI; then the node comes back for the scenarios after it ---
 no_task_running() { ! ctr -n k8s.io tasks ls 2>/dev/null | awk '$3 == "RUNNING"' | grep -q .; }
 pv_finalizers_are() { [ "$(jp "pv/$1" '{.metadata.finalizers}')" = "$2" ]; } # pv_finalizers_are PV JSON
-csinode_lists_driver() { kubectl get csinode $NODE -o jsonpath='{.spec.drivers[*].name}' 2>/dev/null | grep -qw lvstamp.io; }
 # node_dies: the kubelet and every container stop, as on a machine that died (the disk stays)
 node_dies() {
   local cid
