@@ -51,6 +51,7 @@ CONTAINERS='lvstamp-csi csi-provisioner csi-resizer csi-snapshotter'
 READY='true true true true'
 driver_ready() { [ "$(kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].status.containerStatuses[*].ready}')" = "$READY" ]; }
 driver_pod() { kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[0].metadata.name}' 2>/dev/null; }
+csinode_lists_driver() { kubectl get csinode $NODE -o jsonpath='{.spec.drivers[*].name}' 2>/dev/null | grep -qw lvstamp.io; }
 lv_count() { lvs --noheadings -o lv_name lvstamp 2>/dev/null | grep -c "${1:-.}"; }
 volume_of() { jp "pv/$(jp "pvc/$1" '{.spec.volumeName}')" '{.spec.csi.volumeHandle}'; }
 
@@ -206,8 +207,7 @@ s_deploy() {
     { kubectl -n kube-system describe pods -l app=snapshot-controller | tail -30; kubectl -n kube-system logs deployment/snapshot-controller --tail=20; return 1; }
   kubectl -n kube-system logs deployment/snapshot-controller | grep -m1 -i 'distributed' ||
     log "  (the snapshot-controller's log does not name distributed snapshotting)"
-  wait_for "CSINode $NODE lists lvstamp.io (the driver's registration socket -> kubelet -> NodeGetInfo)" 300 sh -c \
-    "kubectl get csinode $NODE -o jsonpath='{.spec.drivers[*].name}' | grep -qw lvstamp.io" ||
+  wait_for "CSINode $NODE lists lvstamp.io (the driver's registration socket -> kubelet -> NodeGetInfo)" 300 csinode_lists_driver ||
     { tails_driver; grep -i 'plugin\|csi' "$LOGS/kubelet.log" | tail -20; return 1; }
   log "CSINode: $(kubectl get csinode $NODE -o jsonpath='{.spec.drivers[0]}')"
   no_restarts
@@ -984,6 +984,90 @@ s_retire_node() {
   vgremove -qq lvstamp && pvremove -qq "$DISK" || fail "vgremove lvstamp, pvremove $DISK"
 }
 
+# --- a node that is already gone (docs/node-retirement.md "A node that is already gone"): the
+# node's machine dies with a claim's pod on it and its node object is deleted; the claim deleted
+# leaves its PV Released, removed by hand; on the machine the volume is still an lvstamp volume of
+# the owner ID, read and deleted with the CLI; then the node comes back for the scenarios after it ---
+no_task_running() { ! ctr -n k8s.io tasks ls 2>/dev/null | awk '$3 == "RUNNING"' | grep -q .; }
+pv_finalizers_are() { [ "$(jp "pv/$1" '{.metadata.finalizers}')" = "$2" ]; } # pv_finalizers_are PV JSON
+# node_dies: the kubelet and every container stop, as on a machine that died (the disk stays)
+node_dies() {
+  local cid
+  kill "$(cat $STATE/kubelet.pid)" || return 1
+  wait_for "kubelet stopped" 120 sh -c "! kill -0 $(cat $STATE/kubelet.pid)" || return 1
+  for cid in $(ctr -n k8s.io tasks ls -q); do ctr -n k8s.io tasks kill -s KILL "$cid" >/dev/null 2>&1; done
+  wait_for "every container of the node stopped" 120 no_task_running
+}
+# node_back: the kubelet started again registers the node again; the DaemonSet's driver pod
+# runs there and registers with the kubelet
+node_back() {
+  mv "$LOGS/kubelet.log" "$LOGS/kubelet-until-gone.log"
+  kubelet_start
+  wait_for "node $NODE registered again and Ready" 600 node_ready || { tails kubelet; return 1; }
+  wait_for "the DaemonSet's new driver pod with 4/4 containers ready" 900 driver_ready || return 1
+  wait_for "CSINode $NODE lists lvstamp.io again" 300 csinode_lists_driver
+}
+s_node_gone() {
+  local vol pv mark rc
+  mark="still-here-$(date +%s)"
+  # the earlier scenarios' pods first: the node dies with this scenario's pod only
+  kubectl delete pod --all --wait=true --timeout=600s || return 1
+  pvc gone lvstamp-ext4 32Mi && pod app-gone gone && wait_running app-gone 900 || return 1
+  kubectl exec app-gone -- sh -c "echo $mark > /data/marker && sync" || fail "write in app-gone" || return 1
+  vol=$(volume_of gone) pv=$(jp pvc/gone '{.spec.volumeName}')
+  log "PV $pv (volume $vol) Bound: finalizers $(jp "pv/$pv" '{.metadata.finalizers}')"
+  node_dies || return 1
+  node_gone_steps "$pv" "$vol" "$mark"
+  rc=$?
+  node_back && [ $rc = 0 ] || return 1
+  # nothing of the volume came back with the node: no PV, LV, map or mount
+  no_pv_of "$vol" && [ "$(lv_count "$vol")" = 0 ] && ! dmsetup ls | grep -q "$vol" && ! mounted_vol "$vol" ||
+    fail "something of volume $vol is back with the node: $(lvs_names | tr '\n' ' '); $(dmsetup ls | tr '\n' ' ')"
+}
+node_gone_steps() { # node_gone_steps PV VOLUME MARK: the page's section, the node dead
+  local pv=$1 vol=$2 mark=$3 out dev dir m
+  # a cloud's node controller deletes the node object; the pod garbage collector its pods
+  kubectl delete node $NODE --wait=true --timeout=300s || return 1
+  wait_for "pod app-gone deleted (pod garbage collector)" 600 gone pod/app-gone || return 1
+  wait_for "the node's driver pod deleted" 600 no_driver_pod || return 1
+  wait_for "CSINode $NODE gone" 300 gone "csinode/$NODE" || return 1
+  # the claim deleted: its PV Released, and nothing deletes it (no provisioner of that node)
+  kubectl delete pvc gone --wait=true --timeout=300s || return 1
+  wait_for "PV $pv Released" 300 phase_is "pv/$pv" Released || return 1
+  sleep 20
+  log "PV $pv 20 s later: $(jp "pv/$pv" '{.status.phase}'), finalizers $(jp "pv/$pv" '{.metadata.finalizers}');" \
+    "its events: $(events_of PersistentVolume "$pv" | tr '\n' ';')"
+  phase_is "pv/$pv" Released || fail "PV $pv did not stay Released" || return 1
+  # the page's removal: kubectl delete pv waits on the provisioner's finalizer, which only the
+  # node's provisioner removes; the finalizer patched away, the PV goes
+  ! kubectl delete pv "$pv" --timeout=30s || fail "kubectl delete pv $pv returned: nothing held the PV" || return 1
+  wait_for "PV $pv held by the provisioner's finalizer only" 120 pv_finalizers_are "$pv" \
+    '["external-provisioner.volume.kubernetes.io/finalizer"]' ||
+    fail "PV $pv: finalizers $(jp "pv/$pv" '{.metadata.finalizers}'), deletionTimestamp $(jp "pv/$pv" '{.metadata.deletionTimestamp}')" || return 1
+  kubectl patch pv "$pv" --type=merge -p '{"metadata":{"finalizers":null}}' || return 1
+  wait_for "PV $pv gone" 120 gone "pv/$pv" || return 1
+  # on the machine, what one that died holds when it boots without its kubelet: the LV, nothing
+  # mounted, no data device (the tier's node is the same machine: the dead kubelet's mounts of
+  # the volume are unmounted and its data device removed first)
+  awk -v v="$vol" 'index($1, v) {print $2}' /proc/mounts | sort -ru | xargs -r umount || return 1
+  ! mounted_vol "$vol" || fail "mounts of $vol left: $(grep "$vol" /proc/mounts)" || return 1
+  lvstamp_cli detach "$pv" --vg lvstamp || return 1
+  out=$(lvstamp_cli list --vg lvstamp) || { echo "$out"; fail "lvstamp list"; return 1; }
+  echo "$out"
+  [ "$(echo "$out" | awk -v id="$vol" '$2 == id {print $1, $(NF - 2), $(NF - 1), $NF}')" = "$pv ok - -" ] ||
+    fail "lvstamp list does not show $pv (volume $vol) with a valid header, no data device, not mounted" || return 1
+  dev=$(lvstamp_cli attach "$pv" --vg lvstamp) || fail "lvstamp attach $pv" || return 1
+  [ "$dev" = "/dev/mapper/lvstamp-$vol" ] || fail "lvstamp attach printed '$dev'" || return 1
+  dir=$(mktemp -d) && mount -o ro "$dev" "$dir" || fail "mount -o ro $dev" || return 1
+  m=$(cat "$dir/marker")
+  umount "$dir" && rmdir "$dir" || return 1
+  [ "$m" = "$mark" ] || fail "$dev reads '$m', want what app-gone wrote: $mark" || return 1
+  log "$dev (lvstamp attach $pv) mounted read-only reads what app-gone wrote"
+  lvstamp_cli detach "$pv" --vg lvstamp && lvstamp_cli delete "$pv" --vg lvstamp --wipe zero || fail "lvstamp detach, delete $pv" || return 1
+  [ "$(lv_count "$vol")" = 0 ] || fail "an LV of $vol is left: $(lvs_names | tr '\n' ' ')" || return 1
+  ! dmsetup ls | grep -q "$vol" || fail "a device-mapper map of $vol is left: $(dmsetup ls)"
+}
+
 s_cleanup() {
   s_second_node_down || return 1
   kubectl delete pod --all --wait=true --timeout=600s && kubectl delete pvc --all --wait=true --timeout=300s || return 1
@@ -1024,6 +1108,7 @@ check "fsGroup: a non-root pod writes into its ext4 and xfs volumes (fsGroupPoli
 check "unsatisfiable resize (more than the VG): the claim's NodeResizeError carries the driver's OUT_OF_RANGE, the pod keeps its data; lowering the request recovers, the volume grows and is usable" s_resize_unsatisfiable
 check "kubelet restarted while a pod uses a volume: the pod keeps running with its data, the volume stays mounted" s_kubelet_restart
 check "the driver's /healthz and metrics answer on the pod's ports, and through the monitoring Service with every documented family" s_probe_metrics
+check "a node that is already gone (docs/node-retirement.md): the node dies with a claim's pod and is deleted, the claim deleted leaves its PV Released, removed by hand; the volume read and deleted with the CLI on the machine; the node back" s_node_gone
 check "cleanup: no LV, map or mount left on the node" s_cleanup
 if [ "$K8S_INSTALL" = kustomize ]; then
   check "retire the node as docs/node-retirement.md says: its PVs listed, cordon, drain, the StatefulSet's claim deleted (the driver deletes its volume), a Retain PV's volume deleted with the CLI in the node's driver pod, the node deleted (its driver pod and CSINode go), its capacities deleted, the VG removed" s_retire_node
