@@ -24,6 +24,15 @@ check() {
   if "$@"; then PASSED=$((PASSED + 1)); log "PASS $name ($(since $s) s)"
   else FAILED=$((FAILED + 1)); FAILS+=("$name"); log "FAIL $name ($(since $s) s)"; fi
 }
+# by_hand NAME FUNC: a scenario too slow for every `pnpm test` (test-e2e/k8s/README.md "By hand"):
+# run, as check does, only when K8S_ONLY names it; otherwise one line says how, and nothing is
+# counted (it neither passes nor skips)
+by_hand() {
+  case " ${K8S_ONLY:-} " in
+    *" $2 "*) check "$@" ;;
+    *) log "BY HAND $1: K8S_ONLY=\"$2 s_cleanup\" bash test-e2e/k8s/run.sh" ;;
+  esac
+}
 fail() { log "  FAIL: $*"; return 1; }
 finish() {
   cluster_down
@@ -1108,7 +1117,7 @@ check "fsGroup: a non-root pod writes into its ext4 and xfs volumes (fsGroupPoli
 check "unsatisfiable resize (more than the VG): the claim's NodeResizeError carries the driver's OUT_OF_RANGE, the pod keeps its data; lowering the request recovers, the volume grows and is usable" s_resize_unsatisfiable
 check "kubelet restarted while a pod uses a volume: the pod keeps running with its data, the volume stays mounted" s_kubelet_restart
 check "the driver's /healthz and metrics answer on the pod's ports, and through the monitoring Service with every documented family" s_probe_metrics
-check "a node that is already gone (docs/node-retirement.md): the node dies with a claim's pod and is deleted, the claim deleted leaves its PV Released, removed by hand; the volume read and deleted with the CLI on the machine; the node back" s_node_gone
+by_hand "a node that is already gone (docs/node-retirement.md): the node dies with a claim's pod and is deleted, the claim deleted leaves its PV Released, removed by hand; the volume read and deleted with the CLI on the machine; the node back" s_node_gone
 check "cleanup: no LV, map or mount left on the node" s_cleanup
 if [ "$K8S_INSTALL" = kustomize ]; then
   check "retire the node as docs/node-retirement.md says: its PVs listed, cordon, drain, the StatefulSet's claim deleted (the driver deletes its volume), a Retain PV's volume deleted with the CLI in the node's driver pod, the node deleted (its driver pod and CSINode go), its capacities deleted, the VG removed" s_retire_node
