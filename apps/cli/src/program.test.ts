@@ -416,7 +416,7 @@ describe('gc', () => {
   it('passes --wipe to the policy, and refuses an unknown wipe before anything runs', async () => {
     const plan = vi.fn(emptyGcPlanAnswer);
     const h = harness({ gc: { plan } as unknown as CliServices['gc'] });
-    expect(await h.run('gc', '--wipe', 'zero')).toBe(0);
+    expect(await h.run('gc', '--wipe', 'zero', '--allow-empty-live-set')).toBe(0);
     const [request] = plan.mock.calls[0] as unknown as [{ policy: { wipe: string } }];
     expect(request.policy.wipe).toBe('zero');
     const bad = harness({ gc: { plan } as unknown as CliServices['gc'] });
@@ -586,5 +586,21 @@ describe('usage errors and help, in one style', () => {
       '--apply remove them (default: print the plan only)',
     );
     expect(help('gc')).toContain('--apply carry out the plan (default: print it only)');
+  });
+});
+
+describe('lvstamp gc needs its live set named', () => {
+  it('without --live it is bad usage, before any look-up; --allow-empty-live-set asks for none', async () => {
+    const plan = vi.fn(emptyGcPlanAnswer);
+    const h = harness({ gc: { plan } as unknown as CliServices['gc'] });
+    expect(await h.run('gc', '--apply')).toBe(2);
+    expect(h.stderr()).toBe(
+      'lvstamp: give the live set with --live FILE (one PV name or ID per line, - for standard input); to run with none, --allow-empty-live-set\n',
+    );
+    expect(plan).not.toHaveBeenCalled();
+    const none = harness({ gc: { plan } as unknown as CliServices['gc'] });
+    expect(await none.run('gc', '--allow-empty-live-set')).toBe(0);
+    const [request] = plan.mock.calls[0] as unknown as [{ liveSet: Set<string> }];
+    expect([...request.liveSet]).toEqual([]);
   });
 });

@@ -60,10 +60,20 @@ function restoreServices(restored: RestoredLv, found: ProbeResult | Error) {
 
 /** `lvstamp quarantine restore ID --storage-class c --node n ...extra` over restoreServices: exit 0. */
 async function restoreOk(restored: RestoredLv, found: ProbeResult | Error, ...extra: string[]) {
+  return restoreExits(0, restored, found, ...extra);
+}
+
+/** A restore with `--storage-class c --node n` and `extra` that exits `code`. */
+async function restoreExits(
+  code: number,
+  restored: RestoredLv,
+  found: ProbeResult | Error,
+  ...extra: string[]
+) {
   const h = harness(restoreServices(restored, found).services);
   expect(
     await h.run('quarantine', 'restore', ID, '--storage-class', 'c', '--node', 'n', ...extra),
-  ).toBe(0);
+  ).toBe(code);
   return h;
 }
 
@@ -169,11 +179,14 @@ describe('lvstamp quarantine restore', () => {
     },
   );
 
-  it('--volume-mode Filesystem over a data area without a filesystem prints no PersistentVolume', async () => {
-    const h = await restoreOk(RESTORED, { kind: 'blank' }, '--volume-mode', 'Filesystem');
+  it('--volume-mode Filesystem over a data area without a filesystem prints no PersistentVolume and exits 1', async () => {
+    const h = await restoreExits(1, RESTORED, { kind: 'blank' }, '--volume-mode', 'Filesystem');
     expect(h.stdout()).not.toContain('PersistentVolume\n');
     expect(h.stdout()).toContain(
       'volumeMode: cannot choose: --volume-mode Filesystem, but blkid finds nothing (blank) on the data area: staging it as a filesystem could run mkfs over its data; use Block\n',
+    );
+    expect(h.stderr().split('\n').at(-2)).toBe(
+      'lvstamp: the volume is restored, but no PersistentVolume was printed (the reason above); run the restore again with the options it names',
     );
   });
 
@@ -638,5 +651,114 @@ describe('a --vg that names no volume group is an error, never an empty answer',
     expect(h.stdout()).toBe('');
     expect(h.stderr()).toBe('lvstamp: volume group nosuchvg does not exist\n');
     for (const call of Object.values(calls)) expect(call).not.toHaveBeenCalled();
+  });
+});
+
+describe('quarantine references: the LV name list --quarantined prints, <vg>/, and the restore options', () => {
+  const QLV = `lvstamp_q_${ID}`;
+  const SNAP_ID = snapshotIdForName('snap-1');
+  const setup = () => {
+    const inspect = vi.fn(() => Promise.reject(new NotFoundError('no such quarantined LV')));
+    const restore = vi.fn(() => Promise.reject(new NotFoundError('no such quarantined LV')));
+    const requireVolumeGroups = vi.fn(() => Promise.resolve());
+    const planPurge = vi.fn(emptyGcPlanAnswer);
+    const h = harness({
+      volumes: {
+        discoverVolumeGroups: () => Promise.resolve(['vg0', 'vg1']),
+        requireVolumeGroups,
+      } as unknown as CliServices['volumes'],
+      quarantine: { inspect, restore } as unknown as CliServices['quarantine'],
+      gc: { planPurge } as unknown as CliServices['gc'],
+    });
+    return { h, inspect, restore, requireVolumeGroups, planPurge };
+  };
+  const scope = (vgNames: string[]) => ({ vgNames, ownerId: STANDALONE_OWNER_ID });
+
+  it.each([
+    ['the LV name', [QLV], 'volume', ID, ['vg0', 'vg1']],
+    ['<vg>/ the LV name', [`vg1/${QLV}`], 'volume', ID, ['vg1']],
+    ['<vg>/ the PV name', ['vg1/pvc-1234'], 'volume', ID, ['vg1']],
+    [
+      'a snapshot LV name, without --snapshot',
+      [`lvstamp_qs_${SNAP_ID}`],
+      'snapshot',
+      SNAP_ID,
+      ['vg0', 'vg1'],
+    ],
+    ['<vg>/ and the same --vg', [`vg1/${QLV}`, '--vg', 'vg1'], 'volume', ID, ['vg1']],
+  ])('inspect and restore take %s', async (_what, args, kind, id, vgNames) => {
+    for (const command of ['inspect', 'restore'] as const) {
+      const { h, inspect, restore } = setup();
+      expect(await h.run('quarantine', command, ...(args))).toBe(1);
+      const called = command === 'inspect' ? inspect : restore;
+      expect(called).toHaveBeenCalledWith(kind, id, scope(vgNames));
+    }
+  });
+
+  it.each([
+    [
+      [`vg0/${QLV}`, '--vg', 'vg1'],
+      `lvstamp: vg0/${QLV} names volume group vg0, --vg vg1: give one\n`,
+    ],
+    [
+      [QLV, '--snapshot'],
+      `lvstamp: ${QLV} is a quarantined volume (lvstamp_qs_<id> is a snapshot): drop --snapshot\n`,
+    ],
+  ])('a contradiction is bad usage before any look-up: %j', async (args, said) => {
+    for (const command of ['inspect', 'restore'] as const) {
+      const { h, inspect, restore, requireVolumeGroups } = setup();
+      expect(await h.run('quarantine', command, ...args)).toBe(2);
+      expect(h.stderr()).toBe(said);
+      expect(inspect).not.toHaveBeenCalled();
+      expect(restore).not.toHaveBeenCalled();
+      expect(requireVolumeGroups).not.toHaveBeenCalled();
+    }
+  });
+
+  it('inspect of a name that is no quarantined volume hints at --snapshot, as restore does', async () => {
+    for (const command of ['inspect', 'restore'] as const) {
+      const { h } = setup();
+      expect(await h.run('quarantine', command, 'snap-1')).toBe(1);
+      expect(h.stderr().trim().split('\n').at(-1)).toBe(
+        'lvstamp: no such quarantined LV; for a snapshot, add --snapshot',
+      );
+    }
+  });
+
+  it.each([
+    [['--node', ''], 'lvstamp: --node "" is not a name Kubernetes accepts'],
+    [
+      ['--storage-class', 'Bad Class'],
+      'lvstamp: --storage-class "Bad Class" is not a name Kubernetes accepts',
+    ],
+    [
+      ['--storage-class', 'x\ny: z'],
+      'lvstamp: --storage-class "x\\ny: z" is not a name Kubernetes accepts',
+    ],
+    [['--fs-type', 'ext4'], 'lvstamp: --fs-type goes with --volume-mode Filesystem'],
+    [
+      ['--volume-mode', 'Block', '--fs-type', 'xfs'],
+      'lvstamp: --fs-type goes with --volume-mode Filesystem',
+    ],
+  ])('restore %j: exit 2 before anything runs', async (args, said) => {
+    const { h, restore, requireVolumeGroups } = setup();
+    expect(await h.run('quarantine', 'restore', 'pvc-1234', ...args)).toBe(2);
+    expect(h.stderr().startsWith(said)).toBe(true);
+    expect(h.stderr().split('\n')).toHaveLength(2);
+    expect(restore).not.toHaveBeenCalled();
+    expect(requireVolumeGroups).not.toHaveBeenCalled();
+  });
+
+  it("purge takes a volume's PV name or ID as its quarantined LV, and checks each named group", async () => {
+    const { h, planPurge, requireVolumeGroups } = setup();
+    expect(
+      await h.run('quarantine', 'purge', 'pvc-1234', `vg1/${ID}`, `vg0/lvstamp_qs_${SNAP_ID}`),
+    ).toBe(0);
+    expect(requireVolumeGroups).toHaveBeenCalledWith(['vg1', 'vg0']);
+    expect(planPurge).toHaveBeenCalledWith(
+      expect.objectContaining({
+        lvs: [QLV, `vg1/${QLV}`, `vg0/lvstamp_qs_${SNAP_ID}`],
+      }),
+    );
   });
 });

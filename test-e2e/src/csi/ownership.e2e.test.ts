@@ -510,7 +510,13 @@ describe('(a) a tenant volume group, nested or with our name, is never touched',
         ).details,
       );
       duplicate((await lvstamp(['list', '--vg', vgName], 1)).stderr);
-      duplicate((await lvstamp(['gc', '--quarantine', '0', '--vg', vgName, '--apply'], 1)).stderr);
+      // the live set names our volume: were the duplicate ever missed, nothing live would go
+      const live = join(dir, 'live-twin.txt');
+      await writeFile(live, `${ourVolume.volume_id}\n`);
+      duplicate(
+        (await lvstamp(['gc', '--quarantine', '0', '--vg', vgName, '--live', live, '--apply'], 1))
+          .stderr,
+      );
       expect((await lvsWhere(both)).map((r) => [r.vg_uuid, isActive(r)]).sort()).toEqual(
         [
           [ourUuid, false],

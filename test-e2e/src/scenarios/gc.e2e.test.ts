@@ -172,9 +172,14 @@ beforeAll(async () => {
 });
 
 describe('gc on real volumes', () => {
-  it('refuses an empty live set while stamped volumes exist; with --allow-empty-live-set a dry run removes nothing', async () => {
+  it('needs --live; refuses an empty live set while stamped volumes exist; with --allow-empty-live-set a dry run removes nothing', async () => {
     const before = await lvNames(vg.vgName);
-    const refused = await cli(gc('--min-age', MIN_AGE, '--apply'), 1);
+    const missing = await cli(gc('--min-age', MIN_AGE, '--apply'), 2);
+    expect(missing.stdout).toBe('');
+    expect(missing.stderr).toBe(
+      'lvstamp: give the live set with --live FILE (one PV name or ID per line, - for standard input); to run with none, --allow-empty-live-set',
+    );
+    const refused = await cli(gc('--live', '-', '--min-age', MIN_AGE, '--apply'), 1, { stdin: '' });
     expect(refused.stdout).toBe('');
     expect(refused.stderr).toMatch(
       /\nlvstamp: the live set is empty while \d+ stamped volume\(s\) exist; refusing to plan removals \(an empty list is more often a failed one\); allow it with --allow-empty-live-set if nothing is really in use$/,

@@ -23,6 +23,7 @@ import { progress, writeJson, type Io } from '../output.js';
 import type { CommandContext } from '../context.js';
 import { describeScope } from '../scope.js';
 import { parseDuration } from '../quantity.js';
+import { UsageError } from '../errors.js';
 
 interface GcOptions {
   live?: string;
@@ -44,7 +45,10 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
     .description(
       'find volumes nothing references any more and plan their removal (dry run unless --apply)',
     )
-    .option('--live <file>', 'file with one live volume name or ID per line; - for standard input')
+    .option(
+      '--live <file>',
+      'file with one live volume name or ID per line; - for standard input (needed unless --allow-empty-live-set)',
+    )
     .option(
       '--live-snapshots <file>',
       'file with one live snapshot name or ID per line (the --live file rules); without it every snapshot is kept',
@@ -58,7 +62,11 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
       '7d',
     )
     .addOption(wipeOption('before removing a thick volume (at once or at expiry)'))
-    .option('--allow-empty-live-set', 'accept an empty live set while stamped volumes exist', false)
+    .option(
+      '--allow-empty-live-set',
+      'run without --live, or accept an empty live set while stamped volumes exist',
+      false,
+    )
     .option(
       '--vg <vg>',
       'look only in this volume group (default: those tagged lvstamp or holding lvstamp volumes)',
@@ -93,6 +101,13 @@ export function registerGcCommand(program: Command, ctx: CommandContext): void {
       const minAgeMs = parseDuration(opts.minAge);
       const maxDeletions = parseCount(opts.maxDelete);
       const quarantineMs = parseDuration(opts.quarantine);
+      // no --live would be an empty live set: every volume an orphan, and no quarantined one kept
+      // for its live ID (DESIGN.md §6): say it, never assume it
+      if (opts.live === undefined && !opts.allowEmptyLiveSet) {
+        throw new UsageError(
+          'give the live set with --live FILE (one PV name or ID per line, - for standard input); to run with none, --allow-empty-live-set',
+        );
+      }
       const liveSet =
         opts.live === undefined ? new Set<string>() : await readLiveSet(ctx, opts.live);
       const snapshotLiveSet =

@@ -9,6 +9,7 @@
  * lvstamp mounts; everything else is `Block`, which is never formatted.
  */
 import { FS_TYPES, type ProbeResult, type RestoredLv } from '@lvstamp/core';
+import { UsageError } from '../errors.js';
 
 /** What the probe of the data area gave, or why there is none. */
 export type DataAreaProbe = ProbeResult | { readonly kind: 'unknown'; readonly reason: string };
@@ -84,6 +85,42 @@ export function chooseVolumeMode(
     mode: 'Block',
     why: `${what}, no filesystem lvstamp mounts: Block, which is never formatted`,
   };
+}
+
+/**
+ * A DNS-1123 subdomain (at most 253 lowercase letters, digits, `-` and `.`,
+ * alphanumeric at each end of each label): what Kubernetes accepts as a
+ * StorageClass or Node name ("Object Names and IDs", kubernetes.io).
+ */
+const DNS_SUBDOMAIN =
+  /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * Refuses, before anything runs, the restore options whose PersistentVolume
+ * the API server would reject or that contradict each other: a `--node` or
+ * `--storage-class` that is no DNS-1123 subdomain, `--fs-type` without
+ * `--volume-mode Filesystem`.
+ * @throws UsageError.
+ */
+export function checkRecipeOptions(opts: {
+  readonly storageClass?: string;
+  readonly node?: string;
+  readonly volumeMode?: 'Block' | 'Filesystem';
+  readonly fsType?: string;
+}): void {
+  for (const [flag, value] of [
+    ['--storage-class', opts.storageClass],
+    ['--node', opts.node],
+  ] as const) {
+    if (value !== undefined && !DNS_SUBDOMAIN.test(value)) {
+      throw new UsageError(
+        `${flag} ${JSON.stringify(value)} is not a name Kubernetes accepts (a DNS-1123 subdomain: lowercase letters, digits, "-" and ".", at most 253)`,
+      );
+    }
+  }
+  if (opts.fsType !== undefined && opts.volumeMode !== 'Filesystem') {
+    throw new UsageError('--fs-type goes with --volume-mode Filesystem');
+  }
 }
 
 /** A YAML double-quoted scalar (JSON string syntax is valid YAML 1.2). */

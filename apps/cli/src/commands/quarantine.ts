@@ -9,6 +9,8 @@ import {
   FS_TYPES,
   isHexId,
   NotFoundError,
+  parseQuarantinedLvName,
+  quarantinedLvNameFor,
   planTable,
   snapshotIdForName,
   volumeIdForName,
@@ -24,12 +26,14 @@ import type { CommandContext } from '../context.js';
 import { commandScope, describeScope } from '../scope.js';
 import { formatBytes, parseDuration } from '../quantity.js';
 import {
+  checkRecipeOptions,
   chooseVolumeMode,
   recipeOrWhyNot,
   snapshotBindHint,
   type DataAreaProbe,
 } from './pv-recipe.js';
 import { isoTime, listQuarantined } from './quarantine-list.js';
+import { UsageError } from '../errors.js';
 
 const VG_HELP = 'volume group (default: those tagged lvstamp or holding lvstamp volumes)';
 
@@ -73,12 +77,12 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
     .option('--snapshot', 'the reference names a snapshot', false)
     .option('--vg <vg>', VG_HELP)
     .action(async (ref: string, opts: { snapshot: boolean; vg?: string }) => {
-      const kind: QuarantinedKind = opts.snapshot ? 'snapshot' : 'volume';
-      const id = idOf(ref, kind);
-      const scope = await commandScope(io, ctx.services().volumes, opts.vg);
+      const { kind, id, vg } = quarantineRef(ref, opts);
+      const scope = await commandScope(io, ctx.services().volumes, vg);
       const report = await ctx
         .services()
-        .quarantine.inspect(kind, id, { vgNames: scope.vgNames, ownerId: ctx.globals().ownerId });
+        .quarantine.inspect(kind, id, { vgNames: scope.vgNames, ownerId: ctx.globals().ownerId })
+        .catch(snapshotHint(kind));
       if (ctx.globals().json) {
         writeJson(io, report);
         return;
@@ -158,19 +162,13 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
           fsType?: string;
         },
       ) => {
-        const kind: QuarantinedKind = opts.snapshot ? 'snapshot' : 'volume';
-        const id = idOf(ref, kind);
-        const scope = await commandScope(io, ctx.services().volumes, opts.vg);
+        checkRecipeOptions(opts);
+        const { kind, id, vg } = quarantineRef(ref, opts);
+        const scope = await commandScope(io, ctx.services().volumes, vg);
         const restored = await ctx
           .services()
           .quarantine.restore(kind, id, { vgNames: scope.vgNames, ownerId: ctx.globals().ownerId })
-          .catch((error: unknown) => {
-            // a snapshot's name maps to another ID than a volume's (DESIGN.md §3)
-            if (error instanceof NotFoundError && kind === 'volume') {
-              throw new NotFoundError(`${error.message}; for a snapshot, add --snapshot`);
-            }
-            throw error;
-          });
+          .catch(snapshotHint(kind));
         const mode =
           kind === 'volume' ? chooseVolumeMode(await probeDataArea(ctx, restored), opts) : null;
         if (ctx.globals().json) {
@@ -189,6 +187,12 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
         );
         if (mode !== null) io.stdout.write(recipeOrWhyNot(restored, mode, opts));
         if (kind === 'snapshot') io.stdout.write(snapshotBindHint(restored.id));
+        // an option of the person's own was refused: the volume is back, but a script must see it
+        if (mode?.mode === null && (opts.volumeMode !== undefined || opts.fsType !== undefined)) {
+          throw new ReportedFailure(
+            'the volume is restored, but no PersistentVolume was printed (the reason above); run the restore again with the options it names',
+          );
+        }
       },
     );
 
@@ -197,7 +201,7 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
     .description('remove quarantined volumes and snapshots now (dry run unless --apply)')
     .argument(
       '[lv...]',
-      'only these quarantined LVs, each <vg>/lvstamp_q_<id> (lvstamp_qs_<id>), or the LV name when one group holds it (default: all)',
+      "only these quarantined LVs, each [<vg>/]lvstamp_q_<id> (lvstamp_qs_<id>) as quarantine list shows it, or [<vg>/] a volume's PV name or ID (default: all)",
     )
     .option('--older-than <duration>', 'only those quarantined at least this long ago', '0s')
     .addOption(wipeOption('before removing a thick quarantined volume'))
@@ -219,7 +223,14 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
         opts: { olderThan: string; wipe: WipePolicy; apply: boolean; vg?: string },
       ) => {
         const olderThanMs = parseDuration(opts.olderThan);
-        if (opts.vg !== undefined) await ctx.services().volumes.requireVolumeGroups([opts.vg]);
+        const named = lvs.map(purgeLvName);
+        const groups = [
+          ...new Set([
+            ...(opts.vg === undefined ? [] : [opts.vg]),
+            ...named.flatMap((lv) => (lv.includes('/') ? [lv.slice(0, lv.indexOf('/'))] : [])),
+          ]),
+        ];
+        if (groups.length > 0) await ctx.services().volumes.requireVolumeGroups(groups);
         const gc = ctx.services().gc;
         const { plan, vgNames } = await gc.planPurge({
           ownerId: ctx.globals().ownerId,
@@ -228,7 +239,7 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
           dryRun: !opts.apply,
           wipe: opts.wipe,
           ...(opts.vg === undefined ? {} : { vgNames: [opts.vg] }),
-          ...(lvs.length === 0 ? {} : { lvs }),
+          ...(named.length === 0 ? {} : { lvs: named }),
         });
         progress(
           io,
@@ -272,6 +283,61 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
           );
       },
     );
+}
+
+/**
+ * What a quarantine reference names: `[<vg>/]<ref>`, where `<ref>` is a
+ * PersistentVolume (VolumeSnapshot) name, an ID, or the LV name `list
+ * --quarantined` prints (`lvstamp_q_<id>`, `lvstamp_qs_<id>`, which also
+ * tells the kind). A `<vg>/` prefix is the group, as `--vg` is.
+ * @throws UsageError when `<vg>/` and `--vg` differ, or the LV name's kind
+ *   contradicts `--snapshot`.
+ */
+export function quarantineRef(
+  ref: string,
+  opts: { readonly snapshot: boolean; readonly vg?: string },
+): { kind: QuarantinedKind; id: string; vg: string | undefined } {
+  const slash = ref.indexOf('/');
+  const named = slash < 0 ? undefined : ref.slice(0, slash);
+  const rest = slash < 0 ? ref : ref.slice(slash + 1);
+  if (named !== undefined && opts.vg !== undefined && named !== opts.vg) {
+    throw new UsageError(`${ref} names volume group ${named}, --vg ${opts.vg}: give one`);
+  }
+  const vg = named ?? opts.vg;
+  const lv = parseQuarantinedLvName(rest);
+  if (lv !== null) {
+    if (lv.kind === 'volume' && opts.snapshot) {
+      throw new UsageError(
+        `${rest} is a quarantined volume (lvstamp_qs_<id> is a snapshot): drop --snapshot`,
+      );
+    }
+    return { kind: lv.kind, id: lv.id, vg };
+  }
+  const kind: QuarantinedKind = opts.snapshot ? 'snapshot' : 'volume';
+  return { kind, id: idOf(rest, kind), vg };
+}
+
+/**
+ * A purge argument as the GC names quarantined LVs: `[<vg>/]lvstamp_q_<id>`
+ * (`lvstamp_qs_<id>`) as given; a volume's PV name or ID becomes its
+ * `lvstamp_q_<id>` (a snapshot is named by its LV name).
+ */
+function purgeLvName(arg: string): string {
+  const slash = arg.indexOf('/');
+  const prefix = slash < 0 ? '' : arg.slice(0, slash + 1);
+  const rest = arg.slice(slash + 1);
+  if (parseQuarantinedLvName(rest) !== null) return arg;
+  return `${prefix}${quarantinedLvNameFor('volume', idOf(rest, 'volume'))}`;
+}
+
+/** The hint a missing quarantined volume gets: a snapshot's name maps to another ID (DESIGN.md §3). */
+function snapshotHint(kind: QuarantinedKind): (error: unknown) => never {
+  return (error) => {
+    if (error instanceof NotFoundError && kind === 'volume') {
+      throw new NotFoundError(`${error.message}; for a snapshot, add --snapshot`);
+    }
+    throw error;
+  };
 }
 
 /** A volume ID, or the ID a volume (snapshot) name maps to (DESIGN.md §3). */
