@@ -689,7 +689,7 @@ describe('quarantine references: the LV name list --quarantined prints, <vg>/, a
   ])('inspect and restore take %s', async (_what, args, kind, id, vgNames) => {
     for (const command of ['inspect', 'restore'] as const) {
       const { h, inspect, restore } = setup();
-      expect(await h.run('quarantine', command, ...(args))).toBe(1);
+      expect(await h.run('quarantine', command, ...args)).toBe(1);
       const called = command === 'inspect' ? inspect : restore;
       expect(called).toHaveBeenCalledWith(kind, id, scope(vgNames));
     }
@@ -760,5 +760,55 @@ describe('quarantine references: the LV name list --quarantined prints, <vg>/, a
         lvs: [QLV, `vg1/${QLV}`, `vg0/lvstamp_qs_${SNAP_ID}`],
       }),
     );
+  });
+});
+
+describe('what the quarantine says of look-alikes and hand-edited tags', () => {
+  it("a volume command on an ID whose quarantined LV lacks this owner's tags promises no restore", async () => {
+    const list = vi.fn(() =>
+      Promise.resolve({
+        quarantined: [{ ...quarantinedLv(8 << 20, 1_699_000_000_000), owned: false }],
+        unusableGroups: [],
+      }),
+    );
+    const notFound = () => Promise.reject(new NotFoundError(`volume ${ID} does not exist`));
+    const h = harness({
+      volumes: {
+        discoverVolumeGroups: () => Promise.resolve(['vg0']),
+        resolve: () => Promise.resolve(ID),
+        attach: notFound,
+      } as unknown as CliServices['volumes'],
+      quarantine: { list } as unknown as CliServices['quarantine'],
+    });
+    expect(await h.run('attach', 'pvc-1234')).toBe(1);
+    expect(h.stderr().trim().split('\n').at(-1)).toBe(
+      `lvstamp: volume pvc-1234 is not live: an LV named as its quarantined copy is there, vg0/lvstamp_q_${ID}, ` +
+        "but without this owner's tags; lvstamp quarantine restore and purge leave it alone (lvstamp quarantine inspect shows it)",
+    );
+  });
+
+  it.each([
+    [[], 'no quarantine tag'],
+    [
+      ['lvstamp', 'lvstamp.quarantined=garbage'],
+      'unreadable quarantine tag lvstamp.quarantined=garbage (want one lvstamp.quarantined=<Unix seconds>)',
+    ],
+    [
+      ['lvstamp.quarantined=1', 'lvstamp.quarantined=2'],
+      'unreadable quarantine tags lvstamp.quarantined=1, lvstamp.quarantined=2 (want one lvstamp.quarantined=<Unix seconds>)',
+    ],
+  ])('inspect of tags %j says "since: %s"', async (tags, since) => {
+    const inspect = vi.fn(() =>
+      Promise.resolve({
+        lv: { ...quarantinedLv(8 << 20, 0), quarantinedAtMs: null, tags },
+        header: { status: 'unreadable', reason: 'not activated' },
+      }),
+    );
+    const h = harness({
+      volumes,
+      quarantine: { inspect } as unknown as CliServices['quarantine'],
+    });
+    expect(await h.run('quarantine', 'inspect', ID)).toBe(0);
+    expect(h.stdout()).toContain(`\nsince:    ${since}\n`);
   });
 });

@@ -48,6 +48,13 @@ export async function quarantinedLine(
   const [first] = held;
   if (first === undefined) return null;
   const devices = held.map((q) => `${q.vgName}/${q.lvName}`);
+  // restore and purge act only on LVs with this owner's tags (DESIGN.md §2.3): never promise them for a look-alike
+  if (!held.some((q) => q.owned)) {
+    return (
+      `volume ${ref} is not live: an LV named as its quarantined copy is there, ${devices.join(', ')}, ` +
+      "but without this owner's tags; lvstamp quarantine restore and purge leave it alone (lvstamp quarantine inspect shows it)"
+    );
+  }
   return (
     `volume ${ref} is not live: it is in quarantine as ${devices.join(', ')}; ` +
     `lvstamp quarantine restore ${first.id} brings it back, ` +

@@ -40,6 +40,7 @@ export {
   parseQuarantinedLvName,
   parseQuarantineTag,
   quarantinedLvNameFor,
+  quarantineTagsOf,
   type QuarantinedKind,
   snapshotIdForName,
   snapshotLvNameFor,

@@ -11,6 +11,7 @@ import {
   NotFoundError,
   parseQuarantinedLvName,
   quarantinedLvNameFor,
+  quarantineTagsOf,
   planTable,
   snapshotIdForName,
   volumeIdForName,
@@ -91,7 +92,7 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
       const lines = [
         `${lv.kind}: ${lv.id}`,
         `lv:       ${lv.vgName}/${lv.lvName} (${formatBytes(lv.sizeBytes)})`,
-        `since:    ${lv.quarantinedAtMs === null ? 'no quarantine tag' : isoTime(lv.quarantinedAtMs)}`,
+        `since:    ${lv.quarantinedAtMs === null ? unreadableSince(lv.tags) : isoTime(lv.quarantinedAtMs)}`,
         `owned:    ${lv.owned ? 'yes (tags lvstamp and this owner)' : 'NO: not this owner, never restored'}`,
         `tags:     ${lv.tags.join(',') || '-'}`,
         `header:   ${header.status}`,
@@ -328,6 +329,16 @@ function purgeLvName(arg: string): string {
   const rest = arg.slice(slash + 1);
   if (parseQuarantinedLvName(rest) !== null) return arg;
   return `${prefix}${quarantinedLvNameFor('volume', idOf(rest, 'volume'))}`;
+}
+
+/**
+ * Why a quarantined LV has no quarantine time: no `lvstamp.quarantined=`
+ * tag, or one that is no Unix time in seconds, or several (the tags named).
+ */
+function unreadableSince(tags: readonly string[]): string {
+  const found = quarantineTagsOf(tags);
+  if (found.length === 0) return 'no quarantine tag';
+  return `unreadable quarantine tag${found.length > 1 ? 's' : ''} ${found.join(', ')} (want one lvstamp.quarantined=<Unix seconds>)`;
 }
 
 /** The hint a missing quarantined volume gets: a snapshot's name maps to another ID (DESIGN.md §3). */
