@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { formatDuration, messageOf, ReportedFailure } from '@lvstamp/app-kit';
+import type { GcOutcome, GcPlan } from '@lvstamp/core';
 import type { Command } from 'commander';
 import type { Io } from '../output.js';
 import type { CommandContext } from '../context.js';
@@ -60,6 +61,13 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
   };
   const say = (text: string): void => {
     io.stdout.write(`    ${text.split('\n').join('\n    ')}\n`);
+  };
+  /** Applies a GC or purge plan and says each outcome. */
+  const applied = async (plan: GcPlan): Promise<readonly GcOutcome[]> => {
+    const outcomes = await s.gc.apply(plan);
+    for (const o of outcomes)
+      say(`${o.entry.device}: ${o.outcome}${o.detail ? `: ${o.detail}` : ''}`);
+    return outcomes;
   };
 
   const workDir = await mkdtemp(join(opts.dir, 'lvstamp-demo-'));
@@ -195,9 +203,7 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
         });
         for (const e of plan.entries) say(`${e.device}: ${e.action} (rule ${e.rule}): ${e.reason}`);
         if (apply) {
-          const outcomes = await s.gc.apply(plan);
-          for (const o of outcomes)
-            say(`${o.entry.device}: ${o.outcome}${o.detail ? `: ${o.detail}` : ''}`);
+          const outcomes = await applied(plan);
           const quarantinedB = outcomes.some(
             (o) =>
               o.outcome === 'quarantined' &&
@@ -234,9 +240,7 @@ async function runDemo(s: CliServices, io: Io, opts: DemoOptions): Promise<void>
         dryRun: false,
         vgNames: scope.vgNames,
       });
-      const outcomes = await s.gc.apply(plan);
-      for (const o of outcomes)
-        say(`${o.entry.device}: ${o.outcome}${o.detail ? `: ${o.detail}` : ''}`);
+      const outcomes = await applied(plan);
       const removedB = outcomes.some(
         (o) =>
           o.outcome === 'removed' &&
