@@ -54,6 +54,8 @@ split() {
 
 (cd "$CHART/templates" && find . -mindepth 1 -type d) | while read -r d; do mkdir -p "$OUT/$d"; done
 "$HELM" template lvstamp "$CHART" "${COMMON[@]}" | split
+# the component's two objects; the chart refuses snapshots.enabled without the thin class they name
 "$HELM" template lvstamp "$CHART" "${COMMON[@]}" --set snapshots.enabled=true \
+  --set-json 'deviceClasses.thin={"volumeGroup":"lvstamp","type":"thin","thinPool":"pool0","overprovisionRatio":4,"wipe":"none"}' \
   --show-only templates/components/snapshots/volumesnapshotclass.yaml \
   --show-only templates/components/snapshots/storageclass-thin.yaml | split

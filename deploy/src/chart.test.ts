@@ -147,6 +147,8 @@ describe('the chart', () => {
         ...KUSTOMIZE_VALUES,
         '--set',
         'snapshots.enabled=true',
+        '--set-json',
+        'deviceClasses.thin={"volumeGroup":"lvstamp","type":"thin","thinPool":"pool0","thinPoolSize":107374182400,"overprovisionRatio":4,"wipe":"none"}',
         '--set',
         'lvmMetadata=emptyDir',
         '--set',
@@ -472,7 +474,13 @@ describe('the chart', () => {
 describe('the GC\'s wipe (docs/DESIGN.md §5 "Wipe")', () => {
   const gcWipe = async (...args: string[]) =>
     envValue(gcContainer(find(await template(...args), 'CronJob/lvstamp-gc')), 'LVSTAMP_GC_WIPE');
-  const classes = (json: string) => ['--set-json', `deviceClasses={"default":null,${json}}`];
+  // the shipped StorageClasses name the class `default`: none here
+  const classes = (json: string) => [
+    '--set-json',
+    `deviceClasses={"default":null,${json}}`,
+    '--set-json',
+    'storageClasses=[]',
+  ];
 
   it('unset: the strongest wipe of the device classes (none < discard < zero)', async () => {
     expect(await gcWipe()).toBe('discard');
@@ -486,7 +494,7 @@ describe('the GC\'s wipe (docs/DESIGN.md §5 "Wipe")', () => {
     expect(
       await gcWipe(
         ...classes(
-          '"thin":{"volumeGroup":"vg1","type":"thin","thinPool":"pool","wipe":"none","default":true}',
+          '"thin":{"volumeGroup":"vg1","type":"thin","thinPool":"pool","overprovisionRatio":4,"wipe":"none","default":true}',
         ),
       ),
     ).toBe('none');
@@ -497,6 +505,52 @@ describe('the GC\'s wipe (docs/DESIGN.md §5 "Wipe")', () => {
     expect(await templateFails('--set', 'gc.wipe=shred')).toContain(
       "at '/gc/wipe': value must be one of 'none', 'discard', 'zero'",
     );
+  });
+});
+
+describe('device classes the driver would refuse at start, and StorageClasses over a missing class', () => {
+  const json = (value: string) => ['--set-json', value];
+  it.each([
+    [
+      // docs/install.md's replacement of the default class without `default: null`: helm merges
+      'a second default beside the shipped one',
+      json('deviceClasses={"fast":{"volumeGroup":"nvme","wipe":"zero","default":true}}'),
+      'deviceClasses: exactly one device class must have default: true, found 2 (default, fast); to replace the shipped class `default`, set `default: null` beside yours',
+    ],
+    [
+      'no default',
+      json('deviceClasses={"default":{"volumeGroup":"lvstamp","wipe":"discard","default":false}}'),
+      'deviceClasses: exactly one device class must have default: true, found 0 (none)',
+    ],
+    [
+      'a thin class with wipe: discard',
+      json(
+        'deviceClasses.thin={"volumeGroup":"lvstamp","type":"thin","thinPool":"pool0","overprovisionRatio":4,"wipe":"discard"}',
+      ),
+      'deviceClasses.thin.wipe: a thin class takes only wipe: none, not discard',
+    ],
+    [
+      'a thin class without thinPool',
+      json(
+        'deviceClasses.thin={"volumeGroup":"lvstamp","type":"thin","overprovisionRatio":4,"wipe":"none"}',
+      ),
+      'deviceClasses.thin: a thin class needs thinPool and overprovisionRatio',
+    ],
+    [
+      // docs/install.md's example, the shipped StorageClasses kept
+      'the shipped StorageClasses over a replaced default class',
+      json(
+        'deviceClasses={"default":null,"fast":{"volumeGroup":"nvme","wipe":"zero","default":true}}',
+      ),
+      'StorageClass lvstamp-ext4 names deviceClass default, which deviceClasses does not have (it has: fast)',
+    ],
+    [
+      'snapshots.enabled without a thin class',
+      ['--set', 'snapshots.enabled=true'],
+      'StorageClass lvstamp-thin-ext4 names deviceClass thin, which deviceClasses does not have (it has: default)',
+    ],
+  ])('refuses %s', async (_case, args, message) => {
+    expect(await templateFails(...args)).toContain(message);
   });
 });
 

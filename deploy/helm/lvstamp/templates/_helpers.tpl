@@ -35,6 +35,40 @@ The GC's wipe (LVSTAMP_GC_WIPE): gc.wipe when set, else the strongest wipe of th
 {{- end -}}
 
 {{/*
+Fails on device classes the driver would refuse at start, or StorageClasses naming a class that
+is not there, the rules of apps/csi-driver/src/config.ts `parseConfig` that values.schema.json
+cannot express: exactly one class with default: true; a thin class has thinPool and
+overprovisionRatio and wipe: none; every StorageClass (and snapshots.storageClass when on) names
+a class of deviceClasses. Helm merges maps, so a class added beside the shipped `default` keeps
+it: replacing it takes `default: null` (docs/install.md "Values").
+*/}}
+{{- define "lvstamp.checkDeviceClasses" -}}
+{{- $classes := .Values.deviceClasses -}}
+{{- $defaults := list -}}
+{{- range $name, $class := $classes -}}
+{{- if $class.default -}}{{- $defaults = append $defaults $name -}}{{- end -}}
+{{- if eq ($class.type | default "thick") "thin" -}}
+{{- if or (not $class.thinPool) (not $class.overprovisionRatio) -}}
+{{- fail (printf "deviceClasses.%s: a thin class needs thinPool and overprovisionRatio" $name) -}}
+{{- end -}}
+{{- if ne $class.wipe "none" -}}
+{{- fail (printf "deviceClasses.%s.wipe: a thin class takes only wipe: none, not %s" $name $class.wipe) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if ne (len $defaults) 1 -}}
+{{- fail (printf "deviceClasses: exactly one device class must have default: true, found %d (%s); to replace the shipped class `default`, set `default: null` beside yours" (len $defaults) (join ", " $defaults | default "none")) -}}
+{{- end -}}
+{{- $named := .Values.storageClasses -}}
+{{- if .Values.snapshots.enabled -}}{{- $named = append $named .Values.snapshots.storageClass -}}{{- end -}}
+{{- range $sc := $named -}}
+{{- if not (hasKey $classes $sc.deviceClass) -}}
+{{- fail (printf "StorageClass %s names deviceClass %s, which deviceClasses does not have (it has: %s); set storageClasses (or snapshots.storageClass) to your classes" $sc.name $sc.deviceClass (join ", " (keys $classes | sortAlpha))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 The placeholder owner ID of the kustomize base (ownerId: unset): not 32 hex digits, so the
 driver and the GC refuse to start with it, and it says where to set one.
 */}}
