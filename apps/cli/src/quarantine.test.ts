@@ -704,15 +704,38 @@ describe('quarantine references: the LV name list --quarantined prints, <vg>/, a
       [QLV, '--snapshot'],
       `lvstamp: ${QLV} is a quarantined volume (lvstamp_qs_<id> is a snapshot): drop --snapshot\n`,
     ],
-  ])('a contradiction is bad usage before any look-up: %j', async (args, said) => {
-    for (const command of ['inspect', 'restore'] as const) {
-      const { h, inspect, restore, requireVolumeGroups } = setup();
-      expect(await h.run('quarantine', command, ...args)).toBe(2);
-      expect(h.stderr()).toBe(said);
-      expect(inspect).not.toHaveBeenCalled();
-      expect(restore).not.toHaveBeenCalled();
-      expect(requireVolumeGroups).not.toHaveBeenCalled();
-    }
+    [['vg0//pvc-1234'], 'lvstamp: "vg0//pvc-1234" is not [<vg>/]<name or ID>\n'],
+    [['/pvc-1234'], 'lvstamp: "/pvc-1234" is not [<vg>/]<name or ID>\n'],
+    [['vg0/'], 'lvstamp: "vg0/" is not [<vg>/]<name or ID>\n'],
+    [
+      [`lvstamp_q_${ID}0`],
+      `lvstamp: lvstamp_q_${ID}0 is no quarantined LV name (lvstamp_q_<id> or lvstamp_qs_<id>, the ID 32 hex digits)\n`,
+    ],
+    [
+      ['lvstamp_q_'],
+      'lvstamp: lvstamp_q_ is no quarantined LV name (lvstamp_q_<id> or lvstamp_qs_<id>, the ID 32 hex digits)\n',
+    ],
+  ])(
+    'a contradiction or a malformed ref is bad usage before any look-up: %j',
+    async (args, said) => {
+      for (const command of ['inspect', 'restore'] as const) {
+        const { h, inspect, restore, requireVolumeGroups } = setup();
+        expect(await h.run('quarantine', command, ...args)).toBe(2);
+        expect(h.stderr()).toBe(said);
+        expect(inspect).not.toHaveBeenCalled();
+        expect(restore).not.toHaveBeenCalled();
+        expect(requireVolumeGroups).not.toHaveBeenCalled();
+      }
+    },
+  );
+
+  it('an LV name in any case is that LV: lvstamp_q_<ID> in capitals', async () => {
+    const { h, inspect } = setup();
+    expect(await h.run('quarantine', 'inspect', `LVSTAMP_Q_${ID.toUpperCase()}`)).toBe(1);
+    expect(inspect).toHaveBeenCalledWith('volume', ID, scope(['vg0', 'vg1']));
+    expect(h.stderr().trim().split('\n').at(-1)).toBe(
+      "lvstamp: no such quarantined LV; a snapshot's LV is lvstamp_qs_<id>",
+    );
   });
 
   it('inspect of a name that is no quarantined volume hints at --snapshot, as restore does', async () => {
@@ -726,7 +749,11 @@ describe('quarantine references: the LV name list --quarantined prints, <vg>/, a
   });
 
   it.each([
-    [['--node', ''], 'lvstamp: --node "" is not a name Kubernetes accepts'],
+    [['--node', ''], 'lvstamp: --node "" is not a node name the node affinity can hold'],
+    [
+      ['--node', `${'n'.repeat(60)}.example`],
+      `lvstamp: --node "${'n'.repeat(60)}.example" is not a node name`,
+    ],
     [
       ['--storage-class', 'Bad Class'],
       'lvstamp: --storage-class "Bad Class" is not a name Kubernetes accepts',
@@ -747,6 +774,22 @@ describe('quarantine references: the LV name list --quarantined prints, <vg>/, a
     expect(h.stderr().split('\n')).toHaveLength(2);
     expect(restore).not.toHaveBeenCalled();
     expect(requireVolumeGroups).not.toHaveBeenCalled();
+  });
+
+  it('purge refuses a <vg>/ that differs from --vg, and a malformed LV name, before any look-up', async () => {
+    for (const [args, said] of [
+      [
+        [`vg0/${QLV}`, '--vg', 'vg1'],
+        `lvstamp: vg0/${QLV} names volume group vg0, --vg vg1: give one\n`,
+      ],
+      [['vg0//x'], 'lvstamp: "vg0//x" is not [<vg>/]<name or ID>\n'],
+    ] as const) {
+      const { h, planPurge, requireVolumeGroups } = setup();
+      expect(await h.run('quarantine', 'purge', ...args)).toBe(2);
+      expect(h.stderr()).toBe(said);
+      expect(planPurge).not.toHaveBeenCalled();
+      expect(requireVolumeGroups).not.toHaveBeenCalled();
+    }
   });
 
   it("purge takes a volume's PV name or ID as its quarantined LV, and checks each named group", async () => {

@@ -95,10 +95,14 @@ export function chooseVolumeMode(
 const DNS_SUBDOMAIN =
   /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
+/** A label value (at most 63 characters), as the node affinity's `values` must be ("Labels and Selectors", kubernetes.io). */
+const LABEL_VALUE = /^(?=.{1,63}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+
 /**
  * Refuses, before anything runs, the restore options whose PersistentVolume
- * the API server would reject or that contradict each other: a `--node` or
- * `--storage-class` that is no DNS-1123 subdomain, `--fs-type` without
+ * the API server would reject or that contradict each other: a
+ * `--storage-class` that is no DNS-1123 subdomain, a `--node` that is none
+ * or longer than a label value (63), `--fs-type` without
  * `--volume-mode Filesystem`.
  * @throws UsageError.
  */
@@ -108,15 +112,16 @@ export function checkRecipeOptions(opts: {
   readonly volumeMode?: 'Block' | 'Filesystem';
   readonly fsType?: string;
 }): void {
-  for (const [flag, value] of [
-    ['--storage-class', opts.storageClass],
-    ['--node', opts.node],
-  ] as const) {
-    if (value !== undefined && !DNS_SUBDOMAIN.test(value)) {
-      throw new UsageError(
-        `${flag} ${JSON.stringify(value)} is not a name Kubernetes accepts (a DNS-1123 subdomain: lowercase letters, digits, "-" and ".", at most 253)`,
-      );
-    }
+  if (opts.storageClass !== undefined && !DNS_SUBDOMAIN.test(opts.storageClass)) {
+    throw new UsageError(
+      `--storage-class ${JSON.stringify(opts.storageClass)} is not a name Kubernetes accepts (a DNS-1123 subdomain: lowercase letters, digits, "-" and ".", at most 253)`,
+    );
+  }
+  // the node's name goes into the node affinity as a label value, which Kubernetes bounds tighter
+  if (opts.node !== undefined && !(DNS_SUBDOMAIN.test(opts.node) && LABEL_VALUE.test(opts.node))) {
+    throw new UsageError(
+      `--node ${JSON.stringify(opts.node)} is not a node name the node affinity can hold (a DNS-1123 subdomain of at most 63 characters, a label value)`,
+    );
   }
   if (opts.fsType !== undefined && opts.volumeMode !== 'Filesystem') {
     throw new UsageError('--fs-type goes with --volume-mode Filesystem');

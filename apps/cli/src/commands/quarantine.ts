@@ -78,12 +78,12 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
     .option('--snapshot', 'the reference names a snapshot', false)
     .option('--vg <vg>', VG_HELP)
     .action(async (ref: string, opts: { snapshot: boolean; vg?: string }) => {
-      const { kind, id, vg } = quarantineRef(ref, opts);
+      const { kind, id, vg, byLvName } = quarantineRef(ref, opts);
       const scope = await commandScope(io, ctx.services().volumes, vg);
       const report = await ctx
         .services()
         .quarantine.inspect(kind, id, { vgNames: scope.vgNames, ownerId: ctx.globals().ownerId })
-        .catch(snapshotHint(kind));
+        .catch(snapshotHint(kind, byLvName));
       if (ctx.globals().json) {
         writeJson(io, report);
         return;
@@ -164,12 +164,12 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
         },
       ) => {
         checkRecipeOptions(opts);
-        const { kind, id, vg } = quarantineRef(ref, opts);
+        const { kind, id, vg, byLvName } = quarantineRef(ref, opts);
         const scope = await commandScope(io, ctx.services().volumes, vg);
         const restored = await ctx
           .services()
           .quarantine.restore(kind, id, { vgNames: scope.vgNames, ownerId: ctx.globals().ownerId })
-          .catch(snapshotHint(kind));
+          .catch(snapshotHint(kind, byLvName));
         const mode =
           kind === 'volume' ? chooseVolumeMode(await probeDataArea(ctx, restored), opts) : null;
         if (ctx.globals().json) {
@@ -224,7 +224,7 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
         opts: { olderThan: string; wipe: WipePolicy; apply: boolean; vg?: string },
       ) => {
         const olderThanMs = parseDuration(opts.olderThan);
-        const named = lvs.map(purgeLvName);
+        const named = lvs.map((lv) => purgeLvName(lv, opts.vg));
         const groups = [
           ...new Set([
             ...(opts.vg === undefined ? [] : [opts.vg]),
@@ -287,48 +287,80 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
 }
 
 /**
+ * `[<vg>/]<rest>` split: the group (the prefix, else `--vg`) and the rest.
+ * @throws UsageError for an empty part, a second `/`, or a prefix that
+ *   differs from `--vg`.
+ */
+function splitRef(
+  ref: string,
+  vgOption: string | undefined,
+): { vg: string | undefined; rest: string } {
+  const parts = ref.split('/');
+  if (parts.length > 2 || parts.some((part) => part === '')) {
+    throw new UsageError(`${JSON.stringify(ref)} is not [<vg>/]<name or ID>`);
+  }
+  const [first, second] = parts as [string, string | undefined];
+  if (second === undefined) return { vg: vgOption, rest: first };
+  if (vgOption !== undefined && first !== vgOption) {
+    throw new UsageError(`${ref} names volume group ${first}, --vg ${vgOption}: give one`);
+  }
+  return { vg: first, rest: second };
+}
+
+/**
+ * The quarantined LV a name of that form means (`lvstamp_q_<id>`,
+ * `lvstamp_qs_<id>`, any case: lvstamp's names are lowercase), or null for
+ * any other reference.
+ * @throws UsageError for a name with the prefix and no well-formed ID.
+ */
+function quarantinedLvRef(rest: string): { kind: QuarantinedKind; id: string } | null {
+  if (!/^lvstamp_qs?_/i.test(rest)) return null;
+  const lv = parseQuarantinedLvName(rest.toLowerCase());
+  if (lv === null) {
+    throw new UsageError(
+      `${rest} is no quarantined LV name (lvstamp_q_<id> or lvstamp_qs_<id>, the ID 32 hex digits)`,
+    );
+  }
+  return lv;
+}
+
+/**
  * What a quarantine reference names: `[<vg>/]<ref>`, where `<ref>` is a
  * PersistentVolume (VolumeSnapshot) name, an ID, or the LV name `list
  * --quarantined` prints (`lvstamp_q_<id>`, `lvstamp_qs_<id>`, which also
  * tells the kind). A `<vg>/` prefix is the group, as `--vg` is.
- * @throws UsageError when `<vg>/` and `--vg` differ, or the LV name's kind
- *   contradicts `--snapshot`.
+ * @throws UsageError as splitRef and quarantinedLvRef, or when the LV
+ *   name's kind contradicts `--snapshot`.
  */
 export function quarantineRef(
   ref: string,
   opts: { readonly snapshot: boolean; readonly vg?: string },
-): { kind: QuarantinedKind; id: string; vg: string | undefined } {
-  const slash = ref.indexOf('/');
-  const named = slash < 0 ? undefined : ref.slice(0, slash);
-  const rest = slash < 0 ? ref : ref.slice(slash + 1);
-  if (named !== undefined && opts.vg !== undefined && named !== opts.vg) {
-    throw new UsageError(`${ref} names volume group ${named}, --vg ${opts.vg}: give one`);
-  }
-  const vg = named ?? opts.vg;
-  const lv = parseQuarantinedLvName(rest);
+): { kind: QuarantinedKind; id: string; vg: string | undefined; byLvName: boolean } {
+  const { vg, rest } = splitRef(ref, opts.vg);
+  const lv = quarantinedLvRef(rest);
   if (lv !== null) {
     if (lv.kind === 'volume' && opts.snapshot) {
       throw new UsageError(
         `${rest} is a quarantined volume (lvstamp_qs_<id> is a snapshot): drop --snapshot`,
       );
     }
-    return { kind: lv.kind, id: lv.id, vg };
+    return { ...lv, vg, byLvName: true };
   }
   const kind: QuarantinedKind = opts.snapshot ? 'snapshot' : 'volume';
-  return { kind, id: idOf(rest, kind), vg };
+  return { kind, id: idOf(rest, kind), vg, byLvName: false };
 }
 
 /**
  * A purge argument as the GC names quarantined LVs: `[<vg>/]lvstamp_q_<id>`
- * (`lvstamp_qs_<id>`) as given; a volume's PV name or ID becomes its
+ * (`lvstamp_qs_<id>`); a volume's PV name or ID becomes its
  * `lvstamp_q_<id>` (a snapshot is named by its LV name).
+ * @throws UsageError as splitRef and quarantinedLvRef.
  */
-function purgeLvName(arg: string): string {
-  const slash = arg.indexOf('/');
-  const prefix = slash < 0 ? '' : arg.slice(0, slash + 1);
-  const rest = arg.slice(slash + 1);
-  if (parseQuarantinedLvName(rest) !== null) return arg;
-  return `${prefix}${quarantinedLvNameFor('volume', idOf(rest, 'volume'))}`;
+function purgeLvName(arg: string, vgOption: string | undefined): string {
+  const { vg, rest } = splitRef(arg, vgOption);
+  const lv = quarantinedLvRef(rest) ?? { kind: 'volume' as const, id: idOf(rest, 'volume') };
+  const name = quarantinedLvNameFor(lv.kind, lv.id);
+  return arg.includes('/') ? `${vg}/${name}` : name;
 }
 
 /**
@@ -341,11 +373,17 @@ function unreadableSince(tags: readonly string[]): string {
   return `unreadable quarantine tag${found.length > 1 ? 's' : ''} ${found.join(', ')} (want one lvstamp.quarantined=<Unix seconds>)`;
 }
 
-/** The hint a missing quarantined volume gets: a snapshot's name maps to another ID (DESIGN.md §3). */
-function snapshotHint(kind: QuarantinedKind): (error: unknown) => never {
+/**
+ * The hint a missing quarantined volume gets: a snapshot's name maps to
+ * another ID (DESIGN.md §3), and its LV has another prefix.
+ */
+function snapshotHint(kind: QuarantinedKind, byLvName: boolean): (error: unknown) => never {
   return (error) => {
     if (error instanceof NotFoundError && kind === 'volume') {
-      throw new NotFoundError(`${error.message}; for a snapshot, add --snapshot`);
+      const hint = byLvName
+        ? "a snapshot's LV is lvstamp_qs_<id>"
+        : 'for a snapshot, add --snapshot';
+      throw new NotFoundError(`${error.message}; ${hint}`);
     }
     throw error;
   };
