@@ -862,6 +862,20 @@ s_helm_upgrade() {
 # driver pod, uninstall, check what is left on the node, delete the namespace)
 lvstamp_pvs() { kubectl get pv -o jsonpath='{range .items[?(@.spec.csi.driver=="lvstamp.io")]}{.metadata.name} {.status.phase} {.spec.claimRef.namespace}/{.spec.claimRef.name} {.spec.csi.volumeHandle} {.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}{"\n"}{end}'; }
 in_driver() { kubectl -n $NS exec ds/lvstamp-csi-node -c lvstamp-csi -- "$@"; }
+# delete_retained EXEC PV VOL: a Retain PV's volume as docs/uninstall.md and docs/node-retirement.md
+# remove it, with the CLI in the driver pod (EXEC: in_driver or on_node): listed, the quarantine
+# listed, the PV object deleted, the volume unstaged, then deleted with a zero wipe; no LV left
+delete_retained() {
+  local exec=$1 pv=$2 vol=$3 out
+  out=$($exec lvstamp list --vg lvstamp) || { echo "$out"; fail "lvstamp list in the driver pod"; return 1; }
+  echo "$out"
+  echo "$out" | grep -q "$vol" || fail "lvstamp list does not show the Retain PV's volume $vol" || return 1
+  $exec lvstamp quarantine list --vg lvstamp || fail "lvstamp quarantine list in the driver pod" || return 1
+  kubectl delete pv "$pv" --wait=true --timeout=300s || return 1
+  wait_for "volume $vol unstaged (no mount names it)" 300 sh -c "! grep -q '$vol' /proc/mounts" || return 1
+  $exec lvstamp delete "$pv" --vg lvstamp --wipe zero || fail "lvstamp delete $pv in the driver pod" || return 1
+  [ "$(lv_count "$vol")" = 0 ] || fail "an LV of $vol is left after lvstamp delete" || return 1
+}
 chart_objects_left() {
   local left
   left=$(kubectl get csidriver,storageclass,clusterrole,clusterrolebinding,volumesnapshotclass -l app.kubernetes.io/part-of=lvstamp -o name)
@@ -881,16 +895,8 @@ s_helm_uninstall() {
   out=$(lvstamp_pvs)
   log "lvstamp.io PVs before the uninstall: $(echo "$out" | tr '\n' ';')"
   [ "$out" = "$pv Released default/keep $vol $NODE" ] || fail "want only the Released PV $pv (default/keep, volume $vol, node $NODE), got: $out" || return 1
-  # step 2: what the node holds, with the CLI in the driver pod
-  out=$(in_driver lvstamp list --vg lvstamp) || { echo "$out"; fail "lvstamp list in the driver pod"; return 1; }
-  echo "$out"
-  echo "$out" | grep -q "$vol" || fail "lvstamp list does not show the Retain PV's volume $vol" || return 1
-  in_driver lvstamp quarantine list --vg lvstamp || fail "lvstamp quarantine list in the driver pod" || return 1
-  # step 3: the PV object deleted, then its volume with the CLI in the driver pod (no claim, no pod: not open)
-  kubectl delete pv "$pv" --wait=true --timeout=300s || return 1
-  wait_for "volume $vol unstaged (no mount names it)" 300 sh -c "! grep -q '$vol' /proc/mounts" || return 1
-  in_driver lvstamp delete "$pv" --vg lvstamp --wipe zero || fail "lvstamp delete $pv in the driver pod" || return 1
-  [ "$(lv_count "$vol")" = 0 ] || fail "an LV of $vol is left after lvstamp delete" || return 1
+  # steps 2 and 3: what the node holds, then the PV and its volume, with the CLI in the driver pod
+  delete_retained in_driver "$pv" "$vol" || return 1
   # step 4: the uninstall
   hm uninstall lvstamp --wait --timeout 600s || fail "helm uninstall" || return 1
   hm list
@@ -963,12 +969,7 @@ s_retire_node() {
   out=$(node_pvs)
   [ "$out" = "$keep_pv Released default/keep $keep_vol $NODE" ] || fail "after step 4 want only the Released PV $keep_pv, got: $out" || return 1
   # step 5: what is left, with the CLI in the node's driver pod
-  out=$(on_node lvstamp list --vg lvstamp) || { echo "$out"; fail "lvstamp list in $(node_driver_pod)"; return 1; }
-  echo "$out"
-  echo "$out" | grep -q "$keep_vol" || fail "lvstamp list does not show the Retain PV's volume $keep_vol" || return 1
-  on_node lvstamp quarantine list --vg lvstamp || fail "lvstamp quarantine list" || return 1
-  kubectl delete pv "$keep_pv" --wait=true --timeout=300s || return 1
-  on_node lvstamp delete "$keep_pv" --vg lvstamp --wipe zero || fail "lvstamp delete $keep_pv" || return 1
+  delete_retained on_node "$keep_pv" "$keep_vol" || return 1
   on_node lvstamp quarantine purge --vg lvstamp --apply || fail "lvstamp quarantine purge --apply" || return 1
   [ -z "$(node_pvs)" ] || fail "PVs of node $NODE left: $(node_pvs)" || return 1
   [ "$(lv_count)" = 0 ] || fail "LVs left in VG lvstamp: $(lvs --noheadings -o lv_name lvstamp)" || return 1
