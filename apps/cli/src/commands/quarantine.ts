@@ -224,14 +224,13 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
         opts: { olderThan: string; wipe: WipePolicy; apply: boolean; vg?: string },
       ) => {
         const olderThanMs = parseDuration(opts.olderThan);
-        const named = lvs.map((lv) => purgeLvName(lv, opts.vg));
-        const groups = [
-          ...new Set([
-            ...(opts.vg === undefined ? [] : [opts.vg]),
-            ...named.flatMap((lv) => (lv.includes('/') ? [lv.slice(0, lv.indexOf('/'))] : [])),
-          ]),
-        ];
-        if (groups.length > 0) await ctx.services().volumes.requireVolumeGroups(groups);
+        const refs = lvs.map((lv) => purgeRef(lv, opts.vg));
+        const named = refs.map(({ vg, lvName }) => (vg === undefined ? lvName : `${vg}/${lvName}`));
+        const groups = new Set([
+          ...(opts.vg === undefined ? [] : [opts.vg]),
+          ...refs.flatMap(({ vg }) => (vg === undefined ? [] : [vg])),
+        ]);
+        if (groups.size > 0) await ctx.services().volumes.requireVolumeGroups([...groups]);
         const gc = ctx.services().gc;
         const { plan, vgNames } = await gc.planPurge({
           ownerId: ctx.globals().ownerId,
@@ -287,24 +286,25 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
 }
 
 /**
- * `[<vg>/]<rest>` split: the group (the prefix, else `--vg`) and the rest.
+ * `[<vg>/]<rest>` split: the group (the prefix, else `--vg`), whether the
+ * reference carried it, and the rest.
  * @throws UsageError for an empty part, a second `/`, or a prefix that
  *   differs from `--vg`.
  */
 function splitRef(
   ref: string,
   vgOption: string | undefined,
-): { vg: string | undefined; rest: string } {
+): { vg: string | undefined; prefixed: boolean; rest: string } {
   const parts = ref.split('/');
   if (parts.length > 2 || parts.some((part) => part === '')) {
     throw new UsageError(`${JSON.stringify(ref)} is not [<vg>/]<name or ID>`);
   }
   const [first, second] = parts as [string, string | undefined];
-  if (second === undefined) return { vg: vgOption, rest: first };
+  if (second === undefined) return { vg: vgOption, prefixed: false, rest: first };
   if (vgOption !== undefined && first !== vgOption) {
     throw new UsageError(`${ref} names volume group ${first}, --vg ${vgOption}: give one`);
   }
-  return { vg: first, rest: second };
+  return { vg: first, prefixed: true, rest: second };
 }
 
 /**
@@ -351,16 +351,19 @@ export function quarantineRef(
 }
 
 /**
- * A purge argument as the GC names quarantined LVs: `[<vg>/]lvstamp_q_<id>`
- * (`lvstamp_qs_<id>`); a volume's PV name or ID becomes its
+ * A purge argument as the GC names quarantined LVs: the LV name
+ * `lvstamp_q_<id>` (`lvstamp_qs_<id>`), and the group when the argument
+ * named one with `<vg>/`; a volume's PV name or ID means its
  * `lvstamp_q_<id>` (a snapshot is named by its LV name).
  * @throws UsageError as splitRef and quarantinedLvRef.
  */
-function purgeLvName(arg: string, vgOption: string | undefined): string {
-  const { vg, rest } = splitRef(arg, vgOption);
+function purgeRef(
+  arg: string,
+  vgOption: string | undefined,
+): { vg: string | undefined; lvName: string } {
+  const { vg, prefixed, rest } = splitRef(arg, vgOption);
   const lv = quarantinedLvRef(rest) ?? { kind: 'volume' as const, id: idOf(rest, 'volume') };
-  const name = quarantinedLvNameFor(lv.kind, lv.id);
-  return arg.includes('/') ? `${vg}/${name}` : name;
+  return { vg: prefixed ? vg : undefined, lvName: quarantinedLvNameFor(lv.kind, lv.id) };
 }
 
 /**
