@@ -1,8 +1,9 @@
 // The chart installed, upgraded and uninstalled by the pinned helm against a real kube-apiserver
 // and etcd (the `kubernetes` and `etcd` parts of test-e2e/parts, started by
 // apps/gc-job/test/kube/start.sh on free ports; no nodes, so no pod runs): the owner ID is made at
-// install, kept by every upgrade that does not set one, replaced by an explicit value, and a
-// changed value reaches the DaemonSet. What happens on a node is the Kubernetes tier's
+// install, kept by every upgrade that does not set one, replaced by an explicit value only when
+// ownerIdReplaces names the installed one (which rolls the drivers), and a changed value reaches
+// the DaemonSet. What happens on a node is the Kubernetes tier's
 // (test-e2e/k8s, K8S_INSTALL=helm).
 import { execFile } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
@@ -65,6 +66,20 @@ const ownerId = () =>
     '-o',
     "jsonpath={.data['owner-id']}",
   ]);
+/** The DaemonSet pod template's checksum of what the driver reads at start (a change rolls the pods). */
+const configChecksum = () =>
+  run(kubectl, [
+    '-n',
+    NAMESPACE,
+    'get',
+    'daemonset',
+    'lvstamp-csi-node',
+    '-o',
+    "jsonpath={.spec.template.metadata.annotations['checksum/config']}",
+  ]);
+/** How many revisions `helm history` lists. */
+const revisions = async () =>
+  (JSON.parse(await helmRun('history', 'lvstamp', '-o', 'json')) as unknown[]).length;
 const driverArgs = async () =>
   JSON.parse(
     await run(kubectl, [
@@ -117,16 +132,60 @@ describe('helm install, upgrade, uninstall against a kube-apiserver', () => {
 
   it('an upgrade with a changed value keeps it, and the value reaches the DaemonSet', async () => {
     expect(await driverArgs()).not.toContain('--log-level=debug');
+    const checksum = await configChecksum();
+    expect(checksum).toMatch(/^[0-9a-f]{64}$/);
     await helmRun('upgrade', 'lvstamp', CHART, '--set', 'logLevel=debug');
     expect(await ownerId()).toBe(installed);
+    expect(await configChecksum()).toBe(checksum);
     expect(await driverArgs()).toContain('--log-level=debug');
   });
 
-  it('an explicit ownerId wins, and later upgrades without one keep it', async () => {
-    await helmRun('upgrade', 'lvstamp', CHART, '--set', `ownerId=${OWNER_ID}`);
+  it('an upgrade to another owner ID is refused, naming the installed one, and changes nothing', async () => {
+    const before = { revisions: await revisions(), checksum: await configChecksum() };
+    const refusal = `ownerId ${OWNER_ID} would replace the installed owner ID ${installed} (ConfigMap ${NAMESPACE}/lvstamp-csi-config)`;
+    await expect(
+      helmRun('upgrade', 'lvstamp', CHART, '--set', `ownerId=${OWNER_ID}`),
+    ).rejects.toThrow(refusal);
+    await expect(helmRun('upgrade', 'lvstamp', CHART, '--set', 'ownerId=unset')).rejects.toThrow(
+      `ownerId unset would replace the installed owner ID ${installed}`,
+    );
+    const other = 'f'.repeat(32);
+    await expect(
+      helmRun(
+        'upgrade',
+        'lvstamp',
+        CHART,
+        '--set',
+        `ownerId=${OWNER_ID}`,
+        '--set',
+        `ownerIdReplaces=${other}`,
+      ),
+    ).rejects.toThrow(
+      `ownerIdReplaces is ${other}, but the installed owner ID (ConfigMap ${NAMESPACE}/lvstamp-csi-config) is ${installed}: nothing changed`,
+    );
+    expect(await ownerId()).toBe(installed);
+    expect({ revisions: await revisions(), checksum: await configChecksum() }).toEqual(before);
+  });
+
+  it('ownerIdReplaces naming the installed ID changes it and rolls the drivers; later upgrades keep it', async () => {
+    const before = await configChecksum();
+    await helmRun(
+      'upgrade',
+      'lvstamp',
+      CHART,
+      '--set',
+      `ownerId=${OWNER_ID}`,
+      '--set',
+      `ownerIdReplaces=${installed}`,
+    );
     expect(await ownerId()).toBe(OWNER_ID);
+    const changed = await configChecksum();
+    expect(changed).not.toBe(before);
+    // the same explicit ID again (a values file that always names it), then none: no change, no roll
+    await helmRun('upgrade', 'lvstamp', CHART, '--set', `ownerId=${OWNER_ID}`);
     await helmRun('upgrade', 'lvstamp', CHART);
     expect(await ownerId()).toBe(OWNER_ID);
+    expect(await configChecksum()).toBe(changed);
   });
 
   it('uninstall removes the objects, cluster-scoped ones included', async () => {

@@ -328,29 +328,48 @@ describe('the chart', () => {
     expect(envValue(gc(await template()), 'LVSTAMP_GC_LVM_METADATA')).toBeUndefined();
   });
 
-  it('rollOnConfigChange: a changed device class, default capacity or lvm.conf changes the pod template; other values do not', async () => {
+  it('rollOnConfigChange: a changed device class, default capacity, owner ID or lvm.conf changes the pod template; other values do not', async () => {
     const annotations = async (...args: string[]) =>
       (
         find(await template(...args), 'DaemonSet/lvstamp-csi-node') as unknown as {
           spec: { template: { metadata: { annotations?: Record<string, string> } } };
         }
       ).spec.template.metadata.annotations;
-    const defaults = await annotations();
+    // an explicit owner ID everywhere: without one each render makes a random ID, which is in the checksum
+    const owner = ['--set', `ownerId=${OWNER_ID}`];
+    const defaults = await annotations(...owner);
     expect(Object.keys(defaults ?? {}).sort()).toEqual(['checksum/config', 'checksum/lvm-conf']);
     for (const sum of Object.values(defaults ?? {})) expect(sum).toMatch(/^[0-9a-f]{64}$/);
     // the same values render the same checksums: an upgrade without changes rolls nothing
-    expect(await annotations()).toEqual(defaults);
-    expect(await annotations('--set', 'logLevel=debug', '--set', 'ownerId=' + OWNER_ID)).toEqual(
-      defaults,
-    );
-    const classes = await annotations('--set', 'deviceClasses.default.wipe=zero');
+    expect(await annotations(...owner)).toEqual(defaults);
+    expect(await annotations(...owner, '--set', 'logLevel=debug')).toEqual(defaults);
+    const classes = await annotations(...owner, '--set', 'deviceClasses.default.wipe=zero');
     expect(classes?.['checksum/config']).not.toBe(defaults?.['checksum/config']);
     expect(classes?.['checksum/lvm-conf']).toBe(defaults?.['checksum/lvm-conf']);
-    const capacity = await annotations('--set', 'defaultCapacityBytes=2147483648');
+    const capacity = await annotations(...owner, '--set', 'defaultCapacityBytes=2147483648');
     expect(capacity?.['checksum/config']).not.toBe(defaults?.['checksum/config']);
+    const otherOwner = await annotations('--set', `ownerId=${'f'.repeat(32)}`);
+    expect(otherOwner?.['checksum/config']).not.toBe(defaults?.['checksum/config']);
+    expect(otherOwner?.['checksum/lvm-conf']).toBe(defaults?.['checksum/lvm-conf']);
     // the kustomize render: no checksum (an overlay's ConfigMap patch would not change it)
     expect(await annotations('--set', 'rollOnConfigChange=false')).toBeUndefined();
     expect(await templateFails('--set', 'rollOnConfigChange=yes')).toContain('rollOnConfigChange');
+  });
+
+  it('the checksum and the ConfigMap name the same owner ID, also a random one (resolved once per render)', async () => {
+    const rendered = await template();
+    const config = find(rendered, 'ConfigMap/lvstamp-csi-config') as unknown as {
+      data: { 'owner-id': string };
+    };
+    const checksum = (objects: Rendered[]) =>
+      (
+        find(objects, 'DaemonSet/lvstamp-csi-node') as unknown as {
+          spec: { template: { metadata: { annotations: Record<string, string> } } };
+        }
+      ).spec.template.metadata.annotations['checksum/config'];
+    const random = config.data['owner-id'];
+    expect(random).toMatch(/^[0-9a-f]{32}$/);
+    expect(checksum(await template('--set', `ownerId=${random}`))).toBe(checksum(rendered));
   });
 
   it('every other value reaches the objects it names', async () => {
@@ -587,6 +606,15 @@ describe('the owner ID (docs/install.md "The owner ID")', () => {
     expect(first).toMatch(/^[0-9a-f]{32}$/);
     expect(second).toMatch(/^[0-9a-f]{32}$/);
     expect(first).not.toBe(second);
+  });
+
+  it('ownerIdReplaces changes nothing when nothing is installed (helm template cannot look)', async () => {
+    expect(
+      await ownerId('--set', `ownerId=${OWNER_ID}`, '--set', `ownerIdReplaces=${'f'.repeat(32)}`),
+    ).toBe(OWNER_ID);
+    expect(await templateFails('--set', 'ownerIdReplaces=unset')).toContain(
+      `- at '/ownerIdReplaces': 'unset' does not match pattern '^(|[0-9a-f]{32})$'`,
+    );
   });
 
   it.each([

@@ -840,6 +840,19 @@ no_driver_pod() { [ -z "$(driver_pods)" ]; }
 s_helm_upgrade() {
   local owner uid old
   owner=$(owner_id) uid=$(jp pod/app-ext4 '{.metadata.uid}') old=$(driver_pod)
+  # another owner ID without ownerIdReplaces: refused before anything changes (docs/upgrade.md)
+  local other=0123456789abcdef0123456789abcdef out revs
+  [ "$owner" != $other ] || other=fedcba9876543210fedcba9876543210
+  revs=$(hm history lvstamp | grep -c "^[0-9]")
+  if out=$(hm upgrade lvstamp "$CHART" -f "$HELM_VALUES" --set ownerId=$other 2>&1); then
+    fail "helm upgrade to another owner ID was not refused"
+    return 1
+  fi
+  echo "$out" | grep -qF "ownerId $other would replace the installed owner ID $owner" ||
+    fail "the refused owner ID change does not name the installed ID: $out" || return 1
+  log "refused: $(echo "$out" | tail -1 | cut -c1-160)…"
+  [ "$(owner_id)" = "$owner" ] && [ "$(hm history lvstamp | grep -c "^[0-9]")" = "$revs" ] && [ "$(driver_pods)" = "$old" ] ||
+    fail "the refused upgrade changed something (owner ID, revisions or driver pod)" || return 1
   # a changed value that changes the pod template: the DaemonSet rolls its pod
   hm upgrade lvstamp "$CHART" -f "$HELM_VALUES" --set logLevel=debug || fail "helm upgrade" || return 1
   wait_for "the DaemonSet rolled out: one driver pod, not $old" 900 driver_pod_replaced "$old" || return 1
@@ -1100,7 +1113,7 @@ check "PVC expansion while the pod runs, the resizer on the other node: the file
 check "pod deleted and recreated on the same PVC: data still there" s_recreate_pod
 check "the lvstamp CLI in the driver container: list shows the volumes, create is refused" s_cli
 if [ "$K8S_INSTALL" = helm ]; then
-  check "helm upgrade with a changed value (logLevel) while app-ext4 uses its volume: driver pod rolled, app pod untouched, data kept, owner ID kept" s_helm_upgrade
+  check "helm upgrade to another owner ID refused, nothing changed; helm upgrade with a changed value (logLevel) while app-ext4 uses its volume: driver pod rolled, app pod untouched, data kept, owner ID kept" s_helm_upgrade
 fi
 check "driver pod deleted: the DaemonSet restarts it, the volume keeps working and unpublishes" s_driver_restart
 check "PVC deleted: PV and LV gone" s_delete_pvc

@@ -77,27 +77,50 @@ unset: openssl rand -hex 16, README "Deploying on a cluster" step 3
 {{- end -}}
 
 {{/*
-The installation's owner ID (docs/DESIGN.md §3 "Owner ID"): an explicit .Values.ownerId wins;
-"unset" gives the placeholder; "" keeps the ID of the ConfigMap lvstamp-csi-config already in the
-release's namespace (an upgrade; a placeholder or 32 zeros there is not kept), or else makes a new random one: the 32 hex digits of a version 4
-UUID (122 random bits). Without cluster access (helm template, client-side dry run) `lookup`
-finds nothing, so each such render shows a fresh ID.
+The installation's owner ID (docs/DESIGN.md §3 "Owner ID"), resolved once per render and kept in
+.Values._ownerId, so the ConfigMap and the DaemonSet's checksum name the same random ID:
+- "unset": the placeholder;
+- "": the ID of the ConfigMap lvstamp-csi-config already in the release's namespace (an upgrade;
+  a placeholder or 32 zeros there is not kept), or else a new random one: the 32 hex digits of a
+  version 4 UUID (122 random bits);
+- 32 hex digits: that one. When the installed ConfigMap holds another valid ID, the upgrade is
+  refused unless .Values.ownerIdReplaces names the installed one (docs/upgrade.md "The owner ID"):
+  a changed ID orphans every volume made under the old one from the driver and the GC.
+Without cluster access (helm template, client-side dry run) `lookup` finds nothing, so each such
+render shows a fresh ID and no change is refused.
 */}}
 {{- define "lvstamp.ownerId" -}}
-{{- if eq .Values.ownerId "unset" -}}
-{{- include "lvstamp.ownerIdPlaceholder" . -}}
-{{- else if eq .Values.ownerId "00000000000000000000000000000000" -}}
+{{- if not (hasKey .Values "_ownerId") -}}
+{{- $_ := set .Values "_ownerId" (include "lvstamp.resolveOwnerId" .) -}}
+{{- end -}}
+{{- .Values._ownerId -}}
+{{- end -}}
+
+{{- define "lvstamp.resolveOwnerId" -}}
+{{- $zeros := "00000000000000000000000000000000" -}}
+{{- if eq .Values.ownerId $zeros -}}
 {{- fail "ownerId: 32 zeros is the standalone owner ID of `lvstamp create` on a node, which the driver refuses: leave ownerId empty (a random one is made at install) or set your own (openssl rand -hex 16)" -}}
-{{- else if .Values.ownerId -}}
-{{- .Values.ownerId -}}
-{{- else -}}
+{{- end -}}
 {{- $existing := lookup "v1" "ConfigMap" .Release.Namespace "lvstamp-csi-config" -}}
-{{- $kept := dig "data" "owner-id" "" ($existing | default dict) | lower -}}
-{{- if and (regexMatch "^[0-9a-f]{32}$" $kept) (ne $kept "00000000000000000000000000000000") -}}
-{{- $kept -}}
+{{- $installed := dig "data" "owner-id" "" ($existing | default dict) | lower -}}
+{{- if or (not (regexMatch "^[0-9a-f]{32}$" $installed)) (eq $installed $zeros) -}}
+{{- $installed = "" -}}
+{{- end -}}
+{{- $wanted := .Values.ownerId | default "" -}}
+{{- if and $installed $wanted (ne $wanted $installed) (ne .Values.ownerIdReplaces $installed) -}}
+{{- if .Values.ownerIdReplaces -}}
+{{- fail (printf "ownerIdReplaces is %s, but the installed owner ID (ConfigMap %s/lvstamp-csi-config) is %s: nothing changed" .Values.ownerIdReplaces .Release.Namespace $installed) -}}
+{{- end -}}
+{{- fail (printf "ownerId %s would replace the installed owner ID %s (ConfigMap %s/lvstamp-csi-config): the driver and the GC would no longer own any volume made under it. Leave ownerId empty to keep it; to change it on purpose, also set ownerIdReplaces=%s (docs/upgrade.md %s); nothing changed" $wanted $installed .Release.Namespace $installed `"The owner ID"`) -}}
+{{- end -}}
+{{- if eq $wanted "unset" -}}
+{{- include "lvstamp.ownerIdPlaceholder" . -}}
+{{- else if $wanted -}}
+{{- $wanted -}}
+{{- else if $installed -}}
+{{- $installed -}}
 {{- else -}}
 {{- uuidv4 | replace "-" "" -}}
-{{- end -}}
 {{- end -}}
 {{- end -}}
 
