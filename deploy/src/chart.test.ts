@@ -641,6 +641,8 @@ describe('values.schema.json', () => {
     ],
     ['lvmMetadata=tmpfs', `- at '/lvmMetadata': value must be one of 'hostPath', 'emptyDir'`],
     ['gc.quarantine=1w', `- at '/gc/quarantine': '1w' does not match pattern`],
+    ['gc.schedule=bogus', `- at '/gc/schedule': 'bogus' does not match pattern`],
+    ['gc.schedule=17 * * *', `- at '/gc/schedule': '17 * * *' does not match pattern`],
     ['gc.maxDeletePercent=150', `- at '/gc/maxDeletePercent': maximum: got 150, want 100`],
     ['logLevel=verbose', `- at '/logLevel': value must be one of`],
     [
@@ -653,4 +655,15 @@ describe('values.schema.json', () => {
     expect(stderr).toContain("values don't meet the specifications of the schema(s)");
     expect(stderr).toContain(message);
   });
+
+  it.each(['*/5 * * * *', '0 3 * * MON-FRI', '@hourly', '@every 2h'])(
+    'accepts the schedule %s, which Kubernetes parses',
+    async (schedule) => {
+      const cronJob = find(
+        await template('--set', `gc.schedule=${schedule}`),
+        'CronJob/lvstamp-gc',
+      );
+      expect((cronJob as unknown as { spec: { schedule: string } }).spec.schedule).toBe(schedule);
+    },
+  );
 });
