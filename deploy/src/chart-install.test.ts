@@ -56,41 +56,22 @@ async function run(program: string, args: readonly string[]): Promise<string> {
 }
 
 const helmRun = (...args: string[]) => run(helm, [...args, '--namespace', NAMESPACE]);
-const ownerId = () =>
-  run(kubectl, [
-    '-n',
-    NAMESPACE,
-    'get',
-    'configmap',
-    'lvstamp-csi-config',
-    '-o',
-    "jsonpath={.data['owner-id']}",
-  ]);
+/** One field of a namespaced object, read with `kubectl get -o jsonpath`. */
+const field = (object: string, path: string) =>
+  run(kubectl, ['-n', NAMESPACE, 'get', object, '-o', `jsonpath={${path}}`]);
+const ownerId = () => field('configmap/lvstamp-csi-config', ".data['owner-id']");
+/** `helm upgrade lvstamp CHART --set V` for each value V. */
+const upgrade = (...values: string[]) =>
+  helmRun('upgrade', 'lvstamp', CHART, ...values.flatMap((v) => ['--set', v]));
 /** The DaemonSet pod template's checksum of what the driver reads at start (a change rolls the pods). */
 const configChecksum = () =>
-  run(kubectl, [
-    '-n',
-    NAMESPACE,
-    'get',
-    'daemonset',
-    'lvstamp-csi-node',
-    '-o',
-    "jsonpath={.spec.template.metadata.annotations['checksum/config']}",
-  ]);
+  field('daemonset/lvstamp-csi-node', ".spec.template.metadata.annotations['checksum/config']");
 /** How many revisions `helm history` lists. */
 const revisions = async () =>
   (JSON.parse(await helmRun('history', 'lvstamp', '-o', 'json')) as unknown[]).length;
 const driverArgs = async () =>
   JSON.parse(
-    await run(kubectl, [
-      '-n',
-      NAMESPACE,
-      'get',
-      'daemonset',
-      'lvstamp-csi-node',
-      '-o',
-      'jsonpath={.spec.template.spec.containers[0].args}',
-    ]),
+    await field('daemonset/lvstamp-csi-node', '.spec.template.spec.containers[0].args'),
   ) as string[];
 
 beforeAll(async () => {
@@ -134,7 +115,7 @@ describe('helm install, upgrade, uninstall against a kube-apiserver', () => {
     expect(await driverArgs()).not.toContain('--log-level=debug');
     const checksum = await configChecksum();
     expect(checksum).toMatch(/^[0-9a-f]{64}$/);
-    await helmRun('upgrade', 'lvstamp', CHART, '--set', 'logLevel=debug');
+    await upgrade('logLevel=debug');
     expect(await ownerId()).toBe(installed);
     expect(await configChecksum()).toBe(checksum);
     expect(await driverArgs()).toContain('--log-level=debug');
@@ -143,24 +124,12 @@ describe('helm install, upgrade, uninstall against a kube-apiserver', () => {
   it('an upgrade to another owner ID is refused, naming the installed one, and changes nothing', async () => {
     const before = { revisions: await revisions(), checksum: await configChecksum() };
     const refusal = `ownerId ${OWNER_ID} would replace the installed owner ID ${installed} (ConfigMap ${NAMESPACE}/lvstamp-csi-config)`;
-    await expect(
-      helmRun('upgrade', 'lvstamp', CHART, '--set', `ownerId=${OWNER_ID}`),
-    ).rejects.toThrow(refusal);
-    await expect(helmRun('upgrade', 'lvstamp', CHART, '--set', 'ownerId=unset')).rejects.toThrow(
+    await expect(upgrade(`ownerId=${OWNER_ID}`)).rejects.toThrow(refusal);
+    await expect(upgrade('ownerId=unset')).rejects.toThrow(
       `ownerId unset would replace the installed owner ID ${installed}`,
     );
     const other = 'f'.repeat(32);
-    await expect(
-      helmRun(
-        'upgrade',
-        'lvstamp',
-        CHART,
-        '--set',
-        `ownerId=${OWNER_ID}`,
-        '--set',
-        `ownerIdReplaces=${other}`,
-      ),
-    ).rejects.toThrow(
+    await expect(upgrade(`ownerId=${OWNER_ID}`, `ownerIdReplaces=${other}`)).rejects.toThrow(
       `ownerIdReplaces is ${other}, but the installed owner ID (ConfigMap ${NAMESPACE}/lvstamp-csi-config) is ${installed}: nothing changed`,
     );
     expect(await ownerId()).toBe(installed);
@@ -169,21 +138,13 @@ describe('helm install, upgrade, uninstall against a kube-apiserver', () => {
 
   it('ownerIdReplaces naming the installed ID changes it and rolls the drivers; later upgrades keep it', async () => {
     const before = await configChecksum();
-    await helmRun(
-      'upgrade',
-      'lvstamp',
-      CHART,
-      '--set',
-      `ownerId=${OWNER_ID}`,
-      '--set',
-      `ownerIdReplaces=${installed}`,
-    );
+    await upgrade(`ownerId=${OWNER_ID}`, `ownerIdReplaces=${installed}`);
     expect(await ownerId()).toBe(OWNER_ID);
     const changed = await configChecksum();
     expect(changed).not.toBe(before);
     // the same explicit ID again (a values file that always names it), then none: no change, no roll
-    await helmRun('upgrade', 'lvstamp', CHART, '--set', `ownerId=${OWNER_ID}`);
-    await helmRun('upgrade', 'lvstamp', CHART);
+    await upgrade(`ownerId=${OWNER_ID}`);
+    await upgrade();
     expect(await ownerId()).toBe(OWNER_ID);
     expect(await configChecksum()).toBe(changed);
   });
