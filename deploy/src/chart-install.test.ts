@@ -149,6 +149,52 @@ describe('helm install, upgrade, uninstall against a kube-apiserver', () => {
     expect(await configChecksum()).toBe(changed);
   });
 
+  it('the installed ID is read as the driver reads it (trimmed, lower case); a ConfigMap without one stops the upgrade', async () => {
+    const patchOwnerId = (value: string) =>
+      run(kubectl, [
+        '-n',
+        NAMESPACE,
+        'patch',
+        'configmap/lvstamp-csi-config',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ data: { 'owner-id': value } }),
+      ]);
+    // helm 4 applies server-side: a field another manager (kubectl patch) set needs --force-conflicts
+    const force = '--force-conflicts';
+    await patchOwnerId(` ${OWNER_ID.toUpperCase()}\n`);
+    await expect(
+      helmRun('upgrade', 'lvstamp', CHART, force, '--set', `ownerId=${'f'.repeat(32)}`),
+    ).rejects.toThrow(`would replace the installed owner ID ${OWNER_ID}`);
+    await expect(
+      helmRun(
+        'upgrade',
+        'lvstamp',
+        CHART,
+        force,
+        '--set',
+        'ownerId=unset',
+        '--set',
+        `ownerIdReplaces=${OWNER_ID}`,
+      ),
+    ).rejects.toThrow(`ownerId unset would replace the installed owner ID ${OWNER_ID}`);
+    await helmRun('upgrade', 'lvstamp', CHART, force, '--reset-values');
+    expect(await ownerId()).toBe(OWNER_ID);
+
+    const revisionsBefore = await revisions();
+    await patchOwnerId('not an ID');
+    await expect(helmRun('upgrade', 'lvstamp', CHART, force, '--reset-values')).rejects.toThrow(
+      `the release is installed, but ConfigMap ${NAMESPACE}/lvstamp-csi-config holds no owner ID (owner-id is "not an ID")`,
+    );
+    await run(kubectl, ['-n', NAMESPACE, 'delete', 'configmap/lvstamp-csi-config']);
+    await expect(helmRun('upgrade', 'lvstamp', CHART, '--reset-values')).rejects.toThrow(
+      `holds no owner ID (the ConfigMap is missing): a new random one would disown every volume made under the old one. Set ownerId to the ID the drivers run with`,
+    );
+    expect(await revisions()).toBe(revisionsBefore);
+    await upgrade(`ownerId=${OWNER_ID}`);
+    expect(await ownerId()).toBe(OWNER_ID);
+  });
+
   it('uninstall removes the objects, cluster-scoped ones included', async () => {
     await helmRun('uninstall', 'lvstamp');
     const left = await run(kubectl, [

@@ -608,10 +608,13 @@ describe('the owner ID (docs/install.md "The owner ID")', () => {
     expect(first).not.toBe(second);
   });
 
-  it('ownerIdReplaces changes nothing when nothing is installed (helm template cannot look)', async () => {
+  it('ownerIdReplaces changes nothing when nothing is installed (helm template cannot look), and needs an ownerId', async () => {
     expect(
       await ownerId('--set', `ownerId=${OWNER_ID}`, '--set', `ownerIdReplaces=${'f'.repeat(32)}`),
     ).toBe(OWNER_ID);
+    expect(await templateFails('--set', `ownerIdReplaces=${OWNER_ID}`)).toContain(
+      `ownerIdReplaces is ${OWNER_ID}, but ownerId is empty: set ownerId to the new ID as well, or leave ownerIdReplaces empty to keep the installed one; nothing changed`,
+    );
     expect(await templateFails('--set', 'ownerIdReplaces=unset')).toContain(
       `- at '/ownerIdReplaces': 'unset' does not match pattern '^(|[0-9a-f]{32})$'`,
     );
@@ -656,8 +659,8 @@ describe('values.schema.json', () => {
     expect(stderr).toContain(message);
   });
 
-  it.each(['*/5 * * * *', '0 3 * * MON-FRI', '@hourly', '@every 2h'])(
-    'accepts the schedule %s, which Kubernetes parses',
+  it.each(['*/5 * * * *', '0 3 * * MON-FRI', '@hourly', '@every 2h', ' 17  * *\t* * '])(
+    'accepts the schedule %j, which Kubernetes parses',
     async (schedule) => {
       const cronJob = find(
         await template('--set', `gc.schedule=${schedule}`),

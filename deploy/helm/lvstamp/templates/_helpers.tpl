@@ -78,14 +78,16 @@ unset: openssl rand -hex 16, README "Deploying on a cluster" step 3
 
 {{/*
 The installation's owner ID (docs/DESIGN.md §3 "Owner ID"), resolved once per render and kept in
-.Values._ownerId, so the ConfigMap and the DaemonSet's checksum name the same random ID:
-- "unset": the placeholder;
-- "": the ID of the ConfigMap lvstamp-csi-config already in the release's namespace (an upgrade;
-  a placeholder or 32 zeros there is not kept), or else a new random one: the 32 hex digits of a
-  version 4 UUID (122 random bits);
-- 32 hex digits: that one. When the installed ConfigMap holds another valid ID, the upgrade is
-  refused unless .Values.ownerIdReplaces names the installed one (docs/upgrade.md "The owner ID"):
-  a changed ID orphans every volume made under the old one from the driver and the GC.
+.Values._ownerId, so the ConfigMap and the DaemonSet's checksum name the same random ID. The
+installed ID is the ConfigMap lvstamp-csi-config's, trimmed and lower-cased as the driver reads it
+(a placeholder or 32 zeros there is none).
+- "unset": the placeholder (refused over an installed ID);
+- "": the installed ID, or else a new random one (the 32 hex digits of a version 4 UUID, 122
+  random bits); on an upgrade whose ConfigMap holds no ID (deleted, emptied, garbled) the chart
+  refuses rather than make a new one;
+- 32 hex digits: that one. When it differs from the installed ID, the upgrade is refused unless
+  .Values.ownerIdReplaces names the installed one (docs/upgrade.md "The owner ID"): a changed ID
+  orphans every volume made under the old one from the driver and the GC.
 Without cluster access (helm template, client-side dry run) `lookup` finds nothing, so each such
 render shows a fresh ID and no change is refused.
 */}}
@@ -98,23 +100,36 @@ render shows a fresh ID and no change is refused.
 
 {{- define "lvstamp.resolveOwnerId" -}}
 {{- $zeros := "00000000000000000000000000000000" -}}
-{{- if eq .Values.ownerId $zeros -}}
+{{- $placeholder := include "lvstamp.ownerIdPlaceholder" . -}}
+{{- $wanted := .Values.ownerId | default "" -}}
+{{- $replaces := .Values.ownerIdReplaces | default "" -}}
+{{- $where := printf "ConfigMap %s/lvstamp-csi-config" .Release.Namespace -}}
+{{- if eq $wanted $zeros -}}
 {{- fail "ownerId: 32 zeros is the standalone owner ID of `lvstamp create` on a node, which the driver refuses: leave ownerId empty (a random one is made at install) or set your own (openssl rand -hex 16)" -}}
 {{- end -}}
+{{- if and $replaces (not $wanted) -}}
+{{- fail (printf "ownerIdReplaces is %s, but ownerId is empty: set ownerId to the new ID as well, or leave ownerIdReplaces empty to keep the installed one; nothing changed" $replaces) -}}
+{{- end -}}
 {{- $existing := lookup "v1" "ConfigMap" .Release.Namespace "lvstamp-csi-config" -}}
-{{- $installed := dig "data" "owner-id" "" ($existing | default dict) | lower -}}
+{{- $found := dig "data" "owner-id" "" ($existing | default dict) | toString -}}
+{{- $installed := $found | trim | lower -}}
 {{- if or (not (regexMatch "^[0-9a-f]{32}$" $installed)) (eq $installed $zeros) -}}
 {{- $installed = "" -}}
 {{- end -}}
-{{- $wanted := .Values.ownerId | default "" -}}
-{{- if and $installed $wanted (ne $wanted $installed) (ne .Values.ownerIdReplaces $installed) -}}
-{{- if .Values.ownerIdReplaces -}}
-{{- fail (printf "ownerIdReplaces is %s, but the installed owner ID (ConfigMap %s/lvstamp-csi-config) is %s: nothing changed" .Values.ownerIdReplaces .Release.Namespace $installed) -}}
+{{- if and .Release.IsUpgrade (not $installed) (not $wanted) (ne $found $placeholder) -}}
+{{- fail (printf "the release is installed, but %s holds no owner ID (%s): a new random one would disown every volume made under the old one. Set ownerId to the ID the drivers run with (kubectl -n %s exec ds/lvstamp-csi-node -c lvstamp-csi -- printenv LVSTAMP_OWNER_ID); nothing changed" $where (ternary "the ConfigMap is missing" (printf "owner-id is %q" $found) (empty $existing)) .Release.Namespace) -}}
 {{- end -}}
-{{- fail (printf "ownerId %s would replace the installed owner ID %s (ConfigMap %s/lvstamp-csi-config): the driver and the GC would no longer own any volume made under it. Leave ownerId empty to keep it; to change it on purpose, also set ownerIdReplaces=%s (docs/upgrade.md %s); nothing changed" $wanted $installed .Release.Namespace $installed `"The owner ID"`) -}}
+{{- if and $installed $wanted (ne $wanted $installed) -}}
+{{- if eq $wanted "unset" -}}
+{{- fail (printf "ownerId unset would replace the installed owner ID %s (%s) with the placeholder the driver refuses at start; leave ownerId empty to keep it; nothing changed" $installed $where) -}}
+{{- else if and $replaces (ne $replaces $installed) -}}
+{{- fail (printf "ownerIdReplaces is %s, but the installed owner ID (%s) is %s: nothing changed" $replaces $where $installed) -}}
+{{- else if not $replaces -}}
+{{- fail (printf "ownerId %s would replace the installed owner ID %s (%s): the driver and the GC would no longer own any volume made under it. Leave ownerId empty to keep it; to change it on purpose, also set ownerIdReplaces=%s (docs/upgrade.md %s); nothing changed" $wanted $installed $where $installed `"The owner ID"`) -}}
+{{- end -}}
 {{- end -}}
 {{- if eq $wanted "unset" -}}
-{{- include "lvstamp.ownerIdPlaceholder" . -}}
+{{- $placeholder -}}
 {{- else if $wanted -}}
 {{- $wanted -}}
 {{- else if $installed -}}
