@@ -6,7 +6,7 @@
 // the DaemonSet. What happens on a node is the Kubernetes tier's
 // (test-e2e/k8s, K8S_INSTALL=helm).
 import { execFile } from 'node:child_process';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -149,6 +149,11 @@ describe('helm install, upgrade, uninstall against a kube-apiserver', () => {
     expect(await configChecksum()).toBe(changed);
   });
 
+  it('a client-side dry run of an upgrade, which cannot look anything up, refuses nothing', async () => {
+    const out = await helmRun('upgrade', 'lvstamp', CHART, '--dry-run=client');
+    expect(out).toMatch(/owner-id: '[0-9a-f]{32}'/);
+  });
+
   it('the installed ID is read as the driver reads it (trimmed, lower case); a ConfigMap without one stops the upgrade', async () => {
     const patchOwnerId = (value: string) =>
       run(kubectl, [
@@ -217,5 +222,28 @@ describe('helm install, upgrade, uninstall against a kube-apiserver', () => {
       'name',
     ]);
     expect(namespaced).toBe('');
+  });
+
+  it('a reinstall with no ownerId while PersistentVolumes of lvstamp.io exist is refused, naming them', async () => {
+    const pv = {
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name: 'pvc-retained' },
+      spec: {
+        capacity: { storage: '1Gi' },
+        accessModes: ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: 'Retain',
+        csi: { driver: 'lvstamp.io', volumeHandle: 'lvstamp-0123456789abcdef0123456789abcdef' },
+      },
+    };
+    const manifest = join(runDir ?? tmpdir(), 'pv.json');
+    await writeFile(manifest, JSON.stringify(pv));
+    await run(kubectl, ['apply', '-f', manifest]);
+    await expect(helmRun('install', 'lvstamp', CHART)).rejects.toThrow(
+      'ownerId is empty, but 1 PersistentVolume(s) of lvstamp.io exist (pvc-retained): their volumes carry the owner ID of an earlier installation',
+    );
+    expect(await run(helm, ['list', '-q', '--namespace', NAMESPACE])).toBe('');
+    await helmRun('install', 'lvstamp', CHART, '--set', `ownerId=${OWNER_ID}`);
+    expect(await ownerId()).toBe(OWNER_ID);
   });
 });

@@ -646,6 +646,8 @@ describe('values.schema.json', () => {
     ['gc.quarantine=1w', `- at '/gc/quarantine': '1w' does not match pattern`],
     ['gc.schedule=bogus', `- at '/gc/schedule': 'bogus' does not match pattern`],
     ['gc.schedule=17 * * *', `- at '/gc/schedule': '17 * * *' does not match pattern`],
+    ['gc.schedule= @hourly', `- at '/gc/schedule': ' @hourly' does not match pattern`],
+    ['gc.schedule=@every  2h', `- at '/gc/schedule': '@every  2h' does not match pattern`],
     ['gc.maxDeletePercent=150', `- at '/gc/maxDeletePercent': maximum: got 150, want 100`],
     ['logLevel=verbose', `- at '/logLevel': value must be one of`],
     [
@@ -657,6 +659,13 @@ describe('values.schema.json', () => {
     const stderr = await templateFails('--set', value);
     expect(stderr).toContain("values don't meet the specifications of the schema(s)");
     expect(stderr).toContain(message);
+  });
+
+  it('takes the global values Helm gives a subchart (lvstamp inside an umbrella chart), and ignores them', async () => {
+    const owner = ['--set', `ownerId=${OWNER_ID}`];
+    expect(await template(...owner, '--set', 'global.imageRegistry=example.com')).toEqual(
+      await template(...owner),
+    );
   });
 
   it.each(['*/5 * * * *', '0 3 * * MON-FRI', '@hourly', '@every 2h', ' 17  * *\t* * '])(

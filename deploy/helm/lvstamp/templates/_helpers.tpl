@@ -88,6 +88,8 @@ installed ID is the ConfigMap lvstamp-csi-config's, trimmed and lower-cased as t
 - 32 hex digits: that one. When it differs from the installed ID, the upgrade is refused unless
   .Values.ownerIdReplaces names the installed one (docs/upgrade.md "The owner ID"): a changed ID
   orphans every volume made under the old one from the driver and the GC.
+- "" at install while PersistentVolumes of lvstamp.io exist (a reinstall): refused, since a new
+  random ID would disown their volumes.
 Without cluster access (helm template, client-side dry run) `lookup` finds nothing, so each such
 render shows a fresh ID and no change is refused.
 */}}
@@ -116,7 +118,19 @@ render shows a fresh ID and no change is refused.
 {{- if or (not (regexMatch "^[0-9a-f]{32}$" $installed)) (eq $installed $zeros) -}}
 {{- $installed = "" -}}
 {{- end -}}
-{{- if and .Release.IsUpgrade (not $installed) (not $wanted) (ne $found $placeholder) -}}
+{{- /* lookup answers nothing without cluster access (helm template, client-side dry runs): the
+       release's own namespace, which an installed release has, tells the two apart */ -}}
+{{- $cluster := not (empty (lookup "v1" "Namespace" "" .Release.Namespace)) -}}
+{{- if and $cluster .Release.IsInstall (not $wanted) (not $installed) -}}
+{{- $pvs := list -}}
+{{- range (lookup "v1" "PersistentVolume" "" "").items | default list -}}
+{{- if eq (dig "spec" "csi" "driver" "" .) "lvstamp.io" -}}{{- $pvs = append $pvs .metadata.name -}}{{- end -}}
+{{- end -}}
+{{- if $pvs -}}
+{{- fail (printf "ownerId is empty, but %d PersistentVolume(s) of lvstamp.io exist (%s): their volumes carry the owner ID of an earlier installation, which a new random one would disown. Set ownerId to that ID (docs/uninstall.md: kept before the uninstall; lvstamp inspect of a volume on a node shows it), or to a new one on purpose (openssl rand -hex 16); nothing changed" (len $pvs) (join ", " (slice $pvs 0 (min 3 (len $pvs))))) -}}
+{{- end -}}
+{{- end -}}
+{{- if and $cluster .Release.IsUpgrade (not $installed) (not $wanted) (ne $found $placeholder) -}}
 {{- fail (printf "the release is installed, but %s holds no owner ID (%s): a new random one would disown every volume made under the old one. Set ownerId to the ID the drivers run with (kubectl -n %s exec ds/lvstamp-csi-node -c lvstamp-csi -- printenv LVSTAMP_OWNER_ID); nothing changed" $where (ternary "the ConfigMap is missing" (printf "owner-id is %q" $found) (empty $existing)) .Release.Namespace) -}}
 {{- end -}}
 {{- if and $installed $wanted (ne $wanted $installed) -}}
