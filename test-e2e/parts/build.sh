@@ -3,6 +3,7 @@
 # versions in versions.env, each cached outside the repository and keyed by its version:
 #
 #   ${LVSTAMP_PARTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lvstamp-parts}/<part>-<version>/
+#   (the k8s.io client parts: <part>-<version>-k8s-<Kubernetes pin>-<hash>/, see below)
 #
 # and prints each part's directory on stdout, one line per part, in the order asked. A cached part
 # is not looked at again (no go command runs then). GOMODCACHE and GOCACHE live under the same
@@ -27,13 +28,26 @@
 # beside its cache entry and renamed into place when complete, so an interrupted build leaves no
 # half part; one lock (.lock-build) runs one build at a time, and a caller that waited finds the
 # part built by the other. Each part directory holds BUILD-INFO (version, Go version, wall and CPU
-# seconds of the build, the load average then). Go runs with GODEBUG=goindex=0 (see setup_go).
+# seconds of the build, the load average then; for the client parts, the shared module's
+# requirements). Go runs with GODEBUG=goindex=0 (see setup_go).
 #
 # Kubernetes and every other module are built through a small build module generated in the
 # temporary directory: it requires the part's module at its version and carries over that
 # module's replace directives, turning a replace into a local folder (Kubernetes' staging
 # modules, etcd's sibling modules, the snapshotter's client module) into the published module of
 # the same release (k8s.io/kubernetes v1.X.Y -> k8s.io/<staging> v0.X.Y).
+#
+# The k8s.io client parts (CLIENT_PARTS: external-provisioner, external-resizer, csi-snapshotter,
+# snapshot-controller, helm) share ONE build module instead, aligned to the Kubernetes pin: it
+# requires each of their modules at its pin and k8s.io/kubernetes at versions.env's K8S_VERSION,
+# with Kubernetes' replace directives (every k8s.io/<staging> module at v0.X.Y) taking the place
+# of the parts' own k8s.io replaces. Each program is its pinned tag's code; only its dependencies
+# move, to the newest version any of the parts (or Kubernetes) requires (minimal version
+# selection), so all five use the same k8s.io/api, client-go, apimachinery, grpc, ... and Go
+# compiles those packages once for the five instead of once per part. Their cache directories
+# are <part>-<version>-k8s-<Kubernetes pin>-<hash of the shared module's requirements>, so a
+# changed pin of any of them builds all of them anew; K8S_VERSION from the environment does not
+# move them (they stay aligned to the pin).
 #
 # Env: K8S_VERSION (e.g. v1.35.4): build the kubernetes part at that version instead of
 #      versions.env's (the cache key is the version, so each version has its own entry),
@@ -45,6 +59,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 K8S_VERSION_ASKED=${K8S_VERSION:-}
 # shellcheck source=versions.env
 . "$HERE/versions.env"
+K8S_PIN=$K8S_VERSION # what the client parts are aligned to, whatever K8S_VERSION asks for
 if [ -n "$K8S_VERSION_ASKED" ]; then
   [[ $K8S_VERSION_ASKED =~ ^v1\.[0-9]+\.[0-9]+$ ]] || {
     echo "parts: K8S_VERSION must be v1.MINOR.PATCH, got '$K8S_VERSION_ASKED'" >&2
@@ -79,6 +94,30 @@ version_of() {
   helm) echo "$HELM_VERSION" ;;
   *) return 1 ;;
   esac
+}
+
+# The parts built in the shared build module aligned to Kubernetes (see the header).
+CLIENT_PARTS="external-provisioner external-resizer csi-snapshotter snapshot-controller helm"
+is_client_part() { [[ " $CLIENT_PARTS " == *" $1 "* ]]; }
+
+# client_requirements: module@version per line, the shared build module's requirements.
+client_requirements() {
+  echo "k8s.io/kubernetes@$K8S_PIN"
+  echo "github.com/kubernetes-csi/external-provisioner/v6@$EXTERNAL_PROVISIONER_VERSION"
+  echo "github.com/kubernetes-csi/external-resizer/v2@$EXTERNAL_RESIZER_VERSION"
+  echo "github.com/kubernetes-csi/external-snapshotter/v8@$EXTERNAL_SNAPSHOTTER_VERSION"
+  echo "helm.sh/helm/v4@$HELM_VERSION"
+}
+
+# part -> the name of its cache directory
+key_of() {
+  local version
+  version=$(version_of "$1")
+  if is_client_part "$1"; then
+    echo "$1-$version-k8s-$K8S_PIN-$(client_requirements | sha256sum | cut -c1-8)"
+  else
+    echo "$1-$version"
+  fi
 }
 
 expand() {
@@ -118,26 +157,68 @@ go_mod_dir() {
   (cd / && go mod download -json "$1@$2") | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'
 }
 
+# replace_args GOMOD LOCAL_VERSION [GOMOD LOCAL_VERSION]...: one "-replace=old[@v]=new@v" argument
+# for go mod edit per replace directive of these go.mod files; a replace into a folder becomes
+# <same path>@LOCAL_VERSION of its file. The first file to replace a path wins (the shared build
+# module lists Kubernetes' first); two later files replacing it differently is an error.
+replace_args() {
+  local gomods=() i
+  for ((i = 1; i <= $#; i += 2)); do gomods+=("$(go mod edit -json "${!i}")" "${@:i+1:1}"); done
+  node -e '
+    const args = process.argv.slice(1), chosen = new Map();
+    for (let i = 0; i < args.length; i += 2) {
+      for (const { Old, New } of JSON.parse(args[i]).Replace ?? []) {
+        const old = Old.Version ? `${Old.Path}@${Old.Version}` : Old.Path;
+        const to = New.Version ? `${New.Path}@${New.Version}` : `${Old.Path}@${args[i + 1]}`;
+        const [first, by] = chosen.get(old) ?? [to, i];
+        if (first !== to && by !== 0) throw new Error(`replace ${old}: ${first} and ${to}`);
+        if (!chosen.has(old)) chosen.set(old, [to, i]);
+      }
+    }
+    for (const [old, [to]] of chosen) console.log(`-replace=${old}=${to}`);' "${gomods[@]}"
+}
+
+# module_gomod MODULE VERSION: the go.mod of a downloaded module
+module_gomod() {
+  local src
+  src=$(go_mod_dir "$1" "$2")
+  [ -f "$src/go.mod" ] || die "$1@$2: module not downloaded"
+  echo "$src/go.mod"
+}
+
 # build_module DIR MODULE VERSION LOCAL_VERSION: writes DIR/go.mod requiring MODULE@VERSION with
 # MODULE's replace directives; a replace into a folder becomes <same path>@LOCAL_VERSION.
 build_module() {
-  local dir=$1 mod=$2 ver=$3 local_ver=$4 src
-  src=$(go_mod_dir "$mod" "$ver")
-  [ -f "$src/go.mod" ] || die "$mod@$ver: module not downloaded"
+  local dir=$1 mod=$2 ver=$3 local_ver=$4 gomod args
+  gomod=$(module_gomod "$mod" "$ver")
+  args=$(replace_args "$gomod" "$local_ver") || die "$mod@$ver: its replace directives"
   mkdir -p "$dir"
   (
     cd "$dir"
     go mod init lvstamp.test/parts/build >/dev/null 2>&1
     go mod edit -require="$mod@$ver"
-    # One "-replace=old[@v]=new@v" argument per replace directive of the part's own go.mod.
-    go mod edit -json "$src/go.mod" | node -e '
-      const gomod = JSON.parse(require("fs").readFileSync(0, "utf8"));
-      const localVersion = process.argv[1];
-      for (const { Old, New } of gomod.Replace ?? []) {
-        const old = Old.Version ? `${Old.Path}@${Old.Version}` : Old.Path;
-        const local = !New.Version;
-        console.log(`-replace=${old}=${local ? Old.Path : New.Path}@${local ? localVersion : New.Version}`);
-      }' "$local_ver" | xargs -r go mod edit
+    [ -z "$args" ] || go mod edit $args
+  )
+}
+
+# staging_version v1.X.Y: v0.X.Y, the version of Kubernetes' k8s.io/<staging> modules
+staging_version() { local minor=${1#v1.}; echo "v0.${minor%%.*}.${1##*.}"; }
+
+# client_module DIR: writes DIR/go.mod, the shared build module of the client parts: it requires
+# client_requirements, with Kubernetes' replace directives first (its staging modules at
+# staging_version), then each part's own (the snapshotter's client module at its release).
+client_module() {
+  local dir=$1 req gomods=() args
+  for req in $(client_requirements); do
+    gomods+=("$(module_gomod "${req%@*}" "${req#*@}")")
+    if [ "${req%@*}" = k8s.io/kubernetes ]; then gomods+=("$(staging_version "${req#*@}")"); else gomods+=("${req#*@}"); fi
+  done
+  args=$(replace_args "${gomods[@]}") || die "the client parts' replace directives disagree"
+  mkdir -p "$dir"
+  (
+    cd "$dir"
+    go mod init lvstamp.test/parts/build >/dev/null 2>&1
+    go mod edit $(client_requirements | sed 's/^/-require=/') $args
   )
 }
 
@@ -155,10 +236,9 @@ module_time() { # RFC 3339 time of a module version, from the proxy's .info (alr
 
 # ---- one function per part: build_<part> OUT WORK ----
 build_kubernetes() {
-  local out=$1 work=$2 v=$K8S_VERSION minor patch ldflags k
+  local out=$1 work=$2 v=$K8S_VERSION minor ldflags k
   minor=${v#v1.} && minor=${minor%%.*}
-  patch=${v##*.}
-  build_module "$work" k8s.io/kubernetes "$v" "v0.$minor.$patch"
+  build_module "$work" k8s.io/kubernetes "$v" "$(staging_version "$v")"
   # What hack/lib/version.sh stamps; without it every program reports v0.0.0 and kubelet's and
   # kubectl's version skew checks against the apiserver fail.
   ldflags=
@@ -202,25 +282,25 @@ build_runc() {
 
 build_external-provisioner() {
   local out=$1 work=$2 m=github.com/kubernetes-csi/external-provisioner/v6
-  build_module "$work" $m "$EXTERNAL_PROVISIONER_VERSION" "$EXTERNAL_PROVISIONER_VERSION"
+  client_module "$work"
   CGO_ENABLED=0 gobuild "$work" "$out/" "-X main.version=$EXTERNAL_PROVISIONER_VERSION" "" $m/cmd/csi-provisioner
 }
 
 build_external-resizer() {
   local out=$1 work=$2 m=github.com/kubernetes-csi/external-resizer/v2
-  build_module "$work" $m "$EXTERNAL_RESIZER_VERSION" "$EXTERNAL_RESIZER_VERSION"
+  client_module "$work"
   CGO_ENABLED=0 gobuild "$work" "$out/" "-X main.version=$EXTERNAL_RESIZER_VERSION" "" $m/cmd/csi-resizer
 }
 
 build_csi-snapshotter() {
   local out=$1 work=$2 m=github.com/kubernetes-csi/external-snapshotter/v8
-  build_module "$work" $m "$EXTERNAL_SNAPSHOTTER_VERSION" "$EXTERNAL_SNAPSHOTTER_VERSION"
+  client_module "$work"
   CGO_ENABLED=0 gobuild "$work" "$out/" "-X main.version=$EXTERNAL_SNAPSHOTTER_VERSION" "" $m/cmd/csi-snapshotter
 }
 
 build_snapshot-controller() {
   local out=$1 work=$2 m=github.com/kubernetes-csi/external-snapshotter/v8 client
-  build_module "$work" $m "$EXTERNAL_SNAPSHOTTER_VERSION" "$EXTERNAL_SNAPSHOTTER_VERSION"
+  client_module "$work"
   CGO_ENABLED=0 gobuild "$work" "$out/" "-X main.version=$EXTERNAL_SNAPSHOTTER_VERSION" "" $m/cmd/snapshot-controller
   # The CRDs of the same release: the client module's config/crd (kustomization.yaml included).
   client=$(go_mod_dir github.com/kubernetes-csi/external-snapshotter/client/v8 "$EXTERNAL_SNAPSHOTTER_VERSION")
@@ -237,7 +317,7 @@ build_csi-sanity() {
 
 build_helm() {
   local out=$1 work=$2 m=helm.sh/helm/v4
-  build_module "$work" $m "$HELM_VERSION" "$HELM_VERSION"
+  client_module "$work"
   CGO_ENABLED=0 gobuild "$work" "$out/" "-X $m/internal/version.version=$HELM_VERSION" "" $m/cmd/helm
 }
 
@@ -249,7 +329,7 @@ children_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($16 + $17) / hz
 ensure() {
   local part=$1 version dir tmp start cpu lock
   version=$(version_of "$part")
-  dir=$CACHE/$part-$version
+  dir=$CACHE/$(key_of "$part")
   if [ ! -d "$dir" ]; then
     if [ "${LVSTAMP_PARTS_NO_BUILD:-0}" = 1 ]; then
       echo "parts: $part $version is not cached in $dir (run test-e2e/parts/build.sh $part first)" >&2
@@ -258,8 +338,8 @@ ensure() {
     mkdir -p "$CACHE"
     # One Go build at a time for this cache (one lock for every part): each one keeps every core
     # busy already, and a build after another reuses the packages it compiled at the same
-    # versions from GOCACHE (helm after kubernetes: the k8s.io libraries at v0.37.2), which two
-    # builds at once cannot.
+    # versions from GOCACHE (every client part after the first: the k8s.io libraries, grpc, ...),
+    # which two builds at once cannot.
     exec {lock}>"$CACHE/.lock-build"
     flock "$lock"
     if [ ! -d "$dir" ]; then # not built by another caller while we waited
@@ -275,6 +355,8 @@ ensure() {
       printf 'part=%s\nversion=%s\ngo=%s\nseconds=%s\ncpu_seconds=%s\nloadavg=%s\nbuilt=%s\n' \
         "$part" "$version" "$(go env GOVERSION)" "$(($(date +%s) - start))" \
         "$(($(children_cpu) - cpu))" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(date -u +%FT%TZ)" >"$tmp/out/BUILD-INFO"
+      ! is_client_part "$part" || printf 'aligned_to=k8s.io/kubernetes@%s\nshared_module=%s\n' "$K8S_PIN" \
+        "$(client_requirements | tr '\n' ' ' | sed 's/ $//')" >>"$tmp/out/BUILD-INFO"
       mv -T "$tmp/out" "$dir"
       rm -rf "$tmp"
       say "built $part $version in $(($(date +%s) - start)) s ($(sed -n 's/^cpu_seconds=//p' "$dir/BUILD-INFO") s CPU): $dir"
