@@ -66,7 +66,14 @@ interface Op {
 interface Side {
   readonly create: Op[];
   readonly remove: Op[];
-  readonly bursts: { createMs: number; removeMs: number; lvm: number; maxLvm: number }[];
+  readonly bursts: {
+    createMs: number;
+    removeMs: number;
+    lvm: number;
+    maxLvm: number;
+    /** lvstamp only: each command of the burst, `[program, start ms after the burst began, ms]`. */
+    commands?: [string, number, number][];
+  }[];
   rssIdle: number;
   rssAfterRpcs: number;
   rssAfterWork: number;
@@ -161,6 +168,7 @@ export async function peer(context: BenchContext, options: PeerOptions): Promise
       const mark = d.commandMark;
       const rpcMark = d.rpcLines;
       const sampler = lvmChildSampler(d.pid);
+      const startedMs = Date.now();
       const create = await timed(() =>
         settleAll(
           names.map((name) =>
@@ -189,6 +197,13 @@ export async function peer(context: BenchContext, options: PeerOptions): Promise
         removeMs: remove.ms,
         lvm: d.commandsSince(mark).lvm,
         maxLvm: await sampler.stop(),
+        commands: d
+          .spansSince(mark)
+          .map((c) => [
+            c.argv[0] === 'lvm' ? (c.argv[1] ?? 'lvm') : (c.argv[0] ?? ''),
+            Math.round(c.startMs - startedMs),
+            Math.round(c.endMs - c.startMs),
+          ]),
       });
     };
     const lvmdBurst = async (round: number): Promise<void> => {
