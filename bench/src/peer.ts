@@ -35,6 +35,11 @@ export interface PeerOptions {
 /** Capacity of a cycle's volume (as group create-delete) and of a burst's (as group burst). */
 const CYCLE_BYTES = 16 * MiB;
 const BURST_BYTES = 8 * MiB;
+/**
+ * Deadline of each call of a burst, in ms: 64 creates one after another on
+ * a loaded, emulated host took over the default 10 min for the last ones.
+ */
+const BURST_CALL_MS = 1_800_000;
 /** Settle time before an RSS reading, in ms (as group footprint). */
 const SETTLE_MS = 2_000;
 
@@ -95,6 +100,7 @@ export async function peer(context: BenchContext, options: PeerOptions): Promise
   });
   let driver: BenchDriver | null = null;
   let lvmd: LvmdPeer | null = null;
+  let partial: Record<'lvstamp' | 'lvmd', Side> | null = null;
   try {
     driver = await BenchDriver.start({ dir: vg.dir, vgName: vg.name });
     lvmd = await LvmdPeer.start({
@@ -110,6 +116,7 @@ export async function peer(context: BenchContext, options: PeerOptions): Promise
       lvstamp: { create: [], remove: [], bursts: [], rssIdle: 0, rssAfterRpcs: 0, rssAfterWork: 0 },
       lvmd: { create: [], remove: [], bursts: [], rssIdle: 0, rssAfterRpcs: 0, rssAfterWork: 0 },
     };
+    partial = sides;
     await sleep(SETTLE_MS);
     sides.lvstamp.rssIdle = await d.rssMiB();
     sides.lvmd.rssIdle = await l.rssMiB();
@@ -172,11 +179,16 @@ export async function peer(context: BenchContext, options: PeerOptions): Promise
       const create = await timed(() =>
         settleAll(
           names.map((name) =>
-            d.call('Controller', 'CreateVolume', {
-              name,
-              capacity_range: { required_bytes: String(BURST_BYTES) },
-              volume_capabilities: [MOUNT_CAPABILITY],
-            }),
+            d.call(
+              'Controller',
+              'CreateVolume',
+              {
+                name,
+                capacity_range: { required_bytes: String(BURST_BYTES) },
+                volume_capabilities: [MOUNT_CAPABILITY],
+              },
+              BURST_CALL_MS,
+            ),
           ),
           'CreateVolume',
         ),
@@ -187,7 +199,9 @@ export async function peer(context: BenchContext, options: PeerOptions): Promise
       await d.waitForRpcLines(rpcMark + options.burst);
       const remove = await timed(() =>
         settleAll(
-          ids.map((volume_id) => d.call('Controller', 'DeleteVolume', { volume_id })),
+          ids.map((volume_id) =>
+            d.call('Controller', 'DeleteVolume', { volume_id }, BURST_CALL_MS),
+          ),
           'DeleteVolume',
         ),
       );
@@ -214,11 +228,12 @@ export async function peer(context: BenchContext, options: PeerOptions): Promise
       const create = await timed(() =>
         settleAll(
           names.map((name) =>
-            l.call('LVService', 'CreateLV', {
-              name,
-              device_class: LVMD_DEVICE_CLASS,
-              size_bytes: String(BURST_BYTES),
-            }),
+            l.call(
+              'LVService',
+              'CreateLV',
+              { name, device_class: LVMD_DEVICE_CLASS, size_bytes: String(BURST_BYTES) },
+              BURST_CALL_MS,
+            ),
           ),
           'CreateLV',
         ),
@@ -227,7 +242,12 @@ export async function peer(context: BenchContext, options: PeerOptions): Promise
       const remove = await timed(() =>
         settleAll(
           names.map((name) =>
-            l.call('LVService', 'RemoveLV', { name, device_class: LVMD_DEVICE_CLASS }),
+            l.call(
+              'LVService',
+              'RemoveLV',
+              { name, device_class: LVMD_DEVICE_CLASS },
+              BURST_CALL_MS,
+            ),
           ),
           'RemoveLV',
         ),
@@ -261,6 +281,12 @@ export async function peer(context: BenchContext, options: PeerOptions): Promise
     return 0;
   } catch (error) {
     context.progress(`peer: FAILED: ${error instanceof Error ? error.message : String(error)}`);
+    // What was measured before the failure (the cycles, earlier bursts) is still worth keeping.
+    if (partial !== null) {
+      process.stdout.write(
+        `peer-results-partial: ${JSON.stringify({ options, lvmPath, environment, sides: partial })}\n`,
+      );
+    }
     return 1;
   } finally {
     await lvmd?.stop();
