@@ -192,9 +192,9 @@ export class BenchDriver extends GrpcServer<CsiService> {
     return this.#log.rpcs;
   }
 
-  /** Waits until the log holds `count` rpc lines (deadline 30 s). */
+  /** Waits until the log holds `count` rpc lines (deadline 300 s: a loaded, emulated host). */
   async waitForRpcLines(count: number): Promise<void> {
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + 300_000;
     while (this.#log.rpcs < count) {
       if (Date.now() > deadline)
         throw new Error(`the driver logged ${this.#log.rpcs} rpc lines, expected ${count}`);

@@ -176,9 +176,9 @@ export class LvmdPeer extends GrpcServer<LvmdService> {
     return countLvmdCommands(this.#log.commands.slice(mark));
   }
 
-  /** Waits until the log holds `count` completions (deadline 30 s). */
+  /** Waits until the log holds `count` completions (deadline 300 s: a loaded, emulated host). */
   async waitForChanges(count: number): Promise<void> {
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + 300_000;
     while (this.#log.changes < count) {
       if (Date.now() > deadline)
         throw new Error(`lvmd logged ${this.#log.changes} completions, expected ${count}`);
