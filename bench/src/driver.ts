@@ -187,6 +187,11 @@ export class BenchDriver extends GrpcServer<CsiService> {
       );
   }
 
+  /** The last `lines` lines of what the driver logged besides commands and rpc lines. */
+  outputTail(lines: number): string {
+    return this.#log.text.slice(-lines).join('');
+  }
+
   /** Number of `rpc` lines logged so far. */
   get rpcLines(): number {
     return this.#log.rpcs;

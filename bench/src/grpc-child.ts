@@ -72,6 +72,8 @@ export class ServerProcess {
   readonly exited: Promise<number | null>;
   /** The exit code, undefined while the process runs. */
   exitCode: number | null | undefined;
+  /** The signal that ended the process, null when it exited by itself or still runs. */
+  exitSignal: NodeJS.Signals | null = null;
 
   /**
    * Spawns `program` with `args` (LC_ALL=C, stdin closed) and hands every
@@ -87,8 +89,9 @@ export class ServerProcess {
       env: { ...process.env, LC_ALL: 'C' },
     });
     this.exited = new Promise((resolve) => {
-      this.child.on('exit', (code) => {
+      this.child.on('exit', (code, signal) => {
         this.exitCode = code;
+        this.exitSignal = signal;
         resolve(code);
       });
     });
@@ -169,6 +172,13 @@ export class GrpcServer<S extends string> {
 
   get pid(): number {
     return this.#process.pid;
+  }
+
+  /** `running`, or how the process ended: `exit <code>` or `signal <name>`. */
+  get state(): string {
+    const p = this.#process;
+    if (p.exitCode === undefined) return 'running';
+    return p.exitSignal !== null ? `signal ${p.exitSignal}` : `exit ${String(p.exitCode)}`;
   }
 
   /** `service.method(request)`; rejects with the grpc ServiceError. */

@@ -281,6 +281,19 @@ export async function peer(context: BenchContext, options: PeerOptions): Promise
     return 0;
   } catch (error) {
     context.progress(`peer: FAILED: ${error instanceof Error ? error.message : String(error)}`);
+    if (driver !== null) {
+      context.progress(
+        `peer: lvstamp-csi is ${driver.state}; its last output:\n${driver.outputTail(40)}`,
+      );
+    }
+    if (lvmd !== null) context.progress(`peer: lvmd is ${lvmd.state}`);
+    const kernel = await runner.run(['dmesg']).catch(() => null);
+    if (kernel !== null) {
+      const oom = kernel.stdout.split('\n').filter((l) => /oom|killed process/i.test(l));
+      context.progress(
+        `peer: kernel: ${oom.length === 0 ? 'no OOM kill' : oom.slice(-5).join('\n')}`,
+      );
+    }
     // What was measured before the failure (the cycles, earlier bursts) is still worth keeping.
     if (partial !== null) {
       process.stdout.write(
