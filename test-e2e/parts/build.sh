@@ -186,18 +186,25 @@ module_gomod() {
   echo "$src/go.mod"
 }
 
-# build_module DIR MODULE VERSION LOCAL_VERSION: writes DIR/go.mod requiring MODULE@VERSION with
-# MODULE's replace directives; a replace into a folder becomes <same path>@LOCAL_VERSION.
+# build_module DIR MODULE@VERSION LOCAL_VERSION [MODULE@VERSION LOCAL_VERSION]...: writes DIR/go.mod
+# requiring each MODULE@VERSION with the replace directives of their go.mod files (replace_args:
+# the first module's win); a replace into a folder becomes <same path>@the LOCAL_VERSION given
+# with its module.
 build_module() {
-  local dir=$1 mod=$2 ver=$3 local_ver=$4 gomod args
-  gomod=$(module_gomod "$mod" "$ver")
-  args=$(replace_args "$gomod" "$local_ver") || die "$mod@$ver: its replace directives"
+  local dir=$1 i req gomods=() requires=() args
+  shift
+  for ((i = 1; i <= $#; i += 2)); do
+    req=${!i}
+    gomods+=("$(module_gomod "${req%@*}" "${req#*@}")" "${@:i+1:1}")
+    requires+=("-require=$req")
+  done
+  args=$(replace_args "${gomods[@]}") || die "the replace directives of $* disagree"
   mkdir -p "$dir"
   (
     cd "$dir"
     go mod init lvstamp.test/parts/build >/dev/null 2>&1
-    go mod edit -require="$mod@$ver"
-    [ -z "$args" ] || go mod edit $args
+    # shellcheck disable=SC2086 # one argument per replace directive
+    go mod edit "${requires[@]}" $args
   )
 }
 
@@ -208,18 +215,13 @@ staging_version() { local minor=${1#v1.}; echo "v0.${minor%%.*}.${1##*.}"; }
 # client_requirements, with Kubernetes' replace directives first (its staging modules at
 # staging_version), then each part's own (the snapshotter's client module at its release).
 client_module() {
-  local dir=$1 req gomods=() args
+  local dir=$1 req local_version pairs=()
   for req in $(client_requirements); do
-    gomods+=("$(module_gomod "${req%@*}" "${req#*@}")")
-    if [ "${req%@*}" = k8s.io/kubernetes ]; then gomods+=("$(staging_version "${req#*@}")"); else gomods+=("${req#*@}"); fi
+    local_version=${req#*@}
+    [ "${req%@*}" != k8s.io/kubernetes ] || local_version=$(staging_version "$local_version")
+    pairs+=("$req" "$local_version")
   done
-  args=$(replace_args "${gomods[@]}") || die "the client parts' replace directives disagree"
-  mkdir -p "$dir"
-  (
-    cd "$dir"
-    go mod init lvstamp.test/parts/build >/dev/null 2>&1
-    go mod edit $(client_requirements | sed 's/^/-require=/') $args
-  )
+  build_module "$dir" "${pairs[@]}"
 }
 
 # gobuild DIR OUT LDFLAGS TAGS PACKAGE...: go build in the build module DIR; OUT is go build's -o
@@ -238,7 +240,7 @@ module_time() { # RFC 3339 time of a module version, from the proxy's .info (alr
 build_kubernetes() {
   local out=$1 work=$2 v=$K8S_VERSION minor ldflags k
   minor=${v#v1.} && minor=${minor%%.*}
-  build_module "$work" k8s.io/kubernetes "$v" "$(staging_version "$v")"
+  build_module "$work" "k8s.io/kubernetes@$v" "$(staging_version "$v")"
   # What hack/lib/version.sh stamps; without it every program reports v0.0.0 and kubelet's and
   # kubectl's version skew checks against the apiserver fail.
   ldflags=
@@ -253,14 +255,14 @@ build_kubernetes() {
 
 build_etcd() {
   local out=$1 work=$2
-  build_module "$work" go.etcd.io/etcd/server/v3 "$ETCD_VERSION" "$ETCD_VERSION"
+  build_module "$work" "go.etcd.io/etcd/server/v3@$ETCD_VERSION" "$ETCD_VERSION"
   # The version itself is a constant in go.etcd.io/etcd/api/v3/version.
   CGO_ENABLED=0 gobuild "$work" "$out/etcd" "" "" go.etcd.io/etcd/server/v3
 }
 
 build_containerd() {
   local out=$1 work=$2 m=github.com/containerd/containerd/v2
-  build_module "$work" $m "$CONTAINERD_VERSION" "$CONTAINERD_VERSION"
+  build_module "$work" "$m@$CONTAINERD_VERSION" "$CONTAINERD_VERSION"
   CGO_ENABLED=0 gobuild "$work" "$out/" "-X $m/version.Version=$CONTAINERD_VERSION" "" \
     $m/cmd/containerd $m/cmd/ctr $m/cmd/containerd-shim-runc-v2
 }
@@ -275,7 +277,7 @@ build_runc() {
     apt-get -o DPkg::Lock::Timeout=600 install -y libseccomp-dev >&2 ||
       die "runc: libseccomp-dev could not be installed (apt-get update first?)"
   fi
-  build_module "$work" github.com/opencontainers/runc "$RUNC_VERSION" "$RUNC_VERSION"
+  build_module "$work" "github.com/opencontainers/runc@$RUNC_VERSION" "$RUNC_VERSION"
   (cd "$work" && CGO_ENABLED=1 go build -trimpath -buildmode=pie -tags "seccomp urfave_cli_no_docs netgo osusergo" \
     -ldflags "-s -w -linkmode external -extldflags -static-pie" -o "$out/runc" github.com/opencontainers/runc)
 }
@@ -311,7 +313,7 @@ build_snapshot-controller() {
 
 build_csi-sanity() {
   local out=$1 work=$2 m=github.com/kubernetes-csi/csi-test/v5
-  build_module "$work" $m "$CSI_TEST_VERSION" "$CSI_TEST_VERSION"
+  build_module "$work" "$m@$CSI_TEST_VERSION" "$CSI_TEST_VERSION"
   CGO_ENABLED=0 gobuild "$work" "$out/" "-X main.VERSION=$CSI_TEST_VERSION" "" $m/cmd/csi-sanity
 }
 
