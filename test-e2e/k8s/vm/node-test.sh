@@ -843,13 +843,14 @@ s_cli() {
 driver_pods() { kubectl -n $NS get pods -l app.kubernetes.io/name=lvstamp-csi-node -o jsonpath='{.items[*].metadata.name}'; }
 driver_pod_replaced() { local p; p=$(driver_pods) && [ -n "$p" ] && [ "$p" != "$1" ] && [ "$(echo "$p" | wc -w)" = 1 ]; }
 no_driver_pod() { [ -z "$(driver_pods)" ]; }
+helm_revisions() { hm history lvstamp | grep -c '^[0-9]'; }
 s_helm_upgrade() {
   local owner uid old
   owner=$(owner_id) uid=$(jp pod/app-ext4 '{.metadata.uid}') old=$(driver_pod)
   # another owner ID without ownerIdReplaces: refused before anything changes (docs/upgrade.md)
   local other=0123456789abcdef0123456789abcdef out revs
   [ "$owner" != $other ] || other=fedcba9876543210fedcba9876543210
-  revs=$(hm history lvstamp | grep -c "^[0-9]")
+  revs=$(helm_revisions)
   if out=$(hm upgrade lvstamp "$CHART" -f "$HELM_VALUES" --set ownerId=$other 2>&1); then
     fail "helm upgrade to another owner ID was not refused"
     return 1
@@ -857,7 +858,7 @@ s_helm_upgrade() {
   echo "$out" | grep -qF "ownerId $other would replace the installed owner ID $owner" ||
     fail "the refused owner ID change does not name the installed ID: $out" || return 1
   log "refused: $(echo "$out" | tail -1 | cut -c1-160)…"
-  [ "$(owner_id)" = "$owner" ] && [ "$(hm history lvstamp | grep -c "^[0-9]")" = "$revs" ] && [ "$(driver_pods)" = "$old" ] ||
+  [ "$(owner_id)" = "$owner" ] && [ "$(helm_revisions)" = "$revs" ] && [ "$(driver_pods)" = "$old" ] ||
     fail "the refused upgrade changed something (owner ID, revisions or driver pod)" || return 1
   # a changed value that changes the pod template: the DaemonSet rolls its pod
   hm upgrade lvstamp "$CHART" -f "$HELM_VALUES" --set logLevel=debug || fail "helm upgrade" || return 1
