@@ -243,6 +243,10 @@ describe('helm install, upgrade, uninstall against a kube-apiserver', () => {
       'ownerId is empty, but 1 PersistentVolume(s) of lvstamp.io exist (pvc-retained): their volumes carry the owner ID of an earlier installation',
     );
     expect(await run(helm, ['list', '-q', '--namespace', NAMESPACE])).toBe('');
+    // a namespace that --create-namespace makes only after the render (uninstall.md deletes it)
+    await expect(
+      run(helm, ['install', 'lvstamp', CHART, '--namespace', 'lvstamp-new', '--create-namespace']),
+    ).rejects.toThrow('1 PersistentVolume(s) of lvstamp.io exist (pvc-retained)');
     await helmRun('install', 'lvstamp', CHART, '--set', `ownerId=${OWNER_ID}`);
     expect(await ownerId()).toBe(OWNER_ID);
   });

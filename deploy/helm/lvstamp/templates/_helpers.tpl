@@ -118,9 +118,10 @@ render shows a fresh ID and no change is refused.
 {{- if or (not (regexMatch "^[0-9a-f]{32}$" $installed)) (eq $installed $zeros) -}}
 {{- $installed = "" -}}
 {{- end -}}
-{{- /* lookup answers nothing without cluster access (helm template, client-side dry runs): the
-       release's own namespace, which an installed release has, tells the two apart */ -}}
-{{- $cluster := not (empty (lookup "v1" "Namespace" "" .Release.Namespace)) -}}
+{{- /* lookup answers nothing without cluster access (helm template, client-side dry runs):
+       kube-system, which every cluster has, tells the two apart (not the release's namespace,
+       which --create-namespace makes only after the render) */ -}}
+{{- $cluster := not (empty (lookup "v1" "Namespace" "" "kube-system")) -}}
 {{- if and $cluster .Release.IsInstall (not $wanted) (not $installed) -}}
 {{- $pvs := list -}}
 {{- range (lookup "v1" "PersistentVolume" "" "").items | default list -}}
@@ -131,7 +132,7 @@ render shows a fresh ID and no change is refused.
 {{- end -}}
 {{- end -}}
 {{- if and $cluster .Release.IsUpgrade (not $installed) (not $wanted) (ne $found $placeholder) -}}
-{{- fail (printf "the release is installed, but %s holds no owner ID (%s): a new random one would disown every volume made under the old one. Set ownerId to the ID the drivers run with (kubectl -n %s exec ds/lvstamp-csi-node -c lvstamp-csi -- printenv LVSTAMP_OWNER_ID); nothing changed" $where (ternary "the ConfigMap is missing" (printf "owner-id is %q" $found) (empty $existing)) .Release.Namespace) -}}
+{{- fail (printf "the release is installed, but %s holds no owner ID (%s): a new random one would disown every volume made under the old one. Set ownerId to the ID the drivers run with (the last revision's: helm get manifest %s -n %s | grep owner-id; or kubectl -n %s exec ds/lvstamp-csi-node -c lvstamp-csi -- printenv LVSTAMP_OWNER_ID); nothing changed" $where (ternary "the ConfigMap is missing" (printf "owner-id is %q" $found) (empty $existing)) .Release.Name .Release.Namespace .Release.Namespace) -}}
 {{- end -}}
 {{- if and $installed $wanted (ne $wanted $installed) -}}
 {{- if eq $wanted "unset" -}}
