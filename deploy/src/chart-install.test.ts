@@ -1,13 +1,12 @@
 // The chart installed, upgraded and uninstalled by the pinned helm against a real kube-apiserver
 // and etcd (the `kubernetes` and `etcd` parts of test-e2e/parts, started by
-// apps/gc-job/test/kube/start.sh on free ports; no nodes, so no pod runs): the owner ID is made at
+// apps/gc-job/test/kube/start.sh on ports it chooses; no nodes, so no pod runs): the owner ID is made at
 // install, kept by every upgrade that does not set one, replaced by an explicit value only when
 // ownerIdReplaces names the installed one (which rolls the drivers), and a changed value reaches
 // the DaemonSet. What happens on a node is the Kubernetes tier's
 // (test-e2e/k8s, K8S_INSTALL=helm).
 import { execFile } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,21 +25,6 @@ let helm: string;
 let kubectl: string;
 let runDir: string | undefined;
 let kubeconfig: string;
-
-/** A TCP port nothing listens on now, on 127.0.0.1. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => {
-        resolve(port);
-      });
-    });
-  });
-}
 
 /** Runs a program; returns its standard output. @throws Error with its standard error. */
 async function run(program: string, args: readonly string[]): Promise<string> {
@@ -80,16 +64,11 @@ beforeAll(async () => {
   const kubeApiserver = await pinnedBinary('kubernetes', 'kube-apiserver');
   const etcd = await pinnedBinary('etcd', 'etcd');
   runDir = await mkdtemp(join(tmpdir(), 'lvstamp-deploy-kapi-'));
-  const apiPort = await freePort();
-  let etcdPort = await freePort();
-  while (etcdPort === apiPort || etcdPort + 1 === apiPort) etcdPort = await freePort();
   await promisify(execFile)('bash', [join(KUBE_SCRIPTS, 'start.sh'), runDir], {
     env: {
       ...process.env,
       KUBE_DIR: dirname(kubeApiserver),
       ETCD_DIR: dirname(etcd),
-      APISERVER_PORT: String(apiPort),
-      ETCD_PORT: String(etcdPort),
     },
     timeout: START_TIMEOUT_MS,
   });

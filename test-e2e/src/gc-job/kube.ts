@@ -7,7 +7,6 @@
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { request } from 'node:https';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { REPO_ROOT, cleanups, createTempDir, type CleanupRegistry } from '../harness/index.js';
@@ -62,24 +61,9 @@ export interface KubeApiServer {
   ): Promise<T>;
 }
 
-/** A free TCP port on 127.0.0.1 (bound and released at once). */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => {
-        resolve(port);
-      });
-    });
-  });
-}
-
 /**
  * Starts etcd + kube-apiserver with apps/gc-job/test/kube/start.sh in a temp
- * dir on free ports and waits until `GET /api/v1/namespaces/default` answers.
+ * dir on ports start.sh chooses and waits until `GET /api/v1/namespaces/default` answers.
  * The binaries are the parts test-e2e/parts/build.sh cached (never built
  * here: the VM has no network; a missing part fails with a message naming
  * build.sh).
@@ -95,9 +79,6 @@ export async function startKubeApiServer(
     await run('bash', [join(KUBE_SCRIPTS, 'stop.sh'), runDir]);
   });
   const parts = await cachedParts();
-  const apiPort = await freePort();
-  let etcdPort = await freePort();
-  while (etcdPort === apiPort || etcdPort + 1 === apiPort) etcdPort = await freePort();
   const started = performance.now();
   let output: string;
   try {
@@ -106,8 +87,6 @@ export async function startKubeApiServer(
         ...process.env,
         KUBE_DIR: parts.kubernetes,
         ETCD_DIR: parts.etcd,
-        APISERVER_PORT: String(apiPort),
-        ETCD_PORT: String(etcdPort),
         TOKEN: ADMIN_TOKEN,
         READY_PATH,
       },
@@ -124,6 +103,9 @@ export async function startKubeApiServer(
   const startSeconds = (performance.now() - started) / 1000;
   const ready = /ready in ([\d.]+)s/.exec(output);
   const ca = await readFile(join(runDir, 'pki', 'ca.crt'));
+  const ports = await readFile(join(runDir, 'ports.env'), 'utf8');
+  const apiPort = /^APISERVER_PORT=(\d+)$/m.exec(ports)?.[1];
+  if (apiPort === undefined) throw new Error(`start.sh wrote no APISERVER_PORT: ${ports}`);
   const server = `https://127.0.0.1:${apiPort}`;
   return {
     server,

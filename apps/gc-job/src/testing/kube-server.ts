@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,38 +42,19 @@ export interface KubeServer {
   stop(wipe?: boolean): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => {
-        resolve(port);
-      });
-    });
-  });
-}
-
 /**
- * Starts a fresh etcd and API server (own temporary directory, free ports)
- * from the binaries in `parts`.
+ * Starts a fresh etcd and API server (own temporary directory, ports start.sh
+ * chooses) from the binaries in `parts`.
  * @throws Error with start.sh's output when a server does not come up within 240 s.
  */
 export async function startKubeServer(parts: KubeParts): Promise<KubeServer> {
   const runDir = await mkdtemp(join(tmpdir(), 'lvstamp-kapi-'));
-  const apiPort = await freePort();
-  let etcdPort = await freePort();
-  while (etcdPort === apiPort || etcdPort + 1 === apiPort) etcdPort = await freePort();
   const started = Date.now();
   await run('bash', [join(SCRIPTS, 'start.sh'), runDir], {
     env: {
       ...process.env,
       KUBE_DIR: parts.kubernetes,
       ETCD_DIR: parts.etcd,
-      APISERVER_PORT: String(apiPort),
-      ETCD_PORT: String(etcdPort),
     },
     timeout: 240_000,
   });
@@ -82,7 +62,8 @@ export async function startKubeServer(parts: KubeParts): Promise<KubeServer> {
   const kubeconfigPath = join(runDir, 'kubeconfig');
   const admin = new KubeConfig();
   admin.loadFromFile(kubeconfigPath);
-  const server = `https://127.0.0.1:${apiPort}`;
+  const server = admin.getCurrentCluster()?.server;
+  if (server === undefined) throw new Error(`${kubeconfigPath} names no server`);
   const caFile = join(runDir, 'pki', 'ca.crt');
   return {
     runDir,

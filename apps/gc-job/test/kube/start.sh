@@ -7,8 +7,10 @@
 #
 # Usage: start.sh RUN_DIR
 # Env: KUBE_DIR, ETCD_DIR (the parts' directories; default: what build.sh prints, building them
-#      when they are not cached), APISERVER_PORT (6443), ETCD_PORT (23790; the peer port is +1),
-#      TOKEN (admin bearer token), READY_PATH (/readyz): the GET that must answer 2xx before this
+#      when they are not cached), APISERVER_PORT, ETCD_PORT (the etcd peer port is +1; both unset:
+#      random ports in 20000-31999, below Linux's default range for outgoing connections, chosen
+#      again when a server finds its port taken, up to 8 times; RUN_DIR/ports.env names the ports
+#      used), TOKEN (admin bearer token), READY_PATH (/readyz): the GET that must answer 2xx before this
 #      script returns. Under software emulation /readyz comes well after the API serves (the
 #      RBAC bootstrap roles); a client that uses only the admin token can wait for
 #      /api/v1/namespaces/default instead.
@@ -21,11 +23,16 @@ if [ -z "${KUBE_DIR:-}" ] || [ -z "${ETCD_DIR:-}" ]; then
 fi
 [ -x "$KUBE_DIR/kube-apiserver" ] || { echo "start.sh: no kube-apiserver in '$KUBE_DIR'" >&2; exit 1; }
 [ -x "$ETCD_DIR/etcd" ] || { echo "start.sh: no etcd in '$ETCD_DIR'" >&2; exit 1; }
-APISERVER_PORT=${APISERVER_PORT:-6443}
-ETCD_PORT=${ETCD_PORT:-23790}
-ETCD_PEER_PORT=$((ETCD_PORT + 1))
 TOKEN=${TOKEN:-kapi-test-token}
 READY_PATH=${READY_PATH:-/readyz}
+if [ -n "${APISERVER_PORT:-}" ] && [ -n "${ETCD_PORT:-}" ]; then
+  CHOOSE_PORTS=
+elif [ -z "${APISERVER_PORT:-}" ] && [ -z "${ETCD_PORT:-}" ]; then
+  CHOOSE_PORTS=1
+else
+  echo "start.sh: set both APISERVER_PORT and ETCD_PORT, or neither" >&2
+  exit 1
+fi
 mkdir -p "$RUN/pki"
 cd "$RUN"
 
@@ -42,44 +49,105 @@ if [ ! -f pki/apiserver.crt ]; then
 fi
 echo "$TOKEN,admin,admin-uid,system:masters" >pki/tokens.csv
 
-t0=$(date +%s.%N)
-setsid "$ETCD_DIR/etcd" --name kapi --data-dir "$RUN/etcd-data" \
-  --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
-  --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
-  --initial-cluster "kapi=http://127.0.0.1:$ETCD_PEER_PORT" --listen-metrics-urls '' \
-  >"$RUN/etcd.log" 2>&1 </dev/null &
-echo $! >"$RUN/etcd.pid"
-ok=
-for _ in $(seq 1 300); do
-  if curl -sf "http://127.0.0.1:$ETCD_PORT/health" >/dev/null; then ok=1; break; fi
-  kill -0 "$(cat "$RUN/etcd.pid")" 2>/dev/null || break
-  sleep 0.1
-done
-[ -n "$ok" ] || { echo "etcd not healthy on 127.0.0.1:$ETCD_PORT" >&2; tail -30 "$RUN/etcd.log" >&2; exit 1; }
+# A port nothing on 127.0.0.1 answers on now (a hint only: the bind below decides).
+random_port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 12000))
+    (: </dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo "$p"; return; }
+  done
+}
+choose_ports() {
+  ETCD_PORT=$(random_port)
+  APISERVER_PORT=$(random_port)
+  while [ "$APISERVER_PORT" -eq "$ETCD_PORT" ] || [ "$APISERVER_PORT" -eq $((ETCD_PORT + 1)) ]; do
+    APISERVER_PORT=$(random_port)
+  done
+}
+# port_taken NAME LOG: whether the server NAME stopped because its port was taken.
+port_taken() { grep -q 'address already in use' "$2"; }
+stop_pid() {
+  local pid
+  pid=$(cat "$1" 2>/dev/null) || return 0
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -f "$1"
+}
 
-setsid "$KUBE_DIR/kube-apiserver" \
-  --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-  --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
-  --tls-cert-file="$RUN/pki/apiserver.crt" --tls-private-key-file="$RUN/pki/apiserver.key" \
-  --client-ca-file="$RUN/pki/ca.crt" \
-  --token-auth-file="$RUN/pki/tokens.csv" \
-  --authorization-mode=RBAC \
-  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-  --service-account-key-file="$RUN/pki/sa.pub" --service-account-signing-key-file="$RUN/pki/sa.key" \
-  --api-audiences=https://kubernetes.default.svc.cluster.local \
-  --service-cluster-ip-range=10.0.0.0/24 \
-  --endpoint-reconciler-type=none \
-  --allow-privileged=true \
-  --cert-dir="$RUN/pki" \
-  --v=1 >"$RUN/apiserver.log" 2>&1 </dev/null &
-echo $! >"$RUN/apiserver.pid"
-ok=
-for _ in $(seq 1 1800); do
-  if curl -sfk -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$APISERVER_PORT$READY_PATH" >/dev/null 2>&1; then ok=1; break; fi
-  kill -0 "$(cat "$RUN/apiserver.pid")" 2>/dev/null || { echo "kube-apiserver died" >&2; tail -30 "$RUN/apiserver.log" >&2; exit 1; }
-  sleep 0.1
+# start_etcd: 0 healthy, 2 its port was taken, 1 any other failure (its log on stderr).
+start_etcd() {
+  ETCD_PEER_PORT=$((ETCD_PORT + 1))
+  rm -rf "$RUN/etcd-data"
+  setsid "$ETCD_DIR/etcd" --name kapi --data-dir "$RUN/etcd-data" \
+    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster "kapi=http://127.0.0.1:$ETCD_PEER_PORT" --listen-metrics-urls '' \
+    >"$RUN/etcd.log" 2>&1 </dev/null &
+  echo $! >"$RUN/etcd.pid"
+  for _ in $(seq 1 300); do
+    curl -sf --max-time 5 "http://127.0.0.1:$ETCD_PORT/health" >/dev/null && return 0
+    kill -0 "$(cat "$RUN/etcd.pid")" 2>/dev/null || break
+    sleep 0.1
+  done
+  stop_pid "$RUN/etcd.pid"
+  port_taken etcd "$RUN/etcd.log" && return 2
+  echo "etcd not healthy on 127.0.0.1:$ETCD_PORT" >&2
+  tail -30 "$RUN/etcd.log" >&2
+  return 1
+}
+
+# start_apiserver: 0 ready, 2 its port was taken, 1 any other failure (its log on stderr).
+start_apiserver() {
+  setsid "$KUBE_DIR/kube-apiserver" \
+    --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
+    --tls-cert-file="$RUN/pki/apiserver.crt" --tls-private-key-file="$RUN/pki/apiserver.key" \
+    --client-ca-file="$RUN/pki/ca.crt" \
+    --token-auth-file="$RUN/pki/tokens.csv" \
+    --authorization-mode=RBAC \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$RUN/pki/sa.pub" --service-account-signing-key-file="$RUN/pki/sa.key" \
+    --api-audiences=https://kubernetes.default.svc.cluster.local \
+    --service-cluster-ip-range=10.0.0.0/24 \
+    --endpoint-reconciler-type=none \
+    --allow-privileged=true \
+    --cert-dir="$RUN/pki" \
+    --v=1 >"$RUN/apiserver.log" 2>&1 </dev/null &
+  echo $! >"$RUN/apiserver.pid"
+  for _ in $(seq 1 1800); do
+    curl -sfk --max-time 5 -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$APISERVER_PORT$READY_PATH" >/dev/null 2>&1 && return 0
+    if ! kill -0 "$(cat "$RUN/apiserver.pid")" 2>/dev/null; then
+      rm -f "$RUN/apiserver.pid"
+      port_taken apiserver "$RUN/apiserver.log" && return 2
+      echo "kube-apiserver died" >&2
+      tail -30 "$RUN/apiserver.log" >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+  echo "kube-apiserver not ready ($READY_PATH)" >&2
+  tail -30 "$RUN/apiserver.log" >&2
+  return 1
+}
+
+t0=$(date +%s.%N)
+for attempt in $(seq 1 8); do
+  [ -n "$CHOOSE_PORTS" ] && choose_ports
+  rc=0
+  start_etcd || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    start_apiserver || rc=$?
+    [ "$rc" -eq 0 ] && break
+    stop_pid "$RUN/etcd.pid"
+  fi
+  [ "$rc" -eq 2 ] && [ -n "$CHOOSE_PORTS" ] && [ "$attempt" -lt 8 ] || {
+    [ "$rc" -eq 2 ] && echo "start.sh: a port was taken (etcd $ETCD_PORT and $((ETCD_PORT + 1)), kube-apiserver $APISERVER_PORT; attempt $attempt)" >&2
+    exit 1
+  }
+  echo "start.sh: a port was taken (etcd $ETCD_PORT and $((ETCD_PORT + 1)), kube-apiserver $APISERVER_PORT); choosing others" >&2
 done
-[ -n "$ok" ] || { echo "kube-apiserver not ready ($READY_PATH)" >&2; tail -30 "$RUN/apiserver.log" >&2; exit 1; }
+printf 'APISERVER_PORT=%s\nETCD_PORT=%s\n' "$APISERVER_PORT" "$ETCD_PORT" >"$RUN/ports.env"
 t1=$(date +%s.%N)
 
 cat >"$RUN/kubeconfig" <<KC
