@@ -55,10 +55,13 @@ else
   # a cold machine, beside the Go builds, files ran at 3-6x.
   VM_BOUND=${VM_TIMEOUT:-5000}
   [ $# -gt 0 ] && [ -z "${LVSTAMP_E2E_SHARDS:-}" ] && SHARDS=1
-  in_vm() { # in_vm VITEST_ARGS...: the command the VM runs
+  # in_vm VITEST_ARGS...: the command the VM runs; at its end, one line with the VM's busy and idle
+  # CPU seconds since boot (/proc/stat, 100 ticks a second), to tell waiting from computing
+  in_vm() {
     local cmd
     printf -v cmd '%q ' "$@"
-    echo "set -o pipefail; echo \"run-e2e: in the VM: kernel \$(uname -r), \$(lvm version | head -1 | tr -s ' ')\"; $cmd"
+    echo "set -o pipefail; echo \"run-e2e: in the VM: kernel \$(uname -r), \$(lvm version | head -1 | tr -s ' ')\"; $cmd; rc=\$?;" \
+      "read -r _ u n s i w q sq _ </proc/stat; echo \"run-e2e: VM CPU since boot (\$(nproc) vCPU): busy \$(((u + n + s + q + sq) / 100)) s, idle \$((i / 100)) s, iowait \$((w / 100)) s\"; exit \$rc"
   }
   # run_shard I N CPUS [vitest args...]: shard I of N in one VM, lines prefixed [e2e I/N]. A shard
   # may get no file (few files named, a long lane after it): it passes; the merged report fails

@@ -275,6 +275,28 @@ kubelet_up() {
     { tails kcm; return 1; }
 }
 
+# cpu_report: where the VM's CPU went since boot, to LOGS/cpu.txt and one summary line: the busy
+# share of all vCPUs (/proc/stat), each cgroup's CPU seconds (cpu.stat; a pod's cgroup is named by
+# its /var/log/pods directory; exited pods' cgroups are gone), and the live processes' CPU time
+cpu_report() {
+  local f=$LOGS/cpu.txt total busy d uid name
+  {
+    read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
+    busy=$((user + nice + system + irq + softirq + steal)); total=$((busy + idle + iowait))
+    echo "vCPUs $(nproc); since boot: busy $((busy / 100)) s, idle $((idle / 100)) s, iowait $((iowait / 100)) s (user $((user / 100)), system $((system / 100)), softirq $((softirq / 100)))"
+    echo "--- cgroups: CPU seconds"
+    find /sys/fs/cgroup -maxdepth 4 -name cpu.stat | while read -r d; do
+      d=${d%/cpu.stat}; name=${d#/sys/fs/cgroup}
+      uid=${d##*/pod}; uid=${uid//_/-}
+      [ "$uid" != "$d" ] && name="$name $(cd /var/log/pods 2>/dev/null && ls -d *_"$uid" 2>/dev/null)"
+      awk -v n="${name:-/}" '$1 == "usage_usec" {printf "%8.1f  %s\n", $2 / 1e6, n}' "$d/cpu.stat"
+    done | sort -rn
+    echo "--- live processes: CPU time"
+    ps -eo cputimes=,comm= | sort -rn | head -25
+  } >"$f" 2>&1
+  log "cpu: $(head -1 "$f"); the largest cgroups: $(sed -n '3,6p' "$f" | awk '{printf "%s%s %s s", (NR > 1 ? ", " : ""), $2, $1}')"
+}
+
 # cluster_down: in the VM, stop every process this file started there (the pods' containers
 # first, through containerd), unmount what the kubelet left mounted
 cluster_down() {
@@ -286,6 +308,7 @@ cluster_down() {
     kubectl --request-timeout=60s get events -A --sort-by=.lastTimestamp >"$LOGS/events.txt" 2>&1
   fi
   timeout 120 cp -r /var/log/pods "$LOGS/pods" 2>/dev/null # the containers' logs, before the tmpfs goes
+  cpu_report
   log "cluster down: killing the containers"
   for pid in $(timeout 60 ctr -n k8s.io tasks ls -q 2>/dev/null); do
     timeout 30 ctr -n k8s.io tasks kill -s KILL "$pid" >/dev/null 2>&1

@@ -1098,6 +1098,24 @@ node_gone_steps() { # node_gone_steps PV VOLUME MARK: the page's section, the no
   ! dmsetup ls | grep -q "$vol" || fail "a device-mapper map of $vol is left: $(dmsetup ls)"
 }
 
+# s_idle (by hand; K8S_IDLE_SECONDS, 120): the node's CPU while no scenario runs, per live process,
+# over that many seconds after the deployment: what the cluster costs the emulated VM idle
+s_idle() {
+  local secs=${K8S_IDLE_SECONDS:-120} before after
+  before=$(ps -eo pid=,cputimes=,comm=; head -1 /proc/stat)
+  sleep "$secs"
+  after=$(ps -eo pid=,cputimes=,comm=; head -1 /proc/stat)
+  awk -v secs="$secs" -v cpus="$(nproc)" '
+    $1 == "cpu" { b = $2 + $3 + $4 + $7 + $8 + $9; if (seen_cpu++) busy = b - b0; else b0 = b; next }
+    FNR == NR || !(($1, $3) in t0) { t0[$1, $3] = $2; next }
+    { d = $2 - t0[$1, $3]; if (d > 0) { sum[$3] += d; total += d } }
+    END {
+      printf "idle %d s: the VM busy %d s of %d vCPU-s; live processes %d s:", secs, busy / 100, secs * cpus, total
+      for (c in sum) printf " %s %d", c, sum[c]
+      printf "\n"
+    }' <(echo "$before") <(echo "$after") | sed 's/^/  /' | tee -a "$LOGS/cpu.txt"
+}
+
 s_cleanup() {
   s_second_node_down || return 1
   kubectl delete pod --all --wait=true --timeout=600s && kubectl delete pvc --all --wait=true --timeout=300s || return 1
@@ -1138,6 +1156,7 @@ check "fsGroup: a non-root pod writes into its ext4 and xfs volumes (fsGroupPoli
 check "unsatisfiable resize (more than the VG): the claim's NodeResizeError carries the driver's OUT_OF_RANGE, the pod keeps its data; lowering the request recovers, the volume grows and is usable" s_resize_unsatisfiable
 check "kubelet restarted while a pod uses a volume: the pod keeps running with its data, the volume stays mounted" s_kubelet_restart
 check "the driver's /healthz and metrics answer on the pod's ports, and through the monitoring Service with every documented family" s_probe_metrics
+by_hand "the node idle: CPU per process" s_idle
 by_hand "a node that is already gone (docs/node-retirement.md): the node dies with a claim's pod and is deleted, the claim deleted leaves its PV Released, removed by hand; the volume read and deleted with the CLI on the machine; the node back" s_node_gone
 check "cleanup: no LV, map or mount left on the node" s_cleanup
 if [ "$K8S_INSTALL" = kustomize ]; then
