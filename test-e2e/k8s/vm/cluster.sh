@@ -35,14 +35,17 @@ calibrate() {
   SLOW=$(awk "BEGIN { f = $t / $CAL_REF; f = (f == int(f)) ? f : int(f) + 1; print (f < 1) ? 1 : (f > 4) ? 4 : f }")
   log "calibration: the CPU loop took $t s (reference $CAL_REF s): every wait bound x$SLOW"
 }
-# wait_for DESC TIMEOUT_S CMD...: poll CMD (every second) until it succeeds; false after
-# TIMEOUT_S x SLOW seconds. Says what it waited for and how long it took either way.
+# wait_for DESC TIMEOUT_S CMD...: poll CMD until it succeeds; false after TIMEOUT_S x SLOW
+# seconds. Says what it waited for and how long it took either way. A poll is usually a kubectl
+# call, which costs the emulated VM about a second of CPU (README.md "Times"): every second for
+# the first 20 s, every 2 s until 60 s, every 4 s after that.
 wait_for() {
-  local desc=$1 to=$(($2 * SLOW)) s; s=$(now); shift 2
+  local desc=$1 to=$(($2 * SLOW)) s el; s=$(now); shift 2
   while :; do
     if "$@" >/dev/null 2>&1; then log "$desc ($(since $s) s)"; return 0; fi
-    [ "$(since $s)" -ge "$to" ] && { log "TIMEOUT after $to s: $desc"; return 1; }
-    sleep 1
+    el=$(since $s)
+    [ "$el" -ge "$to" ] && { log "TIMEOUT after $to s: $desc"; return 1; }
+    sleep $((el < 20 ? 1 : el < 60 ? 2 : 4))
   done
 }
 # start NAME CMD...: a background process with its own log, stopped by cluster_down
