@@ -45,19 +45,26 @@ export interface KubeServer {
 /**
  * Starts a fresh etcd and API server (own temporary directory, ports start.sh
  * chooses) from the binaries in `parts`.
- * @throws Error with start.sh's output when a server does not come up within 240 s.
+ * @throws Error with start.sh's output when a server does not come up within 240 s (what it
+ *   started is stopped first).
  */
 export async function startKubeServer(parts: KubeParts): Promise<KubeServer> {
   const runDir = await mkdtemp(join(tmpdir(), 'lvstamp-kapi-'));
   const started = Date.now();
-  await run('bash', [join(SCRIPTS, 'start.sh'), runDir], {
-    env: {
-      ...process.env,
-      KUBE_DIR: parts.kubernetes,
-      ETCD_DIR: parts.etcd,
-    },
-    timeout: 240_000,
-  });
+  try {
+    await run('bash', [join(SCRIPTS, 'start.sh'), runDir], {
+      env: {
+        ...process.env,
+        KUBE_DIR: parts.kubernetes,
+        ETCD_DIR: parts.etcd,
+      },
+      timeout: 240_000,
+    });
+  } catch (error) {
+    // whatever start.sh left running (a server that never got ready, or both after the timeout)
+    await run('bash', [join(SCRIPTS, 'stop.sh'), runDir, '--wipe']);
+    throw error;
+  }
   const startSeconds = (Date.now() - started) / 1000;
   const kubeconfigPath = join(runDir, 'kubeconfig');
   const admin = new KubeConfig();

@@ -85,9 +85,12 @@ start_etcd() {
     --initial-cluster "kapi=http://127.0.0.1:$ETCD_PEER_PORT" --listen-metrics-urls '' \
     >"$RUN/etcd.log" 2>&1 </dev/null &
   echo $! >"$RUN/etcd.pid"
+  # healthy, and it is ours: another etcd on a port ours found taken answers /health too
   for _ in $(seq 1 300); do
-    curl -sf --max-time 5 "http://127.0.0.1:$ETCD_PORT/health" >/dev/null && return 0
     kill -0 "$(cat "$RUN/etcd.pid")" 2>/dev/null || break
+    grep -q '"ready to serve client requests"' "$RUN/etcd.log" &&
+      curl -sf --max-time 5 "http://127.0.0.1:$ETCD_PORT/health" >/dev/null &&
+      kill -0 "$(cat "$RUN/etcd.pid")" 2>/dev/null && return 0
     sleep 0.1
   done
   stop_pid "$RUN/etcd.pid"
@@ -115,8 +118,12 @@ start_apiserver() {
     --cert-dir="$RUN/pki" \
     --v=1 >"$RUN/apiserver.log" 2>&1 </dev/null &
   echo $! >"$RUN/apiserver.pid"
+  # ready, and it is ours: its certificate must chain to this run's CA (another kube-apiserver on
+  # a port ours found taken answers too), and its process must still run
   for _ in $(seq 1 1800); do
-    curl -sfk --max-time 5 -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$APISERVER_PORT$READY_PATH" >/dev/null 2>&1 && return 0
+    curl -sf --max-time 5 --cacert "$RUN/pki/ca.crt" -H "Authorization: Bearer $TOKEN" \
+      "https://127.0.0.1:$APISERVER_PORT$READY_PATH" >/dev/null 2>&1 &&
+      kill -0 "$(cat "$RUN/apiserver.pid")" 2>/dev/null && return 0
     if ! kill -0 "$(cat "$RUN/apiserver.pid")" 2>/dev/null; then
       rm -f "$RUN/apiserver.pid"
       port_taken apiserver "$RUN/apiserver.log" && return 2
@@ -126,6 +133,7 @@ start_apiserver() {
     fi
     sleep 0.1
   done
+  stop_pid "$RUN/apiserver.pid"
   echo "kube-apiserver not ready ($READY_PATH)" >&2
   tail -30 "$RUN/apiserver.log" >&2
   return 1
