@@ -64,18 +64,12 @@ choose_ports() {
     APISERVER_PORT=$(random_port)
   done
 }
-# port_taken NAME LOG: whether the server NAME stopped because its port was taken.
-port_taken() { grep -q 'address already in use' "$2"; }
-stop_pid() {
-  local pid
-  pid=$(cat "$1" 2>/dev/null) || return 0
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$pid" 2>/dev/null || true
-  rm -f "$1"
-}
+# port_taken LOG: whether the server that wrote LOG stopped because its port was taken.
+port_taken() { grep -q 'address already in use' "$1"; }
 
-# start_etcd: 0 healthy, 2 its port was taken, 1 any other failure (its log on stderr).
+# start_etcd, start_apiserver: 0 when the server is up, 2 when it stopped because its port was
+# taken, 1 on any other failure (its log on stderr). A server that failed may still run: stop.sh
+# stops it.
 start_etcd() {
   ETCD_PEER_PORT=$((ETCD_PORT + 1))
   rm -rf "$RUN/etcd-data"
@@ -93,14 +87,12 @@ start_etcd() {
       kill -0 "$(cat "$RUN/etcd.pid")" 2>/dev/null && return 0
     sleep 0.1
   done
-  stop_pid "$RUN/etcd.pid"
-  port_taken etcd "$RUN/etcd.log" && return 2
+  port_taken "$RUN/etcd.log" && return 2
   echo "etcd not healthy on 127.0.0.1:$ETCD_PORT" >&2
   tail -30 "$RUN/etcd.log" >&2
   return 1
 }
 
-# start_apiserver: 0 ready, 2 its port was taken, 1 any other failure (its log on stderr).
 start_apiserver() {
   setsid "$KUBE_DIR/kube-apiserver" \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
@@ -125,15 +117,13 @@ start_apiserver() {
       "https://127.0.0.1:$APISERVER_PORT$READY_PATH" >/dev/null 2>&1 &&
       kill -0 "$(cat "$RUN/apiserver.pid")" 2>/dev/null && return 0
     if ! kill -0 "$(cat "$RUN/apiserver.pid")" 2>/dev/null; then
-      rm -f "$RUN/apiserver.pid"
-      port_taken apiserver "$RUN/apiserver.log" && return 2
+      port_taken "$RUN/apiserver.log" && return 2
       echo "kube-apiserver died" >&2
       tail -30 "$RUN/apiserver.log" >&2
       return 1
     fi
     sleep 0.1
   done
-  stop_pid "$RUN/apiserver.pid"
   echo "kube-apiserver not ready ($READY_PATH)" >&2
   tail -30 "$RUN/apiserver.log" >&2
   return 1
@@ -143,17 +133,16 @@ t0=$(date +%s.%N)
 for attempt in $(seq 1 8); do
   [ -n "$CHOOSE_PORTS" ] && choose_ports
   rc=0
-  start_etcd || rc=$?
-  if [ "$rc" -eq 0 ]; then
-    start_apiserver || rc=$?
-    [ "$rc" -eq 0 ] && break
-    stop_pid "$RUN/etcd.pid"
-  fi
-  [ "$rc" -eq 2 ] && [ -n "$CHOOSE_PORTS" ] && [ "$attempt" -lt 8 ] || {
-    [ "$rc" -eq 2 ] && echo "start.sh: a port was taken (etcd $ETCD_PORT and $((ETCD_PORT + 1)), kube-apiserver $APISERVER_PORT; attempt $attempt)" >&2
+  start_etcd && start_apiserver || rc=$?
+  [ "$rc" -eq 0 ] && break
+  bash "$HERE/stop.sh" "$RUN" # whichever of the two still runs
+  [ "$rc" -eq 2 ] || exit 1
+  taken="a port was taken (etcd $ETCD_PORT and $((ETCD_PORT + 1)), kube-apiserver $APISERVER_PORT"
+  if [ -z "$CHOOSE_PORTS" ] || [ "$attempt" -eq 8 ]; then
+    echo "start.sh: $taken; attempt $attempt)" >&2
     exit 1
-  }
-  echo "start.sh: a port was taken (etcd $ETCD_PORT and $((ETCD_PORT + 1)), kube-apiserver $APISERVER_PORT); choosing others" >&2
+  fi
+  echo "start.sh: $taken); choosing others" >&2
 done
 printf 'APISERVER_PORT=%s\nETCD_PORT=%s\n' "$APISERVER_PORT" "$ETCD_PORT" >"$RUN/ports.env"
 t1=$(date +%s.%N)
