@@ -61,7 +61,7 @@ else
     local cmd
     printf -v cmd '%q ' "$@"
     echo "set -o pipefail; echo \"run-e2e: in the VM: kernel \$(uname -r), \$(lvm version | head -1 | tr -s ' ')\"; $cmd; rc=\$?;" \
-      "read -r _ u n s i w q sq _ </proc/stat; echo \"run-e2e: VM CPU since boot (\$(nproc) vCPU): busy \$(((u + n + s + q + sq) / 100)) s, idle \$((i / 100)) s, iowait \$((w / 100)) s\"; exit \$rc"
+      "read -r _ u n s i w q sq st _ </proc/stat; echo \"run-e2e: VM CPU since boot (\$(nproc) vCPU): busy \$(((u + n + s + q + sq + st) / 100)) s, idle \$((i / 100)) s, iowait \$((w / 100)) s\"; exit \$rc"
   }
   # run_shard I N CPUS [vitest args...]: shard I of N in one VM, lines prefixed [e2e I/N]. A shard
   # may get no file (few files named, a long lane after it): it passes; the merged report fails

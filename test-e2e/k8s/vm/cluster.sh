@@ -281,12 +281,17 @@ kubelet_up() {
 # cpu_report: where the VM's CPU went since boot, to LOGS/cpu.txt and one summary line: the busy
 # share of all vCPUs (/proc/stat), each cgroup's CPU seconds (cpu.stat; a pod's cgroup is named by
 # its /var/log/pods directory; exited pods' cgroups are gone), and the live processes' CPU time
+# cpu_busy_ticks: the busy CPU time of all vCPUs since boot, in /proc/stat's ticks (100 a second)
+cpu_busy_ticks() {
+  local user nice system idle iowait irq softirq steal
+  read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
+  echo $((user + nice + system + irq + softirq + steal))
+}
 cpu_report() {
-  local f=$LOGS/cpu.txt total busy d uid name
+  local f=$LOGS/cpu.txt d uid name user nice system idle iowait irq softirq
   {
-    read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
-    busy=$((user + nice + system + irq + softirq + steal)); total=$((busy + idle + iowait))
-    echo "vCPUs $(nproc); since boot: busy $((busy / 100)) s, idle $((idle / 100)) s, iowait $((iowait / 100)) s (user $((user / 100)), system $((system / 100)), softirq $((softirq / 100)))"
+    read -r _ user nice system idle iowait irq softirq _ </proc/stat
+    echo "vCPUs $(nproc); since boot: busy $(($(cpu_busy_ticks) / 100)) s, idle $((idle / 100)) s, iowait $((iowait / 100)) s (user $((user / 100)), system $((system / 100)), softirq $((softirq / 100)))"
     echo "--- cgroups: CPU seconds"
     find /sys/fs/cgroup -maxdepth 4 -name cpu.stat | while read -r d; do
       d=${d%/cpu.stat}; name=${d#/sys/fs/cgroup}

@@ -1101,12 +1101,11 @@ node_gone_steps() { # node_gone_steps PV VOLUME MARK: the page's section, the no
 # s_idle (by hand; K8S_IDLE_SECONDS, 120): the node's CPU while no scenario runs, per live process,
 # over that many seconds after the deployment: what the cluster costs the emulated VM idle
 s_idle() {
-  local secs=${K8S_IDLE_SECONDS:-120} before after
-  before=$(ps -eo pid=,cputimes=,comm=; head -1 /proc/stat)
+  local secs=${K8S_IDLE_SECONDS:-120} before after busy
+  busy=$(cpu_busy_ticks); before=$(ps -eo pid=,cputimes=,comm=)
   sleep "$secs"
-  after=$(ps -eo pid=,cputimes=,comm=; head -1 /proc/stat)
-  awk -v secs="$secs" -v cpus="$(nproc)" '
-    $1 == "cpu" { b = $2 + $3 + $4 + $7 + $8 + $9; if (seen_cpu++) busy = b - b0; else b0 = b; next }
+  busy=$(($(cpu_busy_ticks) - busy)); after=$(ps -eo pid=,cputimes=,comm=)
+  awk -v secs="$secs" -v cpus="$(nproc)" -v busy="$busy" '
     FNR == NR || !(($1, $3) in t0) { t0[$1, $3] = $2; next }
     { d = $2 - t0[$1, $3]; if (d > 0) { sum[$3] += d; total += d } }
     END {
