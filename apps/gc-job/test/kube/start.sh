@@ -34,7 +34,16 @@ else
   exit 1
 fi
 mkdir -p "$RUN/pki"
+RUN=$(cd "$RUN" && pwd) # absolute: the paths below are used after the cd
 cd "$RUN"
+# a second start on a run directory whose servers still run would orphan them (their pid files
+# overwritten, stop.sh then stopping only the new pair)
+for n in etcd apiserver; do
+  if [ -f "$n.pid" ] && kill -0 "$(cat "$n.pid")" 2>/dev/null; then
+    echo "start.sh: $RUN is in use: $n runs as pid $(cat "$n.pid") (stop.sh $RUN first)" >&2
+    exit 1
+  fi
+done
 
 if [ ! -f pki/apiserver.crt ]; then
   openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=kapi-ca" \
