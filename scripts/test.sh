@@ -89,12 +89,16 @@ node24_units() {
       return 1
   fi
   echo "node $("$NODE24" -v)"
-  local rc=0 dir
-  for dir in packages/* apps/* deploy bench; do
+  local rc=0 dir script args
+  for dir in packages/* apps/* deploy bench test-e2e; do
     [ -f "$dir/package.json" ] && [ -e "$dir/node_modules/vitest/vitest.mjs" ] || continue
-    grep -q '"test": "vitest run"' "$dir/package.json" || continue
+    # the package's own `test` script when it is `vitest run [options]` (test-e2e's names its
+    # unit-test config: its e2e files run in the lanes below)
+    script=$(node -p "require('./$dir/package.json').scripts?.test ?? ''") || return 1
+    case $script in 'vitest run' | 'vitest run '*) ;; *) continue ;; esac
+    read -r -a args <<<"${script#vitest run}"
     echo "--- $dir (Node $("$NODE24" -v))"
-    (cd "$dir" && "$NODE24" node_modules/vitest/vitest.mjs run --reporter=default \
+    (cd "$dir" && "$NODE24" node_modules/vitest/vitest.mjs run "${args[@]}" --reporter=default \
       --reporter=json "--outputFile.json=$LOGS/node24-${dir//\//-}.json") || rc=1
   done
   return $rc
