@@ -1098,19 +1098,29 @@ node_gone_steps() { # node_gone_steps PV VOLUME MARK: the page's section, the no
   ! dmsetup ls | grep -q "$vol" || fail "a device-mapper map of $vol is left: $(dmsetup ls)"
 }
 
+# proc_ticks: "pid ticks comm" for every live process, ticks = utime + stime (proc(5) stat fields
+# 14 and 15, 1/100 s): ps's cputimes has whole seconds, too coarse to sum over 30 processes
+proc_ticks() {
+  local f line comm rest
+  for f in /proc/[0-9]*/stat; do
+    { read -r line <"$f"; } 2>/dev/null || continue # the process ended
+    comm=${line#*(} comm=${comm%)*} rest=(${line##*) })
+    echo "${line%% *} $((rest[11] + rest[12])) ${comm// /_}"
+  done
+}
 # s_idle (by hand; K8S_IDLE_SECONDS, 120): the node's CPU while no scenario runs, per live process,
 # over that many seconds after the deployment: what the cluster costs the emulated VM idle
 s_idle() {
   local secs=${K8S_IDLE_SECONDS:-120} before after busy
-  busy=$(cpu_busy_ticks); before=$(ps -eo pid=,cputimes=,comm=)
+  busy=$(cpu_busy_ticks); before=$(proc_ticks)
   sleep "$secs"
-  busy=$(($(cpu_busy_ticks) - busy)); after=$(ps -eo pid=,cputimes=,comm=)
+  busy=$(($(cpu_busy_ticks) - busy)); after=$(proc_ticks)
   awk -v secs="$secs" -v cpus="$(nproc)" -v busy="$busy" '
     FNR == NR || !(($1, $3) in t0) { t0[$1, $3] = $2; next }
     { d = $2 - t0[$1, $3]; if (d > 0) { sum[$3] += d; total += d } }
     END {
-      printf "idle %d s: the VM busy %d s of %d vCPU-s; live processes %d s:", secs, busy / 100, secs * cpus, total
-      for (c in sum) printf " %s %d", c, sum[c]
+      printf "idle %d s: the VM busy %.1f s of %d vCPU-s; live processes %.1f s:", secs, busy / 100, secs * cpus, total / 100
+      for (c in sum) if (sum[c] >= 10) printf " %s %.1f", c, sum[c] / 100
       printf "\n"
     }' <(echo "$before") <(echo "$after") | sed 's/^/  /' | tee -a "$LOGS/cpu.txt"
 }
