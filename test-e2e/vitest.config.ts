@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import DurationSequencer from './src/harness/sequencer';
+import DurationSequencer from './src/harness/sequencer.ts';
 
 // End-to-end suite: real lvm2, device-mapper, loop devices. It runs as root on
 // a host with device-mapper, or inside the test VM (scripts/run-e2e.sh).
