@@ -278,15 +278,15 @@ kubelet_up() {
     { tails kcm; return 1; }
 }
 
-# cpu_report: where the VM's CPU went since boot, to LOGS/cpu.txt and one summary line: the busy
-# share of all vCPUs (/proc/stat), each cgroup's CPU seconds (cpu.stat; a pod's cgroup is named by
-# its /var/log/pods directory; exited pods' cgroups are gone), and the live processes' CPU time
 # cpu_busy_ticks: the busy CPU time of all vCPUs since boot, in /proc/stat's ticks (100 a second)
 cpu_busy_ticks() {
   local user nice system idle iowait irq softirq steal
   read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
   echo $((user + nice + system + irq + softirq + steal))
 }
+# cpu_report: where the VM's CPU went since boot, to LOGS/cpu.txt and one summary line: the busy
+# share of all vCPUs (/proc/stat), each cgroup's CPU seconds (cpu.stat; a pod's cgroup is named by
+# its /var/log/pods directory; exited pods' cgroups are gone), and the live processes' CPU time
 cpu_report() {
   local f=$LOGS/cpu.txt d uid name user nice system idle iowait irq softirq
   {
