@@ -95,7 +95,10 @@ node24_units() {
     # the package's own `test` script when it is `vitest run [options]` (test-e2e's names its
     # unit-test config: its e2e files run in the lanes below)
     script=$(node -p "require('./$dir/package.json').scripts?.test ?? ''") || return 1
-    case $script in 'vitest run' | 'vitest run '*) ;; *) continue ;; esac
+    case $script in
+      'vitest run' | 'vitest run '*) ;;
+      *) echo "--- $dir: not run under Node 24 (its test script is '$script', not vitest run)" && continue ;;
+    esac
     read -r -a args <<<"${script#vitest run}"
     echo "--- $dir (Node $("$NODE24" -v))"
     (cd "$dir" && "$NODE24" node_modules/vitest/vitest.mjs run "${args[@]}" --reporter=default \
