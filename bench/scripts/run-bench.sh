@@ -25,6 +25,16 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   esac
 done
 mkdir -p "$RESULTS_DIR"
+# Group peer runs TopoLVM's lvmd: the `lvmd` part, built from its Go module on the first run and
+# cached outside the repository (test-e2e/parts/build.sh). Without it the other groups still run
+# and group peer fails, saying why.
+if [ -z "${LVSTAMP_BENCH_LVMD:-}" ] || [ -z "${LVSTAMP_BENCH_LVMD_PROTO:-}" ]; then
+  if lvmd_dir=$(bash test-e2e/parts/build.sh lvmd); then
+    export LVSTAMP_BENCH_LVMD=$lvmd_dir/lvmd LVSTAMP_BENCH_LVMD_PROTO=$lvmd_dir/lvmd.proto
+  else
+    echo "run-bench: the lvmd part could not be built (above); group peer will fail" >&2
+  fi
+fi
 LVSTAMP_BENCH_COMMIT=$(git rev-parse HEAD 2>/dev/null || true)
 if [ -n "$LVSTAMP_BENCH_COMMIT" ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
   LVSTAMP_BENCH_COMMIT="$LVSTAMP_BENCH_COMMIT-dirty"
@@ -50,7 +60,7 @@ else
   command -v qemu-system-x86_64 >/dev/null || fail "qemu-system-x86_64 is missing (apt-get install qemu-system-x86)"
   export LVSTAMP_BENCH_VM=1 LVSTAMP_BENCH_ACCEL=${VM_ACCEL:-tcg}
   printf -v cmd '%q ' "${CMD[@]}"
-  VM_RW="$RESULTS_DIR" VM_ENV="LVSTAMP_BENCH_COMMIT LVSTAMP_BENCH_VM LVSTAMP_BENCH_ACCEL" \
+  VM_RW="$RESULTS_DIR" VM_ENV="LVSTAMP_BENCH_COMMIT LVSTAMP_BENCH_VM LVSTAMP_BENCH_ACCEL LVSTAMP_BENCH_LVMD LVSTAMP_BENCH_LVMD_PROTO" \
     VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-5400} \
     "$ROOT/test-e2e/vm/run-in-vm.sh" "$cmd"
   rc=$?

@@ -1,16 +1,22 @@
 #!/bin/bash
 # run-peer.sh [--cycles N] [--burst N] [--burst-rounds N] [--rpcs N]: `node bench/dist/main.js peer`,
-# lvstamp-csi next to TopoLVM's lvmd on one benchmark VG (bench/README.md "Peer group"). Needs
-# LVSTAMP_BENCH_LVMD (an lvmd binary built from a TopoLVM snapshot) and LVSTAMP_BENCH_LVMD_PROTO (its
-# pkg/lvmd/proto/lvmd.proto), both outside this repository. As root on a host with device-mapper it
-# runs here; otherwise inside the throw-away test VM (test-e2e/vm/run-in-vm.sh), which sees the host's
-# root read-only, so both paths must be on it (not under a tmpfs).
+# lvstamp-csi next to TopoLVM's lvmd on one benchmark VG (bench/README.md "Peer group"), at any size
+# (`pnpm bench` runs the same as its group peer). LVSTAMP_BENCH_LVMD (an lvmd binary) and
+# LVSTAMP_BENCH_LVMD_PROTO (its pkg/lvmd/proto/lvmd.proto) default to the `lvmd` part
+# (test-e2e/parts/build.sh lvmd: from its Go module, cached outside the repository). As root on a
+# host with device-mapper it runs here; otherwise inside the throw-away test VM
+# (test-e2e/vm/run-in-vm.sh), which sees the host's root read-only, so both paths must be on it (not
+# under a tmpfs).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 fail() { echo "run-peer: FAIL: $*" >&2; exit 1; }
 [ -f bench/dist/main.js ] && [ -f apps/csi-driver/dist/lvstamp-csi.mjs ] ||
   fail "bench or driver not built (pnpm build)"
+if [ -z "${LVSTAMP_BENCH_LVMD:-}" ] && [ -z "${LVSTAMP_BENCH_LVMD_PROTO:-}" ]; then
+  lvmd_dir=$(bash test-e2e/parts/build.sh lvmd) || fail "the lvmd part could not be built (above)"
+  export LVSTAMP_BENCH_LVMD=$lvmd_dir/lvmd LVSTAMP_BENCH_LVMD_PROTO=$lvmd_dir/lvmd.proto
+fi
 for v in LVSTAMP_BENCH_LVMD LVSTAMP_BENCH_LVMD_PROTO; do
   [ -n "${!v:-}" ] || fail "$v is not set"
   [ -f "${!v}" ] || fail "$v=${!v}: no such file"

@@ -460,8 +460,8 @@ describe('takeBaseline', () => {
     compared: false,
   });
   const idle = metric('idle.per-min', 0, 'lower', { group: 'footprint', unit: 'per-min' });
-  const others = (['create-delete', 'snapshots', 'burst', 'datapath'] as const).map((group) =>
-    metric(`${group}.ratio`, 1, 'lower', { group }),
+  const others = (['create-delete', 'snapshots', 'burst', 'datapath', 'peer'] as const).map(
+    (group) => metric(`${group}.ratio`, 1, 'lower', { group }),
   );
   const metrics = [ratio, createMs, idle, ...others];
 
@@ -478,7 +478,7 @@ describe('takeBaseline', () => {
 
   it('takes a run that records every group and no failures', () => {
     const results: BenchResults = { ...run(metrics), groups: [...GROUPS], failures: [] };
-    expect(takeBaseline(results, 'results/x.json').metrics).toHaveLength(6);
+    expect(takeBaseline(results, 'results/x.json').metrics).toHaveLength(7);
   });
 
   it('refuses a run with failed groups', () => {
@@ -495,13 +495,13 @@ describe('takeBaseline', () => {
   it('refuses a run --only (groups recorded)', () => {
     const results: BenchResults = { ...run(metrics), groups: ['listing', 'burst'], failures: [] };
     expect(() => takeBaseline(results, 'results/x.json')).toThrow(
-      'results/x.json: a partial run (not run: create-delete, snapshots, datapath, footprint); a baseline must cover every group',
+      'results/x.json: a partial run (not run: create-delete, snapshots, datapath, footprint, peer); a baseline must cover every group',
     );
   });
 
   it('refuses a run where a group has no compared metric (older files without groups)', () => {
     expect(() => takeBaseline(run([ratio, createMs, idle]), 'results/x.json')).toThrow(
-      'results/x.json: a partial run (no compared metric: create-delete, snapshots, burst, datapath); a baseline must cover every group',
+      'results/x.json: a partial run (no compared metric: create-delete, snapshots, burst, datapath, peer); a baseline must cover every group',
     );
   });
 

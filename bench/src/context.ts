@@ -27,6 +27,10 @@ export interface Scale {
   readonly idleSeconds: number;
   /** Idle seconds after the last round before the settled RSS is read (V8 gives memory back). */
   readonly settleSeconds: number;
+  /** Group `peer`: create → remove cycles per side, bursts (of `burst`) per side, RPCs without lvm. */
+  readonly peerCycles: number;
+  readonly peerBurstRounds: number;
+  readonly peerRpcs: number;
 }
 
 export const FULL: Scale = {
@@ -44,6 +48,9 @@ export const FULL: Scale = {
   rpcRounds: 3,
   idleSeconds: 60,
   settleSeconds: 45,
+  peerCycles: 20,
+  peerBurstRounds: 2,
+  peerRpcs: 1000,
 };
 
 export const SMOKE: Scale = {
@@ -61,6 +68,9 @@ export const SMOKE: Scale = {
   rpcRounds: 1,
   idleSeconds: 10,
   settleSeconds: 5,
+  peerCycles: 1,
+  peerBurstRounds: 1,
+  peerRpcs: 10,
 };
 
 /** What every group gets. */

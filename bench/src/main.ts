@@ -27,7 +27,7 @@ import { listing } from './groups/listing.js';
 import { snapshots } from './groups/snapshots.js';
 import { commandCost } from './command-cost.js';
 import { shellMode } from './shell-mode.js';
-import { peer } from './peer.js';
+import { lvmdFromEnvironment, peer, peerGroup } from './peer.js';
 import { latestResults, readBaseline, readResults, renderTable, writeResults } from './results.js';
 import { GROUPS, type BenchResults, type Group, type Metric } from './types.js';
 
@@ -42,6 +42,7 @@ const RUNS: Record<Group, GroupRun> = {
   burst,
   datapath,
   footprint,
+  peer: peerGroup,
 };
 
 /** A failure meant for the user: one line on stderr, exit `code`. */
@@ -247,13 +248,11 @@ function program(): Command {
         burstRounds: positiveCount('burst-rounds', o.burstRounds),
         rpcs: positiveCount('rpcs', o.rpcs),
       };
-      const lvmd = process.env.LVSTAMP_BENCH_LVMD ?? '';
-      const proto = process.env.LVSTAMP_BENCH_LVMD_PROTO ?? '';
-      if (lvmd === '' || proto === '') {
-        throw new UsageFailure(
-          'peer needs LVSTAMP_BENCH_LVMD (an lvmd binary) and LVSTAMP_BENCH_LVMD_PROTO (its lvmd.proto)',
-          2,
-        );
+      let lvmd: string, proto: string;
+      try {
+        ({ lvmd, proto } = lvmdFromEnvironment());
+      } catch (error) {
+        throw new UsageFailure(messageOf(error), 2);
       }
       const can = await checkHostCanActivate();
       if (!can.ok) throw new UsageFailure(`cannot benchmark here: ${can.reason}`, 2);

@@ -1,11 +1,13 @@
-// `lvstamp-bench peer`: lvstamp-csi next to TopoLVM's lvmd on the same benchmark VG, in one run
-// (bench/README.md "Peer group"). Opt-in: lvmd and its proto come from a TopoLVM source snapshot
-// outside this repository (LVSTAMP_BENCH_LVMD, LVSTAMP_BENCH_LVMD_PROTO), so neither `pnpm bench`
-// nor `bench:check` runs it. Prints a table and one `peer-results:` JSON line with every figure.
+// Group `peer`: lvstamp-csi next to TopoLVM's lvmd on the same benchmark VG, in one run
+// (bench/README.md "Peer group"). lvmd and its proto come from the `lvmd` part
+// (test-e2e/parts/build.sh, from its Go module), which scripts/run-bench.sh and run-peer.sh build on
+// the host and pass in as LVSTAMP_BENCH_LVMD and LVSTAMP_BENCH_LVMD_PROTO. `pnpm bench` runs it as a
+// group (its metrics go to bench:check like any other); `lvstamp-bench peer` runs it alone, at any
+// size, and prints a table and one `peer-results:` JSON line with every figure.
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
-import type { BenchContext } from './context.js';
+import type { BenchContext, GroupRun } from './context.js';
 import { BenchDriver, MOUNT_CAPABILITY } from './driver.js';
 import { collectEnvironment } from './environment.js';
 import { isLvmCommand, type ProcessCount } from './exec.js';
@@ -15,6 +17,7 @@ import { settleAll } from './groups/burst.js';
 import { MIX, rpcRound, type MixCall } from './groups/footprint.js';
 import { LVMD_DEVICE_CLASS, LvmdPeer, type LvmdService } from './lvmd.js';
 import { formatMs, median, MiB, round, sleep, timed } from './stats.js';
+import type { Metric } from './types.js';
 
 /** What the peer run is given. */
 export interface PeerOptions {
@@ -84,11 +87,73 @@ interface Side {
   rssAfterWork: number;
 }
 
+/** Both sides' figures. */
+export type Sides = Record<'lvstamp' | 'lvmd', Side>;
+
 /**
- * Runs the comparison and prints it.
+ * Group `peer` of `pnpm bench`: {@link measurePeer} at the run's scale
+ * (`peerCycles`, `burst`, `peerBurstRounds`, `peerRpcs`), as metrics.
+ * @throws Error when LVSTAMP_BENCH_LVMD or LVSTAMP_BENCH_LVMD_PROTO is unset
+ *   (scripts/run-bench.sh sets both), or when a step fails.
+ */
+export const peerGroup: GroupRun = async (context) => {
+  const { lvmd, proto } = lvmdFromEnvironment();
+  const options: PeerOptions = {
+    lvmd,
+    proto,
+    cycles: context.scale.peerCycles,
+    burst: context.scale.burst,
+    burstRounds: context.scale.peerBurstRounds,
+    rpcs: context.scale.peerRpcs,
+  };
+  return peerMetrics(await measurePeer(context, options), options);
+};
+
+/**
+ * The lvmd binary and its lvmd.proto from LVSTAMP_BENCH_LVMD and
+ * LVSTAMP_BENCH_LVMD_PROTO.
+ * @throws Error naming what is missing and how to get it.
+ */
+export function lvmdFromEnvironment(env: NodeJS.ProcessEnv = process.env): {
+  lvmd: string;
+  proto: string;
+} {
+  const lvmd = env.LVSTAMP_BENCH_LVMD ?? '';
+  const proto = env.LVSTAMP_BENCH_LVMD_PROTO ?? '';
+  if (lvmd === '' || proto === '') {
+    throw new Error(
+      'the peer group needs LVSTAMP_BENCH_LVMD (an lvmd binary) and LVSTAMP_BENCH_LVMD_PROTO (its lvmd.proto): bench/scripts/run-bench.sh sets both from `test-e2e/parts/build.sh lvmd`',
+    );
+  }
+  return { lvmd, proto };
+}
+
+/**
+ * `lvstamp-bench peer`: {@link measurePeer}, printed as a table and one
+ * `peer-results:` JSON line.
  * @returns the exit code (0, or 1 when a step failed; the VG is removed either way).
  */
 export async function peer(context: BenchContext, options: PeerOptions): Promise<number> {
+  try {
+    const sides = await measurePeer(context, options);
+    process.stdout.write(render(sides, options));
+    const environment = await collectEnvironment(context.runner);
+    process.stdout.write(`peer-results: ${JSON.stringify({ options, environment, sides })}\n`);
+    return 0;
+  } catch {
+    return 1; // measurePeer has said what failed
+  }
+}
+
+/**
+ * Runs the comparison: RSS idle and after `rpcs` RPCs without lvm, then
+ * `cycles` create → remove pairs (one warm-up each, the first side
+ * alternating), then `burstRounds` bursts of `burst` concurrent creates and
+ * removes per side, on one benchmark VG that is removed afterwards.
+ * @throws Error when a step fails, after printing what is known (the
+ *   daemons' state, OOM kills, a `peer-results-partial:` JSON line).
+ */
+export async function measurePeer(context: BenchContext, options: PeerOptions): Promise<Sides> {
   const { runner } = context;
   const lvmPath = findOnPath('lvm');
   const environment = await collectEnvironment(runner);
@@ -100,7 +165,7 @@ export async function peer(context: BenchContext, options: PeerOptions): Promise
   });
   let driver: BenchDriver | null = null;
   let lvmd: LvmdPeer | null = null;
-  let partial: Record<'lvstamp' | 'lvmd', Side> | null = null;
+  let partial: Sides | null = null;
   try {
     driver = await BenchDriver.start({ dir: vg.dir, vgName: vg.name });
     lvmd = await LvmdPeer.start({
@@ -112,7 +177,7 @@ export async function peer(context: BenchContext, options: PeerOptions): Promise
     });
     const d = driver;
     const l = lvmd;
-    const sides: Record<'lvstamp' | 'lvmd', Side> = {
+    const sides: Sides = {
       lvstamp: { create: [], remove: [], bursts: [], rssIdle: 0, rssAfterRpcs: 0, rssAfterWork: 0 },
       lvmd: { create: [], remove: [], bursts: [], rssIdle: 0, rssAfterRpcs: 0, rssAfterWork: 0 },
     };
@@ -274,11 +339,7 @@ export async function peer(context: BenchContext, options: PeerOptions): Promise
     await sleep(SETTLE_MS);
     sides.lvstamp.rssAfterWork = await d.rssMiB();
     sides.lvmd.rssAfterWork = await l.rssMiB();
-    process.stdout.write(render(sides, options));
-    process.stdout.write(
-      `peer-results: ${JSON.stringify({ options, lvmPath, environment, sides })}\n`,
-    );
-    return 0;
+    return sides;
   } catch (error) {
     context.progress(`peer: FAILED: ${error instanceof Error ? error.message : String(error)}`);
     if (driver !== null) {
@@ -300,7 +361,7 @@ export async function peer(context: BenchContext, options: PeerOptions): Promise
         `peer-results-partial: ${JSON.stringify({ options, lvmPath, environment, sides: partial })}\n`,
       );
     }
-    return 1;
+    throw error;
   } finally {
     await lvmd?.stop();
     await driver?.stop();
@@ -309,12 +370,103 @@ export async function peer(context: BenchContext, options: PeerOptions): Promise
   }
 }
 
+/**
+ * The figures as metrics of group `peer`. Ratios are lvstamp-csi over lvmd,
+ * each against the issue's target of lvstamp ≤ 1.0× lvmd where it sets
+ * one: create → remove as the median of the per-cycle ratios (each pair ran
+ * back to back, so a load that changes between cycles hits both sides
+ * alike), the burst as the median over rounds of creates + removes. Counts
+ * are lvm processes per operation, from each daemon's log.
+ */
+export function peerMetrics(sides: Sides, options: PeerOptions): Metric[] {
+  const cycles = (s: Side): number[] => s.create.map((c, i) => c.ms + (s.remove[i]?.ms ?? 0));
+  const bursts = (s: Side): number[] => s.bursts.map((b) => b.createMs + b.removeMs);
+  const a = sides.lvstamp;
+  const b = sides.lvmd;
+  const perCycle = cycles(a).map((ms, i) => ms / (cycles(b)[i] ?? Number.NaN));
+  const ratio = (
+    id: string,
+    label: string,
+    value: number,
+    note: string,
+    target?: number,
+  ): Metric => ({
+    id: `peer.${id}`,
+    group: 'peer',
+    label,
+    value: round(value, 2),
+    unit: 'ratio',
+    better: 'lower',
+    ...(target === undefined ? {} : { target: { op: '<=' as const, value: target } }),
+    compared: true,
+    note,
+  });
+  const lvmCount = (id: string, label: string, ops: Op[], compared: boolean): Metric => ({
+    id: `peer.${id}`,
+    group: 'peer',
+    label,
+    value: ops[0]?.processes.lvm ?? Number.NaN,
+    unit: 'count',
+    better: 'lower',
+    compared,
+    note: ops[0]?.processes.sequence ?? '',
+  });
+  const burstNote = (s: Side): string =>
+    s.bursts
+      .map((x) => `${formatMs(x.createMs)} + ${formatMs(x.removeMs)}, lvm at once ≤ ${x.maxLvm}`)
+      .join('; ');
+  return [
+    ratio(
+      'create-delete.ratio',
+      `create → remove / lvmd, median of ${options.cycles} per-cycle ratios`,
+      median(perCycle),
+      `lvstamp ${spread(cycles(a))}, lvmd ${spread(cycles(b))}; ratio of the medians ${round(median(cycles(a)) / median(cycles(b)), 2)}×, per-cycle ${round(Math.min(...perCycle), 2)}–${round(Math.max(...perCycle), 2)}×`,
+      1.0,
+    ),
+    ratio(
+      'create.ratio',
+      'CreateVolume / CreateLV, ratio of the medians',
+      median(a.create.map((c) => c.ms)) / median(b.create.map((c) => c.ms)),
+      `lvstamp ${spread(a.create.map((c) => c.ms))}, lvmd ${spread(b.create.map((c) => c.ms))}`,
+    ),
+    ratio(
+      'remove.ratio',
+      'DeleteVolume / RemoveLV, ratio of the medians',
+      median(a.remove.map((c) => c.ms)) / median(b.remove.map((c) => c.ms)),
+      `lvstamp ${spread(a.remove.map((c) => c.ms))}, lvmd ${spread(b.remove.map((c) => c.ms))}`,
+    ),
+    ratio(
+      'burst.ratio',
+      `burst of ${options.burst} creates, then removes / lvmd, median of ${options.burstRounds} round(s)`,
+      median(bursts(a)) / median(bursts(b)),
+      `lvstamp ${burstNote(a)}; lvmd ${burstNote(b)}`,
+      1.0,
+    ),
+    lvmCount('create.lvm-processes', 'lvm processes per CreateVolume', a.create, true),
+    lvmCount('create.lvm-processes.lvmd', 'lvm processes per CreateLV (lvmd)', b.create, false),
+    lvmCount('remove.lvm-processes', 'lvm processes per DeleteVolume', a.remove, true),
+    lvmCount('remove.lvm-processes.lvmd', 'lvm processes per RemoveLV (lvmd)', b.remove, false),
+    ratio(
+      'rss.idle.ratio',
+      'RSS idle after start / lvmd',
+      a.rssIdle / b.rssIdle,
+      `lvstamp ${a.rssIdle.toFixed(1)} MiB, lvmd ${b.rssIdle.toFixed(1)} MiB`,
+    ),
+    ratio(
+      'rss.after-rpcs.ratio',
+      `RSS after ${options.rpcs} RPCs without lvm / lvmd`,
+      a.rssAfterRpcs / b.rssAfterRpcs,
+      `lvstamp ${a.rssAfterRpcs.toFixed(1)} MiB, lvmd ${b.rssAfterRpcs.toFixed(1)} MiB; after all the volume work (${SETTLE_MS / 1000} s settle) ${a.rssAfterWork.toFixed(1)} and ${b.rssAfterWork.toFixed(1)} MiB`,
+    ),
+  ];
+}
+
 /** Median, minimum and maximum of `values` as "812 ms (700–950)". */
 function spread(values: readonly number[]): string {
   return `${formatMs(median(values))} (${formatMs(Math.min(...values))}–${formatMs(Math.max(...values))})`;
 }
 
-function render(sides: Record<'lvstamp' | 'lvmd', Side>, options: PeerOptions): string {
+function render(sides: Sides, options: PeerOptions): string {
   const cycle = (s: Side): number[] => s.create.map((c, i) => c.ms + (s.remove[i]?.ms ?? 0));
   const burst = (s: Side): number[] => s.bursts.map((b) => b.createMs + b.removeMs);
   const ratio = (a: number[], b: number[]): string => `${round(median(a) / median(b), 2)}×`;

@@ -3,7 +3,7 @@
  * recorded baseline (bench/baseline.json). Schema version 1.
  */
 
-/** The six measurement groups (bench/README.md), in report order. */
+/** The seven measurement groups (bench/README.md), in report order. */
 export const GROUPS = [
   'create-delete',
   'snapshots',
@@ -11,6 +11,7 @@ export const GROUPS = [
   'burst',
   'datapath',
   'footprint',
+  'peer',
 ] as const;
 export type Group = (typeof GROUPS)[number];
 

@@ -19,6 +19,7 @@
 #       snapshot-controller   snapshot-controller, crd/*.yaml (VolumeSnapshot* and VolumeGroupSnapshot* CRDs)
 #       csi-sanity   csi-sanity
 #       helm         helm (built only when named)
+#       lvmd         TopoLVM's lvmd, lvmd.proto (built only when named: the bench's peer group)
 #   sidecars = external-provisioner external-resizer csi-snapshotter
 #   node     = kubernetes etcd containerd runc
 #   all      = node sidecars snapshot-controller csi-sanity (not helm)
@@ -92,6 +93,7 @@ version_of() {
   csi-snapshotter | snapshot-controller) echo "$EXTERNAL_SNAPSHOTTER_VERSION" ;;
   csi-sanity) echo "$CSI_TEST_VERSION" ;;
   helm) echo "$HELM_VERSION" ;;
+  lvmd) echo "$TOPOLVM_VERSION" ;;
   *) return 1 ;;
   esac
 }
@@ -321,6 +323,16 @@ build_helm() {
   local out=$1 work=$2 m=helm.sh/helm/v4
   client_module "$work"
   CGO_ENABLED=0 gobuild "$work" "$out/" "-X $m/internal/version.version=$HELM_VERSION" "" $m/cmd/helm
+}
+
+build_lvmd() {
+  local out=$1 work=$2 m=github.com/topolvm/topolvm src
+  build_module "$work" "$m@$TOPOLVM_VERSION" "$TOPOLVM_VERSION"
+  CGO_ENABLED=0 gobuild "$work" "$out/" "-X $m.Version=$TOPOLVM_VERSION" "" $m/cmd/lvmd
+  # The gRPC API the bench drives lvmd over, from the same module version.
+  src=$(go_mod_dir "$m" "$TOPOLVM_VERSION")
+  cp "$src/pkg/lvmd/proto/lvmd.proto" "$out/lvmd.proto"
+  chmod 644 "$out/lvmd.proto"
 }
 
 # CPU seconds (user + system) of this script's finished children, from /proc: a build's CPU time
