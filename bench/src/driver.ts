@@ -59,6 +59,18 @@ interface CommandLine {
   readonly endMs: number | null;
 }
 
+/**
+ * Epoch milliseconds of a log line's `time`: an ISO 8601 instant, the shape
+ * of every lvstamp log line (docs/logging.md), or epoch milliseconds (pino's
+ * default); null for anything else.
+ */
+export function logLineTimeMs(time: unknown): number | null {
+  if (typeof time === 'number' && Number.isFinite(time)) return time;
+  if (typeof time !== 'string') return null;
+  const ms = Date.parse(time);
+  return Number.isNaN(ms) ? null : ms;
+}
+
 /** A running driver: its client, its log and its process. */
 export class BenchDriver extends GrpcServer<CsiService> {
   /** Milliseconds from spawn until Identity.Probe answered ready. */
@@ -240,7 +252,7 @@ function readLogLine(
     log.commands.push({
       argv: entry.argv.map(String),
       durationMs: typeof entry.durationMs === 'number' ? entry.durationMs : 0,
-      endMs: typeof entry.time === 'number' ? entry.time : null,
+      endMs: logLineTimeMs(entry.time),
     });
   } else if (entry.msg === 'rpc') {
     log.rpcs += 1;

@@ -10,38 +10,52 @@ const OPTIONS: PeerOptions = {
   rpcs: 1000,
 };
 
-const op = (ms: number, sequence: string) => ({
-  ms,
-  processes: { lvm: sequence.split(' ').length, other: 0, sequence, ms: ms - 10 },
-});
+/** One side: its cycles' create and remove times with their programs, bursts `[create, remove, most lvm at once]`, RSS. */
+const side = (
+  create: { ms: number[]; programs: string },
+  remove: { ms: number[]; programs: string },
+  bursts: [number, number, number][],
+  [rssIdle, rssAfterRpcs, rssAfterWork]: [number, number, number],
+): Sides['lvmd'] => {
+  const ops = ({ ms, programs }: { ms: number[]; programs: string }) =>
+    ms.map((t) => ({
+      ms: t,
+      processes: { lvm: programs.split(' ').length, other: 0, sequence: programs, ms: t - 10 },
+    }));
+  return {
+    create: ops(create),
+    remove: ops(remove),
+    bursts: bursts.map(([createMs, removeMs, maxLvm]) => ({
+      createMs,
+      removeMs,
+      lvm: 320,
+      maxLvm,
+    })),
+    rssIdle,
+    rssAfterRpcs,
+    rssAfterWork,
+  };
+};
 
 const SIDES: Sides = {
-  lvstamp: {
-    create: [
-      op(900, 'lvm lvcreate lvrename'),
-      op(800, 'lvm lvcreate lvrename'),
-      op(1000, 'lvm lvcreate lvrename'),
+  lvstamp: side(
+    { ms: [900, 800, 1000], programs: 'lvm lvcreate lvrename' },
+    { ms: [600, 500, 700], programs: 'lvm lvremove' },
+    [
+      [100_000, 80_000, 1],
+      [140_000, 100_000, 1],
     ],
-    remove: [op(600, 'lvm lvremove'), op(500, 'lvm lvremove'), op(700, 'lvm lvremove')],
-    bursts: [
-      { createMs: 100_000, removeMs: 80_000, lvm: 320, maxLvm: 1 },
-      { createMs: 140_000, removeMs: 100_000, lvm: 320, maxLvm: 1 },
+    [60, 70, 110],
+  ),
+  lvmd: side(
+    { ms: [600, 700, 650], programs: 'vgs lvcreate lvs' },
+    { ms: [500, 400, 450], programs: 'vgs lvremove' },
+    [
+      [30_000, 20_000, 65],
+      [32_000, 22_000, 64],
     ],
-    rssIdle: 60,
-    rssAfterRpcs: 70,
-    rssAfterWork: 110,
-  },
-  lvmd: {
-    create: [op(600, 'vgs lvcreate lvs'), op(700, 'vgs lvcreate lvs'), op(650, 'vgs lvcreate lvs')],
-    remove: [op(500, 'vgs lvremove'), op(400, 'vgs lvremove'), op(450, 'vgs lvremove')],
-    bursts: [
-      { createMs: 30_000, removeMs: 20_000, lvm: 320, maxLvm: 65 },
-      { createMs: 32_000, removeMs: 22_000, lvm: 320, maxLvm: 64 },
-    ],
-    rssIdle: 30,
-    rssAfterRpcs: 35,
-    rssAfterWork: 40,
-  },
+    [30, 35, 40],
+  ),
 };
 
 describe('peerMetrics', () => {

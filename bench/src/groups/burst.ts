@@ -61,6 +61,12 @@ export async function burst(context: BenchContext): Promise<Metric[]> {
     const driverMs = create.ms + remove.ms;
     // Which step serialises the burst: how many lvm processes ran at once, and how much of each
     // phase had one running (1 at a time and busy ≈ 100 % means the phase is one lvm after another).
+    const timedCommands = d.spansSince(mark).length;
+    if (timedCommands !== processes.lvm + processes.other) {
+      throw new Error(
+        `${timedCommands} of ${processes.lvm + processes.other} command lines of the driver carry a time: no overlap can be measured`,
+      );
+    }
     const createOverlap = lvmOverlap(d.spansSince(mark, deleteMark));
     const deleteOverlap = lvmOverlap(d.spansSince(deleteMark));
     const overlapMetrics = (
