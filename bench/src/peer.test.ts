@@ -30,6 +30,7 @@ const side = (
       removeMs,
       lvm: 320,
       maxLvm,
+      ...(maxLvm === 1 ? { lvmBusyMs: (createMs + removeMs) * 0.9 } : {}),
     })),
     rssIdle,
     rssAfterRpcs,
@@ -84,6 +85,9 @@ describe('peerMetrics', () => {
       target: { op: '<=', value: 1.0 },
       compared: true,
     });
+    expect(byId.get('peer.burst.ratio')?.note).toBe(
+      'lvstamp 100.0 s + 80.0 s, lvm at once ≤ 1, lvm busy 90 %; 140.0 s + 100.0 s, lvm at once ≤ 1, lvm busy 90 %; lvmd 30.0 s + 20.0 s, lvm at once ≤ 65; 32.0 s + 22.0 s, lvm at once ≤ 64',
+    );
   });
 
   it('gives create and remove alone as ratios of the medians, without a target', () => {

@@ -10,7 +10,7 @@ import { delimiter, join } from 'node:path';
 import type { BenchContext, GroupRun } from './context.js';
 import { BenchDriver, MOUNT_CAPABILITY } from './driver.js';
 import { collectEnvironment } from './environment.js';
-import { isLvmCommand, type ProcessCount } from './exec.js';
+import { isLvmCommand, lvmOverlap, type ProcessCount } from './exec.js';
 import { cleanUp, createBenchVg } from './fixture.js';
 import * as grpc from '@grpc/grpc-js';
 import { settleAll } from './groups/burst.js';
@@ -81,6 +81,8 @@ interface Side {
     maxLvm: number;
     /** lvstamp only: each command of the burst, `[program, start ms after the burst began, ms]`. */
     commands?: [string, number, number][];
+    /** lvstamp only: how long at least one lvm process ran (lvmOverlap), in ms. */
+    lvmBusyMs?: number;
   }[];
   rssIdle: number;
   rssAfterRpcs: number;
@@ -271,18 +273,22 @@ export async function measurePeer(context: BenchContext, options: PeerOptions): 
         ),
       );
       await d.waitForRpcLines(rpcMark + 2 * options.burst);
+      const spans = d.spansSince(mark);
+      const lvm = d.commandsSince(mark).lvm;
+      if (spans.length < lvm) {
+        throw new Error(`${spans.length} of ${lvm} command lines of the driver carry a time`);
+      }
       sides.lvstamp.bursts.push({
         createMs: create.ms,
         removeMs: remove.ms,
-        lvm: d.commandsSince(mark).lvm,
+        lvm,
         maxLvm: await sampler.stop(),
-        commands: d
-          .spansSince(mark)
-          .map((c) => [
-            c.argv[0] === 'lvm' ? (c.argv[1] ?? 'lvm') : (c.argv[0] ?? ''),
-            Math.round(c.startMs - startedMs),
-            Math.round(c.endMs - c.startMs),
-          ]),
+        lvmBusyMs: lvmOverlap(spans).busyMs,
+        commands: spans.map((c) => [
+          c.argv[0] === 'lvm' ? (c.argv[1] ?? 'lvm') : (c.argv[0] ?? ''),
+          Math.round(c.startMs - startedMs),
+          Math.round(c.endMs - c.startMs),
+        ]),
       });
     };
     const lvmdBurst = async (round: number): Promise<void> => {
@@ -413,7 +419,13 @@ export function peerMetrics(sides: Sides, options: PeerOptions): Metric[] {
   });
   const burstNote = (s: Side): string =>
     s.bursts
-      .map((x) => `${formatMs(x.createMs)} + ${formatMs(x.removeMs)}, lvm at once ≤ ${x.maxLvm}`)
+      .map(
+        (x) =>
+          `${formatMs(x.createMs)} + ${formatMs(x.removeMs)}, lvm at once ≤ ${x.maxLvm}` +
+          (x.lvmBusyMs === undefined
+            ? ''
+            : `, lvm busy ${Math.round((100 * x.lvmBusyMs) / (x.createMs + x.removeMs))} %`),
+      )
       .join('; ');
   return [
     ratio(

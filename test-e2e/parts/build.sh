@@ -22,7 +22,7 @@
 #       lvmd         TopoLVM's lvmd, lvmd.proto (built only when named: the bench's peer group)
 #   sidecars = external-provisioner external-resizer csi-snapshotter
 #   node     = kubernetes etcd containerd runc
-#   all      = node sidecars snapshot-controller csi-sanity (not helm)
+#   all      = node sidecars snapshot-controller csi-sanity (not helm, not lvmd)
 #
 # Every binary: -trimpath, stripped (-s -w), the program's own version stamped in through -X
 # where it prints one, CGO_ENABLED=0 except runc. A part is built into a temporary directory
