@@ -25,15 +25,33 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   esac
 done
 mkdir -p "$RESULTS_DIR"
-# Group peer runs TopoLVM's lvmd: the `lvmd` part, built from its Go module on the first run and
-# cached outside the repository (test-e2e/parts/build.sh). Without it the other groups still run
-# and group peer fails, saying why.
-if [ -z "${LVSTAMP_BENCH_LVMD:-}" ] || [ -z "${LVSTAMP_BENCH_LVMD_PROTO:-}" ]; then
-  if lvmd_dir=$(bash test-e2e/parts/build.sh lvmd); then
-    export LVSTAMP_BENCH_LVMD=$lvmd_dir/lvmd LVSTAMP_BENCH_LVMD_PROTO=$lvmd_dir/lvmd.proto
-  else
-    echo "run-bench: the lvmd part could not be built (above); group peer will fail" >&2
-  fi
+# Group peer runs TopoLVM's lvmd (lvmd-env.sh: the `lvmd` part, built from its Go module on the
+# first run and cached outside the repository), unless --only leaves the group out. When the part
+# cannot be built the other groups still run and group peer fails, naming the build's error.
+wants_peer=1
+for ((i = 0; i < ${#args[@]}; i++)); do
+  case ${args[$i]} in
+    --only)
+      [ "$wants_peer" = 2 ] || wants_peer=0
+      for ((j = i + 1; j < ${#args[@]}; j++)); do
+        [[ ${args[$j]} == -* ]] && break
+        [ "${args[$j]}" != peer ] || wants_peer=2
+      done
+      ;;
+    --only=*)
+      [ "$wants_peer" = 2 ] || wants_peer=0
+      [ "${args[$i]#--only=}" != peer ] || wants_peer=2
+      ;;
+  esac
+done
+if [ "$wants_peer" != 0 ]; then
+  # shellcheck source=lvmd-env.sh
+  . "$ROOT/bench/scripts/lvmd-env.sh"
+  lvmd_env
+  case $? in
+    1) echo "run-bench: the lvmd part could not be built (above); group peer will fail" >&2 ;;
+    2) fail "group peer's lvmd (above)" ;;
+  esac
 fi
 LVSTAMP_BENCH_COMMIT=$(git rev-parse HEAD 2>/dev/null || true)
 if [ -n "$LVSTAMP_BENCH_COMMIT" ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
@@ -60,7 +78,7 @@ else
   command -v qemu-system-x86_64 >/dev/null || fail "qemu-system-x86_64 is missing (apt-get install qemu-system-x86)"
   export LVSTAMP_BENCH_VM=1 LVSTAMP_BENCH_ACCEL=${VM_ACCEL:-tcg}
   printf -v cmd '%q ' "${CMD[@]}"
-  VM_RW="$RESULTS_DIR" VM_ENV="LVSTAMP_BENCH_COMMIT LVSTAMP_BENCH_VM LVSTAMP_BENCH_ACCEL LVSTAMP_BENCH_LVMD LVSTAMP_BENCH_LVMD_PROTO" \
+  VM_RW="$RESULTS_DIR" VM_ENV="LVSTAMP_BENCH_COMMIT LVSTAMP_BENCH_VM LVSTAMP_BENCH_ACCEL LVSTAMP_BENCH_LVMD LVSTAMP_BENCH_LVMD_PROTO LVSTAMP_BENCH_LVMD_ERROR" \
     VM_MEM=${VM_MEM:-4G} VM_TIMEOUT=${VM_TIMEOUT:-5400} \
     "$ROOT/test-e2e/vm/run-in-vm.sh" "$cmd"
   rc=$?

@@ -13,15 +13,9 @@ cd "$ROOT"
 fail() { echo "run-peer: FAIL: $*" >&2; exit 1; }
 [ -f bench/dist/main.js ] && [ -f apps/csi-driver/dist/lvstamp-csi.mjs ] ||
   fail "bench or driver not built (pnpm build)"
-if [ -z "${LVSTAMP_BENCH_LVMD:-}" ] && [ -z "${LVSTAMP_BENCH_LVMD_PROTO:-}" ]; then
-  lvmd_dir=$(bash test-e2e/parts/build.sh lvmd) || fail "the lvmd part could not be built (above)"
-  export LVSTAMP_BENCH_LVMD=$lvmd_dir/lvmd LVSTAMP_BENCH_LVMD_PROTO=$lvmd_dir/lvmd.proto
-fi
-for v in LVSTAMP_BENCH_LVMD LVSTAMP_BENCH_LVMD_PROTO; do
-  [ -n "${!v:-}" ] || fail "$v is not set"
-  [ -f "${!v}" ] || fail "$v=${!v}: no such file"
-  export "$v=$(realpath "${!v}")"
-done
+# shellcheck source=lvmd-env.sh
+. "$ROOT/bench/scripts/lvmd-env.sh"
+lvmd_env || fail "no lvmd to compare with (above)"
 LVSTAMP_BENCH_COMMIT=$(git rev-parse HEAD 2>/dev/null || true)
 if [ -n "$LVSTAMP_BENCH_COMMIT" ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
   LVSTAMP_BENCH_COMMIT="$LVSTAMP_BENCH_COMMIT-dirty"

@@ -355,6 +355,19 @@ describe('environmentWarning', () => {
       ': 2 CPUs (baseline 4);',
     );
   });
+
+  it('names another lvmd in group peer, and is silent when either run has none', () => {
+    const v41 = { ...ENVIRONMENT, lvmd: 'lvmd version v0.41.0' };
+    expect(environmentWarning({ ...ENVIRONMENT, lvmd: 'lvmd version v0.42.0' }, v41)).toContain(
+      ": group peer's lvmd version v0.42.0 (baseline lvmd version v0.41.0);",
+    );
+    expect(environmentWarning({ ...ENVIRONMENT, lvmd: null }, v41)).toContain(
+      ": group peer's lvmd of unknown version (baseline lvmd version v0.41.0);",
+    );
+    expect(environmentWarning(v41, v41)).toBeNull();
+    expect(environmentWarning(ENVIRONMENT, v41)).toBeNull();
+    expect(environmentWarning(v41, ENVIRONMENT)).toBeNull();
+  });
 });
 
 describe('parseTolerance', () => {

@@ -279,8 +279,9 @@ export function takeBaseline(
 
 /**
  * One warning line when the run and the baseline come from different kinds
- * of machine (emulated CPU or not, VM or host, number of CPUs), whose ratios
- * may not be comparable; null when they match. Not a failure.
+ * of machine (emulated CPU or not, VM or host, number of CPUs) or ran
+ * different lvmd versions in group peer, whose ratios may not be
+ * comparable; null when they match. Not a failure.
  */
 export function environmentWarning(
   latest: BenchEnvironment,
@@ -295,6 +296,9 @@ export function environmentWarning(
       ? null
       : `${latest.vm ? 'VM' : 'host'} (baseline ${baseline.vm ? 'VM' : 'host'})`,
     latest.cpus === baseline.cpus ? null : `${latest.cpus} CPUs (baseline ${baseline.cpus})`,
+    latest.lvmd === undefined || baseline.lvmd === undefined || latest.lvmd === baseline.lvmd
+      ? null
+      : `group peer's ${latest.lvmd ?? 'lvmd of unknown version'} (baseline ${baseline.lvmd ?? 'unknown'})`,
   ].filter((difference) => difference !== null);
   if (differences.length === 0) return null;
   return `warning: the run's machine differs from the baseline's: ${differences.join(', ')}; the figures may not be comparable`;

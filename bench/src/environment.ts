@@ -8,9 +8,13 @@ import type { BenchEnvironment } from './types.js';
  * Describes the machine of this run. `vm` comes from LVSTAMP_BENCH_VM=1 (set
  * by scripts/run-bench.sh when it boots the test VM); `emulated` is true when
  * the VM runs on qemu TCG (LVSTAMP_BENCH_ACCEL=tcg) or /proc/cpuinfo names a
- * QEMU TCG CPU without the hypervisor flag a KVM guest has.
+ * QEMU TCG CPU without the hypervisor flag a KVM guest has. `lvmd` is the
+ * version of LVSTAMP_BENCH_LVMD (group peer's lvmd) when it is set.
  */
-export async function collectEnvironment(runner: CommandRunner): Promise<BenchEnvironment> {
+export async function collectEnvironment(
+  runner: CommandRunner,
+  lvmd: string | undefined = process.env.LVSTAMP_BENCH_LVMD,
+): Promise<BenchEnvironment> {
   const firstLine = async (argv: string[]): Promise<string | null> => {
     try {
       return (await runner.run(argv)).stdout.split('\n')[0]?.trim() ?? null;
@@ -35,5 +39,6 @@ export async function collectEnvironment(runner: CommandRunner): Promise<BenchEn
     node: process.version,
     commit: await environmentCommit(),
     fio: await firstLine(['fio', '--version']),
+    ...(lvmd === undefined || lvmd === '' ? {} : { lvmd: await firstLine([lvmd, '--version']) }),
   };
 }

@@ -239,7 +239,7 @@ function program(): Command {
     )
     .option('--cycles <n>', 'create → remove cycles per side', '20')
     .option('--burst <n>', 'concurrent creates, then removes', '64')
-    .option('--burst-rounds <n>', 'bursts per side', '1')
+    .option('--burst-rounds <n>', 'bursts per side', '2')
     .option('--rpcs <n>', 'RPCs without lvm before the second RSS reading', '1000')
     .action(async (o: { cycles: string; burst: string; burstRounds: string; rpcs: string }) => {
       const options = {

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { lvmdFromEnvironment, peerMetrics, type PeerOptions, type Sides } from './peer.js';
+import {
+  lvmdFromEnvironment,
+  parseStat,
+  peerMetrics,
+  type PeerOptions,
+  type Sides,
+} from './peer.js';
 
 const OPTIONS: PeerOptions = {
   lvmd: '/parts/lvmd',
@@ -140,5 +146,33 @@ describe('lvmdFromEnvironment', () => {
     expect(() => lvmdFromEnvironment({ LVSTAMP_BENCH_LVMD: '/a/lvmd' })).toThrow(
       /needs LVSTAMP_BENCH_LVMD .* and LVSTAMP_BENCH_LVMD_PROTO .*test-e2e\/parts\/build.sh lvmd/,
     );
+  });
+});
+
+describe('lvmdFromEnvironment when the part could not be built', () => {
+  it('names the build failure that run-bench.sh passed on', () => {
+    expect(() => lvmdFromEnvironment({ LVSTAMP_BENCH_LVMD_ERROR: 'parts: go is missing' })).toThrow(
+      /\(here it failed: parts: go is missing\)$/,
+    );
+  });
+});
+
+describe('parseStat', () => {
+  it('reads comm, state and parent PID', () => {
+    expect(parseStat('4242 (lvm) R 4100 4242 1 0 -1 4194560 98 0 0 0')).toEqual({
+      comm: 'lvm',
+      state: 'R',
+      ppid: 4100,
+    });
+  });
+
+  it('takes a comm with spaces and parentheses whole', () => {
+    expect(parseStat('7 (a) b (c) Z 1 7 7 0')).toEqual({ comm: 'a) b (c', state: 'Z', ppid: 1 });
+  });
+
+  it('gives null for anything else', () => {
+    expect(parseStat('')).toBeNull();
+    expect(parseStat('12 (lvm')).toBeNull();
+    expect(parseStat('12 (lvm) S x')).toBeNull();
   });
 });

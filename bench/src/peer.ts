@@ -124,7 +124,7 @@ export function lvmdFromEnvironment(env: NodeJS.ProcessEnv = process.env): {
   const proto = env.LVSTAMP_BENCH_LVMD_PROTO ?? '';
   if (lvmd === '' || proto === '') {
     throw new Error(
-      'the peer group needs LVSTAMP_BENCH_LVMD (an lvmd binary) and LVSTAMP_BENCH_LVMD_PROTO (its lvmd.proto): bench/scripts/run-bench.sh sets both from `test-e2e/parts/build.sh lvmd`',
+      `the peer group needs LVSTAMP_BENCH_LVMD (an lvmd binary) and LVSTAMP_BENCH_LVMD_PROTO (its lvmd.proto): bench/scripts/run-bench.sh and run-peer.sh set both from \`test-e2e/parts/build.sh lvmd\`${env.LVSTAMP_BENCH_LVMD_ERROR ? ` (here it failed: ${env.LVSTAMP_BENCH_LVMD_ERROR})` : ''}`,
     );
   }
   return { lvmd, proto };
@@ -139,9 +139,10 @@ export async function peer(context: BenchContext, options: PeerOptions): Promise
   try {
     const sides = await measurePeer(context, options);
     process.stdout.write(render(sides, options));
-    const environment = await collectEnvironment(context.runner);
+    const environment = await collectEnvironment(context.runner, options.lvmd);
     process.stdout.write(`peer-results: ${JSON.stringify({ options, environment, sides })}\n`);
-    return 0;
+    // measurePeer printed what its cleanup could not undo: the run fails (fixture.ts cleanUp).
+    return context.cleanupProblems.length === 0 ? 0 : 1;
   } catch {
     return 1; // measurePeer has said what failed
   }
@@ -157,8 +158,9 @@ export async function peer(context: BenchContext, options: PeerOptions): Promise
  */
 export async function measurePeer(context: BenchContext, options: PeerOptions): Promise<Sides> {
   const { runner } = context;
+  const cleanupBefore = context.cleanupProblems.length;
   const lvmPath = findOnPath('lvm');
-  const environment = await collectEnvironment(runner);
+  const environment = await collectEnvironment(runner, options.lvmd);
   context.progress(
     `peer: ${environment.kernel}, ${environment.lvm2}, ${environment.cpus} × ${environment.cpuModel}${environment.emulated ? ' (emulated)' : ''}, Node ${process.version}, commit ${environment.commit ?? 'unknown'}`,
   );
@@ -372,7 +374,9 @@ export async function measurePeer(context: BenchContext, options: PeerOptions): 
     await lvmd?.stop();
     await driver?.stop();
     await cleanUp(context, vg);
-    for (const problem of context.cleanupProblems) context.progress(`peer: cleanup: ${problem}`);
+    for (const problem of context.cleanupProblems.slice(cleanupBefore)) {
+      context.progress(`peer: cleanup: ${problem}`);
+    }
   }
 }
 
@@ -454,9 +458,19 @@ export function peerMetrics(sides: Sides, options: PeerOptions): Metric[] {
       `lvstamp ${burstNote(a)}; lvmd ${burstNote(b)}`,
       1.0,
     ),
-    lvmCount('create.lvm-processes', 'lvm processes per CreateVolume', a.create, true),
+    lvmCount(
+      'create.lvm-processes',
+      'lvm processes per CreateVolume (lvstamp-csi)',
+      a.create,
+      true,
+    ),
     lvmCount('create.lvm-processes.lvmd', 'lvm processes per CreateLV (lvmd)', b.create, false),
-    lvmCount('remove.lvm-processes', 'lvm processes per DeleteVolume', a.remove, true),
+    lvmCount(
+      'remove.lvm-processes',
+      'lvm processes per DeleteVolume (lvstamp-csi)',
+      a.remove,
+      true,
+    ),
     lvmCount('remove.lvm-processes.lvmd', 'lvm processes per RemoveLV (lvmd)', b.remove, false),
     ratio(
       'rss.idle.ratio',
@@ -545,16 +559,21 @@ function rss(s: Side): string {
 }
 
 /**
- * Samples the lvm processes that `pid` has as children (every thread's
- * /proc/<pid>/task/<tid>/children, each child's comm), every 25 ms, until
- * `stop` resolves to the most seen at once.
+ * Samples the lvm processes that `pid` has as children every 25 ms, until
+ * `stop` resolves to the most seen at once. One sample is a sweep over every
+ * thread's /proc/<pid>/task/<tid>/children, then a second read of each lvm
+ * child found: only those still running then (stat state not Z, parent
+ * `pid`) count. Each counted process started before the second read began
+ * and ran until its own read, so all of them ran at that first read: a
+ * sample never counts two processes that did not overlap (a sweep alone
+ * does, when one ends and the next starts while the threads are read).
  */
 function lvmChildSampler(pid: number): { stop: () => Promise<number> } {
   const state = { running: true };
   let max = 0;
   const loop = (async () => {
     while (state.running) {
-      max = Math.max(max, await lvmChildren(pid));
+      max = Math.max(max, await runningLvmChildren(pid));
       await sleep(25);
     }
   })();
@@ -567,17 +586,41 @@ function lvmChildSampler(pid: number): { stop: () => Promise<number> } {
   };
 }
 
-async function lvmChildren(pid: number): Promise<number> {
-  let count = 0;
+async function runningLvmChildren(pid: number): Promise<number> {
+  const found = new Set<string>();
   const tasks = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
   for (const tid of tasks) {
     const children = await readFile(`/proc/${pid}/task/${tid}/children`, 'utf8').catch(() => '');
-    for (const child of children.split(' ').filter((c) => c !== '')) {
-      const comm = await readFile(`/proc/${child}/comm`, 'utf8').catch(() => '');
-      if (isLvmCommand([comm.trim()])) count++;
+    for (const child of children.split(' ').filter((c) => c !== '')) found.add(child);
+  }
+  let count = 0;
+  for (const child of found) {
+    const stat = await readFile(`/proc/${child}/stat`, 'utf8').catch(() => '');
+    const parsed = parseStat(stat);
+    if (
+      parsed !== null &&
+      parsed.state !== 'Z' &&
+      parsed.ppid === pid &&
+      isLvmCommand([parsed.comm])
+    ) {
+      count++;
     }
   }
   return count;
+}
+
+/**
+ * `comm`, state and parent PID of a /proc/<pid>/stat line (proc(5): the
+ * comm in parentheses may itself hold spaces and parentheses); null for
+ * anything else.
+ */
+export function parseStat(stat: string): { comm: string; state: string; ppid: number } | null {
+  const open = stat.indexOf('(');
+  const close = stat.lastIndexOf(')');
+  if (open < 0 || close < open) return null;
+  const [state, ppid] = stat.slice(close + 2).split(' ');
+  if (state === undefined || ppid === undefined || !/^\d+$/.test(ppid)) return null;
+  return { comm: stat.slice(open + 1, close), state, ppid: Number(ppid) };
 }
 
 /**

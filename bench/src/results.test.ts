@@ -237,6 +237,15 @@ describe('readResults', () => {
     );
   });
 
+  it("accepts group peer's lvmd version, unknown (null) or absent", async () => {
+    for (const lvmd of ['lvmd version v0.41.0', null]) {
+      const recorded: BenchResults = { ...RESULTS, environment: { ...RESULTS.environment, lvmd } };
+      await expect(readResults(await writeRaw(recorded, `lvmd-${lvmd}.json`))).resolves.toEqual(
+        recorded,
+      );
+    }
+  });
+
   it.each<[string, unknown, string]>([
     ['an unknown group', { ...RESULTS, groups: ['misc'] }, 'groups.0: Invalid option'],
     ['a null groups', { ...RESULTS, groups: null }, 'groups: Invalid input'],

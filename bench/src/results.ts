@@ -47,6 +47,7 @@ const environmentSchema = z.strictObject({
   node: z.string(),
   commit: z.string().nullable(),
   fio: z.string().nullable(),
+  lvmd: z.string().nullable().exactOptional(),
 });
 
 /** Metric ids are the key that bench:check matches on, so a run may not repeat one. */

@@ -66,6 +66,11 @@ export interface BenchEnvironment {
   /** `git rev-parse HEAD` of the tree, when known. */
   readonly commit: string | null;
   readonly fio: string | null;
+  /**
+   * The lvmd group `peer` ran (`lvmd --version`, e.g. "lvmd version v0.41.0"),
+   * null when it does not answer; absent when no lvmd was given.
+   */
+  readonly lvmd?: string | null;
 }
 
 /** A whole run: bench/results/<date>.json. */
