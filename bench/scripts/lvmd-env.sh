@@ -6,7 +6,8 @@
 # and exports both; when both are set, exports their real paths (the test VM sees the host's root
 # read-only, so a path must be a file on it). Returns 0; 1 when the part could not be built (its
 # output is on stderr, its last line exported as LVSTAMP_BENCH_LVMD_ERROR for the group's error);
-# 2, with one line on stderr, when only one variable is set or a path is no file.
+# 2, with one line on stderr, when only one variable is set, a path is no file or the binary is not
+# executable.
 lvmd_env() {
   local v dir log rc
   if [ -z "${LVSTAMP_BENCH_LVMD:-}" ] && [ -z "${LVSTAMP_BENCH_LVMD_PROTO:-}" ]; then
@@ -34,4 +35,8 @@ lvmd_env() {
     fi
     export "$v=$(realpath "${!v}")"
   done
+  if [ ! -x "$LVSTAMP_BENCH_LVMD" ]; then
+    echo "LVSTAMP_BENCH_LVMD=$LVSTAMP_BENCH_LVMD: not executable" >&2
+    return 2
+  fi
 }

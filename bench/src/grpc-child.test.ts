@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CSI_PROTO } from './driver.js';
 import { loadClients, ServerProcess, unaryCall, waitUntilReady } from './grpc-child.js';
@@ -42,5 +45,26 @@ describe('ServerProcess and waitUntilReady', () => {
         () => 'its output',
       ),
     ).rejects.toThrow('server exited 3 before it was ready:\nits output');
+  });
+
+  it('says why a program could not be started, and stop() does not wait for it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lvstamp-bench-noexec-'));
+    try {
+      const program = join(dir, 'not-executable');
+      writeFileSync(program, '#!/bin/sh\nexit 0\n', { mode: 0o644 });
+      const server = new ServerProcess(program, [], () => {});
+      expect(await server.exited).toBeNull();
+      await expect(
+        waitUntilReady(
+          server,
+          'lvmd',
+          () => Promise.resolve(false),
+          () => '',
+        ),
+      ).rejects.toThrow(`lvmd could not be started: spawn ${program} EACCES`);
+      expect(await server.stop()).toBeNull();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -74,6 +74,8 @@ export class ServerProcess {
   exitCode: number | null | undefined;
   /** The signal that ended the process, null when it exited by itself or still runs. */
   exitSignal: NodeJS.Signals | null = null;
+  /** Why the process could not be started (spawn's `error`: ENOENT, EACCES), else null. */
+  startError: Error | null = null;
 
   /**
    * Spawns `program` with `args` (LC_ALL=C, stdin closed) and hands every
@@ -93,6 +95,13 @@ export class ServerProcess {
         this.exitCode = code;
         this.exitSignal = signal;
         resolve(code);
+      });
+      // A program that cannot be started emits `error` and no `exit`: it ended before it began.
+      this.child.on('error', (error) => {
+        if (this.exitCode !== undefined) return;
+        this.startError = error;
+        this.exitCode = null;
+        resolve(null);
       });
     });
     for (const name of ['stdout', 'stderr'] as const) {
@@ -115,6 +124,7 @@ export class ServerProcess {
 
   /** SIGTERM, SIGKILL after 30 s; resolves to the exit code. */
   async stop(): Promise<number | null> {
+    if (this.exitCode !== undefined) return this.exitCode;
     this.child.kill('SIGTERM');
     const timer = setTimeout(() => this.child.kill('SIGKILL'), 30_000);
     try {
@@ -139,6 +149,9 @@ export async function waitUntilReady(
 ): Promise<void> {
   const deadline = Date.now() + deadlineMs;
   for (;;) {
+    if (server.startError !== null) {
+      throw new Error(`${name} could not be started: ${server.startError.message}`);
+    }
     if (server.exitCode !== undefined) {
       throw new Error(
         `${name} exited ${String(server.exitCode)} before it was ready:\n${output()}`,

@@ -1,5 +1,14 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { countLvmdCommands, lvmdConfigYaml, readLvmdLogLine, type LvmdLog } from './lvmd.js';
+import {
+  countLvmdCommands,
+  LvmdPeer,
+  lvmdConfigYaml,
+  readLvmdLogLine,
+  type LvmdLog,
+} from './lvmd.js';
 
 describe('lvmdConfigYaml', () => {
   it('writes the socket, lvm as the whole command prefix and one thick default class, no spare', () => {
@@ -58,5 +67,40 @@ describe('countLvmdCommands', () => {
         ['/usr/bin/nsenter', '-m', '-t', '1'],
       ]),
     ).toEqual({ lvm: 3, other: 1, sequence: 'vgs lvcreate fullreport nsenter', ms: 0 });
+  });
+});
+
+describe('LvmdPeer.start', () => {
+  it('stops the started lvmd when the proto is not its own, and says so', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lvstamp-bench-lvmd-'));
+    try {
+      // A stand-in lvmd that runs until it is stopped, findable by its unique sleep argument.
+      const binary = join(dir, 'lvmd');
+      const mark = `60.${process.pid}${Date.now() % 100000}`;
+      writeFileSync(binary, `#!/bin/sh\nexec sleep ${mark}\n`, { mode: 0o755 });
+      const proto = join(dir, 'empty.proto');
+      writeFileSync(proto, '');
+      await expect(
+        LvmdPeer.start({
+          binary,
+          proto,
+          dir,
+          vgName: 'lvsbench0123abcd',
+          lvmPath: '/usr/sbin/lvm',
+        }),
+      ).rejects.toThrow(`${proto}: not lvmd's proto:`);
+      const running = readdirSync('/proc')
+        .filter((entry) => /^\d+$/.test(entry))
+        .filter((pid) => {
+          try {
+            return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(mark);
+          } catch {
+            return false; // gone while listing
+          }
+        });
+      expect(running).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

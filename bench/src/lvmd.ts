@@ -105,12 +105,16 @@ export class LvmdPeer extends GrpcServer<LvmdService> {
         readLvmdLogLine(line, log);
       },
     );
-    const clients = loadClients(
-      options.proto,
-      'proto',
-      ['LVService', 'VGService'],
-      `unix://${socket}`,
-    );
+    let clients: Record<LvmdService, grpc.Client>;
+    try {
+      clients = loadClients(options.proto, 'proto', ['LVService', 'VGService'], `unix://${socket}`);
+    } catch (error) {
+      // lvmd runs already: stopped, or it would keep this process alive.
+      await server.stop();
+      throw new Error(`${options.proto}: not lvmd's proto: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
     const peer = new LvmdPeer(server, clients, log);
     try {
       await waitUntilReady(
@@ -127,7 +131,7 @@ export class LvmdPeer extends GrpcServer<LvmdService> {
         () => log.text.join(''),
       );
     } catch (error) {
-      peer.closeClients();
+      await peer.stop();
       throw error;
     }
     return peer;

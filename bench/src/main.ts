@@ -83,7 +83,11 @@ async function run(options: {
     cleanupProblems: [],
   };
   const startedAt = new Date();
-  const environment = await collectEnvironment(runner);
+  // The lvmd version only for a run of group peer: another run's figures do not depend on it.
+  const environment = await collectEnvironment(
+    runner,
+    groups.includes('peer') ? process.env.LVSTAMP_BENCH_LVMD : undefined,
+  );
   context.progress(
     `${mode} run on ${environment.kernel}, ${environment.lvm2}, ${environment.cpus} × ${environment.cpuModel}${environment.emulated ? ' (emulated)' : ''}`,
   );
