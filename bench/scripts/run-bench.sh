@@ -16,6 +16,8 @@ done
 [ -f bench/dist/main.js ] && [ -f apps/csi-driver/dist/lvstamp-csi.mjs ] ||
   fail "bench or driver not built (pnpm build)"
 
+# The arguments are checked here, before the VM boots (exit 2 with lvstamp-bench's one line).
+node bench/dist/main.js run "$@" --check-usage || exit 2
 RESULTS_DIR=$ROOT/bench/results
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do

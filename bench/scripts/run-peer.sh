@@ -13,6 +13,8 @@ cd "$ROOT"
 fail() { echo "run-peer: FAIL: $*" >&2; exit 1; }
 [ -f bench/dist/main.js ] && [ -f apps/csi-driver/dist/lvstamp-csi.mjs ] ||
   fail "bench or driver not built (pnpm build)"
+# The arguments are checked here, before the lvmd part and the VM (exit 2 with one line).
+node bench/dist/main.js peer "$@" --check-usage || exit 2
 # shellcheck source=lvmd-env.sh
 . "$ROOT/bench/scripts/lvmd-env.sh"
 lvmd_env || fail "no lvmd to compare with (above)"

@@ -59,6 +59,7 @@ async function run(options: {
   smoke: boolean;
   only?: string[];
   resultsDir: string;
+  checkUsage?: boolean;
 }): Promise<number> {
   // Names first: a typo says "unknown group" wherever it is run.
   let groups: Group[];
@@ -67,6 +68,7 @@ async function run(options: {
   } catch (error) {
     throw new UsageFailure(messageOf(error), 2);
   }
+  if (options.checkUsage === true) return 0;
   const can = await checkHostCanActivate();
   if (!can.ok) {
     throw new UsageFailure(
@@ -195,9 +197,12 @@ function program(): Command {
     .option('--smoke', 'N = 10, one round: keeps the harness working (CI)', false)
     .addOption(new Option('--only <groups...>', `run only these groups (${GROUPS.join(', ')})`))
     .option('--results-dir <dir>', 'where the JSON goes', RESULTS_DIR)
-    .action(async (o: { smoke: boolean; only?: string[]; resultsDir: string }) => {
-      process.exitCode = await run(o);
-    });
+    .addOption(checkUsageOption())
+    .action(
+      async (o: { smoke: boolean; only?: string[]; resultsDir: string; checkUsage?: boolean }) => {
+        process.exitCode = await run(o);
+      },
+    );
   root
     .command('shell-mode')
     .description(
@@ -245,13 +250,15 @@ function program(): Command {
     .option('--burst <n>', 'concurrent creates, then removes', '64')
     .option('--burst-rounds <n>', 'bursts per side', '2')
     .option('--rpcs <n>', 'RPCs without lvm before the second RSS reading', '1000')
-    .action(async (o: { cycles: string; burst: string; burstRounds: string; rpcs: string }) => {
+    .addOption(checkUsageOption())
+    .action(async (o: PeerArguments) => {
       const options = {
         cycles: positiveCount('cycles', o.cycles),
         burst: positiveCount('burst', o.burst),
         burstRounds: positiveCount('burst-rounds', o.burstRounds),
         rpcs: positiveCount('rpcs', o.rpcs),
       };
+      if (o.checkUsage === true) return;
       let lvmd: string, proto: string;
       try {
         ({ lvmd, proto } = lvmdFromEnvironment());
@@ -293,6 +300,24 @@ function program(): Command {
       process.exitCode = await baseline(o);
     });
   return root;
+}
+
+/** `peer`'s options as commander gives them. */
+interface PeerArguments {
+  cycles: string;
+  burst: string;
+  burstRounds: string;
+  rpcs: string;
+  checkUsage?: boolean;
+}
+
+/**
+ * `--check-usage` (hidden): parse and check the arguments, then exit 0
+ * without measuring, so that bench/scripts refuse a typo before they boot
+ * the test VM.
+ */
+function checkUsageOption(): Option {
+  return new Option('--check-usage', 'check the arguments only, exit 0').hideHelp();
 }
 
 /** The context of a subcommand outside `run`: full scale, progress on stderr. */
