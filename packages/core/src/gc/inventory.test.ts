@@ -303,6 +303,43 @@ describe('takeInventory', () => {
     stderr: 'Global lock failed: check global_filter',
   });
 
+  it('takes the quarantined LVs from the one look-up when it lists them: no second look-up', async () => {
+    const { ports, calls } = fakePorts();
+    const id = 'aaaabbbbccccddddeeeeffff00001111';
+    const quarantinedLv: LogicalVolume = {
+      vgName: 'vg0',
+      lvName: `lvstamp_q_${id}`,
+      lvUuid: 'Qq1ab2-cd3e-4f5g-6h7i-8j9k-l0mn-op1qr2',
+      sizeBytes: 8 * 1024 * 1024,
+      attr: '-wi-------',
+      active: false,
+      open: false,
+      kernelMajor: null,
+      kernelMinor: null,
+      dmPath: null,
+      createdAtMs: NOW - 3_600_000,
+      tags: ['lvstamp', `lvstamp.owner=${OWNER}`, 'lvstamp.quarantined=1748775600'],
+    };
+    const withQuarantine: GcInventoryPorts = {
+      ...ports,
+      volumes: {
+        listLogicalVolumes: async (scope, lvNames) => ({
+          ...(await ports.volumes.listLogicalVolumes(scope, lvNames)),
+          quarantined: [quarantinedLv],
+        }),
+      },
+      quarantine: {
+        listQuarantined: () => Promise.reject(new Error('a second look-up')),
+      },
+    };
+    const inventory = await takeInventory(withQuarantine, SCOPE, DEFAULT_NAMING, () => NOW);
+    expect(inventory.quarantined).toMatchObject([
+      { kind: 'volume', id, device: `vg0/lvstamp_q_${id}`, kernel: null },
+    ]);
+    expect(inventory.quarantined?.[0]?.header).toMatchObject({ status: 'unreadable' });
+    expect(calls.filter((c) => c.startsWith('listLogicalVolumes'))).toEqual(['listLogicalVolumes']);
+  });
+
   it('propagates a failed volume listing instead of reporting no volumes', async () => {
     const { ports, calls } = fakePorts();
     const broken: GcInventoryPorts = {

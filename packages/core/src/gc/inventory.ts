@@ -16,7 +16,8 @@ import { parseQuarantinedLvName } from '../naming.js';
 
 /**
  * Takes the GC inventory of this node in the scope's volume groups (DESIGN.md
- * §6 "Inventory"): one look-up of the lvstamp LVs (volumes and snapshots),
+ * §6 "Inventory"): one look-up of the lvstamp LVs (volumes, snapshots and,
+ * with a quarantine port, quarantined LVs),
  * one `dmsetup info`, one `dmsetup table`, then an in-process header read per
  * active LV (snapshots included); devices matched by major:minor. The
  * groups lvm refuses to change come from the same look-up.
@@ -64,7 +65,11 @@ export async function takeInventory(
 
   let quarantined: InventoryQuarantined[] | undefined;
   if (ports.quarantine !== undefined) {
-    const look = await ports.quarantine.listQuarantined(scope);
+    // The one look-up lists them when its port does; else the quarantine port is asked.
+    const look =
+      listed.quarantined !== undefined
+        ? { lvs: listed.quarantined, unusableGroups: [] }
+        : await ports.quarantine.listQuarantined(scope);
     // A group its own look-up finds unusable is one too (the first look-up may have raced it).
     for (const group of look.unusableGroups ?? []) {
       if (!unusableGroups.some((g) => g.vgName === group.vgName)) unusableGroups.push(group);

@@ -30,6 +30,12 @@ export interface GcVolumesPort {
   ): Promise<{
     readonly volumes: readonly Volume[];
     readonly snapshots: readonly LogicalVolume[];
+    /**
+     * `lvstamp_q_<id>` and `lvstamp_qs_<id>` from the same look-up (their
+     * prefix extends the lvstamp prefix); absent: the inventory asks
+     * GcQuarantinePort.listQuarantined.
+     */
+    readonly quarantined?: readonly LogicalVolume[];
     readonly unusableGroups?: readonly UnusableGroup[];
   }>;
 }

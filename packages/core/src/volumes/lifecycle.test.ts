@@ -457,6 +457,7 @@ describe('inputs that broke other LVM tools', () => {
     expect(await manager.listLogicalVolumes(SCOPE, [])).toEqual({
       volumes: [],
       snapshots: [],
+      quarantined: [],
       unusableGroups: [],
     });
     runner.assertDone();

@@ -6,7 +6,7 @@
 import type { DataDeviceMap } from '../device/types.js';
 import type { MountInfoEntry } from '../fs/types.js';
 import type { LogicalVolume, UnusableGroup } from '../lvm/types.js';
-import { commonLvPrefix, parseSnapshotLvName } from '../naming.js';
+import { commonLvPrefix, parseQuarantinedLvName, parseSnapshotLvName } from '../naming.js';
 import { readHeaderSafely } from './header-reading.js';
 import { getVolume, toVolume, withCapacity } from './lookup.js';
 import type { CoreParts, VolumeParts } from './parts.js';
@@ -15,9 +15,10 @@ import type { VgScope, Volume, VolumeStatus } from './types.js';
 /**
  * The lvstamp LVs of the scope's groups (DESIGN.md §2.3) from one look-up
  * (LogicalVolumes.inGroups), no header read: `volumes` (`lvstamp_<id>` and
- * `lvstamp_new_<id>`, capacity null) and `snapshots` (`lvstamp_snap_<id>`,
- * active or not, whatever their tags: the GC judges them, DESIGN.md §6).
- * Other names with the prefix are left out. With `lvNames`, only those.
+ * `lvstamp_new_<id>`, capacity null), `snapshots` (`lvstamp_snap_<id>`) and
+ * `quarantined` (`lvstamp_q_<id>`, `lvstamp_qs_<id>`), active or not,
+ * whatever their tags: the GC judges them, DESIGN.md §6. Other names with
+ * the prefix are left out. With `lvNames`, only those.
  * `unusableGroups`: the groups of the report lvm refuses to change
  * (VolumeGroups.unusableIn, from the same report: no further lvm process).
  * @throws InvalidArgumentError for a bad group or LV name; as
@@ -27,9 +28,14 @@ export async function listLogicalVolumes(
   p: CoreParts,
   scope: VgScope,
   lvNames?: readonly string[],
-): Promise<{ volumes: Volume[]; snapshots: LogicalVolume[]; unusableGroups: UnusableGroup[] }> {
+): Promise<{
+  volumes: Volume[];
+  snapshots: LogicalVolume[];
+  quarantined: LogicalVolume[];
+  unusableGroups: UnusableGroup[];
+}> {
   if (lvNames !== undefined && lvNames.length === 0) {
-    return { volumes: [], snapshots: [], unusableGroups: [] };
+    return { volumes: [], snapshots: [], quarantined: [], unusableGroups: [] };
   }
   const report = await p.lvm.logicalVolumes.inGroups(
     scope.vgNames,
@@ -38,12 +44,19 @@ export async function listLogicalVolumes(
   const { lvs } = report;
   const volumes: Volume[] = [];
   const snapshots: LogicalVolume[] = [];
+  const quarantined: LogicalVolume[] = [];
   for (const lv of lvs) {
     const volume = toVolume(lv, p.naming);
     if (volume !== null) volumes.push(volume);
     else if (parseSnapshotLvName(lv.lvName, p.naming) !== null) snapshots.push(lv);
+    else if (parseQuarantinedLvName(lv.lvName, p.naming) !== null) quarantined.push(lv);
   }
-  return { volumes, snapshots, unusableGroups: await p.lvm.volumeGroups.unusableIn(report) };
+  return {
+    volumes,
+    snapshots,
+    quarantined,
+    unusableGroups: await p.lvm.volumeGroups.unusableIn(report),
+  };
 }
 
 /**
