@@ -16,8 +16,9 @@ done
 [ -f bench/dist/main.js ] && [ -f apps/csi-driver/dist/lvstamp-csi.mjs ] ||
   fail "bench or driver not built (pnpm build)"
 
-# The arguments are checked here, before the VM boots (exit 2 with lvstamp-bench's one line).
-node bench/dist/main.js run "$@" --check-usage || exit 2
+# The arguments are checked here, before the VM boots (exit 2 with lvstamp-bench's one line); the
+# check prints the groups the run will run.
+groups=$(node bench/dist/main.js run "$@" --check-usage) || exit 2
 RESULTS_DIR=$ROOT/bench/results
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
@@ -28,25 +29,9 @@ for ((i = 0; i < ${#args[@]}; i++)); do
 done
 mkdir -p "$RESULTS_DIR"
 # Group peer runs TopoLVM's lvmd (lvmd-env.sh: the `lvmd` part, built from its Go module on the
-# first run and cached outside the repository), unless --only leaves the group out. When the part
-# cannot be built the other groups still run and group peer fails, naming the build's error.
-wants_peer=1
-for ((i = 0; i < ${#args[@]}; i++)); do
-  case ${args[$i]} in
-    --only)
-      [ "$wants_peer" = 2 ] || wants_peer=0
-      for ((j = i + 1; j < ${#args[@]}; j++)); do
-        [[ ${args[$j]} == -* ]] && break
-        [ "${args[$j]}" != peer ] || wants_peer=2
-      done
-      ;;
-    --only=*)
-      [ "$wants_peer" = 2 ] || wants_peer=0
-      [ "${args[$i]#--only=}" != peer ] || wants_peer=2
-      ;;
-  esac
-done
-if [ "$wants_peer" != 0 ]; then
+# first run and cached outside the repository). When the part cannot be built the other groups
+# still run and group peer fails, naming the build's error.
+if [[ " $groups " == *" peer "* ]]; then
   # shellcheck source=lvmd-env.sh
   . "$ROOT/bench/scripts/lvmd-env.sh"
   lvmd_env

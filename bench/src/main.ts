@@ -68,7 +68,10 @@ async function run(options: {
   } catch (error) {
     throw new UsageFailure(messageOf(error), 2);
   }
-  if (options.checkUsage === true) return 0;
+  if (options.checkUsage === true) {
+    process.stdout.write(`${groups.join(' ')}\n`);
+    return 0;
+  }
   const can = await checkHostCanActivate();
   if (!can.ok) {
     throw new UsageFailure(
@@ -313,8 +316,8 @@ interface PeerArguments {
 
 /**
  * `--check-usage` (hidden): parse and check the arguments, then exit 0
- * without measuring, so that bench/scripts refuse a typo before they boot
- * the test VM.
+ * without measuring (`run` prints the groups it would run, one line), so
+ * that bench/scripts refuse a typo before they boot the test VM.
  */
 function checkUsageOption(): Option {
   return new Option('--check-usage', 'check the arguments only, exit 0').hideHelp();
