@@ -40,8 +40,8 @@ export interface ScopedLogicalVolumes extends GroupsReport {
 
 /**
  * The argv that makes an LV (lvcreate(8)): signatures wiped and the first
- * 4 KiB zeroed (`--wipesignatures y --zero y`), activated, exactly
- * `sizeBytes` (a multiple of the extent size), with the given tags. The
+ * 4 KiB zeroed (`--wipesignatures y --zero y`), activated, `sizeBytes`
+ * (lvm rounds it up to whole extents), with the given tags. The
  * benchmarks run the same argv as the bare baseline.
  */
 export function lvcreateArgv(request: {

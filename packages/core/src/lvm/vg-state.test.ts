@@ -114,6 +114,18 @@ const FULLREPORT = [
 
 const step = (argv: readonly string[], name: string): ReplayStep => ({ argv, ...recorded(name) });
 const lookupStep = (name: string): ReplayStep => ({ argv: FULLREPORT, ...fullReport(name) });
+/**
+ * A thick create in a scope of one group runs lvcreate before any look-up (createWithoutLookup),
+ * and looks up only after lvm refused it: here lvm2's refusal, recorded (`lvcreate-*`) or, where
+ * no recording exists, lvm2's text for it, exit 5 (both print "Cannot process volume group" after
+ * the cause, as recorded for vgs in test-e2e/recorded/vgs-missing).
+ */
+const refusedLvcreate = (nameOrStderr: { recorded: string } | { stderr: string }): ReplayStep =>
+  'recorded' in nameOrStderr
+    ? step(LVCREATE, nameOrStderr.recorded)
+    : { argv: LVCREATE, exitCode: 5, stderr: nameOrStderr.stderr };
+const VG_NOT_FOUND = `  Volume group "${VG}" not found\n  Cannot process volume group ${VG}\n`;
+const VG_EXPORTED = `  Volume group ${VG} is exported\n  Cannot process volume group ${VG}\n`;
 
 const noHeaders: HeaderIo = {
   writeHeader: () => Promise.reject(new Error('unexpected header write')),
@@ -280,6 +292,7 @@ describe('VolumeService and VolumeGroups on a broken volume group', () => {
     // group's row without this volume's LVs is the healthy group's look-up of another volume
     expect(fullReport('fullreport-readonly-pv')).toEqual(fullReport('fullreport-found'));
     const { runner, manager } = setup([
+      refusedLvcreate({ recorded: 'lvcreate-readonly-pv' }),
       lookupStep('fullreport-nomatch'),
       step(LVCREATE, 'lvcreate-readonly-pv'),
     ]);
@@ -290,16 +303,17 @@ describe('VolumeService and VolumeGroups on a broken volume group', () => {
   });
 
   it('"insufficient free space" stays OutOfSpaceError', async () => {
-    const { manager } = setup([
+    const stderr =
+      '  Volume group "lvse2ebroken" has insufficient free space (110 extents): 17 required.\n';
+    const { runner, manager } = setup([
+      refusedLvcreate({ stderr }),
       lookupStep('fullreport-nomatch'),
-      {
-        argv: LVCREATE,
-        exitCode: 5,
-        stderr:
-          '  Volume group "lvse2ebroken" has insufficient free space (110 extents): 17 required.\n',
-      },
+      { argv: LVCREATE, exitCode: 5, stderr },
     ]);
-    await expect(manager.createVolume(request)).rejects.toBeInstanceOf(OutOfSpaceError);
+    const error = await caught(manager.createVolume(request));
+    expect(error).toBeInstanceOf(OutOfSpaceError);
+    expect((error as Error).message).toContain('insufficient free space (110 extents)');
+    runner.assertDone();
   });
 });
 
@@ -330,15 +344,24 @@ describe('the look-up (one lvm fullreport, recorded) classifies a broken group a
   });
 
   it('a missing group is NotFoundError from the one report (exit 0, no vg row), no second vgs', async () => {
-    const { runner, manager } = setup([lookupStep('fullreport-missing-vg')]);
-    await expect(manager.createVolume(request)).rejects.toBeInstanceOf(NotFoundError);
+    const { runner, manager } = setup([
+      refusedLvcreate({ stderr: VG_NOT_FOUND }),
+      lookupStep('fullreport-missing-vg'),
+    ]);
+    await expect(manager.createVolume(request)).rejects.toThrow(
+      new NotFoundError(`volume group ${VG} does not exist`),
+    );
     runner.assertDone();
   });
 
   it("a PV missing: VolumeGroupUnusableError (missing-pv) with lvm's warnings, nothing created", async () => {
-    const { runner, manager } = setup([lookupStep('fullreport-missing-pv')]);
+    const { runner, manager } = setup([
+      refusedLvcreate({ recorded: 'lvcreate-missing-pv' }),
+      lookupStep('fullreport-missing-pv'),
+    ]);
     const error = await caught(manager.createVolume(request));
     expect(error).toMatchObject({ name: 'VolumeGroupUnusableError', problem: 'missing-pv' });
+    // the look-up's answer, as before the fast path (not lvcreate's refusal)
     expect((error as Error).message).toBe(
       `volume group ${VG} is unusable (missing-pv): vg_attr wz-pn-; ${lvmMessage(fullReport('fullreport-missing-pv').stderr)}`,
     );
@@ -346,11 +369,15 @@ describe('the look-up (one lvm fullreport, recorded) classifies a broken group a
   });
 
   it("this group's PV on two devices: duplicate-pv from the report's own pv rows, no pvs", async () => {
-    const { runner, manager } = setup([lookupStep('fullreport-duplicate-pv')]);
-    await expect(manager.createVolume(request)).rejects.toMatchObject({
-      name: 'VolumeGroupUnusableError',
-      problem: 'duplicate-pv',
-    });
+    const { runner, manager } = setup([
+      refusedLvcreate({ recorded: 'lvcreate-duplicate-pv' }),
+      lookupStep('fullreport-duplicate-pv'),
+    ]);
+    const error = await caught(manager.createVolume(request));
+    expect(error).toMatchObject({ name: 'VolumeGroupUnusableError', problem: 'duplicate-pv' });
+    expect((error as Error).message).toBe(
+      `volume group ${VG} is unusable (duplicate-pv): ${lvmMessage(fullReport('fullreport-duplicate-pv').stderr)}`,
+    );
     runner.assertDone();
   });
 
@@ -446,16 +473,23 @@ describe('the look-up (one lvm fullreport, recorded) classifies a broken group a
   });
 
   it('exported (vg_attr wzx-n-): VolumeGroupUnusableError (exported)', async () => {
-    const { runner, manager } = setup([lookupStep('fullreport-exported')]);
-    await expect(manager.createVolume(request)).rejects.toMatchObject({
-      name: 'VolumeGroupUnusableError',
-      problem: 'exported',
-    });
+    const { runner, manager } = setup([
+      refusedLvcreate({ stderr: VG_EXPORTED }),
+      lookupStep('fullreport-exported'),
+    ]);
+    const error = await caught(manager.createVolume(request));
+    expect(error).toMatchObject({ name: 'VolumeGroupUnusableError', problem: 'exported' });
+    expect((error as Error).message).toBe(
+      `volume group ${VG} is unusable (exported): vg_attr wzx-n-`,
+    );
     runner.assertDone();
   });
 
   it('shared (listed by --shared, vg_attr wz--ns): VolumeGroupUnusableError (shared), as the vgs --shared check said', async () => {
-    const { runner, manager } = setup([lookupStep('fullreport-shared')]);
+    const { runner, manager } = setup([
+      refusedLvcreate({ recorded: 'lvcreate-shared' }),
+      lookupStep('fullreport-shared'),
+    ]);
     const error = await caught(manager.createVolume(request));
     expect(error).toMatchObject({ name: 'VolumeGroupUnusableError', problem: 'shared' });
     expect((error as Error).message).toBe(
@@ -487,8 +521,18 @@ describe('the look-up (one lvm fullreport, recorded) classifies a broken group a
     const error = await caught(failed.manager.delete(ID, scope));
     expect(error).toBeInstanceOf(CommandFailedError);
     failed.runner.assertDone();
-    const late = setup([{ argv: FULLREPORT, timeout: true }]);
+    // lvm refused the lvcreate ("not found"), the look-up that tells why ran past its deadline
+    const late = setup([
+      refusedLvcreate({ stderr: VG_NOT_FOUND }),
+      { argv: FULLREPORT, timeout: true },
+    ]);
     await expect(late.manager.createVolume(request)).rejects.toBeInstanceOf(CommandTimeoutError);
     late.runner.assertDone();
+    // the lvcreate itself past its deadline: thrown as it is, no look-up
+    const lateCreate = setup([{ argv: LVCREATE, timeout: true }]);
+    const timedOut = await caught(lateCreate.manager.createVolume(request));
+    expect(timedOut).toBeInstanceOf(CommandTimeoutError);
+    expect(timedOut).toMatchObject({ argv: LVCREATE });
+    lateCreate.runner.assertDone();
   });
 });

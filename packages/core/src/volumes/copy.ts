@@ -216,6 +216,6 @@ async function adoptCopy(
       `volume "${request.name}" (${volumeId}) exists as "${header.name}" with capacity ${header.capacityBytes}, not ${capacityBytes}`,
     );
   }
-  const { vgName, lvName, sizeBytes } = active;
-  return { volumeId, vgName, lvName, sizeBytes, capacityBytes };
+  const { vgName, lvName } = active;
+  return { volumeId, vgName, lvName, capacityBytes };
 }

@@ -3,9 +3,18 @@
  * clone (copy.ts) share: under one holding of the host lock, every leftover
  * `lvstamp_new_<id>` of the scope removed (tags checked), the new LV made as
  * `lvstamp_new_<id>`, its header written and flushed, then `lvrename` to
- * `lvstamp_<id>`.
+ * `lvstamp_<id>`. A thick create in a scope of one group tries the protocol
+ * without the look-up first (createWithoutLookup).
  */
-import { AlreadyExistsError, FailedPreconditionError, OutOfSpaceError } from '../errors.js';
+import {
+  AlreadyExistsError,
+  CommandFailedError,
+  CommandTimeoutError,
+  FailedPreconditionError,
+  OutOfSpaceError,
+  VolumeGroupUnusableError,
+} from '../errors.js';
+import { sysfsMaps } from '../device/sysfs.js';
 import { DATA_OFFSET_BYTES } from '../header/constants.js';
 import type { HeaderFields } from '../header/types.js';
 import { isThinLv } from '../lvm/thin-snapshots.js';
@@ -36,7 +45,7 @@ import {
   requireOwnerTags,
 } from './ownership.js';
 import type { CoreParts, VolumeParts } from './parts.js';
-import { CAPACITY_BLOCK_BYTES, volumeSize } from './size.js';
+import { CAPACITY_BLOCK_BYTES, volumeSize, type VolumeSize } from './size.js';
 import { measureThinPool, requireThinAdmits, thinPoolCapacity } from './thin-capacity.js';
 import type { CreatedVolume, CreateVolumeRequest, Volume } from './types.js';
 
@@ -45,8 +54,11 @@ import type { CreatedVolume, CreateVolumeRequest, Volume } from './types.js';
  * `lvstamp_<id>` of this name, owner and a fitting capacity in `vgName` is
  * returned (activated first when inactive and tagged); otherwise
  * prepareNewLv, `lvcreate` with volumeSize's sizes, the first and last MiB
- * of a thick data area zeroed, then stampAndRename. lvm processes: one
- * `lvm fullreport`, `lvcreate`, `lvrename`.
+ * of a thick data area zeroed, then stampAndRename. A thick class whose
+ * scope is `vgName` alone first tries createWithoutLookup (unless sysfs
+ * shows `lvstamp_<id>` active): `lvcreate` and `lvrename`, two lvm
+ * processes, and the look-up path only after lvm refused one of them;
+ * otherwise three: one `lvm fullreport`, `lvcreate`, `lvrename`.
  * @throws InvalidArgumentError for a bad name, size, VG name or owner ID;
  *   OutOfRangeError when no capacity fits the range (both before any lvm
  *   command).
@@ -73,16 +85,106 @@ export async function createVolume(
   // tags alone, so with the lock free between lvcreate and lvrename another process's create or
   // delete of this volume could remove the LV being built, or rename it before its header exists.
   return p.hostLock.withLock(`create ${volumeId}`, async () => {
+    let madeNewLv = false;
+    if (
+      request.provisioning?.type !== 'thin' &&
+      new Set(vgNames).size === 1 &&
+      !(await finishedLvActive(p, request.vgName, volumeId))
+    ) {
+      const fast = await createWithoutLookup(p, request, volumeId, ownerId);
+      if (typeof fast !== 'string') return fast;
+      madeNewLv = fast === 'lvrename refused';
+    }
     const { groups, finished, pending } = await lookupVolume(p, volumeId, vgNames);
     const vg = await p.lvm.volumeGroups.usable(request.vgName, groups);
     const existing = single(finished, `volume ${volumeId}`);
-    if (existing !== null) return adoptExisting(p, existing, request, volumeId, ownerId);
+    if (existing !== null) {
+      // lvrename refused the name: the `lvstamp_new_<id>` createWithoutLookup made goes first.
+      if (madeNewLv) await prepareNewLv(p, vg.name, pending, groups, ownerId);
+      return adoptExisting(p, existing, request, volumeId, ownerId);
+    }
     const freedBytes = await prepareNewLv(p, vg.name, pending, groups, ownerId);
     return createNew(p, request, volumeId, ownerId, {
       ...vg,
       freeBytes: vg.freeBytes + freedBytes,
     });
   });
+}
+
+/**
+ * The create protocol without the look-up (DESIGN.md §5 "Create"), for a
+ * thick class whose scope is one group; the caller holds the host lock.
+ * lvm makes the checks the look-up would make for such a scope: `lvcreate`
+ * refuses a group that does not exist, is broken (docs/FACTS.md "Broken
+ * groups"), has too few free extents, or holds `lvstamp_new_<id>` already;
+ * `lvrename` refuses when `lvstamp_<id>` exists. The LV is asked for as
+ * data offset + capacity and lvm rounds it up to whole extents, as
+ * volumeSize does with the extent size.
+ * @returns the volume, or which command lvm refused: after a refused
+ *   `lvcreate` nothing was made; after a refused `lvrename` this call's
+ *   `lvstamp_new_<id>` (both tags, header written) is left for the look-up
+ *   path to remove.
+ * @throws what makeThickLv and stampAndRename throw other than an lvm
+ *   refusal (refusedByLvm), as createNew does; a `lvstamp_new_<id>` made
+ *   stays for a retry or the GC.
+ */
+async function createWithoutLookup(
+  p: VolumeParts,
+  request: CreateVolumeRequest,
+  volumeId: string,
+  ownerId: string,
+): Promise<CreatedVolume | 'lvcreate refused' | 'lvrename refused'> {
+  const vgName = request.vgName;
+  const size = volumeSize({ ...request, extentSizeBytes: CAPACITY_BLOCK_BYTES });
+  try {
+    await makeThickLv(p, vgName, { volumeId, ownerId }, size);
+  } catch (error) {
+    if (refusedByLvm(error)) return 'lvcreate refused';
+    throw error;
+  }
+  const { capacityBytes } = size;
+  const header = newHeader(p, { volumeId, ownerId, name: request.name, capacityBytes });
+  try {
+    const lvName = await stampAndRename(p, vgName, header);
+    return { volumeId, vgName, lvName, capacityBytes };
+  } catch (error) {
+    if (refusedByLvm(error)) return 'lvrename refused';
+    throw error;
+  }
+}
+
+/**
+ * Whether `lvstamp_<id>` of `vgName` is active, from sysfs (`sys/block/dm-N/
+ * dm/name` under the host root, sysfsMaps; no process). A hint only, that
+ * spares a create of an existing volume the doomed `lvcreate` and
+ * `lvrename` of createWithoutLookup: that path is right either way, so an
+ * unreadable sysfs is "no".
+ */
+async function finishedLvActive(
+  p: VolumeParts,
+  vgName: string,
+  volumeId: string,
+): Promise<boolean> {
+  const dmName = lvDmName(vgName, lvNameFor(volumeId, p.naming));
+  try {
+    return (await sysfsMaps(p.hostRoot)).some((map) => map.name === dmName);
+  } catch (error) {
+    if (error instanceof FailedPreconditionError) return false;
+    throw error;
+  }
+}
+
+/**
+ * Whether lvm refused a change (it exited non-zero, however classified), so
+ * that nothing of it was made. A command that timed out is no refusal: what
+ * it did is unknown.
+ */
+function refusedByLvm(error: unknown): boolean {
+  return (
+    (error instanceof CommandFailedError && !(error instanceof CommandTimeoutError)) ||
+    error instanceof OutOfSpaceError ||
+    error instanceof VolumeGroupUnusableError
+  );
 }
 
 /**
@@ -164,40 +266,52 @@ async function createNew(
   const thin = request.provisioning?.type === 'thin' ? request.provisioning : null;
   if (thin !== null) {
     await readyThinPool(p, vg, thin, ownerId, volumeId, lvSizeBytes);
-  } else if (lvSizeBytes > vg.freeBytes) {
-    throw new OutOfSpaceError(
-      `volume group ${vg.name} has ${vg.freeBytes} bytes free, volume ${volumeId} needs ${lvSizeBytes}`,
-    );
-  }
-  const newLvName = newLvNameFor(volumeId, p.naming);
-  const tags = [p.naming.tag, ownerTagFor(ownerId, p.naming)];
-  if (thin !== null) {
     await p.lvm.thinPools.createThinLv({
       vgName: vg.name,
       poolName: thin.thinPool,
-      lvName: newLvName,
+      lvName: newLvNameFor(volumeId, p.naming),
       virtualSizeBytes: lvSizeBytes,
-      tags,
+      tags: [p.naming.tag, ownerTagFor(ownerId, p.naming)],
     });
   } else {
-    await p.lvm.logicalVolumes.create({
-      vgName: vg.name,
-      lvName: newLvName,
-      sizeBytes: lvSizeBytes,
-      tags,
-    });
-  }
-  // The extents may have held a deleted volume: its filesystem must not show through. A thin
-  // LV reads zeros everywhere (the pool zeroes new chunks); clearing would map 2 MiB of chunks.
-  if (thin === null) {
-    await p.headers.clearDataArea(newLvPath(vg.name, newLvName), {
-      dataOffsetBytes: DATA_OFFSET_BYTES,
-      sizeBytes: DATA_OFFSET_BYTES + capacityBytes,
-    });
+    if (lvSizeBytes > vg.freeBytes) {
+      throw new OutOfSpaceError(
+        `volume group ${vg.name} has ${vg.freeBytes} bytes free, volume ${volumeId} needs ${lvSizeBytes}`,
+      );
+    }
+    await makeThickLv(p, vg.name, { volumeId, ownerId }, { capacityBytes, lvSizeBytes });
   }
   const header = newHeader(p, { volumeId, ownerId, name: request.name, capacityBytes });
   const lvName = await stampAndRename(p, vg.name, header);
-  return { volumeId, vgName: vg.name, lvName, sizeBytes: lvSizeBytes, capacityBytes };
+  return { volumeId, vgName: vg.name, lvName, capacityBytes };
+}
+
+/**
+ * A thick create's `lvstamp_new_<id>`: `lvcreate` of `size.lvSizeBytes`
+ * (lvm rounds it up to whole extents) with both tags, then the first and
+ * last MiB of the data area (`size.capacityBytes` behind the data offset)
+ * zeroed: the extents may have held a deleted volume, whose filesystem must
+ * not show through (DESIGN.md §5 "Create"). A thin LV needs no clearing: it
+ * reads zeros everywhere, and clearing would map 2 MiB of the pool's chunks.
+ * @throws what LogicalVolumes.create and HeaderIo.clearDataArea throw.
+ */
+async function makeThickLv(
+  p: CoreParts,
+  vgName: string,
+  ids: { readonly volumeId: string; readonly ownerId: string },
+  size: VolumeSize,
+): Promise<void> {
+  const lvName = newLvNameFor(ids.volumeId, p.naming);
+  await p.lvm.logicalVolumes.create({
+    vgName,
+    lvName,
+    sizeBytes: size.lvSizeBytes,
+    tags: [p.naming.tag, ownerTagFor(ids.ownerId, p.naming)],
+  });
+  await p.headers.clearDataArea(newLvPath(vgName, lvName), {
+    dataOffsetBytes: DATA_OFFSET_BYTES,
+    sizeBytes: DATA_OFFSET_BYTES + size.capacityBytes,
+  });
 }
 
 /**
@@ -292,6 +406,6 @@ async function adoptExisting(
       `volume "${request.name}" exists with a different size: capacity ${capacityBytes} bytes, requested ${range}`,
     );
   }
-  const { vgName, lvName, sizeBytes } = active;
-  return { volumeId, vgName, lvName, sizeBytes, capacityBytes };
+  const { vgName, lvName } = active;
+  return { volumeId, vgName, lvName, capacityBytes };
 }

@@ -26,8 +26,6 @@ export interface CreatedVolume {
   readonly volumeId: string;
   readonly vgName: string;
   readonly lvName: string;
-  /** LV size in bytes (whole extents). */
-  readonly sizeBytes: number;
   /** The data device's length in bytes (DESIGN.md §4 "Capacity"). */
   readonly capacityBytes: number;
 }
