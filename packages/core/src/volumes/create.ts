@@ -121,9 +121,10 @@ export async function createVolume(
  * data offset + capacity and lvm rounds it up to whole extents, as
  * volumeSize does with the extent size.
  * @returns the volume, or which command lvm refused: after a refused
- *   `lvcreate` nothing was made; after a refused `lvrename` this call's
- *   `lvstamp_new_<id>` (both tags, header written) is left for the look-up
- *   path to remove.
+ *   `lvcreate` at most an `lvstamp_new_<id>` that lvm made and could not
+ *   activate (docs/FACTS.md "device-mapper") is left; after a refused
+ *   `lvrename` this call's `lvstamp_new_<id>` (both tags, header written)
+ *   is. The look-up path removes either, its tags checked.
  * @throws what makeThickLv and stampAndRename throw other than an lvm
  *   refusal (refusedByLvm), as createNew does; a `lvstamp_new_<id>` made
  *   stays for a retry or the GC.
@@ -175,9 +176,8 @@ async function finishedLvActive(
 }
 
 /**
- * Whether lvm refused a change (it exited non-zero, however classified), so
- * that nothing of it was made. A command that timed out is no refusal: what
- * it did is unknown.
+ * Whether lvm refused a change: it exited non-zero, however classified. A
+ * command that timed out is no refusal: what it did is unknown.
  */
 function refusedByLvm(error: unknown): boolean {
   return (
