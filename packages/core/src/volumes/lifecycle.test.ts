@@ -131,6 +131,13 @@ const lvcreateArgv = (id: string, bytes: number, vg = 'vg0'): string[] => [
   `lvstamp.owner=${OWNER}`,
   vg,
 ];
+/** What createVolume returns for volume `id` made or found in vg0. */
+const createdIn = (id: string, capacityBytes: number) => ({
+  volumeId: id,
+  vgName: 'vg0',
+  lvName: `lvstamp_${id}`,
+  capacityBytes,
+});
 const renameStep = (id: string, vg = 'vg0'): ReplayStep => ({
   argv: ['lvrename', '--yes', vg, `lvstamp_new_${id}`, `lvstamp_${id}`],
 });
@@ -660,12 +667,7 @@ describe('inputs that broke other LVM tools', () => {
     ]);
     const request = { name: 'pvc-202', requiredBytes: 202 * MiB, vgName: 'vg0', ownerId: OWNER };
     const first = await manager.createVolume(request);
-    expect(first).toEqual({
-      volumeId: ID_202,
-      lvName: `lvstamp_${ID_202}`,
-      vgName: 'vg0',
-      capacityBytes: 202 * MiB,
-    });
+    expect(first).toEqual(createdIn(ID_202, 202 * MiB));
     expect(runner.calls.map((c) => c.argv)).toEqual([
       lvcreateArgv(ID_202, 203 * MiB),
       ['lvrename', '--yes', 'vg0', `lvstamp_new_${ID_202}`, `lvstamp_${ID_202}`],
@@ -728,12 +730,7 @@ describe('inputs that broke other LVM tools', () => {
         },
       });
       const request = { name: 'pvc-202', requiredBytes: 202 * MiB, vgName: 'vg0', ownerId: OWNER };
-      expect(await manager.createVolume(request)).toEqual({
-        volumeId: ID_202,
-        vgName: 'vg0',
-        lvName: `lvstamp_${ID_202}`,
-        capacityBytes: 202 * MiB,
-      });
+      expect(await manager.createVolume(request)).toEqual(createdIn(ID_202, 202 * MiB));
       runner.assertDone();
       expect(runner.calls.map((c) => c.argv.slice(0, 2).join(' '))).toEqual(['lvm fullreport']);
       expect(headerIo.calls).toEqual([]);
@@ -756,12 +753,7 @@ describe('inputs that broke other LVM tools', () => {
     });
     runner.assertDone();
     expect(runner.calls[0]?.argv).toEqual(lvcreateArgv(ID_203, 204 * MiB));
-    expect(volume).toEqual({
-      volumeId: ID_203,
-      vgName: 'vg0',
-      lvName: `lvstamp_${ID_203}`,
-      capacityBytes: 203 * MiB,
-    });
+    expect(volume).toEqual(createdIn(ID_203, 203 * MiB));
     expect(headerIo.writes[0]?.header.requestedBytes).toBe(203 * MiB);
   });
 
@@ -786,12 +778,7 @@ describe('inputs that broke other LVM tools', () => {
     expect(headerIo.calls).toEqual([]);
     const volume = await manager.createVolume(request);
     runner.assertDone();
-    expect(volume).toEqual({
-      volumeId: ID_202,
-      vgName: 'vg0',
-      lvName: `lvstamp_${ID_202}`,
-      capacityBytes: 202 * MiB,
-    });
+    expect(volume).toEqual(createdIn(ID_202, 202 * MiB));
     const path = `/dev/mapper/vg0-lvstamp_new_${ID_202}`;
     expect(headerIo.calls).toEqual([`clear ${path} ${MiB} ${203 * MiB}`, `write ${path}`]);
   });
@@ -820,18 +807,9 @@ describe('inputs that broke other LVM tools', () => {
     expect(error).toMatchObject({ argv: lvcreateArgv(ID_203, 204 * MiB), exitCode: 5 });
     const creates = runner.calls.filter((c) => c.argv[0] === 'lvcreate');
     expect(creates).toHaveLength(2);
-    for (const { argv } of creates) {
-      expect(argv.slice(0, 8)).toEqual([
-        'lvcreate',
-        '--yes',
-        '--wipesignatures',
-        'y',
-        '--zero',
-        'y',
-        '--activate',
-        'y',
-      ]);
-    }
+    // `--yes --wipesignatures y --zero y --activate y`, the first 8 words of the spelled-out argv
+    for (const { argv } of creates)
+      expect(argv.slice(0, 8)).toEqual(lvcreateArgv(ID_203, 0).slice(0, 8));
   });
 
   it('8. wipes through the device path lvm reports (dm doubles the hyphen of vg-data), never a built path', async () => {
@@ -1210,12 +1188,7 @@ describe('VolumeService: createVolume', () => {
     });
     runner.assertDone();
     expect(runner.calls[0]?.argv).toEqual(lvcreateArgv(ID_202, 203 * MiB));
-    expect(volume).toEqual({
-      volumeId: ID_202,
-      vgName: 'vg0',
-      lvName: `lvstamp_${ID_202}`,
-      capacityBytes: 202 * MiB,
-    });
+    expect(volume).toEqual(createdIn(ID_202, 202 * MiB));
     expect(headerIo.writes[0]?.header.requestedBytes).toBe(202 * MiB);
     expect(headerIo.calls[0]).toBe(
       `clear /dev/mapper/vg0-lvstamp_new_${ID_202} ${MiB} ${203 * MiB}`,
@@ -1391,12 +1364,7 @@ describe('VolumeService: createVolume', () => {
     headerIo.headers.set(`/dev/mapper/vg0-lvstamp_${ID_203}`, existing);
     const volume = await manager.createVolume(request);
     runner.assertDone();
-    expect(volume).toEqual({
-      volumeId: ID_203,
-      vgName: 'vg0',
-      lvName: `lvstamp_${ID_203}`,
-      capacityBytes: 203 * MiB,
-    });
+    expect(volume).toEqual(createdIn(ID_203, 203 * MiB));
     expect(runner.calls.map((c) => c.argv).at(-1)).toEqual([
       'lvremove',
       '--yes',
@@ -1431,12 +1399,7 @@ describe('VolumeService: createVolume', () => {
     expect(programs(runner)).toEqual(['lvcreate']);
     expect(headerIo.calls).toEqual([`clear ${newPath} ${MiB} ${203 * MiB}`, `write ${newPath}`]);
     headerIo.writeError = null;
-    expect(await manager.createVolume(request202)).toEqual({
-      volumeId: ID_202,
-      vgName: 'vg0',
-      lvName: `lvstamp_${ID_202}`,
-      capacityBytes: 202 * MiB,
-    });
+    expect(await manager.createVolume(request202)).toEqual(createdIn(ID_202, 202 * MiB));
     runner.assertDone();
     expect(headerIo.calls.slice(2)).toEqual([
       `clear ${newPath} ${MiB} ${203 * MiB}`,
@@ -2226,12 +2189,7 @@ describe('VolumeService: inactive LVs are activated, one LV at a time, only when
       ownerId: OWNER,
     });
     runner.assertDone();
-    expect(created).toEqual({
-      volumeId: ID_203,
-      vgName: 'vg0',
-      lvName: `lvstamp_${ID_203}`,
-      capacityBytes: 203 * MiB,
-    });
+    expect(created).toEqual(createdIn(ID_203, 203 * MiB));
     expect(headerIo.reads).toEqual([`/dev/mapper/vg0-lvstamp_${ID_203}`]);
   });
 
@@ -2413,12 +2371,7 @@ describe('VolumeService: thin volumes (DESIGN.md §4 "Thin device classes", §5)
     ]);
     const volume = await manager.createVolume(request);
     runner.assertDone();
-    expect(volume).toEqual({
-      volumeId: ID_202,
-      vgName: 'vg0',
-      lvName: `lvstamp_${ID_202}`,
-      capacityBytes: 202 * MiB,
-    });
+    expect(volume).toEqual(createdIn(ID_202, 202 * MiB));
     expect(headerIo.calls).toEqual([`write /dev/mapper/vg0-lvstamp_new_${ID_202}`]);
   });
 
@@ -2433,12 +2386,7 @@ describe('VolumeService: thin volumes (DESIGN.md §4 "Thin device classes", §5)
     );
     const volume = await manager.createVolume(request);
     runner.assertDone();
-    expect(volume).toEqual({
-      volumeId: ID_202,
-      vgName: 'vg0',
-      lvName: `lvstamp_${ID_202}`,
-      capacityBytes: 202 * MiB,
-    });
+    expect(volume).toEqual(createdIn(ID_202, 202 * MiB));
     expect(programs(runner)).toEqual(['lvm fullreport']);
     expect(headerIo.calls).toEqual([]);
     expect(headerIo.reads).toEqual([`/dev/mapper/vg0-lvstamp_${ID_202}`]);
