@@ -255,6 +255,7 @@ export class FakeCore implements DriverCore {
           .map((e) => ({ ...e.volume, capacityBytes: null }))
           .filter((v) => scope.vgNames.includes(v.vgName)),
         snapshots: [],
+        quarantined: [],
       }),
     withCapacities: (volumes) => {
       this.capacityReads.push(...volumes.map((v) => v.volumeId));

@@ -218,6 +218,7 @@ export class FakeNode {
           return Promise.resolve({
             volumes: this.volumes.filter(wanted),
             snapshots: this.snapshots.filter(wanted),
+            quarantined: this.quarantined.filter(wanted),
           });
         },
         // The fake's volumes live in vg0 and are all active.

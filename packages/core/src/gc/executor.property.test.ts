@@ -206,6 +206,7 @@ class Node {
           return Promise.resolve({
             volumes: this.volumes.filter(wanted),
             snapshots: this.snapshots.filter(wanted),
+            quarantined: [],
           });
         },
         removeLogicalVolume: (ref) => {

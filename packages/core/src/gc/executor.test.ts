@@ -111,6 +111,7 @@ class FakeNode {
             return {
               volumes: this.volumes.filter(wanted),
               snapshots: this.snapshots.filter(wanted),
+              quarantined: [],
             };
           },
         ),

@@ -44,7 +44,11 @@ function fakePorts(node: NodePorts = NODE) {
         calls.push(
           lvNames === undefined ? 'listLogicalVolumes' : `listLogicalVolumes ${lvNames.join(',')}`,
         );
-        return Promise.resolve({ volumes: node.volumes, snapshots: node.snapshots ?? [] });
+        return Promise.resolve({
+          volumes: node.volumes,
+          snapshots: node.snapshots ?? [],
+          quarantined: [],
+        });
       },
     },
     devices: {
@@ -303,24 +307,26 @@ describe('takeInventory', () => {
     stderr: 'Global lock failed: check global_filter',
   });
 
-  it('takes the quarantined LVs from the one look-up when it lists them: no second look-up', async () => {
+  const QUARANTINED_ID = 'aaaabbbbccccddddeeeeffff00001111';
+  const quarantinedLv: LogicalVolume = {
+    vgName: 'vg0',
+    lvName: `lvstamp_q_${QUARANTINED_ID}`,
+    lvUuid: 'Qq1ab2-cd3e-4f5g-6h7i-8j9k-l0mn-op1qr2',
+    sizeBytes: 8 * 1024 * 1024,
+    attr: '-wi-------',
+    active: false,
+    open: false,
+    kernelMajor: null,
+    kernelMinor: null,
+    dmPath: null,
+    createdAtMs: NOW - 3_600_000,
+    tags: ['lvstamp', `lvstamp.owner=${OWNER}`, 'lvstamp.quarantined=1748775600'],
+  };
+
+  /** The fake node whose one look-up also lists `quarantinedLv`. */
+  function listingQuarantined() {
     const { ports, calls } = fakePorts();
-    const id = 'aaaabbbbccccddddeeeeffff00001111';
-    const quarantinedLv: LogicalVolume = {
-      vgName: 'vg0',
-      lvName: `lvstamp_q_${id}`,
-      lvUuid: 'Qq1ab2-cd3e-4f5g-6h7i-8j9k-l0mn-op1qr2',
-      sizeBytes: 8 * 1024 * 1024,
-      attr: '-wi-------',
-      active: false,
-      open: false,
-      kernelMajor: null,
-      kernelMinor: null,
-      dmPath: null,
-      createdAtMs: NOW - 3_600_000,
-      tags: ['lvstamp', `lvstamp.owner=${OWNER}`, 'lvstamp.quarantined=1748775600'],
-    };
-    const withQuarantine: GcInventoryPorts = {
+    const withLv: GcInventoryPorts = {
       ...ports,
       volumes: {
         listLogicalVolumes: async (scope, lvNames) => ({
@@ -328,15 +334,32 @@ describe('takeInventory', () => {
           quarantined: [quarantinedLv],
         }),
       },
+    };
+    return { ports: withLv, calls };
+  }
+
+  it('takes the quarantined LVs from the one look-up when a quarantine port is wired: no second look-up', async () => {
+    const { ports, calls } = listingQuarantined();
+    const withQuarantine: GcInventoryPorts = {
+      ...ports,
       quarantine: {
         listQuarantined: () => Promise.reject(new Error('a second look-up')),
       },
     };
     const inventory = await takeInventory(withQuarantine, SCOPE, DEFAULT_NAMING, () => NOW);
+    const id = QUARANTINED_ID;
     expect(inventory.quarantined).toMatchObject([
       { kind: 'volume', id, device: `vg0/lvstamp_q_${id}`, kernel: null },
     ]);
     expect(inventory.quarantined?.[0]?.header).toMatchObject({ status: 'unreadable' });
+    expect(calls.filter((c) => c.startsWith('listLogicalVolumes'))).toEqual(['listLogicalVolumes']);
+  });
+
+  it('leaves the quarantined LVs of the look-up out without a quarantine port', async () => {
+    const { ports, calls } = listingQuarantined();
+    const inventory = await takeInventory(ports, SCOPE, DEFAULT_NAMING, () => NOW);
+    expect(inventory).not.toHaveProperty('quarantined');
+    expect(inventory.volumes).toHaveLength(NODE.volumes.length);
     expect(calls.filter((c) => c.startsWith('listLogicalVolumes'))).toEqual(['listLogicalVolumes']);
   });
 
@@ -428,7 +451,7 @@ describe('takeInventory: commands started', () => {
         volumes: {
           listLogicalVolumes: () => {
             commands.push('listLogicalVolumes');
-            return Promise.resolve({ volumes, snapshots: [] });
+            return Promise.resolve({ volumes, snapshots: [], quarantined: [] });
           },
         },
         devices: new DataDeviceManager({ runner }),

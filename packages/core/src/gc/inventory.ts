@@ -16,11 +16,11 @@ import { parseQuarantinedLvName } from '../naming.js';
 
 /**
  * Takes the GC inventory of this node in the scope's volume groups (DESIGN.md
- * §6 "Inventory"): one look-up of the lvstamp LVs (volumes, snapshots and,
- * with a quarantine port, quarantined LVs),
- * one `dmsetup info`, one `dmsetup table`, then an in-process header read per
- * active LV (snapshots included); devices matched by major:minor. The
- * groups lvm refuses to change come from the same look-up.
+ * §6 "Inventory"): one look-up of the lvstamp LVs (volumes, snapshots and
+ * quarantined LVs, the last kept only with a quarantine port), one `dmsetup
+ * info`, one `dmsetup table`, then an in-process header read per active LV
+ * (snapshots and quarantined LVs included); devices matched by major:minor.
+ * The groups lvm refuses to change come from the same look-up.
  * An unreadable header is `{ status: 'unreadable', reason }`, never thrown.
  * @param clock the current Unix time in milliseconds (for `takenAtMs`).
  * @throws any other port failure unchanged: an inventory is complete or an error.
@@ -65,17 +65,8 @@ export async function takeInventory(
 
   let quarantined: InventoryQuarantined[] | undefined;
   if (ports.quarantine !== undefined) {
-    // The one look-up lists them when its port does; else the quarantine port is asked.
-    const look =
-      listed.quarantined !== undefined
-        ? { lvs: listed.quarantined, unusableGroups: [] }
-        : await ports.quarantine.listQuarantined(scope);
-    // A group its own look-up finds unusable is one too (the first look-up may have raced it).
-    for (const group of look.unusableGroups ?? []) {
-      if (!unusableGroups.some((g) => g.vgName === group.vgName)) unusableGroups.push(group);
-    }
     quarantined = await Promise.all(
-      look.lvs.flatMap((lv) => {
+      listed.quarantined.flatMap((lv) => {
         const parsed = parseQuarantinedLvName(lv.lvName, naming);
         return parsed === null ? [] : [describeQuarantined(lv, parsed, ports.headers, dmByNumber)];
       }),

@@ -32,10 +32,10 @@ export interface GcVolumesPort {
     readonly snapshots: readonly LogicalVolume[];
     /**
      * `lvstamp_q_<id>` and `lvstamp_qs_<id>` from the same look-up (their
-     * prefix extends the lvstamp prefix); absent: the inventory asks
-     * GcQuarantinePort.listQuarantined.
+     * prefix extends the lvstamp prefix), active or not, whatever their tags:
+     * the inventory's quarantined LVs (DESIGN.md §6 "Inventory").
      */
-    readonly quarantined?: readonly LogicalVolume[];
+    readonly quarantined: readonly LogicalVolume[];
     readonly unusableGroups?: readonly UnusableGroup[];
   }>;
 }
@@ -113,7 +113,9 @@ export interface GcQuarantinePort {
    * The LVs named `lvstamp_q_<id>` or `lvstamp_qs_<id>` in the scope's
    * volume groups (one look-up), active or not, whatever their tags; with
    * `lvNames`, only those names; `unusableGroups` as in
-   * GcVolumesPort.listLogicalVolumes, from the same look-up. Throws as
+   * GcVolumesPort.listLogicalVolumes, from the same look-up. The executor's
+   * re-check before an expiry asks it; the inventory takes the quarantined
+   * LVs from GcVolumesPort.listLogicalVolumes instead. Throws as
    * GcVolumesPort.listLogicalVolumes.
    */
   listQuarantined(
@@ -212,8 +214,12 @@ export interface GcHostLockPort {
  */
 export interface GcInventoryPorts {
   readonly volumes: GcVolumesPort;
-  /** Absent: no quarantined LV is listed (the inventory's `quarantined` stays absent). */
-  readonly quarantine?: Pick<GcQuarantinePort, 'listQuarantined'>;
+  /**
+   * Present (the node's GcQuarantinePort: quarantine is wired), the inventory
+   * lists the quarantined LVs of `volumes.listLogicalVolumes`; absent, its
+   * `quarantined` stays absent. The inventory calls nothing on it.
+   */
+  readonly quarantine?: object;
   readonly headers: GcHeaderPort;
   readonly devices: Pick<GcDevicePort, 'listAll' | 'tables'>;
 }

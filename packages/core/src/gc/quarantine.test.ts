@@ -117,12 +117,19 @@ class FakeNode {
         listLogicalVolumes: async (_scope, names) => {
           const volumes: Volume[] = [];
           const snapshots: LogicalVolume[] = [];
+          const quarantined: LogicalVolume[] = [];
           for (const l of named(names)) {
             const parsed = parseLvName(l.lvName);
             if (parsed !== null) volumes.push({ ...this.#lvOf(l), ...parsed, capacityBytes: null });
             else if (parseSnapshotLvName(l.lvName) !== null) snapshots.push(this.#lvOf(l));
+            else if (parseQuarantinedLvName(l.lvName) !== null) quarantined.push(this.#lvOf(l));
           }
-          return Promise.resolve({ volumes, snapshots, unusableGroups: [...this.unusable] });
+          return Promise.resolve({
+            volumes,
+            snapshots,
+            quarantined,
+            unusableGroups: [...this.unusable],
+          });
         },
         removeLogicalVolume: async (ref) => {
           const lv = byUuid(ref.lvUuid);

@@ -22,7 +22,7 @@ function ports(calls: string[]): GcExecutorPorts {
       },
       listLogicalVolumes: (scope: VgScope) => {
         calls.push(`listLogicalVolumes ${scope.vgNames.join(',')}`);
-        return Promise.resolve({ volumes: [], snapshots: [] });
+        return Promise.resolve({ volumes: [], snapshots: [], quarantined: [] });
       },
       activateOwnedSnapshots: () => Promise.reject(new Error('not expected')),
       deactivateSnapshots: () => Promise.reject(new Error('not expected')),
@@ -89,7 +89,7 @@ describe('GcService.plan: scope and activation (DESIGN.md §2.3, §6)', () => {
           ...withInactive.volumes,
           listLogicalVolumes: (scope: VgScope) => {
             calls.push(`listLogicalVolumes ${scope.vgNames.join(',')}`);
-            return Promise.resolve({ volumes: [inactive], snapshots: [] });
+            return Promise.resolve({ volumes: [inactive], snapshots: [], quarantined: [] });
           },
         },
       },
@@ -117,7 +117,12 @@ describe('GcService.plan: scope and activation (DESIGN.md §2.3, §6)', () => {
             ...base.volumes,
             listLogicalVolumes: (scope: VgScope) => {
               calls.push(`listLogicalVolumes ${scope.vgNames.join(',')}`);
-              return Promise.resolve({ volumes, snapshots: [], unusableGroups: [DUPLICATE] });
+              return Promise.resolve({
+                volumes,
+                snapshots: [],
+                quarantined: [],
+                unusableGroups: [DUPLICATE],
+              });
             },
           },
         },
@@ -203,6 +208,7 @@ describe('GcService: snapshots it activated rest inactive again (DESIGN.md §3, 
           Promise.resolve({
             volumes: [],
             snapshots: names.filter((n) => lvNames?.includes(n) ?? true).map(lv),
+            quarantined: [],
           }),
         activateOwnedSnapshots: () => {
           const inactive = names.filter((n) => !active.has(n));
