@@ -256,6 +256,7 @@ export class FakeCore implements DriverCore {
           .filter((v) => scope.vgNames.includes(v.vgName)),
         snapshots: [],
         quarantined: [],
+        unusableGroups: [],
       }),
     withCapacities: (volumes) => {
       this.capacityReads.push(...volumes.map((v) => v.volumeId));

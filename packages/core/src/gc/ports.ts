@@ -215,11 +215,11 @@ export interface GcHostLockPort {
 export interface GcInventoryPorts {
   readonly volumes: GcVolumesPort;
   /**
-   * Present (the node's GcQuarantinePort: quarantine is wired), the inventory
-   * lists the quarantined LVs of `volumes.listLogicalVolumes`; absent, its
-   * `quarantined` stays absent. The inventory calls nothing on it.
+   * The node's quarantine port, when quarantine is wired: the inventory then
+   * lists the quarantined LVs of `volumes.listLogicalVolumes` (it asks this
+   * port nothing itself); absent, the inventory's `quarantined` stays absent.
    */
-  readonly quarantine?: object;
+  readonly quarantine?: Pick<GcQuarantinePort, 'listQuarantined'>;
   readonly headers: GcHeaderPort;
   readonly devices: Pick<GcDevicePort, 'listAll' | 'tables'>;
 }

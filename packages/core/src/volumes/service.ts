@@ -142,7 +142,7 @@ export class VolumeService {
   listLogicalVolumes(
     scope: VgScope,
     lvNames?: readonly string[],
-  ): Promise<{ volumes: Volume[]; snapshots: LogicalVolume[]; quarantined: LogicalVolume[] }> {
+  ): ReturnType<typeof listLogicalVolumes> {
     return listLogicalVolumes(this.#p, scope, lvNames);
   }
 
