@@ -5,6 +5,8 @@ import { NoopHostLock } from '../lock/host-lock.js';
 import { LvmCommand } from './command.js';
 import { Lvm } from './lvm.js';
 
+// lvm settings the create protocol's lvcreate and lvrename carry (CREATE_PROTOCOL_CONFIG), spelled out
+const PINNED = ['--config', 'global/use_lvmlockd=0 devices/allow_changes_with_duplicate_pvs=0'];
 describe('LvmCommand: the host lock', () => {
   it('runs a change under the host lock and a report without it', async () => {
     const runner = new ReplayRunner([
@@ -29,7 +31,7 @@ describe('LvmCommand: the host lock', () => {
 
   it('gives every lvm command its deadline and logs the stderr of a success', async () => {
     const runner = new ReplayRunner([
-      { argv: ['lvrename', '--yes', 'vg0', 'a', 'b'], stderr: '  WARNING: something\n' },
+      { argv: ['lvrename', ...PINNED, '--yes', 'vg0', 'a', 'b'], stderr: '  WARNING: something\n' },
     ]);
     const warnings: unknown[] = [];
     const lvm = new Lvm({
@@ -43,7 +45,10 @@ describe('LvmCommand: the host lock', () => {
     expect(warnings).toEqual([
       [
         'command succeeded with output on stderr',
-        { argv: ['lvrename', '--yes', 'vg0', 'a', 'b'], stderr: '  WARNING: something\n' },
+        {
+          argv: ['lvrename', ...PINNED, '--yes', 'vg0', 'a', 'b'],
+          stderr: '  WARNING: something\n',
+        },
       ],
     ]);
   });

@@ -39,10 +39,24 @@ export interface ScopedLogicalVolumes extends GroupsReport {
 }
 
 /**
- * The argv that makes an LV (lvcreate(8)): signatures wiped and the first
- * 4 KiB zeroed (`--wipesignatures y --zero y`), activated, `sizeBytes`
- * (lvm rounds it up to whole extents), with the given tags. The
- * benchmarks run the same argv as the bare baseline.
+ * lvm settings (lvm.conf(5)) that a thick `lvcreate` (lvcreateArgv) and
+ * every `lvrename` carry, whatever the host's lvm.conf says: lvm then
+ * refuses to change a shared group (`global/use_lvmlockd=0`: "requires
+ * lvmlockd") and a group with a PV seen twice
+ * (`devices/allow_changes_with_duplicate_pvs=0`), as the look-up refuses
+ * them. A create without the look-up rests on those refusals (DESIGN.md §5
+ * "Create").
+ */
+export const CREATE_PROTOCOL_CONFIG: readonly string[] = [
+  '--config',
+  'global/use_lvmlockd=0 devices/allow_changes_with_duplicate_pvs=0',
+];
+
+/**
+ * The argv that makes an LV (lvcreate(8)): with CREATE_PROTOCOL_CONFIG,
+ * signatures wiped and the first 4 KiB zeroed (`--wipesignatures y --zero
+ * y`), activated, `sizeBytes` (lvm rounds it up to whole extents), with the
+ * given tags. The benchmarks run the same argv as the bare baseline.
  */
 export function lvcreateArgv(request: {
   readonly vgName: string;
@@ -52,6 +66,7 @@ export function lvcreateArgv(request: {
 }): string[] {
   return [
     'lvcreate',
+    ...CREATE_PROTOCOL_CONFIG,
     '--yes',
     '--wipesignatures',
     'y',
@@ -187,11 +202,19 @@ export class LogicalVolumes {
   }
 
   /**
-   * `lvrename --yes VG FROM TO` (lvrename(8)), under the host lock.
+   * `lvrename --yes VG FROM TO` (lvrename(8)) with CREATE_PROTOCOL_CONFIG,
+   * under the host lock.
    * @throws CommandFailedError, CommandTimeoutError, LockTimeoutError.
    */
   async rename(vgName: string, from: string, to: string): Promise<void> {
-    await this.#lvm.change(`lvrename ${vgName}/${from}`, ['lvrename', '--yes', vgName, from, to]);
+    await this.#lvm.change(`lvrename ${vgName}/${from}`, [
+      'lvrename',
+      ...CREATE_PROTOCOL_CONFIG,
+      '--yes',
+      vgName,
+      from,
+      to,
+    ]);
   }
 
   /**

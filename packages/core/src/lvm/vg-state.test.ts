@@ -53,8 +53,11 @@ const FIELDS = ['-o', 'vg_name,vg_uuid,vg_size,vg_free,vg_extent_size,vg_tags,vg
 const VGS = ['vgs', ...REPORT, ...FIELDS, '-S', `vg_name="${VG}"`];
 const VGS_SHARED = ['vgs', '--shared', ...REPORT, ...FIELDS, '-S', `vg_name="${VG}"`];
 const PVS = ['pvs', ...REPORT, '-o', 'pv_uuid', '-S', `vg_name="${VG}"`];
+// lvm settings the create protocol's lvcreate and lvrename carry (CREATE_PROTOCOL_CONFIG), spelled out
+const PINNED = ['--config', 'global/use_lvmlockd=0 devices/allow_changes_with_duplicate_pvs=0'];
 const LVCREATE = [
   'lvcreate',
+  ...PINNED,
   '--yes',
   '--wipesignatures',
   'y',
@@ -534,5 +537,23 @@ describe('the look-up (one lvm fullreport, recorded) classifies a broken group a
     expect(timedOut).toBeInstanceOf(CommandTimeoutError);
     expect(timedOut).toMatchObject({ argv: LVCREATE });
     lateCreate.runner.assertDone();
+  });
+});
+
+describe('a create without the look-up answers as the look-up path did', () => {
+  it('two groups of one name (a copy, or a nested group): lvcreate refused, the look-up names both vg_uuids, nothing made', async () => {
+    const { runner, manager } = setup([
+      // lvm2 2.03.16 for any command that names the group (docs/FACTS.md "Two volume groups")
+      refusedLvcreate({
+        stderr: `  WARNING: VG name ${VG} is used by VGs 2AOvCf-1J5r-W8wt-2VMm-seeX-4Oop-072LD4 and BaFXV4-MHDT-IMyY-h8ap-CL5A-MYaW-M65bSs.\n  Multiple VGs found with the same name: skipping ${VG}\n  Use --select vg_uuid=<uuid> in place of the VG name.\n`,
+      }),
+      lookupStep('fullreport-duplicate-vg'),
+    ]);
+    const error = await caught(manager.createVolume(request));
+    runner.assertDone();
+    expect(error).toBeInstanceOf(FailedPreconditionError);
+    expect((error as Error).message).toContain(
+      `lvm sees 2 volume groups named ${VG} (vg_uuid 2AOvCf-1J5r-W8wt-2VMm-seeX-4Oop-072LD4 and BaFXV4-MHDT-IMyY-h8ap-CL5A-MYaW-M65bSs)`,
+    );
   });
 });

@@ -40,6 +40,7 @@ import {
 } from './lookup.js';
 import {
   failedHeaderCheck,
+  failedTagCheck,
   ownedHeaderOf,
   requireCapacity,
   requireOwnerTags,
@@ -85,22 +86,19 @@ export async function createVolume(
   // tags alone, so with the lock free between lvcreate and lvrename another process's create or
   // delete of this volume could remove the LV being built, or rename it before its header exists.
   return p.hostLock.withLock(`create ${volumeId}`, async () => {
-    let madeNewLv = false;
     if (
       request.provisioning?.type !== 'thin' &&
       new Set(vgNames).size === 1 &&
       !(await finishedLvActive(p, request.vgName, volumeId))
     ) {
-      const fast = await createWithoutLookup(p, request, volumeId, ownerId);
-      if (typeof fast !== 'string') return fast;
-      madeNewLv = fast === 'lvrename refused';
+      const created = await createWithoutLookup(p, request, volumeId, ownerId);
+      if (created !== null) return created;
     }
     const { groups, finished, pending } = await lookupVolume(p, volumeId, vgNames);
     const vg = await p.lvm.volumeGroups.usable(request.vgName, groups);
     const existing = single(finished, `volume ${volumeId}`);
     if (existing !== null) {
-      // lvrename refused the name: the `lvstamp_new_<id>` createWithoutLookup made goes first.
-      if (madeNewLv) await prepareNewLv(p, vg.name, pending, groups, ownerId);
+      await removeOwnLeftovers(p, pending, groups, ownerId);
       return adoptExisting(p, existing, request, volumeId, ownerId);
     }
     const freedBytes = await prepareNewLv(p, vg.name, pending, groups, ownerId);
@@ -120,11 +118,12 @@ export async function createVolume(
  * `lvrename` refuses when `lvstamp_<id>` exists. The LV is asked for as
  * data offset + capacity and lvm rounds it up to whole extents, as
  * volumeSize does with the extent size.
- * @returns the volume, or which command lvm refused: after a refused
- *   `lvcreate` at most an `lvstamp_new_<id>` that lvm made and could not
- *   activate (docs/FACTS.md "device-mapper") is left; after a refused
- *   `lvrename` this call's `lvstamp_new_<id>` (both tags, header written)
- *   is. The look-up path removes either, its tags checked.
+ * @returns the volume, or null when lvm refused either command: after a
+ *   refused `lvcreate` at most an `lvstamp_new_<id>` that lvm made and
+ *   could not activate (docs/FACTS.md "device-mapper") is left; after a
+ *   refused `lvrename` this call's `lvstamp_new_<id>` (both tags, header
+ *   written) is. The look-up path removes either, its tags checked
+ *   (prepareNewLv, removeOwnLeftovers).
  * @throws what makeThickLv and stampAndRename throw other than an lvm
  *   refusal (refusedByLvm), as createNew does; a `lvstamp_new_<id>` made
  *   stays for a retry or the GC.
@@ -134,13 +133,13 @@ async function createWithoutLookup(
   request: CreateVolumeRequest,
   volumeId: string,
   ownerId: string,
-): Promise<CreatedVolume | 'lvcreate refused' | 'lvrename refused'> {
+): Promise<CreatedVolume | null> {
   const vgName = request.vgName;
   const size = volumeSize({ ...request, extentSizeBytes: CAPACITY_BLOCK_BYTES });
   try {
     await makeThickLv(p, vgName, { volumeId, ownerId }, size);
   } catch (error) {
-    if (refusedByLvm(error)) return 'lvcreate refused';
+    if (refusedByLvm(error)) return null;
     throw error;
   }
   const { capacityBytes } = size;
@@ -149,7 +148,7 @@ async function createWithoutLookup(
     const lvName = await stampAndRename(p, vgName, header);
     return { volumeId, vgName, lvName, capacityBytes };
   } catch (error) {
-    if (refusedByLvm(error)) return 'lvrename refused';
+    if (refusedByLvm(error)) return null;
     throw error;
   }
 }
@@ -210,6 +209,40 @@ export async function prepareNewLv(
     if (leftover.vgName === vgName) freed += leftover.sizeBytes;
   }
   return freed;
+}
+
+/**
+ * Before an existing volume is adopted: every `lvstamp_new_<id>` of the
+ * scope with both of this owner's tags, in a group lvm can change, is
+ * removed (DESIGN.md §5 "Create"). Under the host lock it can only be an
+ * interrupted create of this very volume: createWithoutLookup's attempt
+ * before its refused `lvrename`, or what a failure or a crash after that
+ * attempt left, which the GC keeps while the volume is live. One with other
+ * tags or in a group lvm refuses to change is left in place, and a removal
+ * that fails is logged: adopting the volume does not depend on either.
+ * The caller holds the host lock.
+ * @throws as VolumeGroups.unusableIn (no lvm process for the look-up's report).
+ */
+async function removeOwnLeftovers(
+  p: CoreParts,
+  pending: readonly Volume[],
+  groups: GroupsReport,
+  ownerId: string,
+): Promise<void> {
+  if (pending.length === 0) return;
+  const unusable = new Set((await p.lvm.volumeGroups.unusableIn(groups)).map((g) => g.vgName));
+  for (const leftover of pending) {
+    const where = `${leftover.vgName}/${leftover.lvName}`;
+    const failed = failedTagCheck(leftover, ownerId, p.naming);
+    if (failed !== null || unusable.has(leftover.vgName)) {
+      const why = failed?.detail ?? 'its volume group is unusable';
+      p.logger?.warn('interrupted create left in place', { lv: where, reason: why });
+      continue;
+    }
+    await p.lvm.logicalVolumes.remove(leftover.vgName, leftover.lvName).catch((error: unknown) => {
+      p.logger?.warn('interrupted create not removed', { lv: where, error: String(error) });
+    });
+  }
 }
 
 /**

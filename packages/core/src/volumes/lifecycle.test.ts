@@ -45,6 +45,8 @@ const LVS = [
   '-o',
   'vg_name,lv_name,lv_uuid,lv_size,lv_attr,lv_kernel_major,lv_kernel_minor,lv_dm_path,lv_time,lv_tags',
 ];
+// lvm settings the create protocol's lvcreate and lvrename carry (CREATE_PROTOCOL_CONFIG), spelled out
+const PINNED = ['--config', 'global/use_lvmlockd=0 devices/allow_changes_with_duplicate_pvs=0'];
 const MiB = 1024 * 1024;
 const OWNER = '0123456789abcdef0123456789abcdef';
 const OTHER_OWNER = 'ffffffffffffffffffffffffffffffff';
@@ -114,6 +116,7 @@ const activateStep = (vg: string, lv: string): ReplayStep => ({
 });
 const lvcreateArgv = (id: string, bytes: number, vg = 'vg0'): string[] => [
   'lvcreate',
+  ...PINNED,
   '--yes',
   '--wipesignatures',
   'y',
@@ -139,7 +142,7 @@ const createdIn = (id: string, capacityBytes: number) => ({
   capacityBytes,
 });
 const renameStep = (id: string, vg = 'vg0'): ReplayStep => ({
-  argv: ['lvrename', '--yes', vg, `lvstamp_new_${id}`, `lvstamp_${id}`],
+  argv: ['lvrename', ...PINNED, '--yes', vg, `lvstamp_new_${id}`, `lvstamp_${id}`],
 });
 /**
  * A thick create in a scope of one group tries lvcreate and lvrename before any look-up
@@ -448,14 +451,15 @@ function volumeService(options: {
 
 /**
  * `runner` as the service sees it: each command replayed, and after an
- * `lvrename --yes VG FROM TO` that lvm did not refuse, the header on FROM's
+ * `lvrename … VG FROM TO` that lvm did not refuse, the header on FROM's
  * device moves to TO's (FakeHeaderIo.renamed), as the LV's extents do.
  */
 function renamingRunner(runner: CommandRunner, headerIo: FakeHeaderIo): CommandRunner {
   return {
     run: async (argv, options) => {
       const result = await runner.run(argv, options);
-      const [program, , vgName, from, to] = argv;
+      const [program] = argv;
+      const [vgName, from, to] = argv.slice(-3);
       if (
         program === 'lvrename' &&
         vgName !== undefined &&
@@ -670,7 +674,7 @@ describe('inputs that broke other LVM tools', () => {
     expect(first).toEqual(createdIn(ID_202, 202 * MiB));
     expect(runner.calls.map((c) => c.argv)).toEqual([
       lvcreateArgv(ID_202, 203 * MiB),
-      ['lvrename', '--yes', 'vg0', `lvstamp_new_${ID_202}`, `lvstamp_${ID_202}`],
+      ['lvrename', ...PINNED, '--yes', 'vg0', `lvstamp_new_${ID_202}`, `lvstamp_${ID_202}`],
     ]);
     const header = {
       volumeId: ID_202,
@@ -1284,7 +1288,7 @@ describe('VolumeService: createVolume', () => {
     runner.assertDone();
     expect(runner.calls.map((c) => c.argv)).toEqual([
       lvcreateArgv(ID_202, 203 * MiB),
-      ['lvrename', '--yes', 'vg0', `lvstamp_new_${ID_202}`, `lvstamp_${ID_202}`],
+      ['lvrename', ...PINNED, '--yes', 'vg0', `lvstamp_new_${ID_202}`, `lvstamp_${ID_202}`],
     ]);
   });
 
@@ -2542,4 +2546,148 @@ describe('VolumeService: thin volumes (DESIGN.md §4 "Thin device classes", §5)
     runner.assertDone();
     expect(result.removed).toEqual([`vg-data/lvstamp_${ID_DEL}`]);
   });
+});
+
+describe('createVolume: the lvstamp_new_ that an attempt without the look-up made beside an existing volume', () => {
+  const request = { name: 'pvc-203', requiredBytes: 203 * MiB, vgName: 'vg0', ownerId: OWNER };
+  const finalPath = `/dev/mapper/vg0-lvstamp_${ID_203}`;
+  const newPath = `/dev/mapper/vg0-lvstamp_new_${ID_203}`;
+
+  // An inactive volume (after a reboot) is not in sysfs, so a create retry first makes an
+  // lvstamp_new_<id> beside it; a failure or a crash before that LV is removed again leaves it:
+  // the header write, a timed-out lvrename, the look-up, or a killed driver. The GC keeps it
+  // while the volume is live (planner.test.ts "an interrupted create … is kept when live"), so
+  // the next create's adoption must remove it (removeOwnLeftovers), or the volume's size leaks.
+  it.each<[string, ReplayStep[], Error | null]>([
+    [
+      'the look-up after the refused lvrename timed out',
+      [
+        fastLvcreateStep(ID_203, 203 * MiB),
+        renameRefusedStep(ID_203),
+        vgStep('vg0', 'vgs-one.json', { timeout: true }),
+        lookupStep(ID_203, 'lvs-203-inactive-new.json', {}, ['vg0']),
+      ],
+      null,
+    ],
+    [
+      'the lvrename timed out (lvm refused it, unseen)',
+      [fastLvcreateStep(ID_203, 203 * MiB), { ...renameStep(ID_203), timeout: true }],
+      null,
+    ],
+    [
+      'the header write on the new LV hung',
+      [fastLvcreateStep(ID_203, 203 * MiB)],
+      new IoTimeoutError(newPath, 'write', 60_000),
+    ],
+  ])(
+    'converges after a failure once the fast lvcreate made lvstamp_new_ (%s): the retry removes that LV',
+    async (_what, firstCall, writeError) => {
+      const { runner, manager, headerIo } = setup([
+        // the first call (sysfs shows no active lvstamp_<id>: the LV is inactive after a reboot)
+        ...firstCall,
+        // the retry: lvcreate refused (the first call's lvstamp_new_ is there), the look-up finds
+        // both LVs; what the no-failure path ends with: that lvstamp_new_ removed, the volume adopted
+        fastLvcreateStep(ID_203, 203 * MiB, existsIn(`lvstamp_new_${ID_203}`)),
+        vgStep('vg0', 'vgs-one.json'),
+        lookupStep(ID_203, 'lvs-203-inactive-new.json', {}, ['vg0']),
+        removeNewStep(ID_203),
+        activateStep('vg0', `lvstamp_${ID_203}`),
+        readBackStep('vg0', `lvstamp_${ID_203}`, 'lvs-203-final.json'),
+      ]);
+      headerIo.headers.set(finalPath, okHeader('pvc-203', ID_203));
+      headerIo.writeError = writeError;
+      await expect(manager.createVolume(request)).rejects.toBeInstanceOf(
+        writeError === null ? CommandTimeoutError : IoTimeoutError,
+      );
+      headerIo.writeError = null;
+      const retried = await manager.createVolume(request);
+      expect(
+        runner.calls.filter((c) => c.argv[0] === 'lvremove').map((c) => c.argv),
+        'the retry must remove the lvstamp_new_ the failed call made (the GC never will: its ID is live)',
+      ).toEqual([['lvremove', '--yes', `vg0/lvstamp_new_${ID_203}`]]);
+      expect(retried).toEqual(createdIn(ID_203, 203 * MiB));
+      runner.assertDone();
+    },
+  );
+
+  it('a leftover with another owner tag is left in place, logged, and the volume adopted', async () => {
+    // the inactive volume and an lvstamp_new_ beside it that carries another owner's tag
+    const report = readFileSync(
+      `${CORE_FIXTURES_DIR}lvm/lvs-203-inactive-new.json`,
+      'utf8',
+    ).replace(
+      `"lv_tags":"lvstamp,lvstamp.owner=${OWNER}"}\n              ]`,
+      `"lv_tags":"lvstamp,lvstamp.owner=${OTHER_OWNER}"}\n              ]`,
+    );
+    expect(report).toContain(OTHER_OWNER);
+    const { argv } = lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']);
+    const { runner, manager, headerIo, warnings } = setup([
+      fastLvcreateStep(ID_203, 203 * MiB, existsIn(`lvstamp_new_${ID_203}`)),
+      vgStep('vg0', 'vgs-one.json'),
+      { argv, stdout: report },
+      activateStep('vg0', `lvstamp_${ID_203}`),
+      readBackStep('vg0', `lvstamp_${ID_203}`, 'lvs-203-final.json'),
+    ]);
+    headerIo.headers.set(finalPath, okHeader('pvc-203', ID_203));
+    expect(await manager.createVolume(request)).toEqual(createdIn(ID_203, 203 * MiB));
+    runner.assertDone();
+    expect(programs(runner)).not.toContain('lvremove');
+    expect(warnings).toEqual([
+      [
+        'interrupted create left in place',
+        {
+          lv: `vg0/lvstamp_new_${ID_203}`,
+          reason: `it lacks the owner tag lvstamp.owner=${OWNER} (tags: lvstamp,lvstamp.owner=${OTHER_OWNER})`,
+        },
+      ],
+    ]);
+  });
+});
+
+describe('createVolume without the look-up answers as the look-up path did', () => {
+  const request = { name: 'pvc-203', requiredBytes: 203 * MiB, vgName: 'vg0', ownerId: OWNER };
+  const pendingOf = (tags: string): ReplayStep => ({
+    argv: [],
+    stdout: JSON.stringify({
+      report: [
+        {
+          lv: [
+            {
+              vg_name: 'vg0',
+              lv_name: `lvstamp_new_${ID_203}`,
+              lv_uuid: 'Pq5w8E-3r6T-y9U2-i5O8-p1A4-s7D0-f3G6hJ',
+              lv_size: '213909504',
+              lv_attr: '-wi-a-----',
+              lv_kernel_major: '253',
+              lv_kernel_minor: '6',
+              lv_dm_path: `/dev/mapper/vg0-lvstamp_new_${ID_203}`,
+              lv_time: '1732900000',
+              lv_tags: tags,
+            },
+          ],
+        },
+      ],
+    }),
+  });
+
+  it.each([
+    ['another owner', `lvstamp,lvstamp.owner=${OTHER_OWNER}`],
+    ['no lvstamp tag', `lvstamp.owner=${OWNER}`],
+  ])(
+    'an lvstamp_new_<id> with foreign tags (%s): lvcreate refused, NotOwnedError from the look-up, nothing removed or written',
+    async (_what, tags) => {
+      const { argv } = lookupStep(ID_203, 'lvs-empty.json', {}, ['vg0']);
+      const { stdout = '' } = pendingOf(tags);
+      const { runner, manager, headerIo } = setup([
+        fastLvcreateStep(ID_203, 203 * MiB, existsIn(`lvstamp_new_${ID_203}`)),
+        vgStep('vg0', 'vgs-one.json'),
+        { argv, stdout },
+      ]);
+      const error = await caught(manager.createVolume(request));
+      runner.assertDone();
+      expect(error).toBeInstanceOf(NotOwnedError);
+      expect(programs(runner)).toEqual(['lvcreate', 'lvm fullreport']);
+      expect(headerIo.calls).toEqual([]);
+    },
+  );
 });

@@ -20,6 +20,8 @@ import { ThickVolumeError } from './source.js';
 import { caught } from '../testing/caught.js';
 
 // ---- exact argv, spelled out here on purpose (not imported from the lvm module) ----
+// lvm settings the create protocol's lvcreate and lvrename carry (CREATE_PROTOCOL_CONFIG), spelled out
+const PINNED = ['--config', 'global/use_lvmlockd=0 devices/allow_changes_with_duplicate_pvs=0'];
 const REPORT = ['--reportformat', 'json', '--units', 'b', '--nosuffix'];
 const VGS = [
   'vgs',
@@ -681,7 +683,7 @@ describe('createVolumeFrom', () => {
         stdoutFile: 'thin/recorded/restore-create.stdout',
       },
       {
-        argv: ['lvrename', '--yes', VG, NEW_LV, FINAL_LV],
+        argv: ['lvrename', ...PINNED, '--yes', VG, NEW_LV, FINAL_LV],
         stdoutFile: 'thin/recorded/restore-rename.stdout',
       },
     ]);
@@ -713,7 +715,7 @@ describe('createVolumeFrom', () => {
       lvsStep([SNAP_LV, FINAL_LV, NEW_LV], snapInactive),
       { argv: copyArgv(SNAP_LV, FROM_SNAPSHOT) },
       { argv: ['lvextend', '--yes', '-L', `${104 * MiB}b`, `${VG}/${NEW_LV}`] },
-      { argv: ['lvrename', '--yes', VG, NEW_LV, FINAL_LV] },
+      { argv: ['lvrename', ...PINNED, '--yes', VG, NEW_LV, FINAL_LV] },
     ]);
     headers.headers.set(NEW_PATH, header(VID, 'pvc-origin'));
     const created = await service.createVolumeFrom(request({ requiredBytes: 100 * MiB }));
@@ -781,7 +783,7 @@ describe('createVolumeFrom', () => {
       lvsStep([SNAP_LV, FINAL_LV, NEW_LV], snapInactive, leftover),
       { argv: ['lvremove', '--yes', `${VG}/${NEW_LV}`] },
       { argv: copyArgv(SNAP_LV, FROM_SNAPSHOT) },
-      { argv: ['lvrename', '--yes', VG, NEW_LV, FINAL_LV] },
+      { argv: ['lvrename', ...PINNED, '--yes', VG, NEW_LV, FINAL_LV] },
     ]);
     headers.headers.set(NEW_PATH, header(VID, 'pvc-origin'));
     await service.createVolumeFrom(request());
@@ -819,7 +821,7 @@ describe('createVolumeFrom', () => {
         { argv: ['fsfreeze', '-f', '/staging/a'] },
         { argv: copyArgv(SOURCE_LV, `lvstamp.from=volume.${VID}`) },
         { argv: ['fsfreeze', '-u', '/staging/a'] },
-        { argv: ['lvrename', '--yes', VG, NEW_LV, FINAL_LV] },
+        { argv: ['lvrename', ...PINNED, '--yes', VG, NEW_LV, FINAL_LV] },
       ],
       { mounted: true },
     );
@@ -928,7 +930,7 @@ describe('createVolumeFrom', () => {
         lvsStep([SNAP_LV, FINAL_LV, NEW_LV], snapInactive),
         poolStep([[SNAP_LV, 64 * MiB]]),
         { argv: copyArgv(SNAP_LV, FROM_SNAPSHOT) },
-        { argv: ['lvrename', '--yes', VG, NEW_LV, FINAL_LV] },
+        { argv: ['lvrename', ...PINNED, '--yes', VG, NEW_LV, FINAL_LV] },
       ]);
       headers.headers.set(NEW_PATH, header(VID, 'pvc-origin'));
       await service.createVolumeFrom(request({ thin: THIN }));
