@@ -86,20 +86,26 @@ export async function createVolume(
   // tags alone, so with the lock free between lvcreate and lvrename another process's create or
   // delete of this volume could remove the LV being built, or rename it before its header exists.
   return p.hostLock.withLock(`create ${volumeId}`, async () => {
+    let attempted: 'made lvstamp_new_' | null = null;
     if (
       request.provisioning?.type !== 'thin' &&
       new Set(vgNames).size === 1 &&
       !(await finishedLvActive(p, request.vgName, volumeId))
     ) {
       const created = await createWithoutLookup(p, request, volumeId, ownerId);
-      if (created !== null) return created;
+      if (typeof created !== 'string') return created;
+      if (created === 'lvrename refused') attempted = 'made lvstamp_new_';
     }
     const { groups, finished, pending } = await lookupVolume(p, volumeId, vgNames);
     const vg = await p.lvm.volumeGroups.usable(request.vgName, groups);
     const existing = single(finished, `volume ${volumeId}`);
     if (existing !== null) {
-      await removeOwnLeftovers(p, pending, groups, ownerId);
-      return adoptExisting(p, existing, request, volumeId, ownerId);
+      // The `lvstamp_new_<id>` this call made a moment ago goes whatever the answer; one an
+      // earlier call left goes only once the volume is adopted (a refusal keeps it to look at).
+      if (attempted !== null) await removeOwnLeftovers(p, pending, groups, ownerId);
+      const adopted = await adoptExisting(p, existing, request, volumeId, ownerId);
+      if (attempted === null) await removeOwnLeftovers(p, pending, groups, ownerId);
+      return adopted;
     }
     const freedBytes = await prepareNewLv(p, vg.name, pending, groups, ownerId);
     return createNew(p, request, volumeId, ownerId, {
@@ -118,12 +124,12 @@ export async function createVolume(
  * `lvrename` refuses when `lvstamp_<id>` exists. The LV is asked for as
  * data offset + capacity and lvm rounds it up to whole extents, as
  * volumeSize does with the extent size.
- * @returns the volume, or null when lvm refused either command: after a
- *   refused `lvcreate` at most an `lvstamp_new_<id>` that lvm made and
- *   could not activate (docs/FACTS.md "device-mapper") is left; after a
- *   refused `lvrename` this call's `lvstamp_new_<id>` (both tags, header
- *   written) is. The look-up path removes either, its tags checked
- *   (prepareNewLv, removeOwnLeftovers).
+ * @returns the volume, or which command lvm refused: after a refused
+ *   `lvcreate` at most an `lvstamp_new_<id>` that lvm made and could not
+ *   activate (docs/FACTS.md "device-mapper") is left; after a refused
+ *   `lvrename` this call's `lvstamp_new_<id>` (both tags, header written)
+ *   is. The look-up path removes either, its tags checked (prepareNewLv,
+ *   removeOwnLeftovers).
  * @throws what makeThickLv and stampAndRename throw other than an lvm
  *   refusal (refusedByLvm), as createNew does; a `lvstamp_new_<id>` made
  *   stays for a retry or the GC.
@@ -133,13 +139,13 @@ async function createWithoutLookup(
   request: CreateVolumeRequest,
   volumeId: string,
   ownerId: string,
-): Promise<CreatedVolume | null> {
+): Promise<CreatedVolume | 'lvcreate refused' | 'lvrename refused'> {
   const vgName = request.vgName;
   const size = volumeSize({ ...request, extentSizeBytes: CAPACITY_BLOCK_BYTES });
   try {
     await makeThickLv(p, vgName, { volumeId, ownerId }, size);
   } catch (error) {
-    if (refusedByLvm(error)) return null;
+    if (refusedByLvm(error)) return 'lvcreate refused';
     throw error;
   }
   const { capacityBytes } = size;
@@ -148,7 +154,7 @@ async function createWithoutLookup(
     const lvName = await stampAndRename(p, vgName, header);
     return { volumeId, vgName, lvName, capacityBytes };
   } catch (error) {
-    if (refusedByLvm(error)) return null;
+    if (refusedByLvm(error)) return 'lvrename refused';
     throw error;
   }
 }
@@ -212,15 +218,15 @@ export async function prepareNewLv(
 }
 
 /**
- * Before an existing volume is adopted: every `lvstamp_new_<id>` of the
- * scope with both of this owner's tags, in a group lvm can change, is
- * removed (DESIGN.md §5 "Create"). Under the host lock it can only be an
- * interrupted create of this very volume: createWithoutLookup's attempt
- * before its refused `lvrename`, or what a failure or a crash after that
- * attempt left, which the GC keeps while the volume is live. One with other
- * tags or in a group lvm refuses to change is left in place, and a removal
- * that fails is logged: adopting the volume does not depend on either.
- * The caller holds the host lock.
+ * Where an existing volume is found: every `lvstamp_new_<id>` of the scope
+ * with both of this owner's tags, in a group lvm can change, is removed
+ * (DESIGN.md §5 "Create"; both tags suffice, §2.3). It is an interrupted
+ * create of this very volume's ID: createWithoutLookup's attempt before its
+ * refused `lvrename`, or what a failure or a crash after an earlier attempt
+ * left, which the GC keeps while the volume is live. One with other tags or
+ * in a group lvm refuses to change is left in place, and a removal that
+ * fails is logged: adopting the volume does not depend on either. The
+ * caller holds the host lock.
  * @throws as VolumeGroups.unusableIn (no lvm process for the look-up's report).
  */
 async function removeOwnLeftovers(

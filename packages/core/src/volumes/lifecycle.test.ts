@@ -2586,13 +2586,13 @@ describe('createVolume: the lvstamp_new_ that an attempt without the look-up mad
         // the first call (sysfs shows no active lvstamp_<id>: the LV is inactive after a reboot)
         ...firstCall,
         // the retry: lvcreate refused (the first call's lvstamp_new_ is there), the look-up finds
-        // both LVs; what the no-failure path ends with: that lvstamp_new_ removed, the volume adopted
+        // both LVs, the volume is adopted (activated, header checked), then that leftover removed
         fastLvcreateStep(ID_203, 203 * MiB, existsIn(`lvstamp_new_${ID_203}`)),
         vgStep('vg0', 'vgs-one.json'),
         lookupStep(ID_203, 'lvs-203-inactive-new.json', {}, ['vg0']),
-        removeNewStep(ID_203),
         activateStep('vg0', `lvstamp_${ID_203}`),
         readBackStep('vg0', `lvstamp_${ID_203}`, 'lvs-203-final.json'),
+        removeNewStep(ID_203),
       ]);
       headerIo.headers.set(finalPath, okHeader('pvc-203', ID_203));
       headerIo.writeError = writeError;
@@ -2609,6 +2609,20 @@ describe('createVolume: the lvstamp_new_ that an attempt without the look-up mad
       runner.assertDone();
     },
   );
+
+  it("an earlier call's leftover stays when the existing volume is refused (no valid header): kept to look at", async () => {
+    const { runner, manager, headerIo } = setup([
+      fastLvcreateStep(ID_203, 203 * MiB, existsIn(`lvstamp_new_${ID_203}`)),
+      vgStep('vg0', 'vgs-one.json'),
+      lookupStep(ID_203, 'lvs-203-inactive-new.json', {}, ['vg0']),
+      activateStep('vg0', `lvstamp_${ID_203}`),
+      readBackStep('vg0', `lvstamp_${ID_203}`, 'lvs-203-final.json'),
+    ]);
+    headerIo.headers.set(finalPath, { status: 'corrupt', reason: 'bad checksum' });
+    expect(await caught(manager.createVolume(request))).toBeInstanceOf(FailedPreconditionError);
+    runner.assertDone();
+    expect(programs(runner)).not.toContain('lvremove');
+  });
 
   it('a leftover with another owner tag is left in place, logged, and the volume adopted', async () => {
     // the inactive volume and an lvstamp_new_ beside it that carries another owner's tag
