@@ -76,8 +76,9 @@ export async function createVolume(
 ): Promise<CreatedVolume> {
   validateVolumeName(request.name);
   if (request.limitBytes !== undefined) validateBytes('limitBytes', request.limitBytes);
-  // The range alone (any extent size): refused before any lvm command.
-  volumeSize({ ...request, extentSizeBytes: CAPACITY_BLOCK_BYTES });
+  // The range alone (any extent size): refused before any lvm command. With 4 KiB "extents" the
+  // LV size is data offset + capacity, what a create without the look-up asks lvm for.
+  const size = volumeSize({ ...request, extentSizeBytes: CAPACITY_BLOCK_BYTES });
   validateVgNames([request.vgName]);
   const ownerId = parseOwnerId(request.ownerId);
   const volumeId = volumeIdForName(request.name);
@@ -86,15 +87,15 @@ export async function createVolume(
   // tags alone, so with the lock free between lvcreate and lvrename another process's create or
   // delete of this volume could remove the LV being built, or rename it before its header exists.
   return p.hostLock.withLock(`create ${volumeId}`, async () => {
-    let attempted: 'made lvstamp_new_' | null = null;
+    let madeNewLv = false;
     if (
       request.provisioning?.type !== 'thin' &&
       new Set(vgNames).size === 1 &&
       !(await finishedLvActive(p, request.vgName, volumeId))
     ) {
-      const created = await createWithoutLookup(p, request, volumeId, ownerId);
+      const created = await createWithoutLookup(p, request, { volumeId, ownerId }, size);
       if (typeof created !== 'string') return created;
-      if (created === 'lvrename refused') attempted = 'made lvstamp_new_';
+      madeNewLv = created === 'lvrename refused';
     }
     const { groups, finished, pending } = await lookupVolume(p, volumeId, vgNames);
     const vg = await p.lvm.volumeGroups.usable(request.vgName, groups);
@@ -102,9 +103,9 @@ export async function createVolume(
     if (existing !== null) {
       // The `lvstamp_new_<id>` this call made a moment ago goes whatever the answer; one an
       // earlier call left goes only once the volume is adopted (a refusal keeps it to look at).
-      if (attempted !== null) await removeOwnLeftovers(p, pending, groups, ownerId);
+      if (madeNewLv) await removeOwnLeftovers(p, pending, groups, ownerId);
       const adopted = await adoptExisting(p, existing, request, volumeId, ownerId);
-      if (attempted === null) await removeOwnLeftovers(p, pending, groups, ownerId);
+      if (!madeNewLv) await removeOwnLeftovers(p, pending, groups, ownerId);
       return adopted;
     }
     const freedBytes = await prepareNewLv(p, vg.name, pending, groups, ownerId);
@@ -122,8 +123,9 @@ export async function createVolume(
  * refuses a group that does not exist, is broken (docs/FACTS.md "Broken
  * groups"), has too few free extents, or holds `lvstamp_new_<id>` already;
  * `lvrename` refuses when `lvstamp_<id>` exists. The LV is asked for as
- * data offset + capacity and lvm rounds it up to whole extents, as
- * volumeSize does with the extent size.
+ * `size.lvSizeBytes`, data offset + capacity (volumeSize with 4 KiB
+ * blocks), and lvm rounds it up to whole extents, as volumeSize does with
+ * the extent size.
  * @returns the volume, or which command lvm refused: after a refused
  *   `lvcreate` at most an `lvstamp_new_<id>` that lvm made and could not
  *   activate (docs/FACTS.md "device-mapper") is left; after a refused
@@ -137,13 +139,13 @@ export async function createVolume(
 async function createWithoutLookup(
   p: VolumeParts,
   request: CreateVolumeRequest,
-  volumeId: string,
-  ownerId: string,
+  ids: { readonly volumeId: string; readonly ownerId: string },
+  size: VolumeSize,
 ): Promise<CreatedVolume | 'lvcreate refused' | 'lvrename refused'> {
+  const { volumeId, ownerId } = ids;
   const vgName = request.vgName;
-  const size = volumeSize({ ...request, extentSizeBytes: CAPACITY_BLOCK_BYTES });
   try {
-    await makeThickLv(p, vgName, { volumeId, ownerId }, size);
+    await makeThickLv(p, vgName, ids, size);
   } catch (error) {
     if (refusedByLvm(error)) return 'lvcreate refused';
     throw error;
