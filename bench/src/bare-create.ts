@@ -5,6 +5,7 @@ import {
   DATA_OFFSET_BYTES,
   DEFAULT_NAMING,
   lvcreateArgv,
+  lvrenameArgv,
   lvNameFor,
   newLvNameFor,
   ownerTagFor,
@@ -53,6 +54,6 @@ export async function bareCreate(
     name,
   });
   const finalName = lvNameFor(volumeId);
-  await run(['lvrename', '--yes', vg.name, newName, finalName]);
+  await run(lvrenameArgv(vg.name, newName, finalName));
   return finalName;
 }

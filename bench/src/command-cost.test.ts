@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { volumeIdForName } from '@lvstamp/core';
 import { cycleArgv, NoDeviceMapperRunner, withoutDeviceMapper } from './command-cost.js';
 
 describe('withoutDeviceMapper', () => {
@@ -64,8 +65,17 @@ describe('cycleArgv', () => {
     expect(argv.create[argv.create.indexOf('--activate') + 1]).toBe('y');
     expect(argv.create[argv.create.indexOf('--zero') + 1]).toBe('y');
     expect(argv.lookup.slice(0, 2)).toEqual(['lvm', 'fullreport']);
-    expect(argv.rename.slice(0, 3)).toEqual(['lvrename', '--yes', vg.name]);
-    expect(argv.remove).toEqual(['lvremove', '--yes', `${vg.name}/${argv.rename[4]}`]);
+    const id = volumeIdForName('v1');
+    expect(argv.rename).toEqual([
+      'lvrename',
+      '--config',
+      'global/use_lvmlockd=0 devices/allow_changes_with_duplicate_pvs=0',
+      '--yes',
+      vg.name,
+      `lvstamp_new_${id}`,
+      `lvstamp_${id}`,
+    ]);
+    expect(argv.remove).toEqual(['lvremove', '--yes', `${vg.name}/lvstamp_${id}`]);
   });
 
   it('in metadata-only mode never activates, zeroes or wipes', () => {

@@ -6,6 +6,7 @@ import {
   DEFAULT_NAMING,
   lookupArgv,
   lvcreateArgv,
+  lvrenameArgv,
   lvNameFor,
   newLvNameFor,
   ownerTagFor,
@@ -85,7 +86,7 @@ export function cycleArgv(
   return {
     lookup: lookupArgv([vg.name], { names: [finalName, newName] }),
     create,
-    rename: ['lvrename', '--yes', vg.name, newName, finalName],
+    rename: lvrenameArgv(vg.name, newName, finalName),
     remove: ['lvremove', '--yes', `${vg.name}/${finalName}`],
   };
 }

@@ -11,6 +11,7 @@ import {
   copyCreateArgv,
   fromTagFor,
   lvNameFor,
+  lvrenameArgv,
   newLvNameFor,
   ownerTagFor,
   snapshotCreateArgv,
@@ -261,7 +262,7 @@ async function bareRound(
       requestedBytes: REQUESTED_BYTES,
       name,
     });
-    await runner.run(['lvrename', '--yes', vg.name, newName, lvNameFor(volumeId)]);
+    await runner.run(lvrenameArgv(vg.name, newName, lvNameFor(volumeId)));
   });
   await runner.run(['lvremove', '--yes', `${vg.name}/${lvNameFor(volumeId)}`]);
   const deleteSnapshot = await timedCommands(async () => {

@@ -84,6 +84,15 @@ export function lvcreateArgv(request: {
 }
 
 /**
+ * The argv that renames an LV (lvrename(8)): with CREATE_PROTOCOL_CONFIG,
+ * `--yes`, then the group, the old and the new name. The benchmarks run the
+ * same argv as the bare baseline.
+ */
+export function lvrenameArgv(vgName: string, from: string, to: string): string[] {
+  return ['lvrename', ...CREATE_PROTOCOL_CONFIG, '--yes', vgName, from, to];
+}
+
+/**
  * Logical volumes through lvm (lvs(8), lvcreate(8), lvrename(8),
  * lvremove(8), lvextend(8), lvchange(8)): typed values in and out, sizes in
  * bytes, one row per LV. Absence is only an empty selection (`-S`) from a
@@ -202,19 +211,12 @@ export class LogicalVolumes {
   }
 
   /**
-   * `lvrename --yes VG FROM TO` (lvrename(8)) with CREATE_PROTOCOL_CONFIG,
-   * under the host lock.
+   * `lvrename` of FROM to TO in the group (lvrenameArgv), under the host
+   * lock.
    * @throws CommandFailedError, CommandTimeoutError, LockTimeoutError.
    */
   async rename(vgName: string, from: string, to: string): Promise<void> {
-    await this.#lvm.change(`lvrename ${vgName}/${from}`, [
-      'lvrename',
-      ...CREATE_PROTOCOL_CONFIG,
-      '--yes',
-      vgName,
-      from,
-      to,
-    ]);
+    await this.#lvm.change(`lvrename ${vgName}/${from}`, lvrenameArgv(vgName, from, to));
   }
 
   /**
