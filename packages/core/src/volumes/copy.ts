@@ -1,9 +1,9 @@
 /**
  * Restore and clone (docs/DESIGN.md §5 "Restore and clone"): a new volume
  * holding a snapshot's or a volume's data, as a thin copy in the origin's
- * pool, made with the create protocol of create.ts (leftovers removed in
- * every group of the scope, `lvstamp_new_<id>`, header, rename). The data
- * area is never cleared: it holds the data.
+ * pool, made with the one create protocol (create-protocol.ts: leftovers
+ * removed in every group of the scope, `lvstamp_new_<id>`, header, rename).
+ * The data area is never cleared: it holds the data.
  */
 import { withFrozen } from '../fs/freeze.js';
 import {
@@ -28,7 +28,7 @@ import {
   volumeIdForName,
 } from '../naming.js';
 import type { ThinProvisioning } from '../provisioning.js';
-import { newHeader, newLvPath, prepareNewLv, stampAndRename } from './create.js';
+import { newHeader, newLvPath, prepareNewLv, stampAndRename } from './create-protocol.js';
 import { activateOwned, mountPointOf, single, toVolume, validateVgNames } from './lookup.js';
 import { failedTagCheck, requireOwnerTags } from './ownership.js';
 import type { SnapshotParts } from './parts.js';

@@ -1,10 +1,8 @@
 /**
- * Create (DESIGN.md §5 "Create"), and the create protocol that restore and
- * clone (copy.ts) share: under one holding of the host lock, every leftover
- * `lvstamp_new_<id>` of the scope removed (tags checked), the new LV made as
- * `lvstamp_new_<id>`, its header written and flushed, then `lvrename` to
- * `lvstamp_<id>`. A thick create in a scope of one group tries the protocol
- * without the look-up first (createWithoutLookup).
+ * Create (DESIGN.md §5 "Create"): adopt an existing volume, or make a new
+ * one with the one create protocol (create-protocol.ts) under one holding
+ * of the host lock. A thick create in a scope of one group tries the
+ * protocol without the look-up first (createWithoutLookup).
  */
 import {
   AlreadyExistsError,
@@ -15,8 +13,6 @@ import {
   VolumeGroupUnusableError,
 } from '../errors.js';
 import { sysfsMaps } from '../device/sysfs.js';
-import { DATA_OFFSET_BYTES } from '../header/constants.js';
-import type { HeaderFields } from '../header/types.js';
 import { isThinLv } from '../lvm/thin-snapshots.js';
 import type { VolumeGroup } from '../lvm/types.js';
 import type { GroupsReport } from '../lvm/volume-groups.js';
@@ -30,21 +26,9 @@ import {
   validateVolumeName,
   volumeIdForName,
 } from '../naming.js';
-import {
-  activateOwned,
-  lookupVolume,
-  requireUsableGroups,
-  single,
-  validateBytes,
-  validateVgNames,
-} from './lookup.js';
-import {
-  failedHeaderCheck,
-  failedTagCheck,
-  ownedHeaderOf,
-  requireCapacity,
-  requireOwnerTags,
-} from './ownership.js';
+import { activateOwned, lookupVolume, single, validateBytes, validateVgNames } from './lookup.js';
+import { failedHeaderCheck, failedTagCheck, ownedHeaderOf, requireCapacity } from './ownership.js';
+import { makeThickLv, newHeader, prepareNewLv, stampAndRename } from './create-protocol.js';
 import type { CoreParts, VolumeParts } from './parts.js';
 import { CAPACITY_BLOCK_BYTES, volumeSize, type VolumeSize } from './size.js';
 import { measureThinPool, requireThinAdmits, thinPoolCapacity } from './thin-capacity.js';
@@ -195,31 +179,6 @@ function refusedByLvm(error: unknown): boolean {
 }
 
 /**
- * The create protocol's first step (DESIGN.md §5): every leftover
- * `lvstamp_new_<id>` of the scope, in whatever group, is removed after its
- * tags prove it this owner's (it has no header yet), each group checked
- * usable first. The caller holds the host lock.
- * @returns the bytes freed in `vgName`.
- * @throws NotOwnedError, VolumeGroupUnusableError; CommandFailedError.
- */
-export async function prepareNewLv(
-  p: CoreParts,
-  vgName: string,
-  pending: readonly Volume[],
-  groups: GroupsReport,
-  ownerId: string,
-): Promise<number> {
-  await requireUsableGroups(p, pending, groups);
-  for (const leftover of pending) requireOwnerTags(leftover, ownerId, p.naming, 'remove');
-  let freed = 0;
-  for (const leftover of pending) {
-    await p.lvm.logicalVolumes.remove(leftover.vgName, leftover.lvName);
-    if (leftover.vgName === vgName) freed += leftover.sizeBytes;
-  }
-  return freed;
-}
-
-/**
  * Where an existing volume is found: every `lvstamp_new_<id>` of the scope
  * with both of this owner's tags, in a group lvm can change, is removed
  * (DESIGN.md §5 "Create"; both tags suffice, §2.3). It is an interrupted
@@ -251,45 +210,6 @@ async function removeOwnLeftovers(
       p.logger?.warn('interrupted create not removed', { lv: where, error: String(error) });
     });
   }
-}
-
-/**
- * The create protocol's last step: the header written and flushed on
- * `lvstamp_new_<id>` (made active by lvcreate; its path is lvm's naming
- * rule, lvDmName), then `lvrename` to `lvstamp_<id>`. The caller holds the
- * host lock.
- * @returns the finished LV's name.
- */
-export async function stampAndRename(
-  p: CoreParts,
-  vgName: string,
-  header: HeaderFields,
-): Promise<string> {
-  const newLvName = newLvNameFor(header.volumeId, p.naming);
-  await p.headers.writeHeader(newLvPath(vgName, newLvName), header);
-  const finalLvName = lvNameFor(header.volumeId, p.naming);
-  await p.lvm.logicalVolumes.rename(vgName, newLvName, finalLvName);
-  return finalLvName;
-}
-
-/** `/dev/mapper/<vg>-<lv>` of an LV lvcreate just made active (lvDmName: no read-back). */
-export function newLvPath(vgName: string, lvName: string): string {
-  return `/dev/mapper/${lvDmName(vgName, lvName)}`;
-}
-
-/** A new v2 header of this create: data at DATA_OFFSET_BYTES, `capacityBytes` behind it. */
-export function newHeader(
-  p: CoreParts,
-  fields: { volumeId: string; ownerId: string; name: string; capacityBytes: number },
-): HeaderFields {
-  return {
-    volumeId: fields.volumeId,
-    ownerId: fields.ownerId,
-    createdAtMs: p.clock(),
-    dataOffsetBytes: DATA_OFFSET_BYTES,
-    requestedBytes: fields.capacityBytes,
-    name: fields.name,
-  };
 }
 
 /** lvcreate, the data area's ends cleared (thick), header and rename; the caller holds the host lock. */
@@ -325,34 +245,6 @@ async function createNew(
   const header = newHeader(p, { volumeId, ownerId, name: request.name, capacityBytes });
   const lvName = await stampAndRename(p, vg.name, header);
   return { volumeId, vgName: vg.name, lvName, capacityBytes };
-}
-
-/**
- * A thick create's `lvstamp_new_<id>`: `lvcreate` of `size.lvSizeBytes`
- * (lvm rounds it up to whole extents) with both tags, then the first and
- * last MiB of the data area (`size.capacityBytes` behind the data offset)
- * zeroed: the extents may have held a deleted volume, whose filesystem must
- * not show through (DESIGN.md §5 "Create"). A thin LV needs no clearing: it
- * reads zeros everywhere, and clearing would map 2 MiB of the pool's chunks.
- * @throws what LogicalVolumes.create and HeaderIo.clearDataArea throw.
- */
-async function makeThickLv(
-  p: CoreParts,
-  vgName: string,
-  ids: { readonly volumeId: string; readonly ownerId: string },
-  size: VolumeSize,
-): Promise<void> {
-  const lvName = newLvNameFor(ids.volumeId, p.naming);
-  await p.lvm.logicalVolumes.create({
-    vgName,
-    lvName,
-    sizeBytes: size.lvSizeBytes,
-    tags: [p.naming.tag, ownerTagFor(ids.ownerId, p.naming)],
-  });
-  await p.headers.clearDataArea(newLvPath(vgName, lvName), {
-    dataOffsetBytes: DATA_OFFSET_BYTES,
-    sizeBytes: DATA_OFFSET_BYTES + size.capacityBytes,
-  });
 }
 
 /**
