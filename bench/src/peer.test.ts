@@ -1,11 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  lvmdFromEnvironment,
-  parseStat,
-  peerMetrics,
-  type PeerOptions,
-  type Sides,
-} from './peer.js';
+import { parseStat } from './lvm-children.js';
+import { lvmdFromEnvironment, type PeerOptions } from './peer.js';
+import { peerMetrics, type Sides } from './peer-report.js';
 
 const OPTIONS: PeerOptions = {
   lvmd: '/parts/lvmd',

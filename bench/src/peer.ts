@@ -4,35 +4,32 @@
 // the host and pass in as LVSTAMP_BENCH_LVMD and LVSTAMP_BENCH_LVMD_PROTO. `pnpm bench` runs it as a
 // group (its metrics go to bench:check like any other); `lvstamp-bench peer` runs it alone, at any
 // size, and prints a table and one `peer-results:` JSON line with every figure.
-import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
-import { delimiter, join } from 'node:path';
 import type { BenchContext, GroupRun } from './context.js';
 import { BenchDriver, MOUNT_CAPABILITY } from './driver.js';
 import { collectEnvironment } from './environment.js';
-import { isLvmCommand, lvmOverlap, type ProcessCount } from './exec.js';
+import { lvmOverlap } from './exec.js';
 import { cleanUp, createBenchVg } from './fixture.js';
 import * as grpc from '@grpc/grpc-js';
 import { settleAll } from './groups/burst.js';
 import { MIX, rpcRound, type MixCall } from './groups/footprint.js';
 import { LVMD_DEVICE_CLASS, LvmdPeer, type LvmdService } from './lvmd.js';
-import { formatMs, median, MiB, round, sleep, timed } from './stats.js';
-import type { Metric } from './types.js';
+import { formatMs, MiB, sleep, timed } from './stats.js';
+import { findOnPath, lvmChildSampler } from './lvm-children.js';
+import {
+  peerMetrics,
+  render,
+  SETTLE_MS,
+  type PeerScale,
+  type Side,
+  type Sides,
+} from './peer-report.js';
 
-/** What the peer run is given. */
-export interface PeerOptions {
+/** What the peer run is given: lvmd, and the run's scale. */
+export interface PeerOptions extends PeerScale {
   /** The lvmd binary (TopoLVM cmd/lvmd). */
   readonly lvmd: string;
   /** Its pkg/lvmd/proto/lvmd.proto. */
   readonly proto: string;
-  /** Create → remove cycles per side, after one warm-up each. */
-  readonly cycles: number;
-  /** Concurrent creates, then removes, per burst. */
-  readonly burst: number;
-  /** Bursts per side, the first side alternating. */
-  readonly burstRounds: number;
-  /** RPCs that need no lvm before the second RSS reading. */
-  readonly rpcs: number;
 }
 
 /** Capacity of a cycle's volume (as group create-delete) and of a burst's (as group burst). */
@@ -43,8 +40,6 @@ const BURST_BYTES = 8 * MiB;
  * a loaded, emulated host took over the default 10 min for the last ones.
  */
 const BURST_CALL_MS = 1_800_000;
-/** Settle time before an RSS reading, in ms (as group footprint). */
-const SETTLE_MS = 2_000;
 
 /**
  * lvmd's share of the RSS round: requests for a device class it does not
@@ -63,34 +58,6 @@ const LVMD_MIX: readonly MixCall<LvmdService>[] = [
   request: request as object,
   code: grpc.status.NOT_FOUND,
 }));
-
-/** One timed operation and the processes behind it. */
-interface Op {
-  readonly ms: number;
-  readonly processes: ProcessCount;
-}
-
-/** One side's figures. */
-interface Side {
-  readonly create: Op[];
-  readonly remove: Op[];
-  readonly bursts: {
-    createMs: number;
-    removeMs: number;
-    lvm: number;
-    maxLvm: number;
-    /** lvstamp only: each command of the burst, `[program, start ms after the burst began, ms]`. */
-    commands?: [string, number, number][];
-    /** lvstamp only: how long at least one lvm process ran (lvmOverlap), in ms. */
-    lvmBusyMs?: number;
-  }[];
-  rssIdle: number;
-  rssAfterRpcs: number;
-  rssAfterWork: number;
-}
-
-/** Both sides' figures. */
-export type Sides = Record<'lvstamp' | 'lvmd', Side>;
 
 /**
  * Group `peer` of `pnpm bench`: {@link measurePeer} at the run's scale
@@ -378,260 +345,4 @@ export async function measurePeer(context: BenchContext, options: PeerOptions): 
       context.progress(`peer: cleanup: ${problem}`);
     }
   }
-}
-
-/**
- * The figures as metrics of group `peer`. Ratios are lvstamp-csi over lvmd,
- * each against the issue's target of lvstamp ≤ 1.0× lvmd where it sets
- * one: create → remove as the median of the per-cycle ratios (each pair ran
- * back to back, so a load that changes between cycles hits both sides
- * alike), the burst as the median over rounds of creates + removes. Counts
- * are lvm processes per operation, from each daemon's log.
- */
-export function peerMetrics(sides: Sides, options: PeerOptions): Metric[] {
-  const cycles = (s: Side): number[] => s.create.map((c, i) => c.ms + (s.remove[i]?.ms ?? 0));
-  const bursts = (s: Side): number[] => s.bursts.map((b) => b.createMs + b.removeMs);
-  const a = sides.lvstamp;
-  const b = sides.lvmd;
-  const perCycle = cycles(a).map((ms, i) => ms / (cycles(b)[i] ?? Number.NaN));
-  const ratio = (
-    id: string,
-    label: string,
-    value: number,
-    note: string,
-    target?: number,
-  ): Metric => ({
-    id: `peer.${id}`,
-    group: 'peer',
-    label,
-    value: round(value, 2),
-    unit: 'ratio',
-    better: 'lower',
-    ...(target === undefined ? {} : { target: { op: '<=' as const, value: target } }),
-    compared: true,
-    note,
-  });
-  const lvmCount = (id: string, label: string, ops: Op[], compared: boolean): Metric => ({
-    id: `peer.${id}`,
-    group: 'peer',
-    label,
-    value: ops[0]?.processes.lvm ?? Number.NaN,
-    unit: 'count',
-    better: 'lower',
-    compared,
-    note: ops[0]?.processes.sequence ?? '',
-  });
-  const burstNote = (s: Side): string =>
-    s.bursts
-      .map(
-        (x) =>
-          `${formatMs(x.createMs)} + ${formatMs(x.removeMs)}, lvm at once ≤ ${x.maxLvm}` +
-          (x.lvmBusyMs === undefined
-            ? ''
-            : `, lvm busy ${Math.round((100 * x.lvmBusyMs) / (x.createMs + x.removeMs))} %`),
-      )
-      .join('; ');
-  return [
-    ratio(
-      'create-delete.ratio',
-      `create → remove / lvmd, median of ${options.cycles} per-cycle ratios`,
-      median(perCycle),
-      `lvstamp ${spread(cycles(a))}, lvmd ${spread(cycles(b))}; ratio of the medians ${round(median(cycles(a)) / median(cycles(b)), 2)}×, per-cycle ${round(Math.min(...perCycle), 2)}–${round(Math.max(...perCycle), 2)}×`,
-      1.0,
-    ),
-    ratio(
-      'create.ratio',
-      'CreateVolume / CreateLV, ratio of the medians',
-      median(a.create.map((c) => c.ms)) / median(b.create.map((c) => c.ms)),
-      `lvstamp ${spread(a.create.map((c) => c.ms))}, lvmd ${spread(b.create.map((c) => c.ms))}`,
-    ),
-    ratio(
-      'remove.ratio',
-      'DeleteVolume / RemoveLV, ratio of the medians',
-      median(a.remove.map((c) => c.ms)) / median(b.remove.map((c) => c.ms)),
-      `lvstamp ${spread(a.remove.map((c) => c.ms))}, lvmd ${spread(b.remove.map((c) => c.ms))}`,
-    ),
-    ratio(
-      'burst.ratio',
-      `burst of ${options.burst} creates, then removes / lvmd, median of ${options.burstRounds} round(s)`,
-      median(bursts(a)) / median(bursts(b)),
-      `lvstamp ${burstNote(a)}; lvmd ${burstNote(b)}`,
-      1.0,
-    ),
-    lvmCount(
-      'create.lvm-processes',
-      'lvm processes per CreateVolume (lvstamp-csi)',
-      a.create,
-      true,
-    ),
-    lvmCount('create.lvm-processes.lvmd', 'lvm processes per CreateLV (lvmd)', b.create, false),
-    lvmCount(
-      'remove.lvm-processes',
-      'lvm processes per DeleteVolume (lvstamp-csi)',
-      a.remove,
-      true,
-    ),
-    lvmCount('remove.lvm-processes.lvmd', 'lvm processes per RemoveLV (lvmd)', b.remove, false),
-    ratio(
-      'rss.idle.ratio',
-      'RSS idle after start / lvmd',
-      a.rssIdle / b.rssIdle,
-      `lvstamp ${a.rssIdle.toFixed(1)} MiB, lvmd ${b.rssIdle.toFixed(1)} MiB`,
-    ),
-    ratio(
-      'rss.after-rpcs.ratio',
-      `RSS after ${options.rpcs} RPCs without lvm / lvmd`,
-      a.rssAfterRpcs / b.rssAfterRpcs,
-      `lvstamp ${a.rssAfterRpcs.toFixed(1)} MiB, lvmd ${b.rssAfterRpcs.toFixed(1)} MiB; after all the volume work (${SETTLE_MS / 1000} s settle) ${a.rssAfterWork.toFixed(1)} and ${b.rssAfterWork.toFixed(1)} MiB`,
-    ),
-  ];
-}
-
-/** Median, minimum and maximum of `values` as "812 ms (700–950)". */
-function spread(values: readonly number[]): string {
-  return `${formatMs(median(values))} (${formatMs(Math.min(...values))}–${formatMs(Math.max(...values))})`;
-}
-
-function render(sides: Sides, options: PeerOptions): string {
-  const cycle = (s: Side): number[] => s.create.map((c, i) => c.ms + (s.remove[i]?.ms ?? 0));
-  const burst = (s: Side): number[] => s.bursts.map((b) => b.createMs + b.removeMs);
-  const ratio = (a: number[], b: number[]): string => `${round(median(a) / median(b), 2)}×`;
-  const seq = (ops: Op[]): string => {
-    const p = ops[0]?.processes;
-    return p === undefined ? '-' : `${p.lvm} lvm + ${p.other} other (${p.sequence})`;
-  };
-  const rows: [string, string, string, string][] = [
-    [
-      `create → remove, median of ${options.cycles} (min–max)`,
-      spread(cycle(sides.lvstamp)),
-      spread(cycle(sides.lvmd)),
-      ratio(cycle(sides.lvstamp), cycle(sides.lvmd)),
-    ],
-    [
-      'create',
-      spread(sides.lvstamp.create.map((c) => c.ms)),
-      spread(sides.lvmd.create.map((c) => c.ms)),
-      ratio(
-        sides.lvstamp.create.map((c) => c.ms),
-        sides.lvmd.create.map((c) => c.ms),
-      ),
-    ],
-    [
-      'remove',
-      spread(sides.lvstamp.remove.map((c) => c.ms)),
-      spread(sides.lvmd.remove.map((c) => c.ms)),
-      ratio(
-        sides.lvstamp.remove.map((c) => c.ms),
-        sides.lvmd.remove.map((c) => c.ms),
-      ),
-    ],
-    [
-      `burst of ${options.burst}, creates + removes (${options.burstRounds} round(s))`,
-      spread(burst(sides.lvstamp)),
-      spread(burst(sides.lvmd)),
-      ratio(burst(sides.lvstamp), burst(sides.lvmd)),
-    ],
-    ['create: processes', seq(sides.lvstamp.create), seq(sides.lvmd.create), ''],
-    ['remove: processes', seq(sides.lvstamp.remove), seq(sides.lvmd.remove), ''],
-    [
-      'burst: lvm per volume; at once, at most',
-      sides.lvstamp.bursts.map((b) => `${b.lvm / options.burst}; ${b.maxLvm}`).join(', '),
-      sides.lvmd.bursts.map((b) => `${b.lvm / options.burst}; ${b.maxLvm}`).join(', '),
-      '',
-    ],
-    [
-      'RSS idle / after RPCs / after the work, MiB',
-      rss(sides.lvstamp),
-      rss(sides.lvmd),
-      `${round(sides.lvstamp.rssIdle / sides.lvmd.rssIdle, 2)}× idle`,
-    ],
-  ];
-  const widths = [0, 1, 2].map((i) =>
-    Math.max(...rows.map((r) => r[i]?.length ?? 0), ['', 'lvstamp-csi', 'lvmd'][i]?.length ?? 0),
-  );
-  const line = (cells: readonly string[]): string =>
-    `${cells.map((c, i) => (i < 3 ? c.padEnd(widths[i] ?? 0) : c)).join('  ')}\n`;
-  return line(['', 'lvstamp-csi', 'lvmd', 'lvstamp/lvmd']) + rows.map(line).join('');
-}
-
-function rss(s: Side): string {
-  return [s.rssIdle, s.rssAfterRpcs, s.rssAfterWork].map((v) => v.toFixed(1)).join(' / ');
-}
-
-/**
- * Samples the lvm processes that `pid` has as children every 25 ms, until
- * `stop` resolves to the most seen at once. One sample is a sweep over every
- * thread's /proc/<pid>/task/<tid>/children, then a second read of each lvm
- * child found: only those still running then (stat state not Z, parent
- * `pid`) count. Each counted process started before the second read began
- * and ran until its own read, so all of them ran at that first read: a
- * sample never counts two processes that did not overlap (a sweep alone
- * does, when one ends and the next starts while the threads are read).
- */
-function lvmChildSampler(pid: number): { stop: () => Promise<number> } {
-  const state = { running: true };
-  let max = 0;
-  const loop = (async () => {
-    while (state.running) {
-      max = Math.max(max, await runningLvmChildren(pid));
-      await sleep(25);
-    }
-  })();
-  return {
-    stop: async () => {
-      state.running = false;
-      await loop;
-      return max;
-    },
-  };
-}
-
-async function runningLvmChildren(pid: number): Promise<number> {
-  const found = new Set<string>();
-  const tasks = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
-  for (const tid of tasks) {
-    const children = await readFile(`/proc/${pid}/task/${tid}/children`, 'utf8').catch(() => '');
-    for (const child of children.split(' ').filter((c) => c !== '')) found.add(child);
-  }
-  let count = 0;
-  for (const child of found) {
-    const stat = await readFile(`/proc/${child}/stat`, 'utf8').catch(() => '');
-    const parsed = parseStat(stat);
-    if (
-      parsed !== null &&
-      parsed.state !== 'Z' &&
-      parsed.ppid === pid &&
-      isLvmCommand([parsed.comm])
-    ) {
-      count++;
-    }
-  }
-  return count;
-}
-
-/**
- * `comm`, state and parent PID of a /proc/<pid>/stat line (proc(5): the
- * comm in parentheses may itself hold spaces and parentheses); null for
- * anything else.
- */
-export function parseStat(stat: string): { comm: string; state: string; ppid: number } | null {
-  const open = stat.indexOf('(');
-  const close = stat.lastIndexOf(')');
-  if (open < 0 || close < open) return null;
-  const [state, ppid] = stat.slice(close + 2).split(' ');
-  if (state === undefined || ppid === undefined || !/^\d+$/.test(ppid)) return null;
-  return { comm: stat.slice(open + 1, close), state, ppid: Number(ppid) };
-}
-
-/**
- * The absolute path of `program` on PATH (then /sbin, /usr/sbin).
- * @throws Error when it is nowhere.
- */
-function findOnPath(program: string): string {
-  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/sbin', '/usr/sbin'];
-  for (const dir of dirs) {
-    const path = join(dir, program);
-    if (dir !== '' && existsSync(path)) return path;
-  }
-  throw new Error(`${program} is not on PATH`);
 }
