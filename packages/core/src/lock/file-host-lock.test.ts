@@ -45,7 +45,188 @@ describe('NoopHostLock', () => {
   it('runs fn and records the reason', async () => {
     const lock = new NoopHostLock();
     expect(await lock.withLock('create x', () => Promise.resolve(3))).toBe(3);
-    expect(lock.reasons).toEqual(['create x']);
+    expect(await lock.withVolumeLock('volume y', 'delete y', () => Promise.resolve(4))).toBe(4);
+    expect(lock.reasons).toEqual(['create x', 'delete y']);
+  });
+});
+
+/** A promise and its resolve, to hold a holder inside its fn until the test lets go. */
+function gate(): { opened: Promise<void>; open: () => void } {
+  let open: () => void = () => undefined;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { opened, open };
+}
+
+describe('FileHostLock volume holders in one process', () => {
+  it('holders of different volumes hold the lock together, in one holding of the file lock', async () => {
+    const path = join(tempDir(), 'host.lock');
+    const lock = fastLock(path);
+    const events: string[] = [];
+    const a = gate();
+    const aIn = gate();
+    const holdA = lock.withVolumeLock('volume a', 'delete a', async () => {
+      events.push('start a');
+      aIn.open();
+      await a.opened;
+      events.push('end a');
+    });
+    await aIn.opened;
+    const holdB = lock.withVolumeLock('volume b', 'create b', async () => {
+      events.push('start b');
+      // a holds the lock and so does b: the file lock stays taken when a leaves
+      a.open();
+      await holdA;
+      events.push(`b after a left; lock directory ${existsSync(path) ? 'present' : 'gone'}`);
+    });
+    await holdB;
+    expect(events).toEqual([
+      'start a',
+      'start b',
+      'end a',
+      'b after a left; lock directory present',
+    ]);
+    expect(existsSync(path)).toBe(false);
+  });
+
+  it('two holders of one volume run one after the other, in arrival order', async () => {
+    const lock = fastLock(join(tempDir(), 'host.lock'));
+    const events: string[] = [];
+    const job = (name: string) =>
+      lock.withVolumeLock('volume a', name, async () => {
+        events.push(`start ${name}`);
+        await tick(20);
+        events.push(`end ${name}`);
+      });
+    await Promise.all([job('first'), job('second'), job('third')]);
+    expect(events).toEqual([
+      'start first',
+      'end first',
+      'start second',
+      'end second',
+      'start third',
+      'end third',
+    ]);
+  });
+
+  it('a busy volume lets a later caller of another volume pass', async () => {
+    const lock = fastLock(join(tempDir(), 'host.lock'));
+    const events: string[] = [];
+    const a = gate();
+    const aIn = gate();
+    const first = lock.withVolumeLock('volume a', 'a1', async () => {
+      aIn.open();
+      await a.opened;
+      events.push('a1 done');
+    });
+    await aIn.opened;
+    const second = lock.withVolumeLock('volume a', 'a2', () => {
+      events.push('a2');
+      return Promise.resolve();
+    });
+    await lock.withVolumeLock('volume b', 'b', () => {
+      events.push('b');
+      return Promise.resolve();
+    });
+    a.open();
+    await Promise.all([first, second]);
+    expect(events).toEqual(['b', 'a1 done', 'a2']);
+  });
+
+  it('an exclusive caller waits for the volume holders, and volume callers behind it wait for it', async () => {
+    const lock = fastLock(join(tempDir(), 'host.lock'));
+    const events: string[] = [];
+    const a = gate();
+    const aIn = gate();
+    const holdA = lock.withVolumeLock('volume a', 'a', async () => {
+      events.push('start a');
+      aIn.open();
+      await a.opened;
+      events.push('end a');
+    });
+    await aIn.opened;
+    const exclusive = lock.withLock('thin create', async () => {
+      events.push('start exclusive');
+      await tick(20);
+      events.push('end exclusive');
+    });
+    // Arrives after the exclusive caller: must not pass it, although volume b is free.
+    const holdB = lock.withVolumeLock('volume b', 'b', () => {
+      events.push('b');
+      return Promise.resolve();
+    });
+    await tick(20);
+    expect(events).toEqual(['start a']);
+    a.open();
+    await Promise.all([holdA, exclusive, holdB]);
+    expect(events).toEqual(['start a', 'end a', 'start exclusive', 'end exclusive', 'b']);
+  });
+
+  it('a volume caller waits while an exclusive caller holds the lock', async () => {
+    const lock = fastLock(join(tempDir(), 'host.lock'));
+    const events: string[] = [];
+    await Promise.all([
+      lock.withLock('vg remove', async () => {
+        events.push('start exclusive');
+        await tick(20);
+        events.push('end exclusive');
+      }),
+      lock.withVolumeLock('volume a', 'a', () => {
+        events.push('a');
+        return Promise.resolve();
+      }),
+    ]);
+    expect(events).toEqual(['start exclusive', 'end exclusive', 'a']);
+  });
+
+  it('calls nested in a volume holding run at once, whatever their kind or key', async () => {
+    const lock = fastLock(join(tempDir(), 'host.lock'), 300);
+    const result = await lock.withVolumeLock('volume a', 'create a', () =>
+      lock.withLock('lvcreate', () =>
+        lock.withVolumeLock('volume a', 'again', () =>
+          lock.withVolumeLock('volume b', 'other', () => Promise.resolve('deep')),
+        ),
+      ),
+    );
+    expect(result).toBe('deep');
+  });
+
+  it('a caller of a busy volume gets LockTimeoutError naming the holder when nobody leaves for waitMs', async () => {
+    const lock = fastLock(join(tempDir(), 'host.lock'), 150);
+    const a = gate();
+    const aIn = gate();
+    const holdA = lock.withVolumeLock('volume a', 'expand a', async () => {
+      aIn.open();
+      await a.opened;
+    });
+    await aIn.opened;
+    const error = await lock
+      .withVolumeLock('volume a', 'delete a', () => Promise.resolve())
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockTimeoutError);
+    expect((error as Error).message).toMatch(
+      /held in this process for "expand a" for more than 150 ms \(wanted for "delete a"\)$/,
+    );
+    // The one that gave up is out of the queue: an exclusive caller gets the lock once a leaves.
+    a.open();
+    await holdA;
+    expect(await lock.withLock('after', () => Promise.resolve('ok'))).toBe('ok');
+  });
+
+  it('an exclusive caller that gives up no longer holds back the volume callers behind it', async () => {
+    const lock = fastLock(join(tempDir(), 'host.lock'), 150);
+    const a = gate();
+    const aIn = gate();
+    const holdA = lock.withVolumeLock('volume a', 'a', async () => {
+      aIn.open();
+      await a.opened;
+    });
+    await aIn.opened;
+    const exclusive = lock.withLock('gc', () => Promise.resolve()).catch((e: unknown) => e);
+    const holdB = lock.withVolumeLock('volume b', 'b', () => Promise.resolve('b ran'));
+    expect(await exclusive).toBeInstanceOf(LockTimeoutError);
+    expect(await holdB).toBe('b ran');
+    a.open();
+    await holdA;
   });
 });
 
@@ -296,6 +477,28 @@ try {
     const free = await runWorker([path, log, 'd', '0', '300']);
     expect(free).toEqual({ code: 0, stderr: '' });
     expect(readFileSync(log, 'utf8')).toBe('start d\nend d\n');
+  }, 30_000);
+
+  it('another process waits while volume holders of this one overlap, also after the first left', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'host.lock');
+    const log = join(dir, 'log');
+    const lock = fastLock(path);
+    const a = gate();
+    const aIn = gate();
+    const holdA = lock.withVolumeLock('volume a', 'a', async () => {
+      aIn.open();
+      await a.opened;
+    });
+    await aIn.opened;
+    const blocked = await lock.withVolumeLock('volume b', 'b', async () => {
+      a.open();
+      await holdA;
+      return runWorker([path, log, 'e', '0', '300']);
+    });
+    expect(blocked.code).toBe(3);
+    expect(existsSync(log)).toBe(false);
+    expect(existsSync(path)).toBe(false);
   }, 30_000);
 });
 

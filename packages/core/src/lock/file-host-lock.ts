@@ -26,34 +26,70 @@ export interface FileHostLockOptions {
   readonly logger?: WarnLogger;
 }
 
-interface Holding {
-  /** False once released: a task that outlived the lock must take it again. */
-  held: boolean;
+/** What one in-process holder asks for: the whole lock, or one volume's share of it. */
+type Mode = { readonly kind: 'exclusive' } | { readonly kind: 'volume'; readonly key: string };
+
+/** One in-process caller waiting for its turn. */
+interface Waiter {
+  readonly mode: Mode;
+  readonly reason: string;
+  readonly granted: ReturnType<typeof deferred>;
+  /** Its entry in the holders, set when it is admitted. */
+  id?: symbol;
+}
+
+/**
+ * One holding of the file lock, shared by every in-process holder admitted
+ * while it lasts; released when the last of them leaves.
+ */
+interface FileHolding {
+  /** Resolves to the release function once the file lock is taken. */
+  readonly taken: Promise<() => Promise<void>>;
+  users: number;
   compromised: Error | null;
+}
+
+/** The async context of one holder: false once it left (a task that outlived it holds nothing). */
+interface Holder {
+  held: boolean;
 }
 
 /**
  * The host lock on a lock file, with the `proper-lockfile` library (an
  * atomic `mkdir` plus an mtime heartbeat; stale locks of dead holders are
- * taken over after `staleMs`).
+ * taken over after `staleMs`). Across processes it is one mutual exclusion,
+ * as it always was, so a process of an older lvstamp version excludes this
+ * one and the reverse (DESIGN.md §2.3 "The host lock").
  *
- * Re-entrant per process: a `withLock` called inside `fn` (tracked with
- * AsyncLocalStorage) runs at once instead of deadlocking. Unrelated
- * concurrent callers in the same process queue up in-process first (FIFO),
- * then take the file lock. `waitMs` bounds each wait for progress, not the
- * length of the queue: a caller waits in the queue as long as it keeps
- * moving (a burst of 64 creates at ~2 s each is ~2 min for the last one,
- * found by the bench/ group `burst`) and fails only when one holder keeps the lock
- * for more than `waitMs`; the file lock held by another process is then
- * waited for at most `waitMs`.
+ * Inside one process it is a readers-writer lock:
+ * - `withLock` is exclusive: it waits until no other in-process caller
+ *   holds the lock, and nobody else is admitted until it leaves;
+ * - `withVolumeLock(key)` is one volume's share: callers with different
+ *   keys hold the lock together, two with one key never do, and none runs
+ *   while an exclusive caller holds it.
+ * Callers are admitted in arrival order, except that a volume caller whose
+ * key is busy lets later callers with other keys pass; nobody passes an
+ * exclusive caller that waits (so group-wide work is not starved by a
+ * stream of volume work). The file lock is taken by the first admitted
+ * caller and released when the last one leaves.
+ *
+ * Re-entrant: a `withLock` or `withVolumeLock` called inside `fn` (tracked
+ * with AsyncLocalStorage) runs at once in the outer holding. `waitMs`
+ * bounds each wait for progress, not the length of the queue: a caller
+ * waits as long as some holder keeps leaving (a burst of 64 creates at ~2 s
+ * each is ~2 min for the last one, bench/ group `burst`) and fails only
+ * when no holder left for more than `waitMs`; the file lock held by
+ * another process is then waited for at most `waitMs`.
  *
  * When the library reports the lock compromised (its directory removed or
  * taken over while held), the process does not crash: the event is logged,
- * `fn` is left to finish (every operation is idempotent, DESIGN.md §2.2),
- * and `withLock` then throws LockTimeoutError so that the caller retries.
- * Anything but a directory at the lock path (a plain file, a symlink) is
- * no lock of a dead holder and never goes away by itself: `withLock`
- * throws FailedPreconditionError at once, naming it, and leaves it there.
+ * the running `fn`s are left to finish (every operation is idempotent,
+ * DESIGN.md §2.2), and each of their `withLock` calls then throws
+ * LockTimeoutError so that the caller retries; callers admitted later take
+ * the file lock anew. Anything but a directory at the lock path (a plain
+ * file, a symlink) is no lock of a dead holder and never goes away by
+ * itself: the caller gets FailedPreconditionError at once, naming it, and
+ * it is left there.
  */
 export class FileHostLock implements HostLock {
   readonly #path: string;
@@ -62,12 +98,15 @@ export class FileHostLock implements HostLock {
   readonly #minRetryDelayMs: number;
   readonly #maxRetryDelayMs: number;
   readonly #logger: WarnLogger | undefined;
-  readonly #context = new AsyncLocalStorage<Holding>();
-  #queue: Promise<void> = Promise.resolve();
-  /** Resolved (and replaced) each time a caller leaves the in-process queue. */
+  readonly #context = new AsyncLocalStorage<Holder>();
+  /** In-process holders by mode, in the order they were admitted. */
+  readonly #holders = new Map<symbol, { readonly mode: Mode; readonly reason: string }>();
+  readonly #waiters: Waiter[] = [];
+  /** Resolved (and replaced) each time a holder leaves or a waiter gives up. */
   #moved = deferred();
-  /** The reason of the in-process caller that holds or is taking the lock. */
-  #holderReason = '';
+  #file: FileHolding | null = null;
+  /** The release of the last holding, until done: a new holding waits for it. */
+  #releasing: Promise<void> = Promise.resolve();
 
   /**
    * @throws InvalidArgumentError when the path does not end in `.lock`: the
@@ -94,66 +133,153 @@ export class FileHostLock implements HostLock {
     return this.#path;
   }
 
-  async withLock<T>(reason: string, fn: () => Promise<T>): Promise<T> {
+  withLock<T>(reason: string, fn: () => Promise<T>): Promise<T> {
+    return this.#hold({ kind: 'exclusive' }, reason, fn);
+  }
+
+  withVolumeLock<T>(key: string, reason: string, fn: () => Promise<T>): Promise<T> {
+    return this.#hold({ kind: 'volume', key }, reason, fn);
+  }
+
+  async #hold<T>(mode: Mode, reason: string, fn: () => Promise<T>): Promise<T> {
     if (this.#context.getStore()?.held === true) return fn();
-    // In-process queue: proper-lockfile cannot tell two callers of one process apart.
-    const previous = this.#queue;
-    let leaveQueue: () => void = () => undefined;
-    this.#queue = new Promise<void>((resolve) => {
-      leaveQueue = resolve;
-    });
+    const id = await this.#admit(mode, reason);
+    const holder: Holder = { held: true };
+    let file: FileHolding | null = null;
     try {
-      await this.#waitInQueue(previous, reason);
-      this.#holderReason = reason;
-      const deadline = Date.now() + this.#waitMs;
-      const holding: Holding = { held: true, compromised: null };
-      const release = await this.#acquire(reason, deadline, holding);
-      let result: T;
-      try {
-        result = await this.#context.run(holding, fn);
-      } finally {
-        holding.held = false;
-        if (holding.compromised === null) await release().catch(() => undefined);
-      }
-      if (holding.compromised !== null) {
+      file = this.#join(reason);
+      await file.taken;
+      const result = await this.#context.run(holder, fn);
+      if (file.compromised !== null) {
         throw new LockTimeoutError(
-          `host lock ${this.#path} was lost while held for "${reason}": ${holding.compromised.message}`,
-          { cause: holding.compromised },
+          `host lock ${this.#path} was lost while held for "${reason}": ${file.compromised.message}`,
+          { cause: file.compromised },
         );
       }
       return result;
     } finally {
-      leaveQueue();
-      const moved = this.#moved;
-      this.#moved = deferred();
-      moved.resolve();
+      holder.held = false;
+      if (file !== null) await this.#leave(file);
+      this.#holders.delete(id);
+      this.#admitWaiters();
+      this.#signalMoved();
     }
   }
 
   /**
-   * Waits until `previous` (the caller ahead) has left the queue. The clock
-   * restarts whenever the queue moves; it runs out only when no caller left
-   * for `waitMs`.
-   * @throws LockTimeoutError naming the in-process caller that held on.
+   * Waits until the caller may hold the lock in this process (see the class
+   * comment), then counts it as a holder. The clock restarts whenever a
+   * holder leaves; it runs out only when none left for `waitMs`.
+   * @throws LockTimeoutError naming the in-process holder that held on.
    */
-  async #waitInQueue(previous: Promise<void>, reason: string): Promise<void> {
-    const state = { mine: false };
-    const turn = previous.then(() => {
-      state.mine = true;
-    });
-    while (!state.mine) {
-      await waitUntil(
-        Promise.race([turn, this.#moved.promise]),
-        Date.now() + this.#waitMs,
-        () =>
-          new LockTimeoutError(
-            `host lock ${this.#path} held in this process for "${this.#holderReason}" for more than ${this.#waitMs} ms (wanted for "${reason}")`,
-          ),
-      );
+  async #admit(mode: Mode, reason: string): Promise<symbol> {
+    const waiter: Waiter = { mode, reason, granted: deferred() };
+    this.#waiters.push(waiter);
+    this.#admitWaiters();
+    try {
+      while (waiter.id === undefined) {
+        await waitUntil(
+          Promise.race([waiter.granted.promise, this.#moved.promise]),
+          Date.now() + this.#waitMs,
+          () =>
+            new LockTimeoutError(
+              `host lock ${this.#path} held in this process for "${this.#firstHolderReason()}" for more than ${this.#waitMs} ms (wanted for "${reason}")`,
+            ),
+        );
+      }
+      return waiter.id;
+    } catch (error) {
+      const at = this.#waiters.indexOf(waiter);
+      if (at >= 0) this.#waiters.splice(at, 1);
+      // Admitted just as the wait ran out: give the place back.
+      if (waiter.id !== undefined) this.#holders.delete(waiter.id);
+      this.#admitWaiters();
+      this.#signalMoved();
+      throw error;
     }
   }
 
-  async #acquire(reason: string, deadline: number, holding: Holding): Promise<() => Promise<void>> {
+  /** Admits every waiter that may hold the lock now, in order (the class comment's rule). */
+  #admitWaiters(): void {
+    const holders = [...this.#holders.values()];
+    let exclusive = holders.some((h) => h.mode.kind === 'exclusive');
+    const keys = new Set(holders.flatMap((h) => (h.mode.kind === 'volume' ? [h.mode.key] : [])));
+    let admitted = 0;
+    for (let i = 0; i < this.#waiters.length;) {
+      const waiter = this.#waiters[i];
+      if (waiter === undefined || exclusive) break;
+      if (waiter.mode.kind === 'exclusive') {
+        if (holders.length + admitted > 0) break;
+        exclusive = true;
+      } else if (keys.has(waiter.mode.key)) {
+        i += 1;
+        continue;
+      } else {
+        keys.add(waiter.mode.key);
+      }
+      admitted += 1;
+      this.#waiters.splice(i, 1);
+      this.#reserve(waiter);
+    }
+  }
+
+  /** Counts an admitted waiter as a holder (its `#hold` goes on with this entry) and wakes it. */
+  #reserve(waiter: Waiter): void {
+    waiter.id = Symbol(waiter.reason);
+    this.#holders.set(waiter.id, { mode: waiter.mode, reason: waiter.reason });
+    waiter.granted.resolve();
+  }
+
+  #firstHolderReason(): string {
+    return [...this.#holders.values()][0]?.reason ?? '';
+  }
+
+  #signalMoved(): void {
+    const moved = this.#moved;
+    this.#moved = deferred();
+    moved.resolve();
+  }
+
+  /** The current holding of the file lock, joined, or a new one being taken. */
+  #join(reason: string): FileHolding {
+    const current = this.#file;
+    if (current !== null && current.compromised === null) {
+      current.users += 1;
+      return current;
+    }
+    const state = { users: 1, compromised: null as Error | null };
+    const deadline = Date.now() + this.#waitMs;
+    const taken = this.#releasing.then(() => this.#acquire(reason, deadline, state));
+    const holding: FileHolding = Object.assign(state, { taken });
+    // Every user awaits `taken` and gets its failure; later callers take the file lock anew.
+    taken.catch(() => {
+      if (this.#file === holding) this.#file = null;
+    });
+    this.#file = holding;
+    return holding;
+  }
+
+  /**
+   * One user leaves `holding`; the last one releases the file lock (unless
+   * it was lost), and a new holding is taken only after that release.
+   */
+  #leave(holding: FileHolding): Promise<void> {
+    holding.users -= 1;
+    if (holding.users > 0) return Promise.resolve();
+    if (this.#file === holding) this.#file = null;
+    if (holding.compromised !== null) return Promise.resolve();
+    this.#releasing = holding.taken.then(
+      (release) => release().catch(() => undefined),
+      () => undefined,
+    );
+    return this.#releasing;
+  }
+
+  async #acquire(
+    reason: string,
+    deadline: number,
+    holding: { compromised: Error | null },
+  ): Promise<() => Promise<void>> {
     await mkdir(dirname(this.#path), { recursive: true, mode: 0o755 });
     await this.#refuseNonDirectory(reason);
     const remaining = Math.max(deadline - Date.now(), 0);

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { CommandFailedError, ThinTargetMissingError } from '../errors.js';
 import { ReplayRunner } from '../testing/replay-runner.js';
 import { NoopHostLock } from '../lock/host-lock.js';
-import { LvmCommand } from './command.js';
+import { DEFAULT_LVM_CONCURRENCY, LvmCommand } from './command.js';
+import type { CommandResult, CommandRunner } from '../exec/runner.js';
 import { Lvm } from './lvm.js';
 
 // lvm settings the create protocol's lvcreate and lvrename carry (CREATE_PROTOCOL_CONFIG), spelled out
@@ -51,6 +52,56 @@ describe('LvmCommand: the host lock', () => {
         },
       ],
     ]);
+  });
+});
+
+/** A runner whose commands all wait until `release()`, counting how many ran at once. */
+function heldRunner(): CommandRunner & { running: number; most: number; release: () => void } {
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const runner = {
+    running: 0,
+    most: 0,
+    release: () => {
+      release();
+    },
+    async run(argv: readonly string[]): Promise<CommandResult> {
+      runner.running += 1;
+      runner.most = Math.max(runner.most, runner.running);
+      await released;
+      runner.running -= 1;
+      return { argv: [...argv], exitCode: 0, stdout: '', stderr: '' };
+    },
+  };
+  return runner;
+}
+
+describe('LvmCommand: lvm processes at once', () => {
+  it('runs at most maxConcurrent lvm processes, reports and changes alike; the rest wait their turn', async () => {
+    const runner = heldRunner();
+    const lvm = new LvmCommand({ runner, hostLock: new NoopHostLock(), maxConcurrent: 2 });
+    const all = Promise.all([
+      lvm.report(['vgs']),
+      lvm.change('a', ['lvremove', '--yes', 'vg0/a']),
+      lvm.report(['lvs']),
+      lvm.change('b', ['lvremove', '--yes', 'vg0/b']),
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(runner.running).toBe(2);
+    runner.release();
+    expect((await all).map((r) => r.argv[0])).toEqual(['vgs', 'lvremove', 'lvs', 'lvremove']);
+    expect(runner.most).toBe(2);
+  });
+
+  it(`runs ${DEFAULT_LVM_CONCURRENCY} at once by default`, async () => {
+    const runner = heldRunner();
+    const lvm = new LvmCommand({ runner, hostLock: new NoopHostLock() });
+    const all = Promise.all(Array.from({ length: 10 }, () => lvm.report(['vgs'])));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(runner.running).toBe(DEFAULT_LVM_CONCURRENCY);
+    runner.release();
+    await all;
+    expect(runner.most).toBe(DEFAULT_LVM_CONCURRENCY);
   });
 });
 

@@ -1,3 +1,4 @@
+import pLimit from 'p-limit';
 import { CommandFailedError, ThinTargetMissingError } from '../errors.js';
 import type { CommandResult, CommandRunner, WarnLogger } from '../exec/runner.js';
 import { runLogged } from '../exec/logged.js';
@@ -45,6 +46,15 @@ export const LVM_KNOWN_NOISE: readonly RegExp[] = [
   /^\s*(?:WARNING: )?Combining activation change with other commands is not advised\.?\s*$/,
 ];
 
+/**
+ * lvm processes one LvmCommand runs at once by default. Volume work of
+ * different volumes overlaps under the host lock (DESIGN.md §2.3 "The host
+ * lock"); without a bound a burst of 64 starts 64 lvm processes, each
+ * scanning every device, which on a small or emulated node outlasted lvm's
+ * deadline. lvm serialises their metadata changes itself (its VG lock).
+ */
+export const DEFAULT_LVM_CONCURRENCY = 4;
+
 /** Dependencies and settings of the lvm command layer. */
 export interface LvmCommandOptions {
   readonly runner: CommandRunner;
@@ -54,21 +64,30 @@ export interface LvmCommandOptions {
   readonly timeoutMs?: number;
   /** Receives lvm's stderr of successful commands (warnings). */
   readonly logger?: WarnLogger;
+  /**
+   * lvm processes run at once, reports and changes alike; more wait in
+   * line, their deadline not yet started. Default DEFAULT_LVM_CONCURRENCY.
+   */
+  readonly maxConcurrent?: number;
 }
 
 /**
  * Runs lvm commands for the lvm module (DESIGN.md §2.5): each with the
- * deadline, its warnings logged; a change (a command that writes lvm
- * metadata or activates) only under the host lock, reports without it.
+ * deadline, its warnings logged, at most `maxConcurrent` at once; a change
+ * (a command that writes lvm metadata or activates) only under the host
+ * lock, reports without it.
  * @throws ThinTargetMissingError when lvm says the kernel has no thin-pool or
  *   thin target (and could not load it); CommandFailedError,
  *   CommandTimeoutError; LockTimeoutError for a change.
  */
 export class LvmCommand {
   readonly #options: LvmCommandOptions;
+  readonly #limit: pLimit.Limit;
 
+  /** @throws TypeError when `maxConcurrent` is not a positive integer (p-limit). */
   constructor(options: LvmCommandOptions) {
     this.#options = options;
+    this.#limit = pLimit(options.maxConcurrent ?? DEFAULT_LVM_CONCURRENCY);
   }
 
   /** A report (vgs, lvs, pvs): read-only, no host lock. */
@@ -81,7 +100,11 @@ export class LvmCommand {
     return this.#options.hostLock.withLock(reason, () => this.#run(argv));
   }
 
-  async #run(argv: readonly string[]): Promise<CommandResult> {
+  #run(argv: readonly string[]): Promise<CommandResult> {
+    return this.#limit(() => this.#runNow(argv));
+  }
+
+  async #runNow(argv: readonly string[]): Promise<CommandResult> {
     const { runner, logger, timeoutMs } = this.#options;
     try {
       return await runLogged(

@@ -29,6 +29,7 @@ import {
 import { activateOwned, lookupVolume, single, validateBytes, validateVgNames } from './lookup.js';
 import { failedHeaderCheck, failedTagCheck, ownedHeaderOf, requireCapacity } from './ownership.js';
 import { makeThickLv, newHeader, prepareNewLv, stampAndRename } from './create-protocol.js';
+import { volumeLockKey } from '../lock/host-lock.js';
 import type { CoreParts, VolumeParts } from './parts.js';
 import { CAPACITY_BLOCK_BYTES, volumeSize, type VolumeSize } from './size.js';
 import { measureThinPool, requireThinAdmits, thinPoolCapacity } from './thin-capacity.js';
@@ -68,12 +69,19 @@ export async function createVolume(
   const volumeId = volumeIdForName(request.name);
   const vgNames = [request.vgName, ...(request.otherVgNames ?? [])];
   // One holding from the look-up to the rename: a leftover `lvstamp_new_<id>` is removed on its
-  // tags alone, so with the lock free between lvcreate and lvrename another process's create or
-  // delete of this volume could remove the LV being built, or rename it before its header exists.
-  return p.hostLock.withLock(`create ${volumeId}`, async () => {
+  // tags alone, so with the lock free between lvcreate and lvrename another create or delete of
+  // this volume could remove the LV being built, or rename it before its header exists. A thick
+  // create is one volume's work; a thin one measures and admits against the pool, which spans
+  // volumes, so it holds the lock exclusively (DESIGN.md §2.3 "The host lock").
+  const thin = request.provisioning?.type === 'thin';
+  const hold = <T>(fn: () => Promise<T>): Promise<T> =>
+    thin
+      ? p.hostLock.withLock(`create ${volumeId}`, fn)
+      : p.hostLock.withVolumeLock(volumeLockKey(volumeId), `create ${volumeId}`, fn);
+  return hold(async () => {
     let madeNewLv = false;
     if (
-      request.provisioning?.type !== 'thin' &&
+      !thin &&
       new Set(vgNames).size === 1 &&
       !(await finishedLvActive(p, request.vgName, volumeId))
     ) {

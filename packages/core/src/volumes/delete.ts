@@ -18,6 +18,7 @@ import {
   validateVgNames,
 } from './lookup.js';
 import { requireOwnerHeader, requireOwnerTags } from './ownership.js';
+import { volumeLockKey } from '../lock/host-lock.js';
 import type { VolumeParts } from './parts.js';
 import type {
   DeleteVolumeOptions,
@@ -64,8 +65,11 @@ export async function deleteVolume(
   const map = await p.dataDevices.find(volumeId);
   if (map !== null) await refuseIfMounted(p.filesystems, map);
   const force = options.forceUnowned === true;
-  const removed = await p.hostLock.withLock(`delete ${volumeId}`, () =>
-    deleteLvs(p, volumeId, { ...scope, ownerId }, { wipe, force }, map),
+  // One volume's work: deletes of other volumes may run beside it (DESIGN.md §2.3 "The host lock").
+  const removed = await p.hostLock.withVolumeLock(
+    volumeLockKey(volumeId),
+    `delete ${volumeId}`,
+    () => deleteLvs(p, volumeId, { ...scope, ownerId }, { wipe, force }, map),
   );
   return { existed: removed !== null || map !== null, removed: removed ?? [] };
 }

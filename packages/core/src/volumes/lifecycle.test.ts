@@ -313,6 +313,10 @@ class DepthLock implements HostLock {
       this.#depth -= 1;
     }
   }
+
+  withVolumeLock<T>(_key: string, reason: string, fn: () => Promise<T>): Promise<T> {
+    return this.withLock(reason, fn);
+  }
 }
 
 class FakeHeaderIo implements HeaderIo {
@@ -704,8 +708,10 @@ describe('inputs that broke other LVM tools', () => {
     });
     // each create holds the host lock once, from its lvcreate to its rename (or to its look-up
     // and removal): the lock is re-entrant, so lvm's commands record no reason of their own; it
-    // is never free between them for another process's create or delete
+    // is never free between them for another process's create or delete. A thick create is one
+    // volume's work: its holding is keyed by the volume, so creates of other volumes may overlap
     expect(hostLock.reasons).toEqual([`create ${ID_202}`, `create ${ID_202}`]);
+    expect(hostLock.kinds).toEqual([`volume ${ID_202}`, `volume ${ID_202}`]);
   });
 
   it('6a. a create of a volume that sysfs shows active takes the look-up at once: one lvm process, nothing made', async () => {
@@ -1433,6 +1439,7 @@ describe('VolumeService: deleteVolume', () => {
     expect(await manager.delete(ID_DEL, SCOPE)).toEqual({ existed: false, removed: [] });
     runner.assertDone();
     expect(hostLock.reasons).toEqual([`delete ${ID_DEL}`]);
+    expect(hostLock.kinds).toEqual([`volume ${ID_DEL}`]);
   });
 
   it('removes the volume and a leftover lvstamp_new_ with lvremove --yes', async () => {
@@ -2365,8 +2372,8 @@ describe('VolumeService: thin volumes (DESIGN.md §4 "Thin device classes", §5)
     `lvstamp.owner=${OWNER}`,
   ];
 
-  it('creates a thin LV in the pool, stamps it without clearing the data area, renames it', async () => {
-    const { runner, manager, headerIo } = setup([
+  it('creates a thin LV in the pool, stamps it without clearing the data area, renames it, holding the host lock exclusively (the pool spans volumes)', async () => {
+    const { runner, manager, headerIo, hostLock } = setup([
       vgStep('vg0', 'vgs-one.json'),
       lookupStep(ID_202, 'lvs-empty.json', {}, ['vg0']),
       poolStep([poolRow('5.00')]),
@@ -2377,6 +2384,7 @@ describe('VolumeService: thin volumes (DESIGN.md §4 "Thin device classes", §5)
     runner.assertDone();
     expect(volume).toEqual(createdIn(ID_202, 202 * MiB));
     expect(headerIo.calls).toEqual([`write /dev/mapper/vg0-lvstamp_new_${ID_202}`]);
+    expect(hostLock.kinds).toEqual(['exclusive']);
   });
 
   it('a thin class in a scope of one group never takes the fast path: a retry is one look-up and a header read, no lvcreate, no write', async () => {
