@@ -155,6 +155,8 @@ export interface DriverOptions {
   readonly ownerId: string;
   /** The driver's whole config file instead of driverConfigYaml(vgName). */
   readonly configYaml?: string;
+  /** `--log-level` (default info); at debug every external command is one `command` line. */
+  readonly logLevel?: 'debug' | 'info';
 }
 
 /** A running driver and a client connected to it. */
@@ -178,7 +180,7 @@ export function driverConfigYaml(vgName: string): string {
 /**
  * Starts `node apps/csi-driver/dist/lvstamp-csi.mjs` as a CO's plugin supervisor
  * would: `--endpoint unix://<dir>/csi.sock --node-id e2e-node --config
- * <dir>/config.yaml --lock-file <dir>/host.lock`, and waits until the socket
+ * <dir>/config.yaml --lock-file <dir>/host.lock --log-level info|debug`, and waits until the socket
  * exists and Identity.Probe answers ready (deadline 120 s). Registers its stop
  * with the cleanup registry before spawning, so a failing test never leaves
  * it running.
@@ -220,7 +222,7 @@ export async function startDriver(
       '--owner-id',
       options.ownerId,
       '--log-level',
-      'info',
+      options.logLevel ?? 'info',
     ],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } },
   );
