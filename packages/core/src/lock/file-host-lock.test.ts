@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import {
+  appendFileSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
@@ -31,13 +32,15 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-function fastLock(path: string, waitMs = 5_000): FileHostLock {
+/** A lock that retries every 5–25 ms; its holdings admit in-process callers for `shareMs`. */
+function fastLock(path: string, waitMs = 5_000, shareMs = 60_000): FileHostLock {
   return new FileHostLock({
     path,
     waitMs,
     staleMs: 5_000,
     minRetryDelayMs: 5,
     maxRetryDelayMs: 25,
+    shareMs,
   });
 }
 
@@ -384,6 +387,59 @@ describe('FileHostLock in one process', () => {
   }, 10_000);
 });
 
+describe('FileHostLock: a long holding gives other processes a turn', () => {
+  it('admits nobody new once a holding is shareMs old; after it drains, the file lock stays free for twice maxRetryDelayMs', async () => {
+    // maxRetryDelayMs 25: the pause is 50 ms
+    const path = join(tempDir(), 'host.lock');
+    const lock = fastLock(path, 5_000, 100);
+    const a = gate();
+    const aIn = gate();
+    const holdA = lock.withVolumeLock('volume a', 'a', async () => {
+      aIn.open();
+      await a.opened;
+    });
+    await aIn.opened;
+    const early = await lock.withVolumeLock('volume b', 'b', () => Promise.resolve(Date.now()));
+    expect(existsSync(path)).toBe(true);
+    await tick(150);
+    let lateStart = 0;
+    const late = lock.withVolumeLock('volume c', 'c', () => {
+      lateStart = Date.now();
+      return Promise.resolve();
+    });
+    await tick(50);
+    expect(lateStart).toBe(0); // the holding is over 100 ms old: c waits although a is another volume
+    const aLeft = Date.now();
+    a.open();
+    await holdA;
+    expect(existsSync(path)).toBe(false);
+    await late;
+    expect(early).toBeLessThan(aLeft);
+    expect(lateStart - aLeft).toBeGreaterThanOrEqual(48);
+    expect(existsSync(path)).toBe(false);
+  });
+
+  it('an exclusive caller behind a long holding also waits for the pause, and holdings shorter than shareMs cause none', async () => {
+    // maxRetryDelayMs 1 000: the pause is 2 s, far longer than three uncontended holdings take
+    const lock = new FileHostLock({
+      path: join(tempDir(), 'host.lock'),
+      minRetryDelayMs: 5,
+      maxRetryDelayMs: 1_000,
+      shareMs: 100,
+    });
+    const started = Date.now();
+    for (let i = 0; i < 3; i++) await lock.withLock(`short ${i}`, () => Promise.resolve());
+    expect(Date.now() - started).toBeLessThan(1_000);
+    let left = 0;
+    await lock.withLock('long', async () => {
+      await tick(120);
+      left = Date.now();
+    });
+    const next = await lock.withLock('next', () => Promise.resolve(Date.now()));
+    expect(next - left).toBeGreaterThanOrEqual(1_990);
+  });
+});
+
 describe('FileHostLock across processes', () => {
   let workDir = '';
   let worker = '';
@@ -477,6 +533,41 @@ try {
     const free = await runWorker([path, log, 'd', '0', '300']);
     expect(free).toEqual({ code: 0, stderr: '' });
     expect(readFileSync(log, 'utf8')).toBe('start d\nend d\n');
+  }, 30_000);
+
+  it('another process gets its turn during a stream of volume work that never drains by itself', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'host.lock');
+    const log = join(dir, 'log');
+    writeFileSync(log, '');
+    // holdings admit callers for 300 ms; this process keeps overlapping volume holders running
+    // (a new one every 40 ms, each 100 ms) until the child is done, so without the pause after a
+    // long holding the file lock would never be free and the child would time out
+    const lock = fastLock(path, 5_000, 300);
+    const child = { done: false };
+    const stream = (async () => {
+      const running: Promise<void>[] = [];
+      const bound = Date.now() + 20_000;
+      for (let i = 0; !child.done && Date.now() < bound; i++) {
+        running.push(
+          lock.withVolumeLock(`volume ${i}`, `v${i}`, async () => {
+            appendFileSync(log, `parent ${i}\n`);
+            await tick(100);
+          }),
+        );
+        await tick(40);
+      }
+      await Promise.all(running);
+    })();
+    await tick(200);
+    const result = await runWorker([path, log, 'f', '0', '5000']);
+    child.done = true;
+    await stream;
+    expect(result).toEqual({ code: 0, stderr: '' });
+    const lines = readFileSync(log, 'utf8').trim().split('\n');
+    const at = lines.indexOf('start f');
+    expect(at).toBeGreaterThan(0);
+    expect(lines[at + 1]).toBe('end f');
   }, 30_000);
 
   it('another process waits while volume holders of this one overlap, also after the first left', async () => {

@@ -24,6 +24,14 @@ export interface FileHostLockOptions {
   readonly maxRetryDelayMs?: number;
   /** Warned when the lock is lost while held. */
   readonly logger?: WarnLogger;
+  /**
+   * How long one holding of the file lock admits more in-process callers;
+   * after that it drains, and once released the file lock is not taken
+   * again for twice `maxRetryDelayMs`, so that another process waiting for
+   * it (retrying at least that often) gets its turn during a long stream of
+   * volume work. Default a quarter of `waitMs`.
+   */
+  readonly shareMs?: number;
 }
 
 /** What one in-process holder asks for: the whole lock, or one volume's share of it. */
@@ -47,6 +55,8 @@ interface FileHolding {
   readonly taken: Promise<() => Promise<void>>;
   users: number;
   compromised: Error | null;
+  /** When the file lock was taken (Unix ms); null until then. */
+  takenAt: number | null;
 }
 
 /** The async context of one holder: false once it left (a task that outlived it holds nothing). */
@@ -71,7 +81,11 @@ interface Holder {
  * key is busy lets later callers with other keys pass; nobody passes an
  * exclusive caller that waits (so group-wide work is not starved by a
  * stream of volume work). The file lock is taken by the first admitted
- * caller and released when the last one leaves.
+ * caller and released when the last one leaves. A holding admits callers
+ * for `shareMs` only; after a holding that long the file lock is left free
+ * for twice `maxRetryDelayMs`, so that another process waiting for it gets
+ * its turn (without that pause this process would take it again at once,
+ * and a waiting process, retrying every second, would miss it).
  *
  * Re-entrant: a `withLock` or `withVolumeLock` called inside `fn` (tracked
  * with AsyncLocalStorage) runs at once in the outer holding. `waitMs`
@@ -98,6 +112,9 @@ export class FileHostLock implements HostLock {
   readonly #minRetryDelayMs: number;
   readonly #maxRetryDelayMs: number;
   readonly #logger: WarnLogger | undefined;
+  readonly #shareMs: number;
+  /** Nobody is admitted before this time (Unix ms): the pause after a long holding. */
+  #pausedUntil = 0;
   readonly #context = new AsyncLocalStorage<Holder>();
   /** In-process holders by mode, in the order they were admitted. */
   readonly #holders = new Map<symbol, { readonly mode: Mode; readonly reason: string }>();
@@ -126,6 +143,7 @@ export class FileHostLock implements HostLock {
     this.#minRetryDelayMs = options.minRetryDelayMs ?? 50;
     this.#maxRetryDelayMs = options.maxRetryDelayMs ?? 1_000;
     this.#logger = options.logger;
+    this.#shareMs = options.shareMs ?? this.#waitMs / 4;
   }
 
   /** The lock path this instance uses. */
@@ -201,6 +219,9 @@ export class FileHostLock implements HostLock {
 
   /** Admits every waiter that may hold the lock now, in order (the class comment's rule). */
   #admitWaiters(): void {
+    if (Date.now() < this.#pausedUntil) return;
+    const takenAt = this.#file?.takenAt ?? null;
+    if (takenAt !== null && Date.now() - takenAt >= this.#shareMs) return;
     const holders = [...this.#holders.values()];
     let exclusive = holders.some((h) => h.mode.kind === 'exclusive');
     const keys = new Set(holders.flatMap((h) => (h.mode.kind === 'volume' ? [h.mode.key] : [])));
@@ -230,6 +251,20 @@ export class FileHostLock implements HostLock {
     waiter.granted.resolve();
   }
 
+  /**
+   * After a holding of `shareMs` or more: no caller of this process takes
+   * the file lock for twice `maxRetryDelayMs`, the longest a waiting
+   * process's next attempt can be away.
+   */
+  #pause(): void {
+    const pauseMs = 2 * this.#maxRetryDelayMs;
+    this.#pausedUntil = Date.now() + pauseMs;
+    setTimeout(() => {
+      this.#admitWaiters();
+      this.#signalMoved();
+    }, pauseMs).unref();
+  }
+
   #firstHolderReason(): string {
     return [...this.#holders.values()][0]?.reason ?? '';
   }
@@ -247,9 +282,13 @@ export class FileHostLock implements HostLock {
       current.users += 1;
       return current;
     }
-    const state = { users: 1, compromised: null as Error | null };
+    const state = { users: 1, compromised: null as Error | null, takenAt: null as number | null };
     const deadline = Date.now() + this.#waitMs;
-    const taken = this.#releasing.then(() => this.#acquire(reason, deadline, state));
+    const taken = this.#releasing.then(async () => {
+      const release = await this.#acquire(reason, deadline, state);
+      state.takenAt = Date.now();
+      return release;
+    });
     const holding: FileHolding = Object.assign(state, { taken });
     // Every user awaits `taken` and gets its failure; later callers take the file lock anew.
     taken.catch(() => {
@@ -267,6 +306,7 @@ export class FileHostLock implements HostLock {
     holding.users -= 1;
     if (holding.users > 0) return Promise.resolve();
     if (this.#file === holding) this.#file = null;
+    if (holding.takenAt !== null && Date.now() - holding.takenAt >= this.#shareMs) this.#pause();
     if (holding.compromised !== null) return Promise.resolve();
     this.#releasing = holding.taken.then(
       (release) => release().catch(() => undefined),
