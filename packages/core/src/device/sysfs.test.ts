@@ -1,0 +1,82 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { FailedPreconditionError } from '../errors.js';
+
+// readFile counted: how many sysfs files are read at once (each read waits a moment)
+const reading = vi.hoisted(() => ({ now: 0, most: 0 }));
+vi.mock('node:fs/promises', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('node:fs/promises')>();
+  return {
+    ...actual,
+    readFile: async (...args: Parameters<typeof actual.readFile>) => {
+      reading.now += 1;
+      reading.most = Math.max(reading.most, reading.now);
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        return await actual.readFile(...args);
+      } finally {
+        reading.now -= 1;
+      }
+    },
+  };
+});
+
+const { SYSFS_READS_AT_ONCE, sysfsMaps } = await import('./sysfs.js');
+
+const roots: string[] = [];
+afterEach(() => {
+  for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
+});
+
+/** A host root whose sys/block holds dm-0 … dm-(count − 1), each an lvstamp map. */
+function sysfsOf(count: number): string {
+  const root = mkdtempSync(join(tmpdir(), 'lvstamp-sysfs-'));
+  roots.push(root);
+  for (let minor = 0; minor < count; minor++) {
+    const dir = join(root, 'sys/block', `dm-${minor}`);
+    mkdirSync(join(dir, 'dm'), { recursive: true });
+    writeFileSync(join(dir, 'dm/name'), `map${minor}\n`);
+    writeFileSync(join(dir, 'dm/uuid'), `LVSTAMP-${minor}\n`);
+    writeFileSync(join(dir, 'dev'), `253:${minor}\n`);
+  }
+  mkdirSync(join(root, 'sys/block/loop0'), { recursive: true });
+  return root;
+}
+
+describe('sysfsMaps', () => {
+  it('lists every dm device by name, uuid and device number', async () => {
+    const maps = await sysfsMaps(sysfsOf(2));
+    expect(maps.sort((a, b) => a.minor - b.minor)).toEqual([
+      { name: 'map0', uuid: 'LVSTAMP-0', major: 253, minor: 0 },
+      { name: 'map1', uuid: 'LVSTAMP-1', major: 253, minor: 1 },
+    ]);
+  });
+
+  it(`reads at most ${SYSFS_READS_AT_ONCE} files at once, however many scans run together`, async () => {
+    const root = sysfsOf(40);
+    reading.most = 0;
+    const scans = await Promise.all(Array.from({ length: 16 }, () => sysfsMaps(root)));
+    expect(scans.map((maps) => maps.length)).toEqual(Array.from({ length: 16 }, () => 40));
+    expect(reading.most).toBe(SYSFS_READS_AT_ONCE);
+  });
+
+  it('leaves out a device that went away while it was read (its files gone)', async () => {
+    const root = sysfsOf(2);
+    rmSync(join(root, 'sys/block/dm-1/dm/uuid'));
+    expect(await sysfsMaps(root)).toEqual([
+      { name: 'map0', uuid: 'LVSTAMP-0', major: 253, minor: 0 },
+    ]);
+  });
+
+  it('a file that cannot be read for another reason is an error naming it, never "no device"', async () => {
+    const root = sysfsOf(2);
+    const path = join(root, 'sys/block/dm-1/dm/name');
+    rmSync(path);
+    mkdirSync(path); // EISDIR, as EMFILE or EIO would be: nothing proves the device absent
+    const error = await sysfsMaps(root).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FailedPreconditionError);
+    expect((error as Error).message).toMatch(new RegExp(`^cannot read ${path}: .*EISDIR`));
+  });
+});
