@@ -14,7 +14,7 @@ import { deviceUsersText } from '../os/holders.js';
 import { linearTablesOf, listDmMaps } from './dm-listing.js';
 import { withDriverCheck } from './no-driver.js';
 import { formatLinearTable, linearTableFor, parseLinearTable, sameTable } from './dm-tables.js';
-import { blockDevicePresent, sysfsMaps } from './sysfs.js';
+import { blockDevicePresent, sysfsMaps, sysfsMapsWith } from './sysfs.js';
 import type {
   DataDevice,
   DataDeviceMap,
@@ -213,15 +213,15 @@ export class DataDeviceManager {
   /**
    * The data device of `volumeId` if a map with its UUID `LVSTAMP-<id>`
    * exists, read from sysfs in-process (`sys/block/dm-N/dm/uuid`, `dm/name`,
-   * `dev` under the host root; no dmsetup process): one directory read and
-   * one small read per device-mapper device.
+   * `dev` under the host root; no dmsetup process, sysfsMapsWith): one
+   * directory read and one small read per device-mapper device.
    * @returns null when no map has that UUID.
    * @throws InvalidArgumentError for a malformed ID; FailedPreconditionError
    *   when sysfs cannot be read or a `dev` file is not `major:minor`.
    */
   async find(volumeId: string): Promise<DataDeviceRef | null> {
     const uuid = dmUuidFor(requireVolumeId(volumeId), this.#naming);
-    const map = (await sysfsMaps(this.#hostRoot)).find((m) => m.uuid === uuid);
+    const [map] = await sysfsMapsWith(this.#hostRoot, 'uuid', uuid);
     return map === undefined
       ? null
       : { volumeId, name: map.name, major: map.major, minor: map.minor };

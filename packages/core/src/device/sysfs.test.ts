@@ -5,13 +5,14 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FailedPreconditionError } from '../errors.js';
 
 // readFile counted: how many sysfs files are read at once (each read waits a moment)
-const reading = vi.hoisted(() => ({ now: 0, most: 0 }));
+const reading = vi.hoisted(() => ({ now: 0, most: 0, total: 0 }));
 vi.mock('node:fs/promises', async (importOriginal) => {
   const actual = await importOriginal<typeof import('node:fs/promises')>();
   return {
     ...actual,
     readFile: async (...args: Parameters<typeof actual.readFile>) => {
       reading.now += 1;
+      reading.total += 1;
       reading.most = Math.max(reading.most, reading.now);
       try {
         await new Promise((resolve) => setTimeout(resolve, 1));
@@ -23,7 +24,7 @@ vi.mock('node:fs/promises', async (importOriginal) => {
   };
 });
 
-const { SYSFS_READS_AT_ONCE, sysfsMaps } = await import('./sysfs.js');
+const { SYSFS_READS_AT_ONCE, sysfsMaps, sysfsMapsWith } = await import('./sysfs.js');
 
 const roots: string[] = [];
 afterEach(() => {
@@ -78,5 +79,28 @@ describe('sysfsMaps', () => {
     const error = await sysfsMaps(root).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(FailedPreconditionError);
     expect((error as Error).message).toMatch(new RegExp(`^cannot read ${path}: .*EISDIR`));
+  });
+});
+
+describe('sysfsMapsWith', () => {
+  it('finds the map of one name or uuid, reading one file per device and the rest of the match only', async () => {
+    const root = sysfsOf(10);
+    reading.total = 0;
+    expect(await sysfsMapsWith(root, 'uuid', 'LVSTAMP-7')).toEqual([
+      { name: 'map7', uuid: 'LVSTAMP-7', major: 253, minor: 7 },
+    ]);
+    expect(reading.total).toBe(10 + 3);
+    expect(await sysfsMapsWith(root, 'name', 'map3')).toEqual([
+      { name: 'map3', uuid: 'LVSTAMP-3', major: 253, minor: 3 },
+    ]);
+    expect(await sysfsMapsWith(root, 'name', 'map')).toEqual([]);
+  });
+
+  it('is an error, never "none", when a file cannot be read', async () => {
+    const root = sysfsOf(2);
+    const path = join(root, 'sys/block/dm-0/dm/uuid');
+    rmSync(path);
+    mkdirSync(path);
+    await expect(sysfsMapsWith(root, 'uuid', 'LVSTAMP-1')).rejects.toThrow(FailedPreconditionError);
   });
 });

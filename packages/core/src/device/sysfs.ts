@@ -32,42 +32,76 @@ const sysfsReads = pLimit(SYSFS_READS_AT_ONCE);
 export async function sysfsMaps(
   hostRoot: string | undefined,
 ): Promise<(DeviceNumber & { name: string; uuid: string })[]> {
+  const { blockDir, entries } = await dmEntries(hostRoot);
+  const maps = await Promise.all(entries.map((entry) => mapOf(blockDir, entry)));
+  return maps.flat();
+}
+
+/**
+ * As sysfsMaps, for the device-mapper devices whose `name` (`dm/name`) or
+ * `uuid` (`dm/uuid`) is `value`: one file read per device, the other two
+ * only for a match (a scan for one map, as each delete makes, reads a
+ * third of sysfsMaps's files).
+ * @throws FailedPreconditionError as sysfsMaps.
+ */
+export async function sysfsMapsWith(
+  hostRoot: string | undefined,
+  field: 'name' | 'uuid',
+  value: string,
+): Promise<(DeviceNumber & { name: string; uuid: string })[]> {
+  const { blockDir, entries } = await dmEntries(hostRoot);
+  const maps = await Promise.all(
+    entries.map(async (entry) =>
+      (await readSysfs(blockDir, entry, `dm/${field}`)) === value ? mapOf(blockDir, entry) : [],
+    ),
+  );
+  return maps.flat().filter((map) => map[field] === value);
+}
+
+/** `sys/block` under the host root and its `dm-N` entries. */
+async function dmEntries(
+  hostRoot: string | undefined,
+): Promise<{ blockDir: string; entries: string[] }> {
   const blockDir = join(hostRoot ?? '/', 'sys/block');
-  let entries: string[];
   try {
-    entries = (await readdir(blockDir)).filter((name) => name.startsWith('dm-'));
+    const entries = (await readdir(blockDir)).filter((name) => name.startsWith('dm-'));
+    return { blockDir, entries };
   } catch (error) {
     throw new FailedPreconditionError(`cannot list ${blockDir}: ${(error as Error).message}`);
   }
-  const read = (entry: string, file: string): Promise<string | null> => {
-    const path = join(blockDir, entry, file);
-    return sysfsReads(() => readFile(path, 'utf8')).then(
-      (text) => text.trim(),
-      (error: unknown) => {
-        const code = errorCode(error);
-        if (code === 'ENOENT' || code === 'ENODEV') return null; // the device went away
-        throw new FailedPreconditionError(`cannot read ${path}: ${errorMessage(error)}`);
-      },
-    );
-  };
-  const maps = await Promise.all(
-    entries.map(async (entry) => {
-      const [name, uuid, dev] = await Promise.all([
-        read(entry, 'dm/name'),
-        read(entry, 'dm/uuid'),
-        read(entry, 'dev'),
-      ]);
-      if (name === null || uuid === null || dev === null) return [];
-      const match = /^(\d+):(\d+)$/.exec(dev);
-      if (match === null) {
-        throw new FailedPreconditionError(
-          `${join(blockDir, entry, 'dev')} holds "${dev}", not major:minor`,
-        );
-      }
-      return [{ name, uuid, major: Number(match[1]), minor: Number(match[2]) }];
-    }),
+}
+
+/** One file of `sys/block/<entry>`, trimmed; null when the device went away (ENOENT, ENODEV). */
+function readSysfs(blockDir: string, entry: string, file: string): Promise<string | null> {
+  const path = join(blockDir, entry, file);
+  return sysfsReads(() => readFile(path, 'utf8')).then(
+    (text) => text.trim(),
+    (error: unknown) => {
+      const code = errorCode(error);
+      if (code === 'ENOENT' || code === 'ENODEV') return null;
+      throw new FailedPreconditionError(`cannot read ${path}: ${errorMessage(error)}`);
+    },
   );
-  return maps.flat();
+}
+
+/** The map `sys/block/<entry>` shows, or none when it went away. */
+async function mapOf(
+  blockDir: string,
+  entry: string,
+): Promise<(DeviceNumber & { name: string; uuid: string })[]> {
+  const [name, uuid, dev] = await Promise.all([
+    readSysfs(blockDir, entry, 'dm/name'),
+    readSysfs(blockDir, entry, 'dm/uuid'),
+    readSysfs(blockDir, entry, 'dev'),
+  ]);
+  if (name === null || uuid === null || dev === null) return [];
+  const match = /^(\d+):(\d+)$/.exec(dev);
+  if (match === null) {
+    throw new FailedPreconditionError(
+      `${join(blockDir, entry, 'dev')} holds "${dev}", not major:minor`,
+    );
+  }
+  return [{ name, uuid, major: Number(match[1]), minor: Number(match[2]) }];
 }
 
 /**

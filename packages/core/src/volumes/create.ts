@@ -12,7 +12,7 @@ import {
   OutOfSpaceError,
   VolumeGroupUnusableError,
 } from '../errors.js';
-import { sysfsMaps } from '../device/sysfs.js';
+import { sysfsMapsWith } from '../device/sysfs.js';
 import { isThinLv } from '../lvm/thin-snapshots.js';
 import type { VolumeGroup } from '../lvm/types.js';
 import type { GroupsReport } from '../lvm/volume-groups.js';
@@ -155,7 +155,7 @@ async function createWithoutLookup(
 
 /**
  * Whether `lvstamp_<id>` of `vgName` is active, from sysfs (`sys/block/dm-N/
- * dm/name` under the host root, sysfsMaps; no process). A hint only, that
+ * dm/name` under the host root, sysfsMapsWith; no process). A hint only, that
  * spares a create of an existing volume the doomed `lvcreate` and
  * `lvrename` of createWithoutLookup: that path is right either way, so an
  * unreadable sysfs is "no".
@@ -167,7 +167,7 @@ async function finishedLvActive(
 ): Promise<boolean> {
   const dmName = lvDmName(vgName, lvNameFor(volumeId, p.naming));
   try {
-    return (await sysfsMaps(p.hostRoot)).some((map) => map.name === dmName);
+    return (await sysfsMapsWith(p.hostRoot, 'name', dmName)).length > 0;
   } catch (error) {
     if (error instanceof FailedPreconditionError) return false;
     throw error;
