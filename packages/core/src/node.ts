@@ -61,7 +61,11 @@ export function createNodeServices(options: NodeServicesOptions = {}): NodeServi
   const runner = options.runner ?? new ExecaRunner();
   const hostLock =
     options.hostLock ??
-    new FileHostLock(options.lockFile === undefined ? {} : { path: options.lockFile });
+    new FileHostLock({
+      ...(options.lockFile === undefined ? {} : { path: options.lockFile }),
+      // "host lock compromised while held" reaches the log.
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
   const headers = new BlockHeaderIo();
   const lvm = new Lvm({ runner, hostLock, ...(options.logger ? { logger: options.logger } : {}) });
   const dataDevices = new DataDeviceManager({ runner, naming });

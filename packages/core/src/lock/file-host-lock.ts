@@ -25,11 +25,11 @@ export interface FileHostLockOptions {
   /** Warned when the lock is lost while held. */
   readonly logger?: WarnLogger;
   /**
-   * How long one holding of the file lock admits more in-process callers;
-   * after that it drains, and once released the file lock is not taken
-   * again for twice `maxRetryDelayMs`, so that another process waiting for
-   * it (retrying at least that often) gets its turn during a long stream of
-   * volume work. Default a quarter of `waitMs`.
+   * How long this process keeps the file lock (one holding, or holdings
+   * less than a pause apart) before it admits nobody new; once released,
+   * the file lock is then not taken again for twice `maxRetryDelayMs`, so
+   * that another process waiting for it (retrying at least that often) gets
+   * its turn during a long stream of work. Default a quarter of `waitMs`.
    */
   readonly shareMs?: number;
 }
@@ -81,11 +81,14 @@ interface Holder {
  * key is busy lets later callers with other keys pass; nobody passes an
  * exclusive caller that waits (so group-wide work is not starved by a
  * stream of volume work). The file lock is taken by the first admitted
- * caller and released when the last one leaves. A holding admits callers
- * for `shareMs` only; after a holding that long the file lock is left free
- * for twice `maxRetryDelayMs`, so that another process waiting for it gets
- * its turn (without that pause this process would take it again at once,
- * and a waiting process, retrying every second, would miss it).
+ * caller and released when the last one leaves. After the process kept the
+ * file lock for `shareMs` (one holding, or a chain of holdings less than a
+ * pause apart) it admits nobody new, and once released the file lock is
+ * left free for twice `maxRetryDelayMs`, so that another process waiting
+ * for it gets its turn (without that pause this process would take it
+ * again at once, and a waiting process, retrying every second, would miss
+ * it). A caller that joins a holding still being taken keeps its own
+ * deadline for another process's lock.
  *
  * Re-entrant: a `withLock` or `withVolumeLock` called inside `fn` (tracked
  * with AsyncLocalStorage) runs at once in the outer holding. `waitMs`
@@ -115,6 +118,15 @@ export class FileHostLock implements HostLock {
   readonly #shareMs: number;
   /** Nobody is admitted before this time (Unix ms): the pause after a long holding. */
   #pausedUntil = 0;
+  /**
+   * Since when (Unix ms) this process has kept the file lock from other processes: the taking
+   * of a holding that followed the last one by less than a pause continues the period (a
+   * waiting process, retrying about once per maxRetryDelayMs, almost never sees such a gap);
+   * null after a pause.
+   */
+  #busySince: number | null = null;
+  /** When the last holding was released (Unix ms). */
+  #freedAt = Number.NEGATIVE_INFINITY;
   readonly #context = new AsyncLocalStorage<Holder>();
   /** In-process holders by mode, in the order they were admitted. */
   readonly #holders = new Map<symbol, { readonly mode: Mode; readonly reason: string }>();
@@ -165,8 +177,22 @@ export class FileHostLock implements HostLock {
     const holder: Holder = { held: true };
     let file: FileHolding | null = null;
     try {
-      file = this.#join(reason);
-      await file.taken;
+      // This caller's own wait for another process: a holding it joined late may give up at the
+      // deadline of the caller that started it; then it takes the file lock anew.
+      const deadline = Date.now() + this.#waitMs;
+      for (;;) {
+        file = this.#join(reason, deadline);
+        try {
+          await file.taken;
+          break;
+        } catch (error) {
+          const lockedOut = isErrno((error as { cause?: unknown }).cause, 'ELOCKED');
+          if (!lockedOut || Date.now() >= deadline) throw error;
+          const failed = file;
+          file = null;
+          await this.#leave(failed);
+        }
+      }
       const result = await this.#context.run(holder, fn);
       if (file.compromised !== null) {
         throw new LockTimeoutError(
@@ -220,8 +246,9 @@ export class FileHostLock implements HostLock {
   /** Admits every waiter that may hold the lock now, in order (the class comment's rule). */
   #admitWaiters(): void {
     if (Date.now() < this.#pausedUntil) return;
-    const takenAt = this.#file?.takenAt ?? null;
-    if (takenAt !== null && Date.now() - takenAt >= this.#shareMs) return;
+    // Between holdings, and while one is being taken, the taking decides (see #busySince).
+    const busySince = (this.#file?.takenAt ?? null) === null ? null : this.#busySince;
+    if (busySince !== null && Date.now() - busySince >= this.#shareMs) return;
     const holders = [...this.#holders.values()];
     let exclusive = holders.some((h) => h.mode.kind === 'exclusive');
     const keys = new Set(holders.flatMap((h) => (h.mode.kind === 'volume' ? [h.mode.key] : [])));
@@ -252,7 +279,7 @@ export class FileHostLock implements HostLock {
   }
 
   /**
-   * After a holding of `shareMs` or more: no caller of this process takes
+   * After a busy period of `shareMs` or more: no caller of this process takes
    * the file lock for twice `maxRetryDelayMs`, the longest a waiting
    * process's next attempt can be away.
    */
@@ -276,17 +303,18 @@ export class FileHostLock implements HostLock {
   }
 
   /** The current holding of the file lock, joined, or a new one being taken. */
-  #join(reason: string): FileHolding {
+  #join(reason: string, deadline: number): FileHolding {
     const current = this.#file;
     if (current !== null && current.compromised === null) {
       current.users += 1;
       return current;
     }
     const state = { users: 1, compromised: null as Error | null, takenAt: null as number | null };
-    const deadline = Date.now() + this.#waitMs;
     const taken = this.#releasing.then(async () => {
       const release = await this.#acquire(reason, deadline, state);
       state.takenAt = Date.now();
+      if (this.#busySince === null || state.takenAt - this.#freedAt >= 2 * this.#maxRetryDelayMs)
+        this.#busySince = state.takenAt;
       return release;
     });
     const holding: FileHolding = Object.assign(state, { taken });
@@ -306,7 +334,11 @@ export class FileHostLock implements HostLock {
     holding.users -= 1;
     if (holding.users > 0) return Promise.resolve();
     if (this.#file === holding) this.#file = null;
-    if (holding.takenAt !== null && Date.now() - holding.takenAt >= this.#shareMs) this.#pause();
+    this.#freedAt = Date.now();
+    if (this.#busySince !== null && Date.now() - this.#busySince >= this.#shareMs) {
+      this.#busySince = null;
+      this.#pause();
+    }
     if (holding.compromised !== null) return Promise.resolve();
     this.#releasing = holding.taken.then(
       (release) => release().catch(() => undefined),
