@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FailedPreconditionError } from '../errors.js';
 
 // readFile counted: how many sysfs files are read at once (each read waits a moment)
-const reading = vi.hoisted(() => ({ now: 0, most: 0, total: 0 }));
+const reading = vi.hoisted(() => ({ now: 0, most: 0, total: 0, fail: new Map<string, string>() }));
 vi.mock('node:fs/promises', async (importOriginal) => {
   const actual = await importOriginal<typeof import('node:fs/promises')>();
   return {
@@ -16,6 +16,8 @@ vi.mock('node:fs/promises', async (importOriginal) => {
       reading.most = Math.max(reading.most, reading.now);
       try {
         await new Promise((resolve) => setTimeout(resolve, 1));
+        const code = typeof args[0] === 'string' ? reading.fail.get(args[0]) : undefined;
+        if (code !== undefined) throw Object.assign(new Error(`${code}: injected`), { code });
         return await actual.readFile(...args);
       } finally {
         reading.now -= 1;
@@ -29,6 +31,7 @@ const { SYSFS_READS_AT_ONCE, sysfsMaps, sysfsMapsWith } = await import('./sysfs.
 const roots: string[] = [];
 afterEach(() => {
   for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
+  reading.fail.clear();
 });
 
 /** A host root whose sys/block holds dm-0 … dm-(count − 1), each an lvstamp map. */
@@ -69,6 +72,30 @@ describe('sysfsMaps', () => {
     expect(await sysfsMaps(root)).toEqual([
       { name: 'map0', uuid: 'LVSTAMP-0', major: 253, minor: 0 },
     ]);
+  });
+
+  it('leaves out a dm device being removed: its dm/ files answer EINVAL (drivers/md/dm-sysfs.c)', async () => {
+    const root = sysfsOf(2);
+    reading.fail.set(join(root, 'sys/block/dm-1/dm/uuid'), 'EINVAL');
+    expect(await sysfsMaps(root)).toEqual([
+      { name: 'map0', uuid: 'LVSTAMP-0', major: 253, minor: 0 },
+    ]);
+    expect(await sysfsMapsWith(root, 'name', 'map1')).toEqual([]);
+  });
+
+  it('EINVAL from a file outside dm/, EMFILE or EIO from any: an error naming the file', async () => {
+    for (const [file, code] of [
+      ['dev', 'EINVAL'],
+      ['dm/name', 'EMFILE'],
+      ['dm/uuid', 'EIO'],
+    ] as const) {
+      const root = sysfsOf(2);
+      const path = join(root, 'sys/block/dm-1', file);
+      reading.fail.set(path, code);
+      await expect(sysfsMaps(root)).rejects.toThrow(
+        new FailedPreconditionError(`cannot read ${path}: ${code}: injected`),
+      );
+    }
   });
 
   it('a file that cannot be read for another reason is an error naming it, never "no device"', async () => {

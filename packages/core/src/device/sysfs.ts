@@ -22,7 +22,8 @@ const sysfsReads = pLimit(SYSFS_READS_AT_ONCE);
  * Every device-mapper device as sysfs shows it under the host root
  * (`sys/block/dm-N/dm/name`, `dm/uuid`, `dev`), read in-process, at most
  * SYSFS_READS_AT_ONCE files at once in this process; a device that goes
- * away while it is read (ENOENT, ENODEV) is left out. No open count (that
+ * away while it is read (ENOENT, ENODEV; EINVAL from a `dm/` file) is left
+ * out. No open count (that
  * is dmsetup's, listAll).
  * @throws FailedPreconditionError when `sys/block` cannot be listed, a file
  *   of a device cannot be read for another reason (EMFILE, EACCES, EIO:
@@ -71,7 +72,12 @@ async function dmEntries(
   }
 }
 
-/** One file of `sys/block/<entry>`, trimmed; null when the device went away (ENOENT, ENODEV). */
+/**
+ * One file of `sys/block/<entry>`, trimmed; null when the device went away:
+ * ENOENT or ENODEV, or for a `dm/` file EINVAL, which device-mapper returns
+ * while the device is being removed (drivers/md/dm-sysfs.c: no device
+ * behind the kobject any more; seen in a burst of 64 deletes).
+ */
 function readSysfs(blockDir: string, entry: string, file: string): Promise<string | null> {
   const path = join(blockDir, entry, file);
   return sysfsReads(() => readFile(path, 'utf8')).then(
@@ -79,6 +85,7 @@ function readSysfs(blockDir: string, entry: string, file: string): Promise<strin
     (error: unknown) => {
       const code = errorCode(error);
       if (code === 'ENOENT' || code === 'ENODEV') return null;
+      if (code === 'EINVAL' && file.startsWith('dm/')) return null;
       throw new FailedPreconditionError(`cannot read ${path}: ${errorMessage(error)}`);
     },
   );
