@@ -5,27 +5,21 @@
 // "Another process" is a child Node process running the transpiled lock module, with the
 // production retry settings (first retry 50 ms, at most 1 000 ms between attempts), as the CLI,
 // the GC job and the driver construct it (node.ts: only the path is configured).
-import { execFile } from 'node:child_process';
 import {
   appendFileSync,
   existsSync,
-  mkdirSync,
   mkdtempSync,
   readFileSync,
   rmSync,
-  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import ts from 'typescript';
+import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockTimeoutError } from '../errors.js';
 import { FileHostLock } from './file-host-lock.js';
+import { lockWorker, type LockWorker } from '../testing/lock-worker.js';
 
-const SRC = fileURLToPath(new URL('../', import.meta.url));
-const CORE = fileURLToPath(new URL('../../', import.meta.url));
 const tick = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 const dirs: string[] = [];
@@ -50,33 +44,13 @@ function productionLikeLock(path: string, waitMs: number, shareMs: number): File
   });
 }
 
-let workDir = '';
-let worker = '';
+let worker: LockWorker;
 
-// Node cannot run TypeScript here: transpile the lock module for the children (as
-// file-host-lock.test.ts does).
 beforeAll(() => {
-  workDir = mkdtempSync(join(tmpdir(), 'lvstamp-lockfair-worker-'));
-  for (const file of ['errors.ts', 'naming.ts', 'lock/file-host-lock.ts']) {
-    const source = readFileSync(join(SRC, file), 'utf8');
-    const output = ts.transpileModule(source, {
-      compilerOptions: {
-        module: ts.ModuleKind.ESNext,
-        target: ts.ScriptTarget.ES2022,
-        verbatimModuleSyntax: true,
-      },
-    }).outputText;
-    mkdirSync(dirname(join(workDir, file)), { recursive: true });
-    writeFileSync(join(workDir, file.replace(/\.ts$/, '.js')), output);
-  }
-  writeFileSync(join(workDir, 'package.json'), '{"type":"module"}');
-  symlinkSync(join(CORE, 'node_modules'), join(workDir, 'node_modules'));
-  worker = join(workDir, 'worker.js');
   // mode `once`: one exclusive holding of holdMs. mode `chain`: two loops of exclusive holdings of
   // holdMs each, back to back (one always waiting behind the other, as the GC executor's entries
   // or a burst of thin creates), for runMs.
-  writeFileSync(
-    worker,
+  worker = lockWorker(
     `import { appendFileSync } from 'node:fs';
 import { FileHostLock } from './lock/file-host-lock.js';
 const [path, log, id, mode, holdMs, waitMs, shareMs, runMs] = process.argv.slice(2);
@@ -106,17 +80,12 @@ try {
 `,
   );
   return () => {
-    rmSync(workDir, { recursive: true, force: true });
+    worker.remove();
   };
 });
 
 function runWorker(args: string[]): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [worker, ...args], { timeout: 60_000 }, (error, _stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
-      resolve({ code, stderr });
-    });
-  });
+  return worker.run(args);
 }
 
 describe('FileHostLock: a busy period of shareMs, one holding or a chain of them, ends in a pause', () => {

@@ -1,7 +1,5 @@
-import { execFile } from 'node:child_process';
 import {
   appendFileSync,
-  mkdirSync,
   mkdtempSync,
   readFileSync,
   rmSync,
@@ -11,15 +9,12 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import ts from 'typescript';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FailedPreconditionError, InvalidArgumentError, LockTimeoutError } from '../errors.js';
 import { FileHostLock } from './file-host-lock.js';
 import { NoopHostLock } from './host-lock.js';
+import { lockWorker, type LockWorker } from '../testing/lock-worker.js';
 
-const SRC = fileURLToPath(new URL('../', import.meta.url));
-const CORE = fileURLToPath(new URL('../../', import.meta.url));
 const tick = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 const dirs: string[] = [];
@@ -60,20 +55,43 @@ function gate(): { opened: Promise<void>; open: () => void } {
   return { opened, open };
 }
 
+/**
+ * Enters `withVolumeLock(key, reason)` on `lock` and stays inside until
+ * `open()`; resolves once inside. `during` runs first thing inside, `after`
+ * once let go.
+ */
+async function holding(
+  lock: FileHostLock,
+  key: string,
+  reason: string,
+  hooks: { during?: () => void; after?: () => void } = {},
+): Promise<{ open: () => void; done: Promise<void> }> {
+  const letGo = gate();
+  const inside = gate();
+  const done = lock.withVolumeLock(key, reason, async () => {
+    hooks.during?.();
+    inside.open();
+    await letGo.opened;
+    hooks.after?.();
+  });
+  await inside.opened;
+  return { open: letGo.open, done };
+}
+
 describe('FileHostLock volume holders in one process', () => {
   it('holders of different volumes hold the lock together, in one holding of the file lock', async () => {
     const path = join(tempDir(), 'host.lock');
     const lock = fastLock(path);
     const events: string[] = [];
-    const a = gate();
-    const aIn = gate();
-    const holdA = lock.withVolumeLock('volume a', 'delete a', async () => {
-      events.push('start a');
-      aIn.open();
-      await a.opened;
-      events.push('end a');
+    const a = await holding(lock, 'volume a', 'delete a', {
+      during: () => {
+        events.push('start a');
+      },
+      after: () => {
+        events.push('end a');
+      },
     });
-    await aIn.opened;
+    const holdA = a.done;
     const holdB = lock.withVolumeLock('volume b', 'create b', async () => {
       events.push('start b');
       // a holds the lock and so does b: the file lock stays taken when a leaves
@@ -114,14 +132,12 @@ describe('FileHostLock volume holders in one process', () => {
   it('a busy volume lets a later caller of another volume pass', async () => {
     const lock = fastLock(join(tempDir(), 'host.lock'));
     const events: string[] = [];
-    const a = gate();
-    const aIn = gate();
-    const first = lock.withVolumeLock('volume a', 'a1', async () => {
-      aIn.open();
-      await a.opened;
-      events.push('a1 done');
+    const a = await holding(lock, 'volume a', 'a1', {
+      after: () => {
+        events.push('a1 done');
+      },
     });
-    await aIn.opened;
+    const first = a.done;
     const second = lock.withVolumeLock('volume a', 'a2', () => {
       events.push('a2');
       return Promise.resolve();
@@ -138,15 +154,15 @@ describe('FileHostLock volume holders in one process', () => {
   it('an exclusive caller waits for the volume holders, and volume callers behind it wait for it', async () => {
     const lock = fastLock(join(tempDir(), 'host.lock'));
     const events: string[] = [];
-    const a = gate();
-    const aIn = gate();
-    const holdA = lock.withVolumeLock('volume a', 'a', async () => {
-      events.push('start a');
-      aIn.open();
-      await a.opened;
-      events.push('end a');
+    const a = await holding(lock, 'volume a', 'a', {
+      during: () => {
+        events.push('start a');
+      },
+      after: () => {
+        events.push('end a');
+      },
     });
-    await aIn.opened;
+    const holdA = a.done;
     const exclusive = lock.withLock('thin create', async () => {
       events.push('start exclusive');
       await tick(20);
@@ -195,13 +211,8 @@ describe('FileHostLock volume holders in one process', () => {
 
   it('a caller of a busy volume gets LockTimeoutError naming the holder when nobody leaves for waitMs', async () => {
     const lock = fastLock(join(tempDir(), 'host.lock'), 150);
-    const a = gate();
-    const aIn = gate();
-    const holdA = lock.withVolumeLock('volume a', 'expand a', async () => {
-      aIn.open();
-      await a.opened;
-    });
-    await aIn.opened;
+    const a = await holding(lock, 'volume a', 'expand a');
+    const holdA = a.done;
     const error = await lock
       .withVolumeLock('volume a', 'delete a', () => Promise.resolve())
       .catch((e: unknown) => e);
@@ -217,13 +228,8 @@ describe('FileHostLock volume holders in one process', () => {
 
   it('an exclusive caller that gives up no longer holds back the volume callers behind it', async () => {
     const lock = fastLock(join(tempDir(), 'host.lock'), 150);
-    const a = gate();
-    const aIn = gate();
-    const holdA = lock.withVolumeLock('volume a', 'a', async () => {
-      aIn.open();
-      await a.opened;
-    });
-    await aIn.opened;
+    const a = await holding(lock, 'volume a', 'a');
+    const holdA = a.done;
     const exclusive = lock.withLock('gc', () => Promise.resolve()).catch((e: unknown) => e);
     const holdB = lock.withVolumeLock('volume b', 'b', () => Promise.resolve('b ran'));
     expect(await exclusive).toBeInstanceOf(LockTimeoutError);
@@ -392,13 +398,8 @@ describe('FileHostLock: a long holding gives other processes a turn', () => {
     // maxRetryDelayMs 25: the pause is 50 ms
     const path = join(tempDir(), 'host.lock');
     const lock = fastLock(path, 5_000, 100);
-    const a = gate();
-    const aIn = gate();
-    const holdA = lock.withVolumeLock('volume a', 'a', async () => {
-      aIn.open();
-      await a.opened;
-    });
-    await aIn.opened;
+    const a = await holding(lock, 'volume a', 'a');
+    const holdA = a.done;
     const early = await lock.withVolumeLock('volume b', 'b', () => Promise.resolve(Date.now()));
     expect(existsSync(path)).toBe(true);
     await tick(150);
@@ -441,29 +442,10 @@ describe('FileHostLock: a long holding gives other processes a turn', () => {
 });
 
 describe('FileHostLock across processes', () => {
-  let workDir = '';
-  let worker = '';
+  let worker: LockWorker;
 
-  // Node 20 cannot run TypeScript: transpile the lock module for the children.
   beforeAll(() => {
-    workDir = mkdtempSync(join(tmpdir(), 'lvstamp-lock-worker-'));
-    for (const file of ['errors.ts', 'naming.ts', 'lock/file-host-lock.ts']) {
-      const source = readFileSync(join(SRC, file), 'utf8');
-      const output = ts.transpileModule(source, {
-        compilerOptions: {
-          module: ts.ModuleKind.ESNext,
-          target: ts.ScriptTarget.ES2022,
-          verbatimModuleSyntax: true,
-        },
-      }).outputText;
-      mkdirSync(dirname(join(workDir, file)), { recursive: true });
-      writeFileSync(join(workDir, file.replace(/\.ts$/, '.js')), output);
-    }
-    writeFileSync(join(workDir, 'package.json'), '{"type":"module"}');
-    symlinkSync(join(CORE, 'node_modules'), join(workDir, 'node_modules'));
-    worker = join(workDir, 'worker.js');
-    writeFileSync(
-      worker,
+    worker = lockWorker(
       `import { appendFileSync } from 'node:fs';
 import { FileHostLock } from './lock/file-host-lock.js';
 const [path, log, id, holdMs, waitMs] = process.argv.slice(2);
@@ -481,23 +463,12 @@ try {
 `,
     );
     return () => {
-      rmSync(workDir, { recursive: true, force: true });
+      worker.remove();
     };
   });
 
-  function runWorker(args: string[]): Promise<{ code: number | null; stderr: string }> {
-    return new Promise((resolve) => {
-      execFile(
-        process.execPath,
-        [worker, ...args],
-        { timeout: 20_000 },
-        (error, _stdout, stderr) => {
-          const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
-          resolve({ code, stderr });
-        },
-      );
-    });
-  }
+  const runWorker = (args: string[]): Promise<{ code: number | null; stderr: string }> =>
+    worker.run(args);
 
   it('two child processes never hold the lock at the same time', async () => {
     const dir = tempDir();
@@ -575,13 +546,8 @@ try {
     const path = join(dir, 'host.lock');
     const log = join(dir, 'log');
     const lock = fastLock(path);
-    const a = gate();
-    const aIn = gate();
-    const holdA = lock.withVolumeLock('volume a', 'a', async () => {
-      aIn.open();
-      await a.opened;
-    });
-    await aIn.opened;
+    const a = await holding(lock, 'volume a', 'a');
+    const holdA = a.done;
     const blocked = await lock.withVolumeLock('volume b', 'b', async () => {
       a.open();
       await holdA;

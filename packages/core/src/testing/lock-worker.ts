@@ -1,0 +1,62 @@
+// Child processes for the host lock's tests (lock/*.test.ts): "another process" taking the same
+// lock file. Node cannot run TypeScript, so the lock module and what it imports are transpiled
+// into a temporary directory beside a worker script.
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+
+const SRC = fileURLToPath(new URL('../', import.meta.url));
+const CORE = fileURLToPath(new URL('../../', import.meta.url));
+
+/** A worker script that imports `./lock/file-host-lock.js`, ready to run. */
+export interface LockWorker {
+  /** Runs the script with `args`; exit code (null: killed after 60 s) and stderr. */
+  run(args: readonly string[]): Promise<{ code: number | null; stderr: string }>;
+  /** Removes the temporary directory. */
+  remove(): void;
+}
+
+/**
+ * Writes the transpiled lock module and `script` (an ES module whose
+ * imports are relative to `src/`, e.g. `./lock/file-host-lock.js`) into a
+ * new temporary directory.
+ */
+export function lockWorker(script: string): LockWorker {
+  const dir = mkdtempSync(join(tmpdir(), 'lvstamp-lock-worker-'));
+  for (const file of ['errors.ts', 'naming.ts', 'lock/file-host-lock.ts']) {
+    const source = readFileSync(join(SRC, file), 'utf8');
+    const output = ts.transpileModule(source, {
+      compilerOptions: {
+        module: ts.ModuleKind.ESNext,
+        target: ts.ScriptTarget.ES2022,
+        verbatimModuleSyntax: true,
+      },
+    }).outputText;
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    writeFileSync(join(dir, file.replace(/\.ts$/, '.js')), output);
+  }
+  writeFileSync(join(dir, 'package.json'), '{"type":"module"}');
+  symlinkSync(join(CORE, 'node_modules'), join(dir, 'node_modules'));
+  const worker = join(dir, 'worker.js');
+  writeFileSync(worker, script);
+  return {
+    run: (args) =>
+      new Promise((resolve) => {
+        execFile(
+          process.execPath,
+          [worker, ...args],
+          { timeout: 60_000 },
+          (error, _stdout, stderr) => {
+            const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
+            resolve({ code, stderr });
+          },
+        );
+      }),
+    remove: () => {
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
