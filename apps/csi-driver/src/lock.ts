@@ -1,4 +1,10 @@
-import { isHexId, KeyedMutex, snapshotIdForName, volumeIdForName } from '@lvstamp/core';
+import {
+  isHexId,
+  KeyedMutex,
+  snapshotIdForName,
+  volumeIdForName,
+  volumeLockKey,
+} from '@lvstamp/core';
 import type { Handler } from './csi-types.js';
 
 /** Picks the lock key a request names (`volume <id>`, `snapshot <id>`), or null when it names none (yet). */
@@ -33,11 +39,11 @@ export function withRpcLocks<T extends Readonly<Record<string, Handler>>>(
 
 /** `volume <id>` of a request's `volume_id`; null for a malformed one (the handler answers it). */
 export const byVolumeId = (request: { volume_id: string }): string | null =>
-  isHexId(request.volume_id) ? `volume ${request.volume_id}` : null;
+  isHexId(request.volume_id) ? volumeLockKey(request.volume_id) : null;
 
 /** `volume <id>` of the volume a request's `name` creates (DESIGN.md §3); null for a bad name. */
 export const byVolumeName = (request: { name: string }): string | null =>
-  keyOfName('volume', volumeIdForName, request.name);
+  keyOfName((name) => volumeLockKey(volumeIdForName(name)), request.name);
 
 /** `snapshot <id>` of a request's `snapshot_id`; null for a malformed one. */
 export const bySnapshotId = (request: { snapshot_id: string }): string | null =>
@@ -45,11 +51,11 @@ export const bySnapshotId = (request: { snapshot_id: string }): string | null =>
 
 /** `snapshot <id>` of the snapshot a CreateSnapshot `name` makes; null for a bad name. */
 export const bySnapshotName = (request: { name: string }): string | null =>
-  keyOfName('snapshot', snapshotIdForName, request.name);
+  keyOfName((name) => `snapshot ${snapshotIdForName(name)}`, request.name);
 
-function keyOfName(kind: string, idOf: (name: string) => string, name: string): string | null {
+function keyOfName(keyOf: (name: string) => string, name: string): string | null {
   try {
-    return `${kind} ${idOf(name)}`;
+    return keyOf(name);
   } catch {
     return null; // the handler refuses the name itself
   }

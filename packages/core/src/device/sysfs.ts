@@ -23,8 +23,7 @@ const sysfsReads = pLimit(SYSFS_READS_AT_ONCE);
  * (`sys/block/dm-N/dm/name`, `dm/uuid`, `dev`), read in-process, at most
  * SYSFS_READS_AT_ONCE files at once in this process; a device that goes
  * away while it is read (ENOENT, ENODEV; EINVAL from a `dm/` file) is left
- * out. No open count (that
- * is dmsetup's, listAll).
+ * out. No open count (that is dmsetup's, listAll).
  * @throws FailedPreconditionError when `sys/block` cannot be listed, a file
  *   of a device cannot be read for another reason (EMFILE, EACCES, EIO:
  *   without it nothing proves the device absent), or a `dev` file is not

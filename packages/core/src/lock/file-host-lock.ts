@@ -205,8 +205,7 @@ export class FileHostLock implements HostLock {
       holder.held = false;
       if (file !== null) await this.#leave(file);
       this.#holders.delete(id);
-      this.#admitWaiters();
-      this.#signalMoved();
+      this.#moveOn();
     }
   }
 
@@ -237,8 +236,7 @@ export class FileHostLock implements HostLock {
       if (at >= 0) this.#waiters.splice(at, 1);
       // Admitted just as the wait ran out: give the place back.
       if (waiter.id !== undefined) this.#holders.delete(waiter.id);
-      this.#admitWaiters();
-      this.#signalMoved();
+      this.#moveOn();
       throw error;
     }
   }
@@ -287,8 +285,7 @@ export class FileHostLock implements HostLock {
     const pauseMs = 2 * this.#maxRetryDelayMs;
     this.#pausedUntil = Date.now() + pauseMs;
     setTimeout(() => {
-      this.#admitWaiters();
-      this.#signalMoved();
+      this.#moveOn();
     }, pauseMs).unref();
   }
 
@@ -296,7 +293,9 @@ export class FileHostLock implements HostLock {
     return [...this.#holders.values()][0]?.reason ?? '';
   }
 
-  #signalMoved(): void {
+  /** After a holder left, a waiter gave up or a pause ended: admit who may, wake the waiters. */
+  #moveOn(): void {
+    this.#admitWaiters();
     const moved = this.#moved;
     this.#moved = deferred();
     moved.resolve();
