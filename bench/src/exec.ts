@@ -1,7 +1,7 @@
 // How the benchmarks run programs: the core's own runner (argv arrays, LC_ALL=C, deadline), observed
 // so that every bench section can count the processes it started.
 import {
-  ExecaRunner,
+  ProcessRunner,
   ObservingRunner,
   type CommandEvent,
   type CommandResult,
@@ -98,13 +98,13 @@ export function lvmOverlap(spans: readonly CommandSpan[]): Overlap {
   return { maxConcurrent, busyMs, sumMs };
 }
 
-/** A runner that records every command it ran (for counting), on the production ExecaRunner. */
+/** A runner that records every command it ran (for counting), on the production ProcessRunner. */
 export class CountingRunner implements CommandRunner {
   readonly events: CommandEvent[] = [];
   readonly #runner: CommandRunner;
 
   constructor(timeoutMs = 600_000) {
-    this.#runner = new ObservingRunner(new ExecaRunner({ timeoutMs }), (event) =>
+    this.#runner = new ObservingRunner(new ProcessRunner({ timeoutMs }), (event) =>
       this.events.push(event),
     );
   }

@@ -1,12 +1,12 @@
 // `lvstamp-bench shell-mode`: lvm's shell mode (one long-lived `lvm` reading commands on stdin, as
-// lvm2's D-Bus service runs it) against a process per call (the core's ExecaRunner), for the same
+// lvm2's D-Bus service runs it) against a process per call (the core's ProcessRunner), for the same
 // create → report → remove sequence, plus its failure modes. Prints a table; the numbers and the
 // recommendation are in bench/README.md ("lvm shell mode").
 import { spawn } from 'node:child_process';
 import { messageOf, renderTable } from '@lvstamp/app-kit';
 import {
   CommandTimeoutError,
-  ExecaRunner,
+  ProcessRunner,
   lvcreateArgv,
   lvNameFor,
   newLvNameFor,
@@ -84,7 +84,7 @@ async function sequence(call: LvmCall, vg: BenchVg, name: string): Promise<numbe
 }
 
 /** A process per call: the production runner (`lvm <command>` for fullreport). */
-function processCall(runner: ExecaRunner): LvmCall {
+function processCall(runner: ProcessRunner): LvmCall {
   return async (argv) => {
     const full = argv[0] === 'fullreport' ? ['lvm', ...argv] : [...argv];
     const result = await runner.run(full, { allowExitCodes: [0, 1, 2, 3, 4, 5] });
@@ -111,7 +111,7 @@ interface Observation {
  */
 export async function shellMode(context: BenchContext, cycles: number): Promise<number> {
   const vg = await createBenchVg(context.runner, { sizeBytes: 1024 * MiB });
-  const runner = new ExecaRunner({ timeoutMs: 120_000 });
+  const runner = new ProcessRunner({ timeoutMs: 120_000 });
   const shell = new LvmShell();
   const problems: string[] = [];
   try {
@@ -207,7 +207,7 @@ export async function shellMode(context: BenchContext, cycles: number): Promise<
 
 async function failureModes(
   vg: BenchVg,
-  runner: ExecaRunner,
+  runner: ProcessRunner,
   shell: LvmShell,
   problems: string[],
 ): Promise<Observation[]> {

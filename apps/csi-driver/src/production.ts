@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { createNodeServices, ExecaRunner, ObservingRunner } from '@lvstamp/core';
+import { createNodeServices, ProcessRunner, ObservingRunner } from '@lvstamp/core';
 import type { DriverDeps } from './program.js';
 
 /** The real world: the core on this host, files, signals. */
@@ -16,7 +16,7 @@ export async function productionDeps(): Promise<DriverDeps> {
         // At debug level every external command is one line: argv, exit code, milliseconds
         // (operators tracing lvm, and the benchmarks counting lvm processes per call).
         runner: logger.isLevelEnabled('debug')
-          ? new ObservingRunner(new ExecaRunner(), (event) => {
+          ? new ObservingRunner(new ProcessRunner(), (event) => {
               logger.debug(
                 {
                   argv: event.argv,
@@ -26,7 +26,7 @@ export async function productionDeps(): Promise<DriverDeps> {
                 'command',
               );
             })
-          : new ExecaRunner(),
+          : new ProcessRunner(),
         logger: {
           warn: (message, fields) => {
             logger.warn(fields ?? {}, message);

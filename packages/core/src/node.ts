@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { DataDeviceManager } from './device/data-device.js';
-import { ExecaRunner } from './exec/execa-runner.js';
+import { ProcessRunner } from './exec/process-runner.js';
 import type { CommandRunner, WarnLogger } from './exec/runner.js';
 import { FilesystemManager } from './fs/filesystem.js';
 import { GcService } from './gc/service.js';
@@ -17,7 +17,7 @@ import { QuarantineService } from './volumes/quarantine.js';
 
 /** How to build the services of one node. Everything has a production default. */
 export interface NodeServicesOptions {
-  /** Default: an ExecaRunner (argv arrays, LC_ALL=C, stdin closed, timeout with kill). */
+  /** Default: an ProcessRunner (argv arrays, LC_ALL=C, stdin closed, timeout with kill). */
   readonly runner?: CommandRunner;
   /** Default: a FileHostLock at `lockFile`. */
   readonly hostLock?: HostLock;
@@ -58,7 +58,7 @@ export interface NodeServices {
  */
 export function createNodeServices(options: NodeServicesOptions = {}): NodeServices {
   const naming = options.naming ?? DEFAULT_NAMING;
-  const runner = options.runner ?? new ExecaRunner();
+  const runner = options.runner ?? new ProcessRunner();
   const hostLock =
     options.hostLock ??
     new FileHostLock({

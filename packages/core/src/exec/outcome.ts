@@ -14,7 +14,7 @@ export type StderrListener = (event: {
 /**
  * Turns a finished (not timed-out) command into the runner contract: the
  * result when the exit code is 0 or listed in `allowExitCodes`, otherwise a
- * CommandFailedError. Shared by ExecaRunner and ReplayRunner so that both
+ * CommandFailedError. Shared by ProcessRunner and ReplayRunner so that both
  * behave the same for the same outcome.
  * @throws CommandFailedError for a non-allowed exit code or a signal (exitCode null).
  */

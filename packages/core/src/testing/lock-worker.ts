@@ -1,6 +1,7 @@
-// Child processes for the host lock's tests (lock/*.test.ts): "another process" taking the same
-// lock file. Node cannot run TypeScript, so the lock module and what it imports are transpiled
-// into a temporary directory beside a worker script.
+// Child processes for tests: "another process" taking the same host lock file (lock/*.test.ts), or
+// a process that exits while the command runner's children run (exec/process-runner.test.ts).
+// Node cannot run TypeScript, so the modules a worker imports are transpiled into a temporary
+// directory beside its script.
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,7 @@ import ts from 'typescript';
 const SRC = fileURLToPath(new URL('../', import.meta.url));
 const CORE = fileURLToPath(new URL('../../', import.meta.url));
 
-/** A worker script that imports `./lock/file-host-lock.js`, ready to run. */
+/** A worker script beside transpiled core modules, ready to run. */
 export interface LockWorker {
   /** Runs the script with `args`; exit code (null: killed after 60 s) and stderr. */
   run(args: readonly string[]): Promise<{ code: number | null; stderr: string }>;
@@ -25,8 +26,16 @@ export interface LockWorker {
  * new temporary directory.
  */
 export function lockWorker(script: string): LockWorker {
-  const dir = mkdtempSync(join(tmpdir(), 'lvstamp-lock-worker-'));
-  for (const file of ['errors.ts', 'naming.ts', 'lock/file-host-lock.ts']) {
+  return coreWorker(script, ['errors.ts', 'naming.ts', 'lock/file-host-lock.ts']);
+}
+
+/**
+ * As lockWorker, with the given `src/` files (each with every module it
+ * imports for its values) transpiled instead.
+ */
+export function coreWorker(script: string, files: readonly string[]): LockWorker {
+  const dir = mkdtempSync(join(tmpdir(), 'lvstamp-core-worker-'));
+  for (const file of files) {
     const source = readFileSync(join(SRC, file), 'utf8');
     const output = ts.transpileModule(source, {
       compilerOptions: {

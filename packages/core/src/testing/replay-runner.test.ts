@@ -28,7 +28,7 @@ describe('ReplayRunner', () => {
     ]);
   });
 
-  it('throws CommandFailedError for a non-allowed exit code, like ExecaRunner', async () => {
+  it('throws CommandFailedError for a non-allowed exit code, like ProcessRunner', async () => {
     const runner = new ReplayRunner([
       { argv: ['lvs'], exitCode: 5, stdout: '{}', stderr: 'Global lock failed\n' },
     ]);

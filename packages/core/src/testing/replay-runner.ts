@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CommandTimeoutError, InvalidArgumentError } from '../errors.js';
-import { DEFAULT_COMMAND_TIMEOUT_MS } from '../exec/execa-runner.js';
+import { DEFAULT_COMMAND_TIMEOUT_MS } from '../exec/process-runner.js';
 import { settleOutcome, type StderrListener } from '../exec/outcome.js';
 import type { CommandResult, CommandRunner, RunOptions } from '../exec/runner.js';
 
@@ -59,14 +59,14 @@ export interface ReplayRunnerOptions {
   readonly fixturesDir?: string;
   /** Deadline reported by a `timeout` step when the call names none; default 60 000 ms. */
   readonly timeoutMs?: number;
-  /** Same hook as ExecaRunnerOptions.onStderr. */
+  /** Same hook as ProcessRunnerOptions.onStderr. */
   readonly onStderr?: StderrListener;
 }
 
 /**
  * A CommandRunner that replays recorded commands (DESIGN.md §2.5):
  * each `run` must receive exactly the argv of the next step, and then answers
- * as ExecaRunner would for that outcome — the result for exit 0 or an allowed
+ * as ProcessRunner would for that outcome — the result for exit 0 or an allowed
  * code, CommandFailedError otherwise, CommandTimeoutError for a `timeout`
  * step. A test double for the core's and the apps' tests (`@lvstamp/core/testing`).
  *

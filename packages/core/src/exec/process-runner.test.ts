@@ -1,10 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CommandFailedError, CommandTimeoutError, InvalidArgumentError } from '../errors.js';
-import { ExecaRunner } from './execa-runner.js';
+import { ProcessRunner } from './process-runner.js';
 import { caught } from '../testing/caught.js';
+import { coreWorker } from '../testing/lock-worker.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -20,8 +21,8 @@ function isAlive(pid: number): boolean {
   }
 }
 
-describe('ExecaRunner', () => {
-  const runner = new ExecaRunner({ timeoutMs: 10_000 });
+describe('ProcessRunner', () => {
+  const runner = new ProcessRunner({ timeoutMs: 10_000 });
 
   it('returns exit 0 with stdout and stderr as printed', async () => {
     const result = await runner.run(['true']);
@@ -110,7 +111,7 @@ describe('ExecaRunner', () => {
 
   it('reports stderr of a successful run through onStderr', async () => {
     const seen: unknown[] = [];
-    const withHook = new ExecaRunner({ onStderr: (event) => seen.push(event) });
+    const withHook = new ProcessRunner({ onStderr: (event) => seen.push(event) });
     await withHook.run(['sh', '-c', 'echo "  WARNING: something" >&2']);
     await withHook.run(['true']);
     expect(seen).toEqual([
@@ -120,6 +121,79 @@ describe('ExecaRunner', () => {
         stderr: '  WARNING: something\n',
       },
     ]);
+  });
+
+  it('kills a command whose output passes maxOutputBytes, and fails it', async () => {
+    const small = new ProcessRunner({ timeoutMs: 10_000, maxOutputBytes: 1000 });
+    const argv = ['sh', '-c', 'head -c 5000 /dev/zero; exec sleep 5'];
+    const started = Date.now();
+    const error = await caught(small.run(argv));
+    expect(Date.now() - started).toBeLessThan(4000);
+    expect(error).toBeInstanceOf(CommandFailedError);
+    expect(error).not.toBeInstanceOf(CommandTimeoutError);
+    expect(error).toMatchObject({ argv, exitCode: null });
+    expect((error as CommandFailedError).stderr).toBe('stdout exceeded 1000 bytes');
+  });
+
+  it('fails a command that exited 0 after printing more than maxOutputBytes', async () => {
+    const small = new ProcessRunner({ maxOutputBytes: 1000 });
+    const error = await caught(small.run(['head', '-c', '5000', '/dev/zero']));
+    expect(error).toMatchObject({ exitCode: null, stderr: 'stdout exceeded 1000 bytes' });
+  });
+
+  it('decodes UTF-8 whole when a character spans two reads', async () => {
+    // 6-byte lines written in large blocks: reads of 64 KiB (not a multiple of 6) split characters.
+    const result = await runner.run(['sh', '-c', 'yes \u00e9\u20ac | head -c 300000']);
+    expect(result.stdout).toBe('\u00e9\u20ac\n'.repeat(50000));
+  });
+
+  it('ends a call at its deadline even while a background child holds its stdout open', async () => {
+    const started = Date.now();
+    const error = await caught(
+      runner.run(['sh', '-c', 'sleep 5 & echo started'], { timeoutMs: 300 }),
+    );
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(error).toBeInstanceOf(CommandTimeoutError);
+  });
+
+  it('refuses an argument with a NUL byte as CommandFailedError, nothing started', async () => {
+    const error = await caught(runner.run(['printf', 'a\0b']));
+    expect(error).toBeInstanceOf(CommandFailedError);
+    expect(error).toMatchObject({ exitCode: null });
+    expect((error as CommandFailedError).stderr).toContain('null bytes');
+  });
+
+  it('refuses a maxOutputBytes that is not a positive integer', () => {
+    expect(() => new ProcessRunner({ maxOutputBytes: 0 })).toThrow(InvalidArgumentError);
+  });
+
+  it('kills the commands still running when this process exits', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lvstamp-exec-'));
+    dirs.push(dir);
+    const pidFile = join(dir, 'pid');
+    const worker = coreWorker(
+      `import { existsSync } from 'node:fs';
+import { ProcessRunner } from './exec/process-runner.js';
+void new ProcessRunner().run(['sh', '-c', 'echo $$ > ${pidFile}.tmp; mv ${pidFile}.tmp ${pidFile}; exec sleep 60']);
+const started = Date.now();
+while (!existsSync('${pidFile}')) {
+  if (Date.now() - started > 30000) process.exit(3);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+}
+process.exit(0);
+`,
+      ['errors.ts', 'exec/outcome.ts', 'exec/process-runner.ts'],
+    );
+    try {
+      expect(await worker.run([])).toMatchObject({ code: 0 });
+    } finally {
+      worker.remove();
+    }
+    expect(existsSync(pidFile)).toBe(true);
+    const pid = Number(readFileSync(pidFile, 'utf8').trim());
+    const deadline = Date.now() + 5000;
+    while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(isAlive(pid)).toBe(false);
   });
 
   it('refuses an empty argv with InvalidArgumentError', async () => {
