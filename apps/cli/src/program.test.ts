@@ -516,14 +516,14 @@ describe('inspect names the header version it read', () => {
     requestedBytes: 8 * 1048576,
     name: 'pvc-1',
   };
-  const inspectWith = (version: 1 | 2) =>
+  const inspectWith = (version: 1 | 2, name = header.name) =>
     harness({
       inspector: {
         inspect: (target: string) =>
           Promise.resolve({
             target,
             devicePath: target,
-            decode: { status: 'ok' as const, version, header },
+            decode: { status: 'ok' as const, version, header: { ...header, name } },
             explanation: `a valid lvstamp v${version} header: this device is an lvstamp volume`,
           }),
       },
@@ -542,6 +542,13 @@ describe('inspect names the header version it read', () => {
       expect(h.stdout()).not.toContain(absent);
     },
   );
+
+  it('a name with control characters (written to sector 0 by anything) is printed escaped, one line', async () => {
+    const h = inspectWith(2, 'pvc\u001b[2J\nstatus:   ok');
+    expect(await h.run('inspect', '/dev/x')).toBe(0);
+    expect(h.stdout()).toContain('\nname:     pvc\\x1b[2J\\x0astatus:   ok\n');
+    expect(h.stdout()).not.toContain('\u001b');
+  });
 });
 
 describe('usage errors and help, in one style', () => {

@@ -12,7 +12,7 @@ export {
   type FailureClasses,
   type Failure,
 } from './failure.js';
-export { renderTable } from './table.js';
+export { printable, renderTable } from './table.js';
 export {
   createJsonLogger,
   type DestinationStream,

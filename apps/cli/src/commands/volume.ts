@@ -1,5 +1,5 @@
 import { listQuarantined } from './quarantine-list.js';
-import { renderTable } from '@lvstamp/app-kit';
+import { printable, renderTable } from '@lvstamp/app-kit';
 import {
   FailedPreconditionError,
   InvalidArgumentError,
@@ -190,7 +190,8 @@ export function registerVolumeCommands(program: Command, ctx: CommandContext): v
         );
       }
       lines.push(`meaning:  ${report.explanation}`);
-      io.stdout.write(`${lines.join('\n')}\n`);
+      // A header's name is read from disk: escaped, it cannot drive the terminal or add a line.
+      io.stdout.write(`${lines.map(printable).join('\n')}\n`);
     });
 
   program
