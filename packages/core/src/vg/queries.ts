@@ -10,6 +10,8 @@ import type { Lvm } from '../lvm/lvm.js';
 import type { VolumeGroup } from '../lvm/types.js';
 import { commonLvPrefix, DEFAULT_NAMING, type Naming } from '../naming.js';
 
+/** The `pv_name` lvm reports for a PV whose device is missing (pvs(8)). */
+const MISSING_PV_NAME = '[unknown]';
 /** Free space of one volume group, in bytes. */
 export interface VolumeGroupCapacity {
   readonly vgName: string;
@@ -86,13 +88,16 @@ export class VolumeGroupQueries {
    * The groups with a PV whose device stack rests on an lvstamp data device
    * or cannot be followed (restsOnDataDevice): a tenant's LVM inside a
    * volume, never listed, counted, activated or removed (DESIGN.md §2.3
-   * "Scope"). One `pvs`, then sysfs per PV.
+   * "Scope"). One `pvs`, then sysfs per PV. A missing PV (lvm names it
+   * `[unknown]`) has no device to follow: its group is not called nested
+   * for it (its other PVs still are checked), and lvm refuses to change the
+   * group until the PV is back (docs/LVM-CONFIG.md §2).
    * @returns group name → why (the first such PV's reason).
    * @throws CommandFailedError, CommandTimeoutError, UnparseableOutputError.
    */
   async nested(): Promise<Map<string, string>> {
     const pvs = (await this.#lvm.volumeGroups.physicalVolumes()).flatMap(({ pvName, vgName }) =>
-      vgName === null || vgName === '' ? [] : [{ pvName, vgName }],
+      vgName === null || vgName === '' || pvName === MISSING_PV_NAME ? [] : [{ pvName, vgName }],
     );
     const stacks = await Promise.all(pvs.map((pv) => this.#pvStack(pv.pvName)));
     const nested = new Map<string, string>();
