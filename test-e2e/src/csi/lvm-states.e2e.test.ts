@@ -5,6 +5,7 @@
 //   behind a loop device (kubelet's block-volume loop);
 // - a PV removed from a two-PV group, and the same loop file attached twice: GetCapacity 0,
 //   CreateVolume RESOURCE_EXHAUSTED with lvm's message, Probe ready; healthy again once repaired;
+// - a PV the kernel holds read-only: DeleteVolume and a wiping CLI delete refused before any act;
 // - a suspended device: DEADLINE_EXCEEDED naming it, and the next operation proceeds.
 import { mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -282,6 +283,46 @@ describe('a broken volume group', () => {
     }
     expect(await capacityBytes()).toBe(healthy);
     await csi.ok('Controller', 'DeleteVolume', { volume_id: kept.volume_id });
+  });
+});
+
+describe('a PV the kernel holds read-only (blockdev --setro; lvm reports nothing of it)', () => {
+  it('DeleteVolume and a wiping CLI delete are refused before any act: the LV stays active, its sector 0 and data untouched; writable again, the delete converges', async () => {
+    const kept = await create(unique('kept-on-readonly'));
+    const lv = `${vg.vgName}/lvstamp_${kept.volume_id}`;
+    const lvPath = `/dev/${lv}`;
+    const head = async (): Promise<string> =>
+      (await shOk(['sh', '-c', `head -c 1048576 ${lvPath} | sha256sum`])).stdout;
+    const active = async (): Promise<string> =>
+      (await shOk(['lvs', '--noheadings', '-o', 'lv_active', lv])).stdout.trim();
+    const before = await head();
+    await shOk(['blockdev', '--setro', vg.loopDevice]);
+    cleanups.add(`make ${vg.loopDevice} writable again`, async () => {
+      await sh(['blockdev', '--setrw', vg.loopDevice]);
+    });
+    try {
+      const expected = `volume group ${vg.vgName} is unusable (read-only): the kernel holds PV ${vg.loopDevice}`;
+      const refused = await csi.fails(status.RESOURCE_EXHAUSTED, 'Controller', 'DeleteVolume', {
+        volume_id: kept.volume_id,
+      });
+      expect(refused.details).toContain(expected);
+      // The CLI's delete wipes by default (discard); the group is refused before the wipe.
+      const lock = ['--owner-id', OWNER_ID, '--lock-file', join(dir, 'host.lock')];
+      const deleted = await cli(
+        [...lock, 'delete', kept.volume_id, '--vg', vg.vgName, '--wipe', 'zero'],
+        1,
+      );
+      const errors = deleted.stderr.split('\n').filter((line) => line.startsWith('lvstamp: '));
+      expect(errors, deleted.stderr).toHaveLength(1);
+      expect(errors[0]).toContain(expected);
+      expect(deleted.stderr).not.toMatch(/^\s+at /m);
+      expect(await active()).toBe('active');
+      expect(await head()).toBe(before);
+    } finally {
+      await shOk(['blockdev', '--setrw', vg.loopDevice]);
+    }
+    await csi.ok('Controller', 'DeleteVolume', { volume_id: kept.volume_id });
+    expect((await sh(['lvs', lv])).exitCode).not.toBe(0);
   });
 });
 

@@ -26,7 +26,8 @@ vi.mock('node:fs/promises', async (importOriginal) => {
   };
 });
 
-const { SYSFS_READS_AT_ONCE, sysfsMaps, sysfsMapsWith } = await import('./sysfs.js');
+const { SYSFS_READS_AT_ONCE, blockDeviceReadOnly, sysfsMaps, sysfsMapsWith } =
+  await import('./sysfs.js');
 
 const roots: string[] = [];
 afterEach(() => {
@@ -129,5 +130,34 @@ describe('sysfsMapsWith', () => {
     rmSync(path);
     mkdirSync(path);
     await expect(sysfsMapsWith(root, 'uuid', 'LVSTAMP-1')).rejects.toThrow(FailedPreconditionError);
+  });
+});
+
+describe('blockDeviceReadOnly', () => {
+  function withRo(text: string | null): string {
+    const root = mkdtempSync(join(tmpdir(), 'lvstamp-sysfs-'));
+    roots.push(root);
+    mkdirSync(join(root, 'sys/dev/block/7:3'), { recursive: true });
+    if (text !== null) writeFileSync(join(root, 'sys/dev/block/7:3/ro'), text);
+    return root;
+  }
+  const LOOP3 = { major: 7, minor: 3 };
+
+  it('reads sys/dev/block/<major>:<minor>/ro under the host root: 1 read-only, 0 writable', async () => {
+    expect(await blockDeviceReadOnly(withRo('1\n'), LOOP3)).toBe(true);
+    expect(await blockDeviceReadOnly(withRo('0\n'), LOOP3)).toBe(false);
+  });
+
+  it('a flag it cannot read, or that is neither 0 nor 1, is FailedPreconditionError naming the file', async () => {
+    const missing = withRo(null);
+    await expect(blockDeviceReadOnly(missing, LOOP3)).rejects.toThrow(
+      new FailedPreconditionError(
+        `cannot read ${missing}/sys/dev/block/7:3/ro: ENOENT: no such file or directory, open '${missing}/sys/dev/block/7:3/ro'`,
+      ),
+    );
+    const odd = withRo('yes\n');
+    await expect(blockDeviceReadOnly(odd, LOOP3)).rejects.toThrow(
+      `${odd}/sys/dev/block/7:3/ro holds "yes", not 0 or 1`,
+    );
   });
 });

@@ -132,3 +132,27 @@ export async function blockDevicePresent(
   if (!(await exists(blockDir))) throw new FailedPreconditionError(`${blockDir} does not exist`);
   return exists(join(blockDir, formatDeviceNumber(device)));
 }
+
+/**
+ * Whether the kernel holds block device `device` read-only: its
+ * `sys/dev/block/<major>:<minor>/ro` under the host root reads `1`
+ * (`blockdev --setro`, a write-protected disk). lvm reports nothing of it
+ * and fails its metadata write only after it has deactivated an LV
+ * (docs/FACTS.md "Broken groups").
+ * @throws FailedPreconditionError when the file cannot be read or holds
+ *   neither `0` nor `1` (a device gone proves nothing writable).
+ */
+export async function blockDeviceReadOnly(
+  hostRoot: string | undefined,
+  device: DeviceNumber,
+): Promise<boolean> {
+  const path = join(hostRoot ?? '/', 'sys/dev/block', formatDeviceNumber(device), 'ro');
+  const text = await sysfsReads(() => readFile(path, 'utf8')).catch((error: unknown) => {
+    throw new FailedPreconditionError(`cannot read ${path}: ${errorMessage(error)}`);
+  });
+  const flag = text.trim();
+  if (flag !== '0' && flag !== '1') {
+    throw new FailedPreconditionError(`${path} holds "${flag}", not 0 or 1`);
+  }
+  return flag === '1';
+}

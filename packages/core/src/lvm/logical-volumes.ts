@@ -122,7 +122,7 @@ export class LogicalVolumes {
     for (const name of vgNames) validateVgName(name);
     const names = [...new Set(vgNames)];
     if (names.length === 0) {
-      return { groups: [], lvs: [], stderr: '', pvUuids: new Map(), sharedListed: true };
+      return { groups: [], lvs: [], stderr: '', pvs: new Map(), sharedListed: true };
     }
     const result = await this.#lvm.report(lookupArgv(names, filter));
     const found = parseFullReport(result.stdout, result.argv).filter((g) =>
@@ -143,7 +143,7 @@ export class LogicalVolumes {
         .filter((g) => !problemsOfVgAttr(g.group.attr).includes('shared'))
         .flatMap((g) => g.lvs),
       stderr: result.stderr,
-      pvUuids: new Map(found.map((g) => [g.group.uuid, g.pvUuids])),
+      pvs: new Map(found.map((g) => [g.group.uuid, g.pvs])),
       sharedListed: true,
     };
   }
@@ -222,11 +222,13 @@ export class LogicalVolumes {
   /**
    * `lvremove --yes VG/LV` (lvremove(8)), under the host lock; the caller
    * proved ownership (DESIGN.md §2.3).
-   * @throws CommandFailedError, CommandTimeoutError, LockTimeoutError.
+   * @throws VolumeGroupUnusableError when lvm names a broken group (its
+   *   metadata could not be written: lvremove has then deactivated the LV);
+   *   CommandFailedError, CommandTimeoutError, LockTimeoutError.
    */
   async remove(vgName: string, lvName: string): Promise<void> {
     const target = `${vgName}/${lvName}`;
-    await this.#lvm.change(`lvremove ${target}`, ['lvremove', '--yes', target]);
+    await this.#changeOf(vgName, `lvremove ${target}`, ['lvremove', '--yes', target]);
   }
 
   /**

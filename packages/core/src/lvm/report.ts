@@ -1,5 +1,6 @@
 import type {
   LogicalVolume,
+  PvDevice,
   ThinLvRow,
   ThinPoolReport,
   ThinPoolRow,
@@ -118,15 +119,17 @@ function lvsOfRows(reader: FieldReader, rows: readonly Row[]): LogicalVolume[] {
 }
 
 /**
- * Fields of the `pv` sub-report of the look-up's `lvm fullreport`: the PV
- * uuids of each group, for the duplicate-PV check (VolumeGroups.usable).
+ * Fields of the `pv` sub-report of the look-up's `lvm fullreport`: each
+ * group's PVs, their uuids for the duplicate-PV check (VolumeGroups.usable)
+ * and their devices for the read-only check (sysfs `ro`, which lvm does not
+ * report: docs/FACTS.md "Broken groups").
  */
-export const FULLREPORT_PV_FIELDS = ['pv_uuid'] as const;
+export const FULLREPORT_PV_FIELDS = ['pv_uuid', 'pv_name', 'pv_major', 'pv_minor'] as const;
 
-/** One volume group of an `lvm fullreport`: its `vg` row, its PVs' uuids and its LVs. */
+/** One volume group of an `lvm fullreport`: its `vg` row, its PVs and its LVs. */
 export interface FullReportGroup {
   readonly group: VolumeGroup;
-  readonly pvUuids: readonly string[];
+  readonly pvs: readonly PvDevice[];
   readonly lvs: readonly LogicalVolume[];
 }
 
@@ -156,8 +159,13 @@ export function parseFullReport(stdout: string, argv: readonly string[]): FullRe
     if (stray !== undefined) {
       reader.fail(`LV ${stray.vgName}/${stray.lvName} is listed under volume group ${group.name}`);
     }
-    const pvUuids = reader.list(section, 'pv', index).map((row) => reader.required(row, 'pv_uuid'));
-    return [{ group, pvUuids, lvs }];
+    const pvs = reader.list(section, 'pv', index).map((row) => ({
+      uuid: reader.required(row, 'pv_uuid'),
+      name: reader.required(row, 'pv_name'),
+      major: reader.deviceNumber(row, 'pv_major'),
+      minor: reader.deviceNumber(row, 'pv_minor'),
+    }));
+    return [{ group, pvs, lvs }];
   });
 }
 

@@ -83,6 +83,18 @@ export interface ThinPoolReport {
 }
 
 /**
+ * One PV of a group as the look-up's `lvm fullreport` lists it: `pv_uuid`,
+ * `pv_name` (`[unknown]` for a missing PV) and its kernel device number
+ * (`pv_major`:`pv_minor`; null when lvm has no device for it).
+ */
+export interface PvDevice {
+  readonly uuid: string;
+  readonly name: string;
+  readonly major: number | null;
+  readonly minor: number | null;
+}
+
+/**
  * A volume group of a report that lvm refuses to change
  * (VolumeGroups.usable threw VolumeGroupUnusableError for it).
  */

@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
@@ -92,7 +94,7 @@ const FULLREPORT = [
   '--configreport',
   'pv',
   '-o',
-  'pv_uuid',
+  'pv_uuid,pv_name,pv_major,pv_minor',
   '-S',
   inGroup,
   '--configreport',
@@ -136,7 +138,23 @@ const noHeaders: HeaderIo = {
   readHeader: () => Promise.reject(new Error('unexpected header read')),
 };
 
-function setup(steps: ReplayStep[]) {
+/**
+ * sysfs as the test VM showed the recorded groups' PVs (loop0–loop3, 7:0–7:3), each device's
+ * `ro` flag `0` unless listed in `readOnly`: the read-only check never reads the host's own.
+ */
+function sysfsRoot(readOnly: readonly string[] = []): string {
+  const root = mkdtempSync(join(tmpdir(), 'lvstamp-vg-state-'));
+  for (const device of ['7:0', '7:1', '7:2', '7:3']) {
+    mkdirSync(join(root, 'sys/dev/block', device), { recursive: true });
+    writeFileSync(
+      join(root, 'sys/dev/block', device, 'ro'),
+      readOnly.includes(device) ? '1\n' : '0\n',
+    );
+  }
+  return root;
+}
+
+function setup(steps: ReplayStep[], hostRoot = sysfsRoot()) {
   const runner = new ReplayRunner(steps);
   const hostLock = new NoopHostLock();
   const unexpected = () => Promise.reject(new Error('unexpected data device or mount call'));
@@ -155,6 +173,7 @@ function setup(steps: ReplayStep[]) {
       targetOf: unexpected,
     },
     filesystems: { mounts: unexpected, grow: unexpected },
+    hostRoot,
   });
   return { runner, manager };
 }
@@ -290,19 +309,46 @@ describe('VolumeService and VolumeGroups on a broken volume group', () => {
     await expect(manager.capacity(VG)).rejects.toBeInstanceOf(NotFoundError);
   });
 
-  it('read-only PVs: the look-up sees nothing wrong, lvcreate fails and is classified', async () => {
+  it('read-only PVs: lvm reports nothing wrong, sysfs does; the refused lvcreate is classified and the look-up names the PVs', async () => {
     // the recorded look-up on read-only PVs is the healthy one (same vg_attr, no warning); the
     // group's row without this volume's LVs is the healthy group's look-up of another volume
     expect(fullReport('fullreport-readonly-pv')).toEqual(fullReport('fullreport-found'));
-    const { runner, manager } = setup([
-      refusedLvcreate({ recorded: 'lvcreate-readonly-pv' }),
-      lookupStep('fullreport-nomatch'),
-      step(LVCREATE, 'lvcreate-readonly-pv'),
-    ]);
+    const { runner, manager } = setup(
+      [refusedLvcreate({ recorded: 'lvcreate-readonly-pv' }), lookupStep('fullreport-nomatch')],
+      sysfsRoot(['7:0', '7:1']),
+    );
     const error = await caught(manager.createVolume(request));
     expect(error).toMatchObject({ name: 'VolumeGroupUnusableError', problem: 'read-only' });
-    expect((error as Error).message).toContain('Failed to write VG lvse2ebroken.');
+    expect((error as Error).message).toBe(
+      `volume group ${VG} is unusable (read-only): the kernel holds PVs /dev/loop0 (7:0), /dev/loop1 (7:1) read-only (sysfs ro), so lvm cannot write the group's metadata`,
+    );
     runner.assertDone();
+  });
+
+  it('read-only PVs: delete and expand are refused after the look-up, before any act', async () => {
+    const scope = { vgNames: [VG], ownerId: OWNER };
+    for (const act of [
+      (m: VolumeService) => m.delete(ID, scope, { wipe: 'zero' }),
+      (m: VolumeService) => m.expand(ID, 2 * request.requiredBytes, scope),
+    ]) {
+      // The look-up only: no header read, no dmsetup, no blkdiscard, no lvextend, no lvremove.
+      const { runner, manager } = setup([lookupStep('fullreport-readonly-pv')], sysfsRoot(['7:1']));
+      const error = await caught(act(manager));
+      runner.assertDone();
+      expect(error).toMatchObject({ name: 'VolumeGroupUnusableError', problem: 'read-only' });
+      expect((error as Error).message).toContain('PV /dev/loop1 (7:1) read-only');
+    }
+  });
+
+  it('an lvremove that cannot write the metadata is VolumeGroupUnusableError, not a bare command failure', async () => {
+    const lvm = new Lvm({
+      runner: new ReplayRunner([
+        { argv: ['lvremove', '--yes', `${VG}/lvstamp_${ID}`], ...recorded('lvcreate-readonly-pv') },
+      ]),
+      hostLock: new NoopHostLock(),
+    });
+    const error = await caught(lvm.logicalVolumes.remove(VG, `lvstamp_${ID}`));
+    expect(error).toMatchObject({ name: 'VolumeGroupUnusableError', problem: 'read-only' });
   });
 
   it('"insufficient free space" stays OutOfSpaceError', async () => {
@@ -336,7 +382,7 @@ describe('the look-up (one lvm fullreport, recorded) classifies a broken group a
   it('healthy: the group row, its PVs and both LVs of the volume from one process', async () => {
     const { replay, lvm, found } = await lookUp('fullreport-found');
     expect(found.groups).toMatchObject([
-      { name: VG, uuid: 'BaFXV4-MHDT-IMyY-h8ap-CL5A-MYaW-M65bSs', extentSizeBytes: 4194304 },
+      { name: VG, uuid: 'D8lnSy-PgHL-oKaM-OsLy-l1SZ-ezfl-zqMj3W', extentSizeBytes: 4194304 },
     ]);
     expect(found.lvs.map((lv) => [lv.lvName, lv.active])).toEqual([
       [`lvstamp_${ID}`, true],
@@ -431,14 +477,14 @@ describe('the look-up (one lvm fullreport, recorded) classifies a broken group a
       [
         'fullreport-missing-pv',
         'missing-pv',
-        "WARNING: Couldn't find device with uuid 6o8LD4-QvLF-90AQ-dwgr-3L0q-aXcq-sU04eD. | " +
-          `WARNING: VG ${VG} is missing PV 6o8LD4-QvLF-90AQ-dwgr-3L0q-aXcq-sU04eD (last written to /dev/loop1).`,
+        "WARNING: Couldn't find device with uuid rnoRvU-4vhZ-I5ES-WjjC-BTHl-xFV3-6xr7FU. | " +
+          `WARNING: VG ${VG} is missing PV rnoRvU-4vhZ-I5ES-WjjC-BTHl-xFV3-6xr7FU (last written to /dev/loop1).`,
       ],
       [
         'fullreport-duplicate-pv',
         'duplicate-pv',
-        'WARNING: Not using device /dev/loop3 for PV yxj23W-SJbA-Oh9v-NwK4-oVKh-dAGW-lZ2t1X. | ' +
-          'WARNING: PV yxj23W-SJbA-Oh9v-NwK4-oVKh-dAGW-lZ2t1X prefers device /dev/loop0 because device is used by LV.',
+        'WARNING: Not using device /dev/loop3 for PV X2QQHq-813J-uLqr-AQgq-msAy-9n5P-N4Kuty. | ' +
+          'WARNING: PV X2QQHq-813J-uLqr-AQgq-msAy-9n5P-N4Kuty prefers device /dev/loop0 because device is used by LV.',
       ],
       ['fullreport-exported', 'exported', 'vg_attr wzx-n-'],
     ];
@@ -462,7 +508,7 @@ describe('the look-up (one lvm fullreport, recorded) classifies a broken group a
       { argv: FULLREPORT, ...rec, stdout: noPvs },
       {
         argv: PVS,
-        stdout: '{"report":[{"pv":[{"pv_uuid":"yxj23W-SJbA-Oh9v-NwK4-oVKh-dAGW-lZ2t1X"}]}]}',
+        stdout: '{"report":[{"pv":[{"pv_uuid":"X2QQHq-813J-uLqr-AQgq-msAy-9n5P-N4Kuty"}]}]}',
       },
     ]);
     const lvm = new Lvm({ runner: replay, hostLock: new NoopHostLock() });
@@ -512,7 +558,7 @@ describe('the look-up (one lvm fullreport, recorded) classifies a broken group a
     const error = await caught(manager.delete(ID, scope));
     expect(error).toBeInstanceOf(FailedPreconditionError);
     expect((error as Error).message).toContain(
-      `lvm sees 2 volume groups named ${VG} (vg_uuid 2AOvCf-1J5r-W8wt-2VMm-seeX-4Oop-072LD4 and BaFXV4-MHDT-IMyY-h8ap-CL5A-MYaW-M65bSs)`,
+      `lvm sees 2 volume groups named ${VG} (vg_uuid IXOQqS-8cNE-1qE9-cOQ0-DNWX-HvmV-JTDEAl and D8lnSy-PgHL-oKaM-OsLy-l1SZ-ezfl-zqMj3W)`,
     );
     runner.assertDone();
   });
@@ -545,7 +591,7 @@ describe('a create without the look-up answers as the look-up path did', () => {
     const { runner, manager } = setup([
       // lvm2 2.03.16 for any command that names the group (docs/FACTS.md "Two volume groups")
       refusedLvcreate({
-        stderr: `  WARNING: VG name ${VG} is used by VGs 2AOvCf-1J5r-W8wt-2VMm-seeX-4Oop-072LD4 and BaFXV4-MHDT-IMyY-h8ap-CL5A-MYaW-M65bSs.\n  Multiple VGs found with the same name: skipping ${VG}\n  Use --select vg_uuid=<uuid> in place of the VG name.\n`,
+        stderr: `  WARNING: VG name ${VG} is used by VGs IXOQqS-8cNE-1qE9-cOQ0-DNWX-HvmV-JTDEAl and D8lnSy-PgHL-oKaM-OsLy-l1SZ-ezfl-zqMj3W.\n  Multiple VGs found with the same name: skipping ${VG}\n  Use --select vg_uuid=<uuid> in place of the VG name.\n`,
       }),
       lookupStep('fullreport-duplicate-vg'),
     ]);
@@ -553,7 +599,7 @@ describe('a create without the look-up answers as the look-up path did', () => {
     runner.assertDone();
     expect(error).toBeInstanceOf(FailedPreconditionError);
     expect((error as Error).message).toContain(
-      `lvm sees 2 volume groups named ${VG} (vg_uuid 2AOvCf-1J5r-W8wt-2VMm-seeX-4Oop-072LD4 and BaFXV4-MHDT-IMyY-h8ap-CL5A-MYaW-M65bSs)`,
+      `lvm sees 2 volume groups named ${VG} (vg_uuid IXOQqS-8cNE-1qE9-cOQ0-DNWX-HvmV-JTDEAl and D8lnSy-PgHL-oKaM-OsLy-l1SZ-ezfl-zqMj3W)`,
     );
   });
 });

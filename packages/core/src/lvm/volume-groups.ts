@@ -13,7 +13,7 @@ import {
   VG_REPORT_FIELDS,
 } from './report.js';
 import { duplicatePvUuids, lvmMessage, problemsOfVgAttr } from './vg-state.js';
-import type { UnusableGroup, VolumeGroup } from './types.js';
+import type { PvDevice, UnusableGroup, VolumeGroup } from './types.js';
 
 /**
  * lvm(8) "VALID NAMES" of a volume group: up to 127 characters of a-z A-Z
@@ -40,16 +40,16 @@ export function vgSelection(vgNames: readonly string[]): string {
 
 /**
  * What a report said about volume groups, for VolumeGroups.usable: the rows
- * of the groups it selected, lvm's warnings (stderr), the PV uuids of each
- * group by `vg_uuid` when the report listed them (the look-up's `lvm
- * fullreport`; a group missing from the map is asked with `pvs`), and
- * whether it ran with `--shared` (then a group not listed does not exist;
- * otherwise it may be a shared group lvm skipped).
+ * of the groups it selected, lvm's warnings (stderr), the PVs of each group
+ * by `vg_uuid` when the report listed them (the look-up's `lvm fullreport`;
+ * a group missing from the map is asked with `pvs`), and whether it ran
+ * with `--shared` (then a group not listed does not exist; otherwise it may
+ * be a shared group lvm skipped).
  */
 export interface GroupsReport {
   readonly groups: readonly VolumeGroup[];
   readonly stderr: string;
-  readonly pvUuids: ReadonlyMap<string, readonly string[]>;
+  readonly pvs: ReadonlyMap<string, readonly PvDevice[]>;
   readonly sharedListed: boolean;
 }
 
@@ -125,7 +125,7 @@ export class VolumeGroups {
   async get(vgName: string): Promise<VolumeGroup> {
     validateVgName(vgName);
     const { groups, stderr } = await this.#report(vgName, []);
-    return this.usable(vgName, { groups, stderr, pvUuids: new Map(), sharedListed: false });
+    return this.usable(vgName, { groups, stderr, pvs: new Map(), sharedListed: false });
   }
 
   /**
@@ -165,7 +165,7 @@ export class VolumeGroups {
     const duplicates = duplicatePvUuids(stderr);
     if (duplicates.length > 0) {
       // a group has at least one PV: an empty list is a report that did not list them
-      const listed = report.pvUuids.get(vg.uuid) ?? [];
+      const listed = (report.pvs.get(vg.uuid) ?? []).map((pv) => pv.uuid);
       const own = listed.length > 0 ? listed : await this.#pvUuidsOf(vgName);
       if (duplicates.some((uuid) => own.includes(uuid))) {
         throw new VolumeGroupUnusableError(vgName, 'duplicate-pv', lvmMessage(stderr));
@@ -188,7 +188,8 @@ export class VolumeGroups {
       } catch (error) {
         if (!(error instanceof VolumeGroupUnusableError)) throw error;
         const vg = report.groups.find((g) => g.name === vgName);
-        const pvUuids = vg === undefined ? [] : (report.pvUuids.get(vg.uuid) ?? []);
+        const pvUuids =
+          vg === undefined ? [] : (report.pvs.get(vg.uuid) ?? []).map((pv) => pv.uuid);
         const said = groupWarnings(vgName, pvUuids, report.stderr);
         unusable.push({
           vgName,

@@ -29,7 +29,14 @@ import {
 } from '../naming.js';
 import type { ThinProvisioning } from '../provisioning.js';
 import { newHeader, newLvPath, prepareNewLv, stampAndRename } from './create-protocol.js';
-import { activateOwned, mountPointOf, single, toVolume, validateVgNames } from './lookup.js';
+import {
+  activateOwned,
+  mountPointOf,
+  single,
+  toVolume,
+  usableGroup,
+  validateVgNames,
+} from './lookup.js';
 import { failedTagCheck, requireOwnerTags } from './ownership.js';
 import type { SnapshotParts } from './parts.js';
 import { CAPACITY_BLOCK_BYTES, volumeSize } from './size.js';
@@ -87,7 +94,7 @@ export async function createVolumeFrom(
     if (origin === null || failedTagCheck(origin, ownerId, p.naming) !== null) return gone();
     if (!isThinLv(origin)) throw new ThickVolumeError(`${source.kind} ${source.id}`, origin);
     // A broken group (a PV seen twice…) is refused before anything is activated or made.
-    const vg = await p.lvm.volumeGroups.usable(origin.vgName, found);
+    const vg = await usableGroup(p, origin.vgName, found);
     // The source's volume ID (its header's) and capacity.
     let sourceVolumeId = source.id;
     let sourceCapacity: number;

@@ -26,7 +26,15 @@ import {
   validateVolumeName,
   volumeIdForName,
 } from '../naming.js';
-import { activateOwned, lookupVolume, single, validateBytes, validateVgNames } from './lookup.js';
+import {
+  activateOwned,
+  lookupVolume,
+  single,
+  unusableGroupsIn,
+  usableGroup,
+  validateBytes,
+  validateVgNames,
+} from './lookup.js';
 import { failedHeaderCheck, failedTagCheck, ownedHeaderOf, requireCapacity } from './ownership.js';
 import { makeThickLv, newHeader, prepareNewLv, stampAndRename } from './create-protocol.js';
 import { volumeLockKey } from '../lock/host-lock.js';
@@ -90,7 +98,7 @@ export async function createVolume(
       madeNewLv = created === 'lvrename refused';
     }
     const { groups, finished, pending } = await lookupVolume(p, volumeId, vgNames);
-    const vg = await p.lvm.volumeGroups.usable(request.vgName, groups);
+    const vg = await usableGroup(p, request.vgName, groups);
     const existing = single(finished, `volume ${volumeId}`);
     if (existing !== null) {
       // The `lvstamp_new_<id>` this call made a moment ago goes whatever the answer; one an
@@ -205,7 +213,7 @@ async function removeOwnLeftovers(
   ownerId: string,
 ): Promise<void> {
   if (pending.length === 0) return;
-  const unusable = new Set((await p.lvm.volumeGroups.unusableIn(groups)).map((g) => g.vgName));
+  const unusable = new Set((await unusableGroupsIn(p, groups)).map((g) => g.vgName));
   for (const leftover of pending) {
     const where = `${leftover.vgName}/${leftover.lvName}`;
     const failed = failedTagCheck(leftover, ownerId, p.naming);

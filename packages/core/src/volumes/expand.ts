@@ -20,6 +20,7 @@ import {
   mountsOf,
   ownedCapacity,
   single,
+  usableGroup,
   validateBytes,
   validateVolumeId,
 } from './lookup.js';
@@ -99,7 +100,7 @@ async function expandLv(
   const found = single(finished, `volume ${volumeId}`);
   if (found === null) throw new NotFoundError(`volume ${volumeId} does not exist`);
   // The group's state before any act (activation included), as create checks it.
-  const vg = await p.lvm.volumeGroups.usable(found.vgName, groups);
+  const vg = await usableGroup(p, found.vgName, groups);
   // The tags first, active or not (DESIGN.md §2.3): an active LV is never grown on its header alone.
   requireOwnerTags(found, ownerId, p.naming, 'resize');
   const volume = await activateOwned(p, found, ownerId);

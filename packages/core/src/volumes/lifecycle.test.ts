@@ -15,6 +15,7 @@ import {
   OutOfSpaceError,
   ThinPoolUnusableError,
   UnparseableOutputError,
+  VolumeGroupUnusableError,
 } from '../errors.js';
 import type { CommandRunner } from '../exec/runner.js';
 import { CORE_FIXTURES_DIR, ReplayRunner, type ReplayStep } from '../testing/replay-runner.js';
@@ -200,7 +201,7 @@ const fullReportArgv = (vgSelection: string, lvSelection: string): string[] => [
   '--configreport',
   'pv',
   '-o',
-  'pv_uuid',
+  'pv_uuid,pv_name,pv_major,pv_minor',
   '-S',
   vgSelection,
   '--configreport',
@@ -272,7 +273,14 @@ function asFullReports(steps: readonly ReplayStep[]): ReplayStep[] {
         seen.add(name);
         return {
           vg: [row],
-          pv: [{ pv_uuid: `pv-of-${row['vg_uuid'] ?? ''}` }],
+          pv: [
+            {
+              pv_uuid: `pv-of-${row['vg_uuid'] ?? ''}`,
+              pv_name: '/dev/pv',
+              pv_major: '',
+              pv_minor: '',
+            },
+          ],
           lv: first ? lvRows.filter((r) => r['vg_name'] === name) : [],
           pvseg: [],
           seg: [],
@@ -1470,6 +1478,84 @@ describe('VolumeService: deleteVolume', () => {
     expect(runner.calls[1]?.options).toEqual({ timeoutMs: 3_600_000 });
   });
 
+  describe('a PV the kernel holds read-only (sysfs ro; lvm reports nothing of it)', () => {
+    /** The delete's look-up of an inactive volume, each group's PV listed as /dev/loop3 (7:3). */
+    const lookupWithPv = (): ReplayStep => {
+      const [step] = asFullReports([scopeStep(), lookupStep(ID_DEL, 'lvs-del-inactive.json')]);
+      if (step === undefined) throw new Error('no look-up step');
+      const report = JSON.parse(step.stdout ?? '') as { report: Record<string, unknown>[] };
+      for (const section of report.report) {
+        section['pv'] = [{ pv_uuid: 'pv-ro', pv_name: '/dev/loop3', pv_major: '7', pv_minor: '3' }];
+      }
+      return { ...step, stdout: JSON.stringify(report) };
+    };
+    const withRo = (flag: string): string => {
+      const root = mkdtempSync(join(tmpdir(), 'lvstamp-ro-'));
+      mkdirSync(join(root, 'sys/dev/block/7:3'), { recursive: true });
+      writeFileSync(join(root, 'sys/dev/block/7:3/ro'), flag);
+      return root;
+    };
+
+    it('delete refuses the group before the LV is activated, wiped or removed', async () => {
+      const root = withRo('1\n');
+      try {
+        const { runner, manager, headerIo } = setup([lookupWithPv()], root);
+        const error = await caught(manager.delete(ID_DEL, SCOPE, { wipe: 'zero' }));
+        expect(error).toBeInstanceOf(VolumeGroupUnusableError);
+        expect(error).toMatchObject({ vgName: 'vg-data', problem: 'read-only' });
+        expect((error as Error).message).toBe(
+          "volume group vg-data is unusable (read-only): the kernel holds PV /dev/loop3 (7:3) read-only (sysfs ro), so lvm cannot write the group's metadata",
+        );
+        runner.assertDone(); // the look-up only: no lvchange, blkdiscard or lvremove
+        expect(headerIo.reads).toEqual([]);
+      } finally {
+        rmSync(root, { recursive: true, force: true });
+      }
+    });
+
+    it('delete goes on when the same PV is writable (ro 0)', async () => {
+      const root = withRo('0\n');
+      try {
+        const { runner, manager } = setup(
+          [
+            lookupWithPv(),
+            activateStep('vg-data', `lvstamp_${ID_DEL}`),
+            readBackStep('vg-data', `lvstamp_${ID_DEL}`, 'lvs-del-final.json'),
+            { argv: ['lvremove', '--yes', `vg-data/lvstamp_${ID_DEL}`] },
+          ],
+          root,
+        );
+        expect(await manager.delete(ID_DEL, SCOPE)).toMatchObject({ existed: true });
+        runner.assertDone();
+      } finally {
+        rmSync(root, { recursive: true, force: true });
+      }
+    });
+
+    it('a listing names the group unusable (the GC keeps its volumes), and an unreadable flag is an error', async () => {
+      const root = withRo('1\n');
+      try {
+        const { manager } = setup([lookupWithPv()], root);
+        const listed = await manager.listLogicalVolumes(SCOPE, [
+          `lvstamp_${ID_DEL}`,
+          `lvstamp_new_${ID_DEL}`,
+        ]);
+        const detail =
+          "the kernel holds PV /dev/loop3 (7:3) read-only (sysfs ro), so lvm cannot write the group's metadata";
+        expect(listed.unusableGroups).toEqual([
+          { vgName: 'vg0', problem: 'read-only', detail },
+          { vgName: 'vg-data', problem: 'read-only', detail },
+        ]);
+      } finally {
+        rmSync(root, { recursive: true, force: true });
+      }
+      const { manager } = setup([lookupWithPv()], '/nonexistent-host-root');
+      await expect(manager.delete(ID_DEL, SCOPE)).rejects.toThrow(
+        'cannot read /nonexistent-host-root/sys/dev/block/7:3/ro',
+      );
+    });
+  });
+
   it('refuses an open LV with FailedPreconditionError naming its holder, and removes nothing', async () => {
     // sysfs as the kernel shows an LV (253:9) held by a device-mapper map on top of it
     const root = mkdtempSync(join(tmpdir(), 'lvstamp-lvm-'));
@@ -1906,6 +1992,44 @@ describe('VolumeService: scope (DESIGN.md §2.3)', () => {
       '/dev/mapper/lvstamp-746bf03d564ec8613ddeb80287a0caa1',
       '/dev/sdb',
     ]);
+    runner.assertDone();
+  });
+
+  it('discoverVolumeGroups keeps a group with a missing PV ([unknown]): nothing to follow, lvm names the problem later', async () => {
+    const asked: string[] = [];
+    const missing = JSON.stringify({
+      report: [
+        {
+          pv: [
+            { pv_name: '/dev/sdc', vg_name: 'vg0' },
+            { pv_name: '[unknown]', vg_name: 'vg0' },
+            { pv_name: '/dev/sdb', vg_name: 'vg-data' },
+          ],
+        },
+      ],
+    });
+    const runner = new ReplayRunner(
+      asFullReports([
+        { argv: VGS, stdoutFile: 'lvm/vgs-two.json' },
+        { argv: [...LVS, '-S', 'lv_name=~"^lvstamp_"'], stdoutFile: 'lvm/lvs-inactive.json' },
+        { argv: ['pvs', ...REPORT, '-o', 'pv_name,vg_name'], stdout: missing },
+      ]),
+    );
+    const manager = volumeService({
+      runner,
+      hostLock: new NoopHostLock(),
+      headerIo: new FakeHeaderIo(),
+      pvStack: (pvPath) => {
+        asked.push(pvPath);
+        return Promise.resolve(
+          pvPath.startsWith('/dev/sd')
+            ? { nested: false }
+            : { nested: true, reason: `the device stack of ${pvPath} cannot be followed` },
+        );
+      },
+    });
+    expect(await manager.discoverVolumeGroups()).toEqual(['vg-data', 'vg0']);
+    expect(asked.sort()).toEqual(['/dev/sdb', '/dev/sdc']);
     runner.assertDone();
   });
 

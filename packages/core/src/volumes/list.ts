@@ -8,7 +8,7 @@ import type { MountInfoEntry } from '../fs/types.js';
 import type { LogicalVolume, UnusableGroup } from '../lvm/types.js';
 import { commonLvPrefix, parseQuarantinedLvName, parseSnapshotLvName } from '../naming.js';
 import { readHeaderSafely } from './header-reading.js';
-import { getVolume, toVolume, withCapacity } from './lookup.js';
+import { getVolume, toVolume, unusableGroupsIn, withCapacity } from './lookup.js';
 import type { CoreParts, VolumeParts } from './parts.js';
 import type { VgScope, Volume, VolumeStatus } from './types.js';
 
@@ -55,7 +55,7 @@ export async function listLogicalVolumes(
     volumes,
     snapshots,
     quarantined,
-    unusableGroups: await p.lvm.volumeGroups.unusableIn(report),
+    unusableGroups: await unusableGroupsIn(p, report),
   };
 }
 

@@ -6,12 +6,18 @@
  */
 import type { DataDeviceRef } from '../device/types.js';
 import { deviceUsersText } from '../os/holders.js';
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '../errors.js';
+import {
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  VolumeGroupUnusableError,
+} from '../errors.js';
 import type { FilesystemManager } from '../fs/filesystem.js';
 import type { MountInfoEntry } from '../fs/types.js';
 import type { DataDeviceManager } from '../device/data-device.js';
 import type { HeaderFields } from '../header/types.js';
-import type { LogicalVolume } from '../lvm/types.js';
+import type { LogicalVolume, PvDevice, UnusableGroup, VolumeGroup } from '../lvm/types.js';
+import { blockDeviceReadOnly } from '../device/sysfs.js';
 import { validateVgName, type GroupsReport } from '../lvm/volume-groups.js';
 import { isHexId, lvNameFor, newLvNameFor, parseLvName, type Naming } from '../naming.js';
 import { readHeaderSafely } from './header-reading.js';
@@ -97,18 +103,99 @@ export async function getVolume(p: CoreParts, volumeId: string, scope: VgScope):
 
 /**
  * Each group holding one of `lvs`, checked usable in the look-up's report
- * (VolumeGroups.usable), before anything in it is activated or changed.
+ * (VolumeGroups.usable) and with no read-only PV (requireWritablePvs),
+ * before anything in it is activated, wiped or changed.
  * @throws VolumeGroupUnusableError (naming lvm's warning, e.g. the devices
- *   of a duplicate PV), FailedPreconditionError, NotFoundError.
+ *   of a duplicate PV, or the read-only PV), FailedPreconditionError,
+ *   NotFoundError.
  */
 export async function requireUsableGroups(
   p: CoreParts,
   lvs: readonly LogicalVolume[],
   groups: GroupsReport,
 ): Promise<void> {
-  for (const vgName of new Set(lvs.map((lv) => lv.vgName))) {
-    await p.lvm.volumeGroups.usable(vgName, groups);
+  for (const vgName of new Set(lvs.map((lv) => lv.vgName))) await usableGroup(p, vgName, groups);
+}
+
+/**
+ * The group `vgName` of a look-up's report, once lvm's report shows it
+ * usable (VolumeGroups.usable) and none of its PVs is read-only
+ * (requireWritablePvs): the check of a group before anything in it is
+ * activated, wiped or changed (DESIGN.md §5).
+ * @throws as requireUsableGroups.
+ */
+export async function usableGroup(
+  p: CoreParts,
+  vgName: string,
+  groups: GroupsReport,
+): Promise<VolumeGroup> {
+  const vg = await p.lvm.volumeGroups.usable(vgName, groups);
+  await requireWritablePvs(p, vg, groups);
+  return vg;
+}
+
+/**
+ * Refuses a group with a PV the kernel holds read-only (sysfs `ro`, read for
+ * each PV the look-up's report lists with a device): lvm reports nothing of
+ * it, and its metadata write fails only after an `lvremove` has
+ * deactivated the LV, or after a delete has wiped it (docs/FACTS.md "Broken
+ * groups"; DESIGN.md §5 "Delete").
+ * @throws VolumeGroupUnusableError `read-only` naming the PVs;
+ *   FailedPreconditionError when sysfs cannot be read.
+ */
+export async function requireWritablePvs(
+  p: CoreParts,
+  vg: VolumeGroup,
+  report: GroupsReport,
+): Promise<void> {
+  const readOnly = await readOnlyPvs(p, vg, report);
+  if (readOnly.length > 0) {
+    throw new VolumeGroupUnusableError(vg.name, 'read-only', readOnlyText(readOnly));
   }
+}
+
+/**
+ * The groups of a look-up's report that lvm refuses to change
+ * (VolumeGroups.unusableIn), and those with a read-only PV
+ * (requireWritablePvs), by name.
+ * @throws as VolumeGroups.unusableIn; FailedPreconditionError when sysfs
+ *   cannot be read.
+ */
+export async function unusableGroupsIn(
+  p: CoreParts,
+  report: GroupsReport,
+): Promise<UnusableGroup[]> {
+  const unusable = await p.lvm.volumeGroups.unusableIn(report);
+  for (const vg of report.groups) {
+    if (unusable.some((u) => u.vgName === vg.name)) continue;
+    const readOnly = await readOnlyPvs(p, vg, report);
+    if (readOnly.length > 0) {
+      unusable.push({ vgName: vg.name, problem: 'read-only', detail: readOnlyText(readOnly) });
+    }
+  }
+  return unusable;
+}
+
+/** The PVs of `vg` whose device sysfs marks read-only; a missing PV (`[unknown]`, 0:0) has none. */
+async function readOnlyPvs(
+  p: CoreParts,
+  vg: VolumeGroup,
+  report: GroupsReport,
+): Promise<PvDevice[]> {
+  const pvs = report.pvs.get(vg.uuid) ?? [];
+  const flags = await Promise.all(
+    pvs.map((pv) =>
+      pv.major === null || pv.minor === null || pv.major === 0
+        ? Promise.resolve(false)
+        : blockDeviceReadOnly(p.hostRoot, { major: pv.major, minor: pv.minor }),
+    ),
+  );
+  return pvs.filter((_, i) => flags[i]);
+}
+
+function readOnlyText(pvs: readonly PvDevice[]): string {
+  const named = pvs.map((pv) => `${pv.name} (${pv.major}:${pv.minor})`).join(', ');
+  return `the kernel holds ${pvs.length === 1 ? 'PV' : 'PVs'} ${named} read-only (sysfs ro), so lvm cannot write the group's metadata`;
 }
 
 /**

@@ -27,13 +27,16 @@ export interface ServiceParts<Maps, Filesystems> {
   readonly clock?: () => number;
   /** Receives warnings: lvm's stderr of successful commands, leftovers left alone. */
   readonly logger?: WarnLogger;
+  /** Where `sys/` and `proc/` are read (a PV's read-only flag, an open LV's holders); default `/`. */
+  readonly hostRoot?: string;
 }
 
 /** ServiceParts with its defaults filled in (withDefaults). */
 export interface ResolvedServiceParts<Maps, Filesystems> extends Required<
-  Omit<ServiceParts<Maps, Filesystems>, 'logger'>
+  Omit<ServiceParts<Maps, Filesystems>, 'logger' | 'hostRoot'>
 > {
   readonly logger: WarnLogger | undefined;
+  readonly hostRoot: string | undefined;
 }
 
 /** `parts` with DEFAULT_NAMING, Date.now and no logger where not given. */
@@ -50,6 +53,7 @@ export function withDefaults<Maps, Filesystems>(
     naming: parts.naming ?? DEFAULT_NAMING,
     clock: parts.clock ?? Date.now,
     logger: parts.logger,
+    hostRoot: parts.hostRoot,
   };
 }
 

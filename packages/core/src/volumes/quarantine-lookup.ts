@@ -6,6 +6,7 @@
 import { InvalidArgumentError, NotFoundError } from '../errors.js';
 import type { LogicalVolume, UnusableGroup } from '../lvm/types.js';
 import { parseQuarantinedLvName, quarantinedLvNameFor, type QuarantinedKind } from '../naming.js';
+import { unusableGroupsIn } from './lookup.js';
 import type { CoreParts } from './parts.js';
 import type { VgScope } from './types.js';
 
@@ -37,7 +38,7 @@ export async function listQuarantined(
   );
   return {
     lvs: report.lvs.filter((lv) => parseQuarantinedLvName(lv.lvName, p.naming) !== null),
-    unusableGroups: await p.lvm.volumeGroups.unusableIn(report),
+    unusableGroups: await unusableGroupsIn(p, report),
   };
 }
 

@@ -97,6 +97,8 @@ class FakeLvm {
         select: { names?: readonly string[]; prefix?: string },
       ) =>
         Promise.resolve({
+          groups: [],
+          pvs: new Map(),
           lvs: this.lvs.filter(
             (l) =>
               vgNames.includes(l.vgName) &&

@@ -141,7 +141,7 @@ describe('VolumeService.delete: the data device', () => {
               groups: [],
               lvs: lookups.shift() ?? [],
               stderr: '',
-              pvUuids: new Map(),
+              pvs: new Map(),
               sharedListed: true,
             });
           },

@@ -117,7 +117,7 @@ const lookupArgv = (lvSelection: string): string[] => [
   '--configreport',
   'pv',
   '-o',
-  'pv_uuid',
+  'pv_uuid,pv_name,pv_major,pv_minor',
   '-S',
   inVg,
   '--configreport',
@@ -141,7 +141,15 @@ const lookupArgv = (lvSelection: string): string[] => [
 ];
 const fullReport = (...rows: Row[]): string =>
   JSON.stringify({
-    report: [{ vg: [VG_ROW], pv: [{ pv_uuid: 'pv-1' }], lv: rows.map(lvRow), pvseg: [], seg: [] }],
+    report: [
+      {
+        vg: [VG_ROW],
+        pv: [{ pv_uuid: 'pv-1', pv_name: '/dev/pv', pv_major: '', pv_minor: '' }],
+        lv: rows.map(lvRow),
+        pvseg: [],
+        seg: [],
+      },
+    ],
   });
 const lvsStep = (names: readonly string[], ...rows: Row[]): ReplayStep => ({
   argv: lookupArgv(names.map((n) => `lv_name="${n}"`).join(' || ')),
