@@ -167,6 +167,43 @@ describe('ProcessRunner', () => {
     expect(() => new ProcessRunner({ maxOutputBytes: 0 })).toThrow(InvalidArgumentError);
   });
 
+  it('a spawn that fails for lack of file descriptors (EMFILE) is CommandFailedError at once: no hang, no crash', async () => {
+    const worker = coreWorker(
+      `import { spawnSync } from 'node:child_process';
+import { openSync } from 'node:fs';
+import { ProcessRunner } from './exec/process-runner.js';
+if (process.argv[2] !== 'child') {
+  // the same script under a low descriptor limit (a shell's ulimit; Node cannot lower its own)
+  const me = new URL(import.meta.url).pathname;
+  const run = spawnSync('sh', ['-c', 'ulimit -n 64 && exec "$0" "$1" child', process.execPath, me], { stdio: 'inherit' });
+  process.exit(run.status ?? 9);
+}
+try {
+  for (;;) openSync('/dev/null', 'r');
+} catch (error) {
+  if (error.code !== 'EMFILE') throw error;
+}
+const started = Date.now();
+try {
+  await new ProcessRunner({ timeoutMs: 20000 }).run(['true']);
+  console.error('ran');
+  process.exit(4);
+} catch (error) {
+  const ok = error.name === 'CommandFailedError' && error.exitCode === null && error.stderr.includes('EMFILE');
+  console.error(error.name, error.exitCode, error.stderr, Date.now() - started, 'ms');
+  process.exit(ok && Date.now() - started < 5000 ? 0 : 5);
+}
+`,
+      ['errors.ts', 'exec/outcome.ts', 'exec/process-runner.ts'],
+    );
+    try {
+      const { code, stderr } = await worker.run([]);
+      expect(code, stderr).toBe(0);
+    } finally {
+      worker.remove();
+    }
+  });
+
   it('kills the commands still running when this process exits', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'lvstamp-exec-'));
     dirs.push(dir);

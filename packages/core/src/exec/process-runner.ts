@@ -166,12 +166,7 @@ function runProcess(
       timedOut = true;
       stop(`timed out after ${timeoutMs} ms`);
     }, timeoutMs);
-    // `error` with no pid: it could not start (`close` follows with a negative errno, not an
-    // exit code). After a start, only a failed kill of a process already gone.
-    child.on('error', (error) => {
-      if (child.pid === undefined) spawnError = error.message;
-    });
-    child.on('close', (code) => {
+    const settle = (code: number | null): void => {
       clearTimeout(timer);
       running.delete(child);
       const ranToItsEnd = child.pid !== undefined && cut === '';
@@ -182,6 +177,17 @@ function runProcess(
         failure: timedOut ? '' : spawnError || cut,
         timedOut,
       });
+    };
+    // `error` with no pid: it could not start (ENOENT, EACCES, EMFILE…); the call settles at once
+    // (Node 20 then emits `close` with the negated errno, which changes nothing). After a start,
+    // `error` is only a failed kill of a process already gone.
+    child.on('error', (error) => {
+      if (child.pid !== undefined) return;
+      spawnError = error.message;
+      settle(null);
+    });
+    child.on('close', (code) => {
+      settle(code);
     });
   });
 }
