@@ -1,11 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { lstat, mkdir } from 'node:fs/promises';
-import { dirname } from 'node:path';
-import * as lockfile from 'proper-lockfile';
-import { FailedPreconditionError, InvalidArgumentError, LockTimeoutError } from '../errors.js';
+import { InvalidArgumentError, LockTimeoutError } from '../errors.js';
 import type { WarnLogger } from '../exec/runner.js';
 import { DEFAULT_HOST_LOCK_PATH } from '../naming.js';
 import type { HostLock } from './host-lock.js';
+import { isLockedOut, takeLockDirectory } from './lock-directory.js';
 
 /** Options of a FileHostLock. All durations in milliseconds. */
 export interface FileHostLockOptions {
@@ -186,7 +184,7 @@ export class FileHostLock implements HostLock {
           await file.taken;
           break;
         } catch (error) {
-          const lockedOut = isErrno((error as { cause?: unknown }).cause, 'ELOCKED');
+          const lockedOut = isLockedOut(error);
           if (!lockedOut || Date.now() >= deadline) throw error;
           const failed = file;
           file = null;
@@ -346,73 +344,27 @@ export class FileHostLock implements HostLock {
     return this.#releasing;
   }
 
-  async #acquire(
+  /** Takes the lock directory (takeLockDirectory), marking `holding` when the library reports it lost. */
+  #acquire(
     reason: string,
     deadline: number,
     holding: { compromised: Error | null },
   ): Promise<() => Promise<void>> {
-    await mkdir(dirname(this.#path), { recursive: true, mode: 0o755 });
-    await this.#refuseNonDirectory(reason);
-    const remaining = Math.max(deadline - Date.now(), 0);
-    try {
-      return await lockfile.lock(this.#path, {
-        lockfilePath: this.#path,
-        realpath: false,
-        stale: this.#staleMs,
-        retries: {
-          // `retry` precomputes every delay: enough attempts to fill the wait.
-          retries: retriesFor(remaining, this.#minRetryDelayMs, this.#maxRetryDelayMs),
-          factor: 2,
-          minTimeout: this.#minRetryDelayMs,
-          maxTimeout: this.#maxRetryDelayMs,
-          maxRetryTime: remaining,
-          randomize: true,
-        },
-        onCompromised: (error: Error) => {
-          holding.compromised = error;
-          this.#logger?.warn('host lock compromised while held', {
-            path: this.#path,
-            reason,
-            error: error.message,
-          });
-        },
+    const directory = {
+      path: this.#path,
+      waitMs: this.#waitMs,
+      staleMs: this.#staleMs,
+      minRetryDelayMs: this.#minRetryDelayMs,
+      maxRetryDelayMs: this.#maxRetryDelayMs,
+    };
+    return takeLockDirectory(directory, reason, deadline, (error) => {
+      holding.compromised = error;
+      this.#logger?.warn('host lock compromised while held', {
+        path: this.#path,
+        reason,
+        error: error.message,
       });
-    } catch (error) {
-      if (isErrno(error, 'ELOCKED')) throw this.#timeout(reason, error);
-      throw new LockTimeoutError(
-        `cannot take host lock ${this.#path} for "${reason}": ${(error as Error).message}`,
-        { cause: error },
-      );
-    }
-  }
-
-  /**
-   * The lock is a directory; anything else at its path (a plain file, a
-   * symlink) was not made by a lock holder, would never go away by itself
-   * and is not ours to remove: refused at once, naming it.
-   * @throws FailedPreconditionError.
-   */
-  async #refuseNonDirectory(reason: string): Promise<void> {
-    const stat = await lstat(this.#path).catch((error: unknown) => {
-      if (isErrno(error, 'ENOENT')) return null;
-      throw error;
     });
-    if (stat === null || stat.isDirectory()) return;
-    const kind = stat.isSymbolicLink()
-      ? 'a symbolic link'
-      : stat.isFile()
-        ? 'a plain file'
-        : 'not a directory';
-    throw new FailedPreconditionError(
-      `cannot take host lock ${this.#path} for "${reason}": it is ${kind}, not a lock directory; no lvstamp process made it, so lvstamp leaves it alone: remove it by hand when no lvstamp process runs`,
-    );
-  }
-
-  #timeout(reason: string, cause?: unknown): LockTimeoutError {
-    return new LockTimeoutError(
-      `host lock ${this.#path} still held by another process after ${this.#waitMs} ms (wanted for "${reason}")`,
-      cause === undefined ? undefined : { cause },
-    );
   }
 }
 
@@ -423,14 +375,6 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
     resolve = r;
   });
   return { promise, resolve };
-}
-
-/** Attempts needed so that backoff from `minMs` doubling up to `maxMs` spans `waitMs`. */
-function retriesFor(waitMs: number, minMs: number, maxMs: number): number {
-  const min = Math.max(minMs, 1);
-  const max = Math.max(maxMs, min);
-  const doublings = Math.ceil(Math.log2(max / min));
-  return doublings + Math.ceil(waitMs / max) + 1;
 }
 
 async function waitUntil(
@@ -452,8 +396,4 @@ async function waitUntil(
   } finally {
     clearTimeout(timer);
   }
-}
-
-function isErrno(error: unknown, code: string): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === code;
 }

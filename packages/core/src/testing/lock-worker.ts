@@ -26,7 +26,12 @@ export interface LockWorker {
  * new temporary directory.
  */
 export function lockWorker(script: string): LockWorker {
-  return coreWorker(script, ['errors.ts', 'naming.ts', 'lock/file-host-lock.ts']);
+  return coreWorker(script, [
+    'errors.ts',
+    'naming.ts',
+    'lock/file-host-lock.ts',
+    'lock/lock-directory.ts',
+  ]);
 }
 
 /**
