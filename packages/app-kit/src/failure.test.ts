@@ -16,6 +16,10 @@ class NotThereHere extends NotThere {}
 const CLASSES: FailureClasses = { usage: [UsageProblem], failed: [NotThere] };
 
 describe('oneLine', () => {
+  it('writes a control character other than a line break as \\xNN', () => {
+    expect(oneLine('a\n  b\u001b[2J\tc ')).toBe('a; b\\x1b[2J\\x09c');
+  });
+
   it('joins lines with "; " and trims', () => {
     expect(oneLine('  lvs failed\n  stderr: a  \n\n b ')).toBe('lvs failed; stderr: a; b');
   });

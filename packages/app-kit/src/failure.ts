@@ -1,3 +1,4 @@
+import { printable } from './table.js';
 /** Exit codes every lvstamp command shares: 0 ok, 1 the operation failed, 2 bad usage. */
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
@@ -23,9 +24,13 @@ export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** Text on one line: each line break, with the white space around it, becomes `; `. */
+/**
+ * Text on one line: each line break, with the white space around it,
+ * becomes `; `, and any other control character `\xNN` (printable): a
+ * message may quote text read from a disk, such as a header's name.
+ */
 export function oneLine(text: string): string {
-  return text.replace(/\s*\n\s*/g, '; ').trim();
+  return printable(text.replace(/\s*\n\s*/g, '; ').trim());
 }
 
 /** An error class, for `instanceof`. */

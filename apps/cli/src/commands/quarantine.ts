@@ -2,6 +2,7 @@ import {
   DURATION_SYNTAX,
   formatDuration,
   messageOf,
+  printable,
   renderTable,
   ReportedFailure,
 } from '@lvstamp/app-kit';
@@ -101,7 +102,8 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
       } else {
         lines.push(`reason:   ${header.reason}`);
       }
-      io.stdout.write(`${lines.join('\n')}\n`);
+      // A header's name is read from disk: escaped, it cannot drive the terminal or add a line.
+      io.stdout.write(`${lines.map(printable).join('\n')}\n`);
     });
 
   quarantine
@@ -178,8 +180,8 @@ export function registerQuarantineCommands(program: Command, ctx: CommandContext
           `${restored.capacityBytes === null ? '' : `, ${formatBytes(restored.capacityBytes)}`})`;
         io.stdout.write(
           restored.alreadyRestored
-            ? `already restored: ${what}; nothing was changed\n`
-            : `restored ${what}\n`,
+            ? `already restored: ${printable(what)}; nothing was changed\n`
+            : `restored ${printable(what)}\n`,
         );
         if (mode !== null) io.stdout.write(recipeOrWhyNot(restored, mode, opts));
         if (kind === 'snapshot') io.stdout.write(snapshotBindHint(restored.id));
