@@ -5,6 +5,7 @@
 //   behind a loop device (kubelet's block-volume loop);
 // - a PV removed from a two-PV group, and the same loop file attached twice: GetCapacity 0,
 //   CreateVolume RESOURCE_EXHAUSTED with lvm's message, Probe ready; healthy again once repaired;
+// - a PV in no group beside the test group changes nothing (lvm reports it as an object of its own);
 // - a PV the kernel holds read-only: DeleteVolume and a wiping CLI delete refused before any act;
 // - a suspended device: DEADLINE_EXCEEDED naming it, and the next operation proceeds.
 import { mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
@@ -283,6 +284,29 @@ describe('a broken volume group', () => {
     }
     expect(await capacityBytes()).toBe(healthy);
     await csi.ok('Controller', 'DeleteVolume', { volume_id: kept.volume_id });
+  });
+});
+
+describe('a PV in no volume group on the node (pvcreate, or left by a vgremove)', () => {
+  it('changes nothing: CreateVolume, ListVolumes and DeleteVolume work beside it', async () => {
+    const file = join(vg.dir, 'orphan.img');
+    await writeFile(file, '');
+    await truncate(file, 64 * MiB);
+    const loop = (await shOk(['losetup', '-f', '--show', file])).stdout.trim();
+    cleanups.add(`remove the orphan PV ${loop}`, async () => {
+      await sh(['pvremove', '-y', loop]);
+      await sh(['losetup', '-d', loop]);
+    });
+    await shOk(['pvcreate', '-y', loop]);
+    const v = await create(unique('beside-orphan'));
+    const listed = await csi.ok<{ entries: { volume: VolumeMsg }[] }>(
+      'Controller',
+      'ListVolumes',
+      {},
+    );
+    expect(listed.entries.map((e) => e.volume.volume_id)).toContain(v.volume_id);
+    await csi.ok('Controller', 'DeleteVolume', { volume_id: v.volume_id });
+    expect((await sh(['lvs', `${vg.vgName}/lvstamp_${v.volume_id}`])).exitCode).not.toBe(0);
   });
 });
 

@@ -150,13 +150,22 @@ describe('parseFullReport (lvm fullreport, recorded in the test VM)', () => {
     expect(parseFullReport(recorded('fullreport-missing-vg'), FULL)).toEqual([]);
   });
 
+  it('a PV in no group adds an object with pv and pvseg lists only: skipped, the groups read as without it', () => {
+    const withOrphan = parseFullReport(recorded('fullreport-orphan-pv'), FULL);
+    expect(withOrphan).toEqual(parseFullReport(recorded('fullreport-found'), FULL));
+    expect(withOrphan.map((g) => g.group.name)).toEqual(['lvse2ebroken']);
+    // an object with LVs but no vg list is no orphan object: refused
+    const lvOnly = '{"report":[{"pv":[],"lv":[],"pvseg":[]}]}';
+    expect(() => parseFullReport(lvOnly, FULL)).toThrow(/report object 0 has no "vg" list/);
+  });
+
   it('two groups of one name are two entries with their own vg_uuid', () => {
     const uuids = parseFullReport(recorded('fullreport-duplicate-vg'), FULL).map(
       (g) => g.group.uuid,
     );
     expect(uuids).toEqual([
-      'IXOQqS-8cNE-1qE9-cOQ0-DNWX-HvmV-JTDEAl',
-      'D8lnSy-PgHL-oKaM-OsLy-l1SZ-ezfl-zqMj3W',
+      's032To-Di5G-6UWQ-FygI-vMu1-DGH5-9LuFNE',
+      'rTGx6s-9jWm-oFKn-DxoD-abQr-rj9h-E9Vz2L',
     ]);
   });
 

@@ -139,9 +139,10 @@ export interface FullReportGroup {
  * <VG_REPORT_FIELDS> --configreport pv -o <FULLREPORT_PV_FIELDS>
  * --configreport lv -o <LV_REPORT_FIELDS> …` (lvmreport(7) "fullreport"):
  * `{"report":[{"vg":[…],"pv":[…],"lv":[…],"pvseg":[…],"seg":[…]}, …]}`, one
- * object per volume group lvm processed. An object whose `vg` row the
- * selection left out is skipped with its rows; two groups with one name
- * are two objects. Rows are read as parseVgsReport and parseLvsReport
+ * object per volume group lvm processed, and one with only `pv` and
+ * `pvseg` lists when some PV is in no group (skipped). An object whose
+ * `vg` row the selection left out is skipped with its rows; two groups
+ * with one name are two objects. Rows are read as parseVgsReport and parseLvsReport
  * read them.
  * @throws UnparseableOutputError when stdout is not that report, an object
  *   has several `vg` rows, or a field is not what the -o lists ask for.
@@ -149,6 +150,9 @@ export interface FullReportGroup {
 export function parseFullReport(stdout: string, argv: readonly string[]): FullReportGroup[] {
   const reader = new FieldReader(stdout, argv);
   return reader.sections().flatMap((section, index) => {
+    // The PVs in no group (a `pvcreate`d device, one left by a `vgremove`) come as one more
+    // object with `pv` and `pvseg` lists only: it holds no group and no LV.
+    if (!('vg' in section) && !('lv' in section)) return [];
     const vgRows = reader.list(section, 'vg', index);
     const [vgRow, ...more] = vgRows;
     if (more.length > 0) reader.fail(`report object ${index} has ${vgRows.length} vg rows`);

@@ -382,7 +382,7 @@ describe('the look-up (one lvm fullreport, recorded) classifies a broken group a
   it('healthy: the group row, its PVs and both LVs of the volume from one process', async () => {
     const { replay, lvm, found } = await lookUp('fullreport-found');
     expect(found.groups).toMatchObject([
-      { name: VG, uuid: 'D8lnSy-PgHL-oKaM-OsLy-l1SZ-ezfl-zqMj3W', extentSizeBytes: 4194304 },
+      { name: VG, uuid: 'rTGx6s-9jWm-oFKn-DxoD-abQr-rj9h-E9Vz2L', extentSizeBytes: 4194304 },
     ]);
     expect(found.lvs.map((lv) => [lv.lvName, lv.active])).toEqual([
       [`lvstamp_${ID}`, true],
@@ -390,6 +390,17 @@ describe('the look-up (one lvm fullreport, recorded) classifies a broken group a
     ]);
     expect(await lvm.volumeGroups.usable(VG, found)).toMatchObject({ name: VG });
     replay.assertDone();
+  });
+
+  it('a PV in no group on the node (its own report object) changes nothing: delete goes on to the header check', async () => {
+    const { replay, found } = await lookUp('fullreport-orphan-pv');
+    expect(found.groups.map((g) => g.name)).toEqual([VG]);
+    replay.assertDone();
+    // the delete reads the group as healthy and reaches the header (which this setup refuses to read)
+    const { manager } = setup([lookupStep('fullreport-orphan-pv')]);
+    await expect(manager.delete(ID, { vgNames: [VG], ownerId: OWNER })).rejects.toThrow(
+      'unexpected header read',
+    );
   });
 
   it('a missing group is NotFoundError from the one report (exit 0, no vg row), no second vgs', async () => {
@@ -477,14 +488,14 @@ describe('the look-up (one lvm fullreport, recorded) classifies a broken group a
       [
         'fullreport-missing-pv',
         'missing-pv',
-        "WARNING: Couldn't find device with uuid rnoRvU-4vhZ-I5ES-WjjC-BTHl-xFV3-6xr7FU. | " +
-          `WARNING: VG ${VG} is missing PV rnoRvU-4vhZ-I5ES-WjjC-BTHl-xFV3-6xr7FU (last written to /dev/loop1).`,
+        "WARNING: Couldn't find device with uuid 6NEb6J-4Q1E-PeUA-wt50-YZZ2-qHFv-d0S1Gc. | " +
+          `WARNING: VG ${VG} is missing PV 6NEb6J-4Q1E-PeUA-wt50-YZZ2-qHFv-d0S1Gc (last written to /dev/loop1).`,
       ],
       [
         'fullreport-duplicate-pv',
         'duplicate-pv',
-        'WARNING: Not using device /dev/loop3 for PV X2QQHq-813J-uLqr-AQgq-msAy-9n5P-N4Kuty. | ' +
-          'WARNING: PV X2QQHq-813J-uLqr-AQgq-msAy-9n5P-N4Kuty prefers device /dev/loop0 because device is used by LV.',
+        'WARNING: Not using device /dev/loop3 for PV EyaZqw-E1gB-lhZS-caQC-vnyL-nDNB-LNeUsN. | ' +
+          'WARNING: PV EyaZqw-E1gB-lhZS-caQC-vnyL-nDNB-LNeUsN prefers device /dev/loop0 because device is used by LV.',
       ],
       ['fullreport-exported', 'exported', 'vg_attr wzx-n-'],
     ];
@@ -508,7 +519,7 @@ describe('the look-up (one lvm fullreport, recorded) classifies a broken group a
       { argv: FULLREPORT, ...rec, stdout: noPvs },
       {
         argv: PVS,
-        stdout: '{"report":[{"pv":[{"pv_uuid":"X2QQHq-813J-uLqr-AQgq-msAy-9n5P-N4Kuty"}]}]}',
+        stdout: '{"report":[{"pv":[{"pv_uuid":"EyaZqw-E1gB-lhZS-caQC-vnyL-nDNB-LNeUsN"}]}]}',
       },
     ]);
     const lvm = new Lvm({ runner: replay, hostLock: new NoopHostLock() });
@@ -558,7 +569,7 @@ describe('the look-up (one lvm fullreport, recorded) classifies a broken group a
     const error = await caught(manager.delete(ID, scope));
     expect(error).toBeInstanceOf(FailedPreconditionError);
     expect((error as Error).message).toContain(
-      `lvm sees 2 volume groups named ${VG} (vg_uuid IXOQqS-8cNE-1qE9-cOQ0-DNWX-HvmV-JTDEAl and D8lnSy-PgHL-oKaM-OsLy-l1SZ-ezfl-zqMj3W)`,
+      `lvm sees 2 volume groups named ${VG} (vg_uuid s032To-Di5G-6UWQ-FygI-vMu1-DGH5-9LuFNE and rTGx6s-9jWm-oFKn-DxoD-abQr-rj9h-E9Vz2L)`,
     );
     runner.assertDone();
   });
@@ -591,7 +602,7 @@ describe('a create without the look-up answers as the look-up path did', () => {
     const { runner, manager } = setup([
       // lvm2 2.03.16 for any command that names the group (docs/FACTS.md "Two volume groups")
       refusedLvcreate({
-        stderr: `  WARNING: VG name ${VG} is used by VGs IXOQqS-8cNE-1qE9-cOQ0-DNWX-HvmV-JTDEAl and D8lnSy-PgHL-oKaM-OsLy-l1SZ-ezfl-zqMj3W.\n  Multiple VGs found with the same name: skipping ${VG}\n  Use --select vg_uuid=<uuid> in place of the VG name.\n`,
+        stderr: `  WARNING: VG name ${VG} is used by VGs s032To-Di5G-6UWQ-FygI-vMu1-DGH5-9LuFNE and rTGx6s-9jWm-oFKn-DxoD-abQr-rj9h-E9Vz2L.\n  Multiple VGs found with the same name: skipping ${VG}\n  Use --select vg_uuid=<uuid> in place of the VG name.\n`,
       }),
       lookupStep('fullreport-duplicate-vg'),
     ]);
@@ -599,7 +610,7 @@ describe('a create without the look-up answers as the look-up path did', () => {
     runner.assertDone();
     expect(error).toBeInstanceOf(FailedPreconditionError);
     expect((error as Error).message).toContain(
-      `lvm sees 2 volume groups named ${VG} (vg_uuid IXOQqS-8cNE-1qE9-cOQ0-DNWX-HvmV-JTDEAl and D8lnSy-PgHL-oKaM-OsLy-l1SZ-ezfl-zqMj3W)`,
+      `lvm sees 2 volume groups named ${VG} (vg_uuid s032To-Di5G-6UWQ-FygI-vMu1-DGH5-9LuFNE and rTGx6s-9jWm-oFKn-DxoD-abQr-rj9h-E9Vz2L)`,
     );
   });
 });
