@@ -39,7 +39,7 @@ export interface ResolvedServiceParts<Maps, Filesystems> extends Required<
   readonly hostRoot: string | undefined;
 }
 
-/** `parts` with DEFAULT_NAMING, Date.now and no logger where not given. */
+/** `parts` with DEFAULT_NAMING, Date.now and no logger or host root where not given. */
 export function withDefaults<Maps, Filesystems>(
   parts: ServiceParts<Maps, Filesystems>,
 ): ResolvedServiceParts<Maps, Filesystems> {
@@ -70,8 +70,6 @@ export type VolumeFilesystems = Pick<FilesystemManager, 'mounts' | 'grow'>;
 export interface VolumeParts extends ResolvedServiceParts<VolumeMaps, VolumeFilesystems> {
   /** Deadline of a wipe (`blkdiscard`) in milliseconds. */
   readonly wipeTimeoutMs: number;
-  /** Where `sys/` and `proc/` are read to name the holders of an open LV; undefined: `/`. */
-  readonly hostRoot: string | undefined;
 }
 
 /** The parts a look-up needs, whatever data-device and filesystem parts the caller has. */
@@ -84,7 +82,4 @@ export type SnapshotParts = ResolvedServiceParts<
 >;
 
 /** What the quarantine runs on (QuarantineServiceOptions with defaults). */
-export interface QuarantineParts extends CoreParts {
-  /** Where `sys/` and `proc/` are read to name the holders of an open LV; undefined: `/`. */
-  readonly hostRoot: string | undefined;
-}
+export type QuarantineParts = CoreParts;

@@ -18,10 +18,7 @@ import { markQuarantined, renameQuarantined, type PlannedLvRef } from './quarant
 import type { VgScope, VolumeScope } from './types.js';
 
 /** What QuarantineService runs on: the volume services' parts, without maps and filesystems. */
-export type QuarantineServiceOptions = ServiceParts<unknown, unknown> & {
-  /** Where `sys/` and `proc/` are read to name the holders of an open LV; default `/`. */
-  readonly hostRoot?: string;
-};
+export type QuarantineServiceOptions = ServiceParts<unknown, unknown>;
 
 /**
  * The node's quarantine (DESIGN.md §6 "Quarantine"). Fills the GC's
@@ -32,7 +29,7 @@ export class QuarantineService {
   readonly #p: QuarantineParts;
 
   constructor(options: QuarantineServiceOptions) {
-    this.#p = { ...withDefaults(options), hostRoot: options.hostRoot };
+    this.#p = withDefaults(options);
   }
 
   /** quarantine-lookup.ts listQuarantined: one look-up of the scope's quarantined LVs. */

@@ -50,8 +50,6 @@ export const DEFAULT_WIPE_TIMEOUT_MS = 3_600_000;
 export interface VolumeServiceOptions extends ServiceParts<VolumeMaps, VolumeFilesystems> {
   /** Deadline of a wipe in milliseconds; default one hour. */
   readonly wipeTimeoutMs?: number;
-  /** Where `sys/` and `proc/` are read to name the holders of an open LV; default `/`. */
-  readonly hostRoot?: string;
   /** Whether a PV (its path) rests on an lvstamp data device; default restsOnDataDevice. */
   readonly pvStack?: (pvPath: string) => Promise<PvStack>;
 }
@@ -70,7 +68,6 @@ export class VolumeService {
     this.#p = {
       ...withDefaults(options),
       wipeTimeoutMs: options.wipeTimeoutMs ?? DEFAULT_WIPE_TIMEOUT_MS,
-      hostRoot: options.hostRoot,
     };
     this.#groups = new VolumeGroupQueries({ ...this.#p, pvStack: options.pvStack });
   }
