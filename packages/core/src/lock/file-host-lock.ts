@@ -3,7 +3,7 @@ import { InvalidArgumentError, LockTimeoutError } from '../errors.js';
 import type { WarnLogger } from '../exec/runner.js';
 import { DEFAULT_HOST_LOCK_PATH } from '../naming.js';
 import type { HostLock } from './host-lock.js';
-import { isLockedOut, takeLockDirectory } from './lock-directory.js';
+import { isLockedOut, takeLockDirectory, type LockDirectory } from './lock-directory.js';
 
 /** Options of a FileHostLock. All durations in milliseconds. */
 export interface FileHostLockOptions {
@@ -109,9 +109,9 @@ interface Holder {
 export class FileHostLock implements HostLock {
   readonly #path: string;
   readonly #waitMs: number;
-  readonly #staleMs: number;
-  readonly #minRetryDelayMs: number;
   readonly #maxRetryDelayMs: number;
+  /** The lock directory across processes and how it is waited for (takeLockDirectory). */
+  readonly #directory: LockDirectory;
   readonly #logger: WarnLogger | undefined;
   readonly #shareMs: number;
   /** Nobody is admitted before this time (Unix ms): the pause after a long holding. */
@@ -149,9 +149,14 @@ export class FileHostLock implements HostLock {
       );
     }
     this.#waitMs = options.waitMs ?? 120_000;
-    this.#staleMs = Math.max(options.staleMs ?? 30_000, 2_000);
-    this.#minRetryDelayMs = options.minRetryDelayMs ?? 50;
     this.#maxRetryDelayMs = options.maxRetryDelayMs ?? 1_000;
+    this.#directory = {
+      path: this.#path,
+      waitMs: this.#waitMs,
+      staleMs: Math.max(options.staleMs ?? 30_000, 2_000),
+      minRetryDelayMs: options.minRetryDelayMs ?? 50,
+      maxRetryDelayMs: this.#maxRetryDelayMs,
+    };
     this.#logger = options.logger;
     this.#shareMs = options.shareMs ?? this.#waitMs / 4;
   }
@@ -350,14 +355,7 @@ export class FileHostLock implements HostLock {
     deadline: number,
     holding: { compromised: Error | null },
   ): Promise<() => Promise<void>> {
-    const directory = {
-      path: this.#path,
-      waitMs: this.#waitMs,
-      staleMs: this.#staleMs,
-      minRetryDelayMs: this.#minRetryDelayMs,
-      maxRetryDelayMs: this.#maxRetryDelayMs,
-    };
-    return takeLockDirectory(directory, reason, deadline, (error) => {
+    return takeLockDirectory(this.#directory, reason, deadline, (error) => {
       holding.compromised = error;
       this.#logger?.warn('host lock compromised while held', {
         path: this.#path,

@@ -8,6 +8,7 @@ import { lstat, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import * as lockfile from 'proper-lockfile';
 import { FailedPreconditionError, LockTimeoutError } from '../errors.js';
+import { errorCode } from '../os/errno.js';
 
 /** Where the lock directory is and how it is waited for; durations in milliseconds. */
 export interface LockDirectory {
@@ -59,7 +60,7 @@ export async function takeLockDirectory(
       onCompromised,
     });
   } catch (error) {
-    if (isErrno(error, 'ELOCKED')) {
+    if (errorCode(error) === 'ELOCKED') {
       throw new LockTimeoutError(
         `host lock ${path} still held by another process after ${directory.waitMs} ms (wanted for "${reason}")`,
         { cause: error },
@@ -74,7 +75,7 @@ export async function takeLockDirectory(
 
 /** Whether takeLockDirectory failed because another process held the lock to the deadline. */
 export function isLockedOut(error: unknown): boolean {
-  return isErrno((error as { cause?: unknown } | null)?.cause, 'ELOCKED');
+  return error instanceof Error && errorCode(error.cause) === 'ELOCKED';
 }
 
 /**
@@ -85,7 +86,7 @@ export function isLockedOut(error: unknown): boolean {
  */
 async function refuseNonDirectory(path: string, reason: string): Promise<void> {
   const stat = await lstat(path).catch((error: unknown) => {
-    if (isErrno(error, 'ENOENT')) return null;
+    if (errorCode(error) === 'ENOENT') return null;
     throw error;
   });
   if (stat === null || stat.isDirectory()) return;
@@ -105,8 +106,4 @@ function retriesFor(waitMs: number, minMs: number, maxMs: number): number {
   const max = Math.max(maxMs, min);
   const doublings = Math.ceil(Math.log2(max / min));
   return doublings + Math.ceil(waitMs / max) + 1;
-}
-
-function isErrno(error: unknown, code: string): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === code;
 }

@@ -31,6 +31,7 @@ export function lockWorker(script: string): LockWorker {
     'naming.ts',
     'lock/file-host-lock.ts',
     'lock/lock-directory.ts',
+    'os/errno.ts',
   ]);
 }
 
