@@ -12,6 +12,7 @@ import { commonLvPrefix, DEFAULT_NAMING, type Naming } from '../naming.js';
 
 /** The `pv_name` lvm reports for a PV whose device is missing (pvs(8)). */
 const MISSING_PV_NAME = '[unknown]';
+
 /** Free space of one volume group, in bytes. */
 export interface VolumeGroupCapacity {
   readonly vgName: string;

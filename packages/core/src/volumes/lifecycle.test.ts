@@ -1967,13 +1967,20 @@ describe('VolumeService: scope (DESIGN.md §2.3)', () => {
     runner.assertDone();
   });
 
-  it('discoverVolumeGroups asks about each PV path lvm reports, the orphan PV not', async () => {
+  /**
+   * discoverVolumeGroups over vgs-two and lvs-inactive and `pvs` answered by `pvsAnswer`, each
+   * PV path lvm reports asked about: nested unless `onDisks` says it rests on the node's disks.
+   */
+  async function discoverWith(
+    pvsAnswer: Pick<ReplayStep, 'stdout' | 'stdoutFile'>,
+    onDisks: (pvPath: string) => boolean,
+  ): Promise<{ groups: string[]; asked: string[] }> {
     const asked: string[] = [];
     const runner = new ReplayRunner(
       asFullReports([
         { argv: VGS, stdoutFile: 'lvm/vgs-two.json' },
         { argv: [...LVS, '-S', 'lv_name=~"^lvstamp_"'], stdoutFile: 'lvm/lvs-inactive.json' },
-        { argv: ['pvs', ...REPORT, '-o', 'pv_name,vg_name'], stdoutFile: 'lvm/pvs-nested.json' },
+        { argv: ['pvs', ...REPORT, '-o', 'pv_name,vg_name'], ...pvsAnswer },
       ]),
     );
     const manager = volumeService({
@@ -1983,20 +1990,27 @@ describe('VolumeService: scope (DESIGN.md §2.3)', () => {
       pvStack: (pvPath) => {
         asked.push(pvPath);
         return Promise.resolve(
-          pvPath === '/dev/sdb' ? { nested: false } : { nested: true, reason: 'nested' },
+          onDisks(pvPath)
+            ? { nested: false }
+            : { nested: true, reason: `the device stack of ${pvPath} cannot be followed` },
         );
       },
     });
-    expect(await manager.discoverVolumeGroups()).toEqual(['vg-data']);
-    expect(asked.sort()).toEqual([
-      '/dev/mapper/lvstamp-746bf03d564ec8613ddeb80287a0caa1',
-      '/dev/sdb',
-    ]);
+    const groups = await manager.discoverVolumeGroups();
     runner.assertDone();
+    return { groups, asked: asked.sort() };
+  }
+
+  it('discoverVolumeGroups asks about each PV path lvm reports, the orphan PV not', async () => {
+    const { groups, asked } = await discoverWith(
+      { stdoutFile: 'lvm/pvs-nested.json' },
+      (pvPath) => pvPath === '/dev/sdb',
+    );
+    expect(groups).toEqual(['vg-data']);
+    expect(asked).toEqual(['/dev/mapper/lvstamp-746bf03d564ec8613ddeb80287a0caa1', '/dev/sdb']);
   });
 
   it('discoverVolumeGroups keeps a group with a missing PV ([unknown]): nothing to follow, lvm names the problem later', async () => {
-    const asked: string[] = [];
     const missing = JSON.stringify({
       report: [
         {
@@ -2008,29 +2022,11 @@ describe('VolumeService: scope (DESIGN.md §2.3)', () => {
         },
       ],
     });
-    const runner = new ReplayRunner(
-      asFullReports([
-        { argv: VGS, stdoutFile: 'lvm/vgs-two.json' },
-        { argv: [...LVS, '-S', 'lv_name=~"^lvstamp_"'], stdoutFile: 'lvm/lvs-inactive.json' },
-        { argv: ['pvs', ...REPORT, '-o', 'pv_name,vg_name'], stdout: missing },
-      ]),
+    const { groups, asked } = await discoverWith({ stdout: missing }, (pvPath) =>
+      pvPath.startsWith('/dev/sd'),
     );
-    const manager = volumeService({
-      runner,
-      hostLock: new NoopHostLock(),
-      headerIo: new FakeHeaderIo(),
-      pvStack: (pvPath) => {
-        asked.push(pvPath);
-        return Promise.resolve(
-          pvPath.startsWith('/dev/sd')
-            ? { nested: false }
-            : { nested: true, reason: `the device stack of ${pvPath} cannot be followed` },
-        );
-      },
-    });
-    expect(await manager.discoverVolumeGroups()).toEqual(['vg-data', 'vg0']);
-    expect(asked.sort()).toEqual(['/dev/sdb', '/dev/sdc']);
-    runner.assertDone();
+    expect(groups).toEqual(['vg-data', 'vg0']);
+    expect(asked).toEqual(['/dev/sdb', '/dev/sdc']);
   });
 
   it('defaultVolumeGroup: the one tagged group that is not nested', async () => {
