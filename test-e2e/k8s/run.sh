@@ -12,8 +12,8 @@
 # Env: K8S_VERSION (e.g. v1.35.4: run that Kubernetes instead of versions.env's; built and cached
 #      by test-e2e/parts/build.sh), LVSTAMP_K8S_CACHE, VM_MEM (6G), VM_TIMEOUT (5000 s: a guard
 #      against a hung VM only, the scenarios' own waits follow the speed calibrated at the start;
-#      in `pnpm test` the tier shares the 2 cores with an e2e shard and csi-sanity, and on
-#      2026-12-04 it was still running there at the old bound of 3,600 s),
+#      in `pnpm test` the tier shares the 2 cores with the other lane's VM, and on 2026-12-04 it
+#      was still running there at the old bound of 3,600 s),
 #      K8S_ONLY (scenario functions to run, for debugging: the rest are skipped and the run
 #      fails; test-e2e/k8s/README.md), K8S_INSTALL (kustomize, the default: `kubectl apply -k` of
 #      the overlays; helm: `helm install` of deploy/helm/lvstamp with the same settings as values,

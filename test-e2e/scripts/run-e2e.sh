@@ -8,8 +8,10 @@
 # test-e2e/results/e2e.json (the VM writes it back through a read-write share).
 # Env: LVSTAMP_E2E_SHARD=I/N runs only shard I of N, in one VM, into results/e2e-I.json (no merged
 #      report: the caller runs the other shards and scripts/merge-reports.mjs; scripts/test.sh);
-#      LVSTAMP_E2E_AFTER_SECONDS=S1,...,SN: what each shard's caller runs after it, in seconds, so the
-#      split evens out the whole lanes (src/harness/shards.ts).
+#      LVSTAMP_E2E_REPORT=NAME: with LVSTAMP_E2E_SHARD, the report is results/NAME.json instead
+#      (letters, digits, - and _), for a caller that runs more than one split of the files;
+#      LVSTAMP_E2E_AFTER_SECONDS=S1,...,SN: what each shard's caller runs after it, in seconds, so
+#      the split evens out lanes planned ahead (src/harness/shards.ts; scripts/test.sh does not).
 set -uo pipefail
 PKG=$(cd "$(dirname "$0")/.." && pwd)
 cd "$PKG"
@@ -23,7 +25,9 @@ ONLY=${LVSTAMP_E2E_SHARD:-}
 if [ -n "$ONLY" ]; then
   [[ $ONLY =~ ^([1-9][0-9]*)/([1-9][0-9]*)$ ]] && [ "${BASH_REMATCH[1]}" -le "${BASH_REMATCH[2]}" ] ||
     fail "LVSTAMP_E2E_SHARD must be I/N with 1 <= I <= N, got '$ONLY'"
-  mkdir -p results && rm -f "results/e2e-${ONLY%/*}.json"
+  REPORT=${LVSTAMP_E2E_REPORT:-e2e-${ONLY%/*}}
+  [[ $REPORT =~ ^[A-Za-z0-9_-]+$ ]] || fail "LVSTAMP_E2E_REPORT must be letters, digits, - and _, got '$REPORT'"
+  mkdir -p results && rm -f "results/$REPORT.json"
 else
   mkdir -p results && rm -f results/e2e.json results/e2e-*.json
 fi
@@ -39,7 +43,7 @@ if [ "${LVSTAMP_E2E_FORCE_VM:-0}" != 1 ] && host_has_dm; then
   if [ -n "$ONLY" ]; then
     echo "run-e2e: host has device-mapper and root: running shard $ONLY of the e2e suite directly"
     node_modules/.bin/vitest run --reporter=default --reporter=json --passWithNoTests \
-      "--outputFile.json=results/e2e-${ONLY%/*}.json" "--shard=$ONLY" "$@"
+      "--outputFile.json=results/$REPORT.json" "--shard=$ONLY" "$@"
   else
     echo "run-e2e: host has device-mapper and root: running the e2e suite directly"
     "${VITEST[@]}"
@@ -63,16 +67,17 @@ else
     echo "set -o pipefail; echo \"run-e2e: in the VM: kernel \$(uname -r), \$(lvm version | head -1 | tr -s ' ')\"; $cmd; rc=\$?;" \
       "read -r _ u n s i w q sq st _ </proc/stat; echo \"run-e2e: VM CPU since boot (\$(nproc) vCPU): busy \$(((u + n + s + q + sq + st) / 100)) s, idle \$((i / 100)) s, iowait \$((w / 100)) s\"; exit \$rc"
   }
-  # run_shard I N CPUS [vitest args...]: shard I of N in one VM, lines prefixed [e2e I/N]. A shard
-  # may get no file (few files named, a long lane after it): it passes; the merged report fails
-  # when no shard ran a test (scripts/merge-reports.mjs).
+  # run_shard I N CPUS [vitest args...]: shard I of N in one VM, lines prefixed [e2e I/N], into
+  # results/e2e-I.json (results/$REPORT.json when LVSTAMP_E2E_SHARD set REPORT). A shard may get no
+  # file (few files named): it passes; the merged report fails when no shard ran a test
+  # (scripts/merge-reports.mjs).
   run_shard() {
     local i=$1 n=$2 cpus=$3
     shift 3
     VM_RW="$PKG/results" VM_ENV="CI LVSTAMP_E2E_AFTER_SECONDS" VM_MEM=${VM_MEM:-4G} \
       VM_TIMEOUT=$VM_BOUND VM_CPUS=$cpus \
       "$PKG/vm/run-in-vm.sh" "$(in_vm node_modules/.bin/vitest run --reporter=default --reporter=json \
-        --passWithNoTests "--outputFile.json=results/e2e-$i.json" "--shard=$i/$n" "$@")" 2>&1 |
+        --passWithNoTests "--outputFile.json=results/${REPORT:-e2e-$i}.json" "--shard=$i/$n" "$@")" 2>&1 |
       sed -u "s|^|[e2e $i/$n] |"
     return "${PIPESTATUS[0]}"
   }

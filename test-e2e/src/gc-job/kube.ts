@@ -120,7 +120,8 @@ export async function startKubeApiServer(
 /**
  * The directories of the cached `kubernetes` and `etcd` parts, as
  * test-e2e/parts/build.sh prints them. It is never allowed to build here
- * (LVSTAMP_PARTS_NO_BUILD=1): the unit tests of apps/gc-job build both on the host.
+ * (LVSTAMP_PARTS_NO_BUILD=1): the host builds them first (the unit tests of
+ * apps/gc-job do; scripts/test.sh runs this file only once both are cached).
  * @throws Error naming build.sh when a part is not cached.
  */
 async function cachedParts(): Promise<{ kubernetes: string; etcd: string }> {

@@ -1,8 +1,9 @@
 /**
  * The e2e suite's vitest sequencer: `--shard=i/n` takes the i-th of
  * {@link balanceShards}' splits by the durations in `e2e-durations.json`
- * and the lanes' other work (`LVSTAMP_E2E_AFTER_SECONDS`, scripts/run-e2e.sh;
- * test-e2e/README.md "Shards"), instead of vitest's equal file counts.
+ * (and `LVSTAMP_E2E_AFTER_SECONDS`, what each shard's lane runs after it, when
+ * set: scripts/run-e2e.sh; test-e2e/README.md "Shards"), instead of vitest's
+ * equal file counts.
  * Order within a shard stays vitest's own.
  */
 import { readFileSync } from 'node:fs';

@@ -20,9 +20,9 @@ export const UNKNOWN_FILE_SECONDS = 120;
  * split on its own; every file lands in exactly one shard.
  * @param durations seconds per file; a missing, negative or non-finite
  *   entry counts as {@link UNKNOWN_FILE_SECONDS}.
- * @param after seconds of other work each shard's lane runs after it
- *   (scripts/test.sh: the Kubernetes tier after one shard, csi-sanity and
- *   the bench after the other); a shard's total starts there. Default 0.
+ * @param after seconds of other work each shard's lane runs after it, for a
+ *   caller that plans its lanes ahead (scripts/test.sh does not: its lanes
+ *   take shards from a queue); a shard's total starts there. Default 0.
  * @returns `count` lists of paths, each in the input's relative order.
  * @throws RangeError when `count` is not a positive integer, or `after`
  *   has another length or a negative or non-finite entry.
