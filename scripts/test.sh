@@ -74,23 +74,38 @@ queue_init() {
 cached() { # cached PART...: 0 when build.sh has every PART cached (no build, no wait on its lock)
   LVSTAMP_PARTS_NO_BUILD=1 LVSTAMP_PARTS_QUIET=1 bash test-e2e/parts/build.sh "$@" >/dev/null 2>&1
 }
+kill_tree() { # kill_tree PID: PID and every process below it
+  local child
+  for child in $(pgrep -P "$1"); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null
+}
+prefetch_ended() { [ -e "$LOGS/prefetch.summary" ]; }
+prefetch_ok() { grep -qE '^prefetch +ok ' "$LOGS/prefetch.summary" 2>/dev/null; }
 ready() { # ready ITEM: 0 when ITEM would not wait for a part the prefetch (or another item) builds
   case $1 in
     e2e-kube) cached kubernetes etcd ;;
     csi-sanity) cached csi-sanity ;;
-    bench-smoke) cached lvmd || [ -e "$LOGS/prefetch.summary" ] ;;
+    bench-smoke) cached lvmd || prefetch_ended ;;
     *) return 0 ;;
   esac
 }
-claim() { # claim LANE: moves the item to run next to LANE's list and prints its name; 1 when empty
+# claim LANE: moves the item to run next to LANE's list and prints its name: the first that is
+# ready, else the first whose part the prefetch is building anyway (the lane waits for it), never
+# the bench smoke run before the prefetch has ended (its lvmd build would delay the prefetch's
+# builds, and with them the tier). Returns 1 when the queue is empty, 2 when only that is left.
+claim() {
   local pass f
   for pass in ready any; do
     for f in $(ls "$QUEUE/todo"); do
-      [ "$pass" = any ] || ready "${f#*-}" || continue
+      case $pass-${f#*-} in
+        ready-*) ready "${f#*-}" || continue ;;
+        any-bench-smoke) prefetch_ended || continue ;;
+      esac
       mv "$QUEUE/todo/$f" "$QUEUE/$1-$f" 2>/dev/null && echo "${f#*-}" && return 0
     done
   done
-  return 1
+  [ -z "$(ls "$QUEUE/todo")" ] && return 1
+  return 2
 }
 e2e_shard() { # e2e_shard I: shard I of E2E_CHUNKS of the e2e files but one, one VM (results/e2e-I.json)
   LVSTAMP_E2E_SHARD=$1/$E2E_CHUNKS bash test-e2e/scripts/run-e2e.sh --exclude "$E2E_KUBE_FILE"
@@ -114,14 +129,21 @@ run_k8s() {
   step k8s bash test-e2e/k8s/run.sh
 }
 lane_work() { # lane_work LANE: items from the queue, and the tier when it is this lane's turn
-  local rc=0 item
+  local rc=0 item got
   while :; do
-    if [ -e "$LOGS/prefetch.summary" ] && mkdir "$QUEUE/k8s" 2>/dev/null; then
+    # the tier as soon as the prefetch has built everything; after a failed prefetch, last (it
+    # builds what failed again, and fails again: scripts/test.sh "prefetch")
+    if prefetch_ok && mkdir "$QUEUE/k8s" 2>/dev/null; then
       run_k8s || rc=1
       continue
     fi
-    item=$(claim "$1") || break
-    run_item "$item" || rc=1
+    item=$(claim "$1")
+    got=$?
+    case $got in
+      0) run_item "$item" || rc=1 ;;
+      1) break ;;
+      *) sleep 10 ;;
+    esac
   done
   if mkdir "$QUEUE/k8s" 2>/dev/null; then run_k8s || rc=1; fi
   return $rc
@@ -193,6 +215,7 @@ fi
   if prefetch >"$LOGS/prefetch.log" 2>&1; then status=ok; else status="FAILED (exit $?)"; fi
   printf '%-22s %-18s %5ss\n' prefetch "$status" $((SECONDS - start)) >"$LOGS/prefetch.summary"
 ) 8>"$PREFETCH_LOCK" &
+PREFETCH_PID=$!
 # Then two lanes at once, one VM at a time each (each of these VMs keeps about one of the two cores
 # busy most of the time: measured with top, 90-100 % of one core, short bursts to two), working
 # through the queue above, while this shell runs the host's checks and unit tests beside them:
@@ -214,12 +237,18 @@ else
 fi
 step check-unit pnpm exec turbo run typecheck lint test --continue
 step unit-node24 node24_units
-[ -z "${LANE1_PID:-}" ] || wait "$LANE1_PID" || FAILED=1
-[ -z "${LANE2_PID:-}" ] || wait "$LANE2_PID" || FAILED=1
+if [ -n "${LANE1_PID:-}" ]; then
+  wait "$LANE1_PID" || FAILED=1
+  wait "$LANE2_PID" || FAILED=1
+else
+  # no lane ran, so nothing waits for the prefetch: stop it rather than leave it building (and
+  # holding this script's output open) for up to an hour
+  kill_tree "$PREFETCH_PID"
+fi
 # every shard's report must be there: merge-reports.mjs fails on a missing one
 SHARD_REPORTS=(test-e2e/results/e2e-kube.json)
 for i in $(seq 1 "$E2E_CHUNKS"); do SHARD_REPORTS+=("test-e2e/results/e2e-$i.json"); done
-node test-e2e/scripts/merge-reports.mjs test-e2e/results/e2e.json "${SHARD_REPORTS[@]}" || FAILED=1
+step e2e-reports node test-e2e/scripts/merge-reports.mjs test-e2e/results/e2e.json "${SHARD_REPORTS[@]}"
 
 read -r U20P U20F < <(count_log "$LOGS/check-unit.log")
 read -r U24P U24F < <(count_json "$LOGS"/node24-*.json)
@@ -231,7 +260,7 @@ read -r SP SF < <(echo "$SANITY" | awk '{ for (i = 1; i < NF; i++) { if ($(i+1) 
 echo
 echo "==> summary"
 for name in bootstrap format vm-assets prefetch build check-unit unit-node24 e2e-kube $(seq -f 'e2e-%g' 1 "$E2E_CHUNKS") \
-  csi-sanity bench-smoke k8s; do
+  e2e-reports csi-sanity bench-smoke k8s; do
   cat "$LOGS/$name.summary" 2>/dev/null || printf '%-22s %-18s\n' "$name" "not run"
 done
 echo "unit tests, Node $(node -v): $U20P passed, $U20F failed"

@@ -22,6 +22,7 @@ for tool in node lvm dmsetup losetup blkid mkfs.ext4 mkfs.xfs mount; do
 done
 [ -x node_modules/.bin/vitest ] || fail "vitest is not installed (pnpm install)"
 ONLY=${LVSTAMP_E2E_SHARD:-}
+REPORT=
 if [ -n "$ONLY" ]; then
   [[ $ONLY =~ ^([1-9][0-9]*)/([1-9][0-9]*)$ ]] && [ "${BASH_REMATCH[1]}" -le "${BASH_REMATCH[2]}" ] ||
     fail "LVSTAMP_E2E_SHARD must be I/N with 1 <= I <= N, got '$ONLY'"
