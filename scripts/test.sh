@@ -59,6 +59,10 @@ lane() { # lane PREFIX command...: in the background, every output line prefixed
 # CI: test-e2e/README.md "Shards"), and on a cold machine the lanes run e2e shards while the
 # prefetch builds.
 E2E_CHUNKS=${E2E_CHUNKS:-10}
+[[ $E2E_CHUNKS =~ ^[1-9][0-9]{0,1}$ ]] || {
+  echo "test: E2E_CHUNKS must be a whole number of shards from 1 to 99, got '$E2E_CHUNKS'" >&2
+  exit 2
+}
 # gc-job/node starts kube-apiserver and etcd in the VM from the cached parts (it may not build
 # them there: test-e2e/src/gc-job/kube.ts), so it is an item of its own, ready once both are built.
 E2E_KUBE_FILE=src/gc-job/node.e2e.test.ts
@@ -68,7 +72,7 @@ queue_init() {
   rm -rf "$QUEUE" && mkdir -p "$QUEUE/todo" || return 1
   for item in e2e-kube $(seq -f 'e2e-%g' 1 "$E2E_CHUNKS") csi-sanity bench-smoke; do
     n=$((n + 1))
-    : >"$QUEUE/todo/$(printf '%02d' $n)-$item" || return 1
+    : >"$QUEUE/todo/$(printf '%03d' $n)-$item" || return 1
   done
 }
 cached() { # cached PART...: 0 when build.sh has every PART cached (no build, no wait on its lock)
